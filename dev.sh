@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One entry point for people and CI.
+#   ./dev.sh demo     set up .venv and run the example pipeline (example DAG, local Spark, lineage to a file)
+#   ./dev.sh test     set up .venv and run the test suite (what .ci/run calls)
+#   ./dev.sh setup    only build/refresh .venv
+#   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
+# Needs: Python >= 3.11 (python3, or $PYTHON) and Java 17 (java on PATH or $JAVA_HOME).
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+VENV=${VENV:-$ROOT/.venv}
+PY=${PYTHON:-python3}
+
+die() { echo "dev.sh: $*" >&2; exit 1; }
+
+check_prereqs() {
+  command -v "$PY" >/dev/null || die "no '$PY' on PATH: install Python 3.11+ or set PYTHON=/path/to/python3.11"
+  "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+    || die "$PY is $("$PY" -V 2>&1); Python 3.11+ is needed: set PYTHON=/path/to/python3.11"
+  if [ -n "${JAVA_HOME:-}" ]; then JAVA="$JAVA_HOME/bin/java"; else JAVA=$(command -v java || true); fi
+  [ -n "$JAVA" ] && [ -x "$JAVA" ] || die "no java found: install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+}
+
+setup() {
+  check_prereqs
+  local stamp="$VENV/.installed-$(cat setup.py | sha1sum | cut -c1-12)"
+  if [ -f "$stamp" ]; then return 0; fi
+  echo "dev.sh: building $VENV (first run takes about a minute)" >&2
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "uv>=0.4"
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e ".[dev]"
+  rm -f "$VENV"/.installed-*
+  touch "$stamp"
+}
+
+run_env() {
+  export PATH="$VENV/bin:$PATH"
+  export AIRFLOW_HOME=${AIRFLOW_HOME:-$ROOT/.airflow}
+  export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
+  export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$VENV/bin/python}
+  export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$VENV/bin/python}
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  setup) setup ;;
+  demo) setup; run_env; exec "$VENV/bin/python" -m airflow_provider_lineage.demo "$@" ;;
+  test) setup; run_env; exec "$VENV/bin/python" -m pytest "$@" ;;
+  bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
+  *) sed -n '2,8p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,430 @@
+"""A ``QueryExecutionListener`` written in Python (py4j) that records every write the driver runs.
+
+Runs inside the Spark driver. It keeps, per write command, the optimized and analyzed plans as JSON
+and the facts the plan JSON leaves out (output path/table/mode/format, each leaf relation's
+storage location or table), and hands a :class:`~.records.CaptureRecord` to a sink.
+
+Everything here is defensive: the callback runs on Spark's listener-bus thread, so an exception
+would only be logged by Spark, but a slow or failing capture must never disturb the job. Any
+problem becomes a record with ``capture_error`` set, and a log line.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, RelationInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+#: Simple class names of the logical commands that write data (resolved, as the listener sees them,
+#: plus the unresolved statements a failed analysis leaves in ``QueryExecution.logical``).
+WRITE_COMMANDS = frozenset(
+    {
+        "InsertIntoHadoopFsRelationCommand",
+        "CreateDataSourceTableAsSelectCommand",
+        "SaveAsV1TableCommand",
+        "InsertIntoHiveTable",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "InsertIntoDataSourceCommand",
+        "InsertIntoDataSourceDirCommand",
+        "InsertIntoHiveDirCommand",
+        "SaveIntoDataSourceCommand",
+        "AppendData",
+        "OverwriteByExpression",
+        "OverwritePartitionsDynamic",
+        "CreateTableAsSelect",
+        "ReplaceTableAsSelect",
+        "AtomicCreateTableAsSelect",
+        "AtomicReplaceTableAsSelect",
+        "MergeIntoTable",
+        "InsertIntoStatement",
+    }
+)
+
+_LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
+
+
+class WriteCaptureListener:
+    """py4j implementation of ``org.apache.spark.sql.util.QueryExecutionListener``.
+
+    :param spark: the session whose writes are captured.
+    :param emit: called with each finished :class:`CaptureRecord` (on the listener thread).
+    """
+
+    def __init__(self, spark: SparkSession, emit: Callable[[CaptureRecord], None]) -> None:
+        self._spark = spark
+        self._emit = emit
+        self._jvm = spark.sparkContext._jvm
+        self._seq = itertools.count(1)
+        self._lock = threading.Lock()
+        self._logical_cls = self._jvm.java.lang.Class.forName(_LOGICAL_PLAN)
+        self.errors: list[str] = []
+        self.captured = 0
+
+    # -- QueryExecutionListener -------------------------------------------------------------
+    def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:  # noqa: N802,N803
+        self._handle(funcName, qe, durationNs, None)
+
+    def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:  # noqa: N802,N803
+        self._handle(funcName, qe, None, exception)
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+    # -- internals ----------------------------------------------------------------------------
+    def _handle(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> None:
+        try:
+            record = self._capture(func_name, qe, duration_ns, exception)
+        except Exception as exc:  # never let a capture problem escape into Spark
+            msg = f"capture failed in {func_name}: {exc!r}"
+            log.warning("airflow-provider-lineage: %s", msg, exc_info=True)
+            self.errors.append(msg)
+            return
+        if record is None:
+            return
+        try:
+            self._emit(record)
+            self.captured += 1
+        except Exception as exc:
+            msg = f"could not hand over the capture record of {record.command}: {exc!r}"
+            log.warning("airflow-provider-lineage: %s", msg, exc_info=True)
+            self.errors.append(msg)
+
+    def _capture(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> CaptureRecord | None:
+        plan = None
+        plan_error: str | None = None
+        try:
+            plan = qe.optimizedPlan()
+        except Exception as exc:  # analysis/optimisation failed: the write failed before running
+            plan_error = _short(exc)
+        node = plan if plan is not None else qe.logical()
+        command = node.getClass().getSimpleName()
+        if command not in WRITE_COMMANDS:
+            return None
+        with self._lock:
+            seq = next(self._seq)
+        record = CaptureRecord(
+            command=command,
+            status="failure" if exception is not None else "success",
+            func_name=func_name,
+            spark_version=self._spark.version,
+            app_id=self._spark.sparkContext.applicationId,
+            app_name=self._spark.sparkContext.appName,
+            event_time=dt.datetime.now(dt.timezone.utc).isoformat(),
+            duration_ms=duration_ns / 1e6 if duration_ns is not None else None,
+            error=_java_message(exception) if exception is not None else None,
+            sequence=seq,
+        )
+        problems: list[str] = []
+        if plan_error:
+            problems.append(f"optimized plan unavailable: {plan_error}")
+        if plan is not None:
+            record.optimized_plan = _json_plan(plan, problems, "optimized")
+        analyzed = None
+        try:
+            analyzed = qe.analyzed()
+            record.analyzed_plan = _json_plan(analyzed, problems, "analyzed")
+        except Exception as exc:
+            problems.append(f"analyzed plan unavailable: {_short(exc)}")
+        try:
+            record.output = self._output(node)
+        except Exception as exc:
+            problems.append(f"output unknown: {_short(exc)}")
+            record.output = OutputInfo(command=command)
+        try:
+            record.relations = self._relations([p for p in (plan, analyzed) if p is not None])
+        except Exception as exc:
+            problems.append(f"input relations unknown: {_short(exc)}")
+        if problems:
+            record.capture_error = "; ".join(problems)
+        return record
+
+    # output ---------------------------------------------------------------------------------
+    def _output(self, cmd: Any) -> OutputInfo:
+        name = cmd.getClass().getSimpleName()
+        out = OutputInfo(command=name)
+        if name == "InsertIntoHadoopFsRelationCommand":
+            out.location = cmd.outputPath().toString()
+            out.mode = cmd.mode().toString()
+            out.format = _format_name(cmd.fileFormat().toString())
+            out.partition_columns = [a.name() for a in _seq(cmd.partitionColumns())]
+            out.columns = [str(c) for c in _seq(cmd.outputColumnNames())]
+            out.column_types = [a.dataType().simpleString() for a in _seq(cmd.query().output())]
+            if cmd.catalogTable().isDefined():
+                out.table = _table_name(cmd.catalogTable().get().identifier())
+            return out
+        if name in ("CreateDataSourceTableAsSelectCommand", "SaveAsV1TableCommand"):
+            table = cmd.table() if name.startswith("Create") else cmd.tableDesc()
+            out.table = _table_name(table.identifier())
+            out.mode = cmd.mode().toString()
+            if table.provider().isDefined():
+                out.format = table.provider().get().lower()
+            out.partition_columns = [str(c) for c in _seq(table.partitionColumnNames())]
+            self._fill_columns(out, cmd.query())
+            out.location = self._table_location(table.identifier())
+            return out
+        if name in ("InsertIntoHiveTable", "CreateHiveTableAsSelectCommand", "OptimizedCreateHiveTableAsSelectCommand"):
+            table = cmd.table() if name == "InsertIntoHiveTable" else cmd.tableDesc()
+            out.table = _table_name(table.identifier())
+            out.format = "hive"
+            self._fill_columns(out, cmd.query())
+            out.location = self._table_location(table.identifier())
+            return out
+        if name == "SaveIntoDataSourceCommand":
+            opts = _scala_map(cmd.options())
+            out.mode = cmd.mode().toString()
+            out.format = _format_name(cmd.dataSource().getClass().getName())
+            out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table")}
+            out.location = opts.get("path")
+            self._fill_columns(out, cmd.query())
+            return out
+        if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic"):
+            out.mode = {"AppendData": "Append"}.get(name, "Overwrite")
+            table = cmd.table()
+            out.table = _v2_table_name(table)
+            self._fill_columns(out, cmd.query())
+            return out
+        if name in ("CreateTableAsSelect", "ReplaceTableAsSelect", "AtomicCreateTableAsSelect", "AtomicReplaceTableAsSelect"):
+            out.mode = "Overwrite" if "Replace" in name else "ErrorIfExists"
+            try:
+                out.table = cmd.name().toString()
+            except Exception:
+                out.table = None
+            self._fill_columns(out, cmd.query())
+            return out
+        if name == "MergeIntoTable":
+            out.table = _v2_table_name(cmd.targetTable())
+            out.mode = "Merge"
+            return out
+        if name == "InsertIntoStatement":  # unresolved: only on failures
+            target = cmd.table()
+            try:
+                out.table = ".".join(str(p) for p in _seq(target.multipartIdentifier()))
+            except Exception:
+                out.table = str(target.toString()).strip()
+            return out
+        return out
+
+    def _fill_columns(self, out: OutputInfo, query: Any) -> None:
+        attrs = _seq(query.output())
+        out.columns = [a.name() for a in attrs]
+        out.column_types = [a.dataType().simpleString() for a in attrs]
+
+    def _table_location(self, ident: Any) -> str | None:
+        try:
+            meta = self._spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
+            return meta.location().toString()
+        except Exception:
+            return None
+
+    # relations ------------------------------------------------------------------------------
+    def _relations(self, plans: list[Any]) -> list[RelationInfo]:
+        seen: dict[tuple[int, ...], RelationInfo] = {}
+        stack = list(plans)
+        visited = 0
+        while stack:
+            node = stack.pop()
+            visited += 1
+            if visited > 100_000:  # pathological plan; keep what we have
+                break
+            children = list(_seq(node.children()))
+            inner = [c for c in _seq(node.innerChildren()) if self._logical_cls.isInstance(c)]
+            if not children and not node.getClass().getSimpleName() in WRITE_COMMANDS:
+                info = self._relation(node)
+                if info is not None:
+                    seen.setdefault(tuple(info.expr_ids), info)
+            if node.getClass().getSimpleName() == "InMemoryRelation":
+                inner.extend(self._cached_logical(node))
+            stack.extend(children)
+            stack.extend(inner)
+        return list(seen.values())
+
+    def _cached_logical(self, node: Any) -> list[Any]:
+        try:
+            return [node.cacheBuilder().logicalPlan()]
+        except Exception:
+            return []
+
+    def _relation(self, node: Any) -> RelationInfo | None:
+        cls = node.getClass().getSimpleName()
+        attrs = _seq(node.output())
+        info = RelationInfo(
+            node_class=cls,
+            expr_ids=[int(a.exprId().id()) for a in attrs],
+            columns=[{"name": a.name(), "type": a.dataType().simpleString()} for a in attrs],
+        )
+        if cls == "LogicalRelation":
+            rel = node.relation()
+            rel_cls = rel.getClass().getSimpleName()
+            if rel_cls == "HadoopFsRelation":
+                info.locations = [p.toString() for p in _seq(rel.location().rootPaths())]
+                info.format = _format_name(rel.fileFormat().toString())
+            elif rel_cls == "JDBCRelation":
+                opts = _scala_map(rel.jdbcOptions().parameters())
+                info.format = "jdbc"
+                info.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "query")}
+            else:
+                info.format = rel_cls
+            if node.catalogTable().isDefined():
+                info.table = _table_name(node.catalogTable().get().identifier())
+        elif cls == "HiveTableRelation":
+            meta = node.tableMeta()
+            info.table = _table_name(meta.identifier())
+            info.format = "hive"
+            try:
+                info.locations = [meta.location().toString()]
+            except Exception:
+                pass
+        elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
+            rel = node if cls == "DataSourceV2Relation" else node.relation()
+            info.table = _v2_table_name(rel)
+            info.format = "v2"
+        return info
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _seq(scala_seq: Any) -> list[Any]:
+    it = scala_seq.iterator()
+    out = []
+    while it.hasNext():
+        out.append(it.next())
+    return out
+
+
+def _scala_map(scala_map: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    it = scala_map.iterator()
+    while it.hasNext():
+        kv = it.next()
+        out[str(kv._1())] = str(kv._2())
+    return out
+
+
+def _table_name(ident: Any) -> str:
+    parts = []
+    try:
+        if ident.catalog().isDefined():
+            parts.append(ident.catalog().get())
+    except Exception:
+        pass
+    if ident.database().isDefined():
+        parts.append(ident.database().get())
+    parts.append(ident.table())
+    if len(parts) == 2:
+        parts.insert(0, "spark_catalog")
+    elif len(parts) == 1:
+        parts = ["spark_catalog", "default", *parts]
+    return ".".join(parts)
+
+
+def _v2_table_name(relation: Any) -> str | None:
+    try:
+        if relation.identifier().isDefined():
+            ident = relation.identifier().get()
+            ns = list(ident.namespace())
+            cat = relation.catalog().get().name() if relation.catalog().isDefined() else None
+            return ".".join([*(x for x in [cat] if x), *ns, ident.name()])
+    except Exception:
+        pass
+    try:
+        return str(relation.table().name())
+    except Exception:
+        return None
+
+
+def _format_name(raw: str) -> str:
+    low = raw.lower()
+    for name in ("parquet", "orc", "csv", "json", "text", "avro", "jdbc", "noop", "delta", "iceberg"):
+        if name in low:
+            return name
+    return raw
+
+
+def _json_plan(plan: Any, problems: list[str], label: str) -> list[dict[str, Any]] | None:
+    import json
+
+    try:
+        return json.loads(plan.toJSON())
+    except Exception as exc:
+        problems.append(f"{label} plan JSON unavailable: {_short(exc)}")
+        return None
+
+
+def _java_message(exception: Any) -> str:
+    try:
+        return f"{exception.getClass().getName()}: {exception.getMessage()}"
+    except Exception:
+        return str(exception)
+
+
+def _short(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.splitlines()[0][:500] if text else repr(exc)
+
+
+def install(spark: SparkSession, emit: Callable[[CaptureRecord], None]) -> WriteCaptureListener:
+    """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    listener = WriteCaptureListener(spark, emit)
+    spark._jsparkSession.listenerManager().register(listener)
+    return listener
+
+
+def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
+    """Wait until Spark's listener bus has delivered every queued event (bounded by ``timeout_s``).
+
+    Returns ``False`` when the bus did not drain in time (records may then be missing; the caller
+    reports that as a capture error rather than waiting longer and slowing the job).
+    """
+    try:
+        bus = spark.sparkContext._jsc.sc().listenerBus()
+        start = time.monotonic()
+        bus.waitUntilEmpty(int(timeout_s * 1000))  # raises TimeoutException when not drained in time
+        log.debug("listener bus drained in %.3fs", time.monotonic() - start)
+        return True
+    except Exception as exc:
+        if "Timeout" in repr(exc):
+            log.warning("airflow-provider-lineage: Spark's listener bus did not drain in %ss", timeout_s)
+            return False
+        # bus already stopped: nothing left to deliver
+        log.debug("listener bus drain skipped: %r", exc)
+        return True
+
+
+class CaptureSession:
+    """Capture every write of ``spark`` into a list (tests, benchmarks, notebooks).
+
+    >>> with CaptureSession(spark) as cap:
+    ...     df.write.parquet(path)
+    >>> cap.records
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.records: list[CaptureRecord] = []
+        self.listener: WriteCaptureListener | None = None
+
+    def __enter__(self) -> CaptureSession:
+        self.listener = install(self.spark, self.records.append)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        drain(self.spark)
+        if self.listener is not None:
+            try:
+                self.spark._jsparkSession.listenerManager().unregister(self.listener)
+            except Exception:
+                pass

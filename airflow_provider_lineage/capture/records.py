@@ -1,0 +1,215 @@
+"""The capture record: what the Spark driver keeps of one write, and where records go.
+
+A :class:`CaptureRecord` crosses a process boundary (Spark driver -> Airflow worker), so it is a plain
+dataclass serialised as JSON with a ``format_version``. One record per write command the application
+ran: the Catalyst plans as ``toJSON()`` lists (exprIds intact), the identities of every leaf relation
+(which the plan JSON leaves out: ``LogicalRelation.relation`` serialises as ``null``), and the output
+descriptor (path, table, format, save mode, partitioning, column names), which the plan JSON also
+nulls out.
+
+No Airflow and no Spark imports here: the lineage engine reads these records on its own.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+
+#: Write commands whose event wraps an inner write of the same output (saveAsTable, CTAS, RTAS).
+WRAPPER_COMMANDS = frozenset(
+    {
+        "SaveAsV1TableCommand",
+        "CreateDataSourceTableAsSelectCommand",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "CreateTableAsSelect",
+        "ReplaceTableAsSelect",
+    }
+)
+
+
+@dataclass
+class RelationInfo:
+    """A leaf of the plan that reads data: a file relation, a catalog table, local data, a cache.
+
+    :param node_class: simple class name (``LogicalRelation``, ``HiveTableRelation``, ``LogicalRDD``,
+        ``LocalRelation``, ``DataSourceV2Relation``, ``InMemoryRelation``, ``Range`` ...).
+    :param expr_ids: exprIds of the relation's output attributes, in order; the engine matches plan
+        leaves to relations by these.
+    :param columns: ``[{"name", "type"}]`` in the same order.
+    :param locations: storage root URIs (``file:/abs/path``, ``hdfs://nn:8020/p``, ``s3a://b/k``).
+    :param table: catalog identifier (``spark_catalog.default.t``) when the relation is a table.
+    :param format: data source format (``parquet``, ``csv``, ``jdbc`` ...) when known.
+    :param options: selected source options needed for identity (e.g. JDBC ``url``/``dbtable``).
+    """
+
+    node_class: str
+    expr_ids: list[int]
+    columns: list[dict[str, str]]
+    locations: list[str] = field(default_factory=list)
+    table: str | None = None
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class OutputInfo:
+    """Where a write went.
+
+    :param command: simple class name of the write command.
+    :param location: storage URI written to (``file:/abs/path``), if known.
+    :param table: catalog identifier, for ``saveAsTable``/``insertInto``/SQL writes to tables.
+    :param format: ``parquet``, ``orc``, ``jdbc``, ``noop`` ...
+    :param mode: Spark save mode (``Overwrite``, ``Append``, ``ErrorIfExists``, ``Ignore``).
+    :param partition_columns: partition column names.
+    :param columns: output column names in write order (``insertInto`` maps them by position).
+    :param column_types: output column types, parallel to ``columns`` when known.
+    :param options: identity-relevant options (e.g. JDBC ``url``/``dbtable``).
+    """
+
+    command: str
+    location: str | None = None
+    table: str | None = None
+    format: str | None = None
+    mode: str | None = None
+    partition_columns: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    column_types: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CaptureRecord:
+    """One write performed by the Spark application.
+
+    :param status: ``"success"`` or ``"failure"`` (the write raised).
+    :param error: the failure's message, or a capture problem (then ``status`` says what the
+        write did and ``capture_error`` holds why the record is incomplete).
+    :param optimized_plan: ``QueryExecution.optimizedPlan().toJSON()`` parsed.
+    :param analyzed_plan: ``QueryExecution.analyzed().toJSON()`` parsed; the engine uses it where
+        the optimizer hides information (cached DataFrames).
+    """
+
+    command: str
+    status: str
+    func_name: str = ""
+    output: OutputInfo | None = None
+    relations: list[RelationInfo] = field(default_factory=list)
+    optimized_plan: list[dict[str, Any]] | None = None
+    analyzed_plan: list[dict[str, Any]] | None = None
+    spark_version: str = ""
+    app_id: str = ""
+    app_name: str = ""
+    event_time: str = ""
+    duration_ms: float | None = None
+    error: str | None = None
+    capture_error: str | None = None
+    record_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    sequence: int = 0
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaptureRecord:
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ValueError(
+                f"capture record format_version {version!r} is not supported (expected {FORMAT_VERSION}): "
+                "the Spark driver and the Airflow worker run different airflow-provider-lineage versions; "
+                "install the same version on both"
+            )
+        data = dict(data)
+        out = data.pop("output", None)
+        rels = data.pop("relations", None) or []
+        known = {f for f in cls.__dataclass_fields__}
+        rec = cls(**{k: v for k, v in data.items() if k in known})
+        rec.output = OutputInfo(**out) if out else None
+        rec.relations = [RelationInfo(**r) for r in rels]
+        return rec
+
+    @classmethod
+    def from_json(cls, text: str) -> CaptureRecord:
+        return cls.from_dict(json.loads(text))
+
+
+class RecordSink:
+    """Writes records as one JSON file each into a run-scoped folder; atomic per record.
+
+    The folder is the hand-over point between the Spark driver (client deploy mode) and the
+    operator: the operator lists it after spark-submit returns.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: CaptureRecord) -> Path:
+        target = self.directory / f"{record.sequence:06d}-{record.record_id}.json"
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(record.to_json())
+        os.replace(tmp, target)
+        return target
+
+
+def read_records(directory: str | os.PathLike[str]) -> list[CaptureRecord]:
+    """Read every record of a run folder in write order (unreadable files are reported, not fatal)."""
+    return list(_iter_records(Path(directory)))
+
+
+def _iter_records(directory: Path) -> Iterator[CaptureRecord]:
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*.json")):
+        yield CaptureRecord.from_json(path.read_text(encoding="utf-8"))
+
+
+def collapse_nested(records: Iterable[CaptureRecord]) -> list[CaptureRecord]:
+    """Merge the events Spark posts for one logical write into one record.
+
+    ``saveAsTable`` and CTAS post the inner file write first, then a ``CreateDataSourceTableAsSelect``
+    and (for ``saveAsTable``) a ``SaveAsV1TableCommand`` wrapper. The inner record has the real
+    write plan; the wrapper knows the table. Keep the inner record, give it the wrapper's table
+    identity, drop the wrapper. A wrapper without an inner write of its own output is kept.
+    """
+    kept: list[CaptureRecord] = []
+    for rec in records:
+        if rec.command in WRAPPER_COMMANDS and kept and _same_output(kept[-1], rec):
+            prev = kept[-1]
+            if prev.output and rec.output:
+                prev.output.table = prev.output.table or rec.output.table
+                prev.output.format = prev.output.format or rec.output.format
+                prev.output.location = prev.output.location or rec.output.location
+            if rec.status == "failure" and prev.status != "failure":
+                prev.status, prev.error = rec.status, rec.error
+            continue
+        kept.append(rec)
+    return kept
+
+
+def _same_output(a: CaptureRecord, b: CaptureRecord) -> bool:
+    if not a.output or not b.output:
+        return False
+    if a.output.table and b.output.table:
+        return _norm_table(a.output.table) == _norm_table(b.output.table)
+    if a.output.location and b.output.location:
+        return a.output.location.rstrip("/") == b.output.location.rstrip("/")
+    return False
+
+
+def _norm_table(name: str) -> str:
+    parts = [p.strip("`").lower() for p in name.split(".")]
+    if len(parts) == 1:
+        parts = ["spark_catalog", "default", *parts]
+    elif len(parts) == 2:
+        parts = ["spark_catalog", *parts]
+    return ".".join(parts)

@@ -1,0 +1,259 @@
+"""Building an index: distributed key -> location aggregation, then one ordered bounded-memory pass.
+
+Stage 1 (Spark): ``select(key, input_file_name()) -> join a small broadcast file-id table ->
+distinct -> group by key -> sort_array(collect_set(file id)) -> range-partition by key and sort``.
+Partitions are sized from the Parquet footers' row counts (``rows_per_partition``) and each
+partition is packed into Arrow IPC blobs by ``mapInArrow`` so few, compact rows cross to Python.
+
+Stage 2 (driver): ``toLocalIterator(prefetchPartitions=False)`` streams one partition at a time in
+key order into :class:`~.model.Segmenter`; each closed segment is cut into blocks, written to its
+own file and dropped. Driver memory is bounded by one partition plus one segment
+(``max_segment_keys`` keys) plus the small segment list.
+
+Without Spark (``spark=None``, path tables only) keys are gathered with pyarrow on the driver:
+fine for small tables and tests, not bounded in memory.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import CommitConflict, IndexUnavailable, SieveError
+from .keys import KeyType, _unscaled, key_type_from_arrow, key_type_from_spark
+from .model import Segment, Segmenter, budget_for
+from .query import SieveIndex, index_location
+from .records import IndexStats
+from .storage import IndexStore, Manifest, SegmentMeta, now_iso
+from .table import FileEntry, TableRef, list_table_files, local_path, num_rows, read_file_keys, \
+    resolve_table, spark_uri
+
+DEFAULT_MAX_SEGMENT_KEYS = 65_536
+DEFAULT_ROWS_PER_PARTITION = 1_000_000
+MODES = ("cow", "mor")
+
+
+@dataclass
+class SegmentSink:
+    """Receives closed segments, writes each to its own file and keeps only its list entry."""
+
+    store: IndexStore
+    error_bound: int
+    metas: list[SegmentMeta] = field(default_factory=list)
+
+    def __call__(self, seg: Segment) -> None:
+        self.metas.append(meta_for(self.store, seg, self.error_bound))
+
+
+def meta_for(store: IndexStore, seg: Segment, error_bound: int, used: int = 0) -> SegmentMeta:
+    ref = store.write_segment(seg)
+    return SegmentMeta(seg.s_min, seg.s_max, seg.b_size, seg.b_count, budget_for(error_bound, seg.b_count),
+                       used, seg.n_keys, ref, seg.locations())
+
+
+def check_params(error_bound: int, max_segment_keys: int, mode: str, keep_versions: int) -> None:
+    if mode not in MODES:
+        raise SieveError(f"mode {mode!r} is unknown: use 'cow' (copy-on-write) or 'mor' (merge-on-read)")
+    if error_bound < 0:
+        raise SieveError(f"error_bound={error_bound} is negative: use 0 or more (default 8)")
+    if max_segment_keys < 2:
+        raise SieveError(f"max_segment_keys={max_segment_keys} is too small: use 2 or more")
+    if keep_versions < 1:
+        raise SieveError(f"keep_versions={keep_versions}: keep at least 1 version")
+
+
+def build(spark: Any, table: str, column: str, *, index_path: str | None = None, error_bound: int = 8,
+          max_segment_keys: int = DEFAULT_MAX_SEGMENT_KEYS, mode: str = "cow", keep_versions: int = 3,
+          gap_factor: float = 64.0, rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION) -> IndexStats:
+    """Build a new index version from the table's current files and commit it.
+
+    ``spark`` may be None for path tables: keys are then read with pyarrow on the driver.
+    """
+    check_params(error_bound, max_segment_keys, mode, keep_versions)
+    t0 = time.monotonic()
+    ref = resolve_table(table, spark)
+    files = list_table_files(ref)
+    for f in files:
+        if column in f.partition:
+            raise SieveError(f"{column!r} is a partition column of {table}: Spark already prunes partitions "
+                             "by it; index a data column instead")
+    store = IndexStore(index_location(ref, column, index_path))
+    sink = SegmentSink(store, error_bound)
+    seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)
+    stats: dict[str, Any] = {}
+    try:
+        if spark is None:
+            kt, nulls, schema_json = _local_build(files, column, seg)
+            stats["engine"] = "pyarrow"
+        else:
+            kt, nulls, schema_json = _spark_build(spark, ref, files, column, seg, rows_per_partition, stats)
+            stats["engine"] = "spark"
+        seg.finish()
+        stats.update(keys=seg.keys_seen, segments=len(sink.metas), seconds=round(time.monotonic() - t0, 3))
+        manifest = Manifest(
+            version=0, created=now_iso(), table=ref, column=column, key_type=kt, mode=mode,
+            error_bound=error_bound, max_segment_keys=max_segment_keys, gap_factor=gap_factor,
+            keep_versions=keep_versions, files=dict(enumerate(files)), next_file_id=len(files),
+            null_files=sorted(nulls), segment_list=store.write_segment_list(sink.metas),
+            schema_json=schema_json, build_stats=stats)
+        commit_retrying(store, manifest)
+    except BaseException:
+        store.discard_written()
+        raise
+    return SieveIndex(store, manifest).stats()
+
+
+def commit_retrying(store: IndexStore, manifest: Manifest, attempts: int = 5) -> int:
+    """Commit a manifest that does not depend on its base (a full build) at the next free version."""
+    for _ in range(attempts):
+        try:
+            return store.commit(manifest, store.latest_version())
+        except CommitConflict:
+            continue
+    raise CommitConflict(f"could not commit a new version at {store.path} after {attempts} attempts "
+                         "(many concurrent writers?): retry later")
+
+
+# ---- pyarrow engine ---------------------------------------------------------------------------
+def arrow_key_type(files: list[FileEntry], column: str) -> KeyType:
+    for f in files:
+        schema = pq.read_schema(f.path)
+        if column in schema.names:
+            return key_type_from_arrow(schema.field(column).type, column)
+    raise SieveError(f"no file of the table has a column {column!r}: check the column name")
+
+
+def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[KeyType, set[int], None]:
+    if not files:
+        raise SieveError("the table has no Parquet files: write data first (an empty table needs no index)")
+    kt = arrow_key_type(files, column)
+    agg: dict[int, list[int]] = defaultdict(list)
+    nulls: set[int] = set()
+    for fid, f in enumerate(files):
+        keys, n_null, rows = read_file_keys(f.path, column, kt)
+        f.num_rows = rows
+        if n_null:
+            nulls.add(fid)
+        for k in keys.tolist():
+            agg[k].append(fid)
+    for k in sorted(agg):
+        seg.push(k, tuple(agg[k]))
+    return kt, nulls, None
+
+
+# ---- Spark engine -----------------------------------------------------------------------------
+class _UnknownFile(Exception):
+    pass
+
+
+def spark_key_expr(column: str, kt: KeyType) -> Any:
+    """Spark expression of the integer key (decimals stay decimal; unscaled on the driver)."""
+    from pyspark.sql import functions as F
+
+    c = F.col(f"`{column}`")
+    if kt.kind == "int":
+        return c.cast("long")
+    if kt.kind == "date":
+        return F.unix_date(c)
+    if kt.kind == "timestamp":
+        return F.unix_micros(c)
+    if kt.kind == "timestamp_ntz":  # wall-clock micros, independent of the session time zone
+        return (F.unix_date(c.cast("date")).cast("long") * 86_400_000_000
+                + (F.hour(c) * 3600 + F.minute(c) * 60).cast("long") * 1_000_000
+                + (F.expr(f"extract(SECOND FROM `{column}`)") * 1_000_000).cast("long"))
+    return c
+
+
+def pack_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow function: one Arrow IPC blob per input batch (few big rows cross to Python)."""
+    import pyarrow as pa  # noqa: F811 - runs on executors
+
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, b.schema) as w:
+            w.write_batch(b)
+        yield pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())],
+                                         names=["blob"])
+
+
+def table_schema(spark: Any, ref: TableRef) -> Any:
+    if ref.kind == "catalog":
+        return spark.table(ref.name).schema
+    return spark.read.parquet(ref.root).schema
+
+
+def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str, seg: Segmenter,
+                 rows_per_partition: int, stats: dict[str, Any]) -> tuple[KeyType, set[int], str]:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if not files:
+        raise SieveError(f"{ref.name} has no Parquet files: write data first (an empty table needs no index)")
+    schema = table_schema(spark, ref)
+    if column not in schema.names:
+        raise SieveError(f"{ref.name} has no column {column!r}; columns are {', '.join(schema.names)}")
+    kt = key_type_from_spark(schema[column].dataType, column)
+    for f in files:
+        f.num_rows = num_rows(f.path)
+    total_rows = sum(f.num_rows or 0 for f in files)
+    n_parts = max(1, math.ceil(total_rows / max(1, rows_per_partition)))
+    stats.update(rows=total_rows, partitions=n_parts)
+    key_df = spark.read.schema(T.StructType([schema[column]])).parquet(*[f.path for f in files])
+
+    def run(file_ids: list[tuple[str, int]]) -> set[int]:
+        fid_df = spark.createDataFrame(file_ids, "f string, fid int")
+        agg = (key_df.select(spark_key_expr(column, kt).alias("k"), F.input_file_name().alias("f"))
+               .join(F.broadcast(fid_df), "f", "left")
+               .select("k", F.coalesce(F.col("fid"), F.lit(-1)).alias("fid"))
+               .distinct()
+               .groupBy("k").agg(F.sort_array(F.collect_set("fid")).alias("fids"))
+               .repartitionByRange(n_parts, "k").sortWithinPartitions("k"))
+        packed = agg.mapInArrow(pack_batches, "blob binary")
+        nulls: set[int] = set()
+        decimal = kt.kind == "decimal"
+        for row in packed.toLocalIterator(prefetchPartitions=False):
+            tbl = pa.ipc.open_stream(row[0]).read_all()
+            keys = tbl.column("k").to_pylist()
+            fid_lists = tbl.column("fids").to_pylist()
+            for k, fs in zip(keys, fid_lists):
+                if fs and fs[0] == -1:
+                    raise _UnknownFile()
+                if k is None:
+                    nulls.update(fs)
+                    continue
+                seg.push(_unscaled(k, kt.scale) if decimal else k, tuple(fs))
+        return nulls
+
+    try:
+        nulls = run([(spark_uri(f.path), i) for i, f in enumerate(files)])
+        stats["file_id_mapping"] = "predicted"
+    except _UnknownFile:
+        # Spark spelled some file URI differently: map the URIs Spark reports (one extra scan).
+        seg.__init__(seg.error_bound, seg.max_segment_keys, seg.emit, seg.gap_factor)  # type: ignore[misc]
+        sink = seg.emit
+        if isinstance(sink, SegmentSink):
+            sink.store.discard_written()
+            sink.metas.clear()
+        by_path = {f.path: i for i, f in enumerate(files)}
+        mapping = []
+        for (u,) in key_df.select(F.input_file_name()).distinct().collect():
+            fid = by_path.get(local_path(u))
+            if fid is None:
+                raise IndexUnavailable(f"Spark read a file not in the listing ({u}): the table changed "
+                                       "during the build; build again") from None
+            mapping.append((u, fid))
+        try:
+            nulls = run(mapping)
+        except _UnknownFile:
+            raise SieveError("files of the table changed during the build: build again") from None
+        stats["file_id_mapping"] = "observed"
+    return kt, nulls, schema.json()

@@ -1,0 +1,69 @@
+"""Maintenance decisions from the file listing and the manifest only (no Spark, no data reads)."""
+from __future__ import annotations
+
+from .errors import IndexUnavailable
+from .model import over_budget
+from .query import diff_files, index_location
+from .records import MaintenanceStatus
+from .storage import IndexStore
+from .table import list_table_files
+
+# Thresholds (module constants so an operator can document/override them).
+COMPACT_DELTAS = 8  # merge-on-read: compact at this many delta files
+COMPACT_DEAD_FILES = 16  # merge-on-read: compact when this many dead ids linger in segments
+REBUILD_DRIFT = 0.5  # rebuild when this share of the indexed files changed
+REBUILD_BUDGET = 0.5  # rebuild when this share of the total error budget is used
+REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over budget (mor)
+
+
+def maintenance_status(table: str, column: str, *, index_path: str | None = None) -> MaintenanceStatus:
+    """Index health and a recommendation in {none, sync, compact, rebuild, build}.
+
+    Pure Python: lists the table directory and reads the manifest and the segment list. A catalog
+    table name needs ``index_path`` (the manifest records the table's location).
+    """
+    path = index_location(table, column, index_path)
+    store = IndexStore(path)
+    st = MaintenanceStatus(table=table, column=column, index_path=path, present=False)
+    try:
+        m = store.load_manifest()
+        metas = store.read_segment_list(m.segment_list)
+    except IndexUnavailable as exc:
+        st.recommendation, st.reason = "build", exc.reason
+        return st
+    added, removed, changed = diff_files(m, list_table_files(m.table))
+    budget_total = sum(s.budget for s in metas)
+    used = sum(min(s.used, s.budget) for s in metas)
+    st.present, st.version, st.mode = True, m.version, m.mode
+    st.files_indexed = len(m.files)
+    st.files_added, st.files_removed, st.files_changed = len(added), len(removed), len(changed)
+    st.delta_count = len(m.deltas)
+    st.delta_bytes = sum(d.bytes for d in m.deltas)
+    st.delta_records = sum(d.records for d in m.deltas)
+    st.dead_files = len(m.dead_files)
+    st.segments = len(metas)
+    st.segments_over_budget = sum(1 for s in metas if over_budget(s.used, s.budget))
+    st.budget_used_fraction = used / budget_total if budget_total else 0.0
+    n_changed = len(added) + len(removed) + len(changed)
+    st.drift = n_changed / max(1, len(m.files))
+    st.details = {"thresholds": {"compact_deltas": COMPACT_DELTAS, "compact_dead_files": COMPACT_DEAD_FILES,
+                                 "rebuild_drift": REBUILD_DRIFT, "rebuild_budget": REBUILD_BUDGET}}
+    if st.drift >= REBUILD_DRIFT and len(m.files) > 0:
+        st.recommendation = "rebuild"
+        st.reason = f"{n_changed} of {len(m.files)} indexed files changed (drift {st.drift:.2f})"
+    elif st.budget_used_fraction >= REBUILD_BUDGET or (
+            metas and st.segments_over_budget / len(metas) >= REBUILD_OVER_BUDGET):
+        st.recommendation = "rebuild"
+        st.reason = (f"error budget {st.budget_used_fraction:.0%} used, {st.segments_over_budget} of "
+                     f"{len(metas)} segments over budget")
+    elif n_changed:
+        st.recommendation = "sync"
+        st.reason = f"{len(added)} added, {len(removed)} removed, {len(changed)} rewritten files since v{m.version}"
+    elif m.mode == "mor" and (st.delta_count >= COMPACT_DELTAS or st.dead_files >= COMPACT_DEAD_FILES
+                              or st.segments_over_budget):
+        st.recommendation = "compact"
+        st.reason = (f"{st.delta_count} deltas, {st.dead_files} dead file ids, "
+                     f"{st.segments_over_budget} segments over budget")
+    else:
+        st.recommendation, st.reason = "none", "index is current"
+    return st

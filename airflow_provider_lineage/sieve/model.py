@@ -1,0 +1,248 @@
+"""The Sieve model: R(k), segmentation with a slope cone, equal-width blocks, counters and budgets.
+
+Pure Python + numpy; no Spark, no I/O.
+
+* ``R(k)`` counts how often the location set (set of file ids) changes between consecutive keys.
+* :class:`Segmenter` consumes ``(key, location set)`` pairs in ascending key order and closes a
+  segment when the slope ``(R(k)-R(s_min))/(k-s_min)`` leaves the cone ``[slLow, slHigh]`` (error
+  bound ``e``), when the segment reaches ``max_segment_keys`` keys (memory bound), or at a gap
+  larger than ``gap_factor`` times the segment's mean key spacing (so that keys absent from the
+  table answer "no file" instead of a flat segment's location set).
+* :func:`make_segment` cuts a segment of ``W = s_max - s_min + 1`` integer keys into
+  ``b_count`` equal-width blocks, ``b_count = min(R(s_max) - R(s_min) + 1, W)``,
+  ``b_size = ceil(W / b_count)``; key ``k`` is in block ``(k - s_min) // b_size``.
+  Each block holds its location set with a counter per location (number of distinct keys of the
+  block present in that location). The segment's error budget is ``E = e * b_count``.
+* :class:`Segment` is stored as three parallel arrays sorted by (block, file id):
+  ``blk``, ``fid``, ``cnt``. Updates are vectorised merges of (block, fid, count) triples.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Segment:
+    """One segment: key range, block width and the (block, file id, counter) triples."""
+
+    s_min: int
+    s_max: int
+    b_size: int
+    b_count: int
+    blk: np.ndarray  # uint32, sorted (with fid) ascending
+    fid: np.ndarray  # uint32
+    cnt: np.ndarray  # uint32: distinct keys of the block held by the file
+    n_keys: int = 0
+
+    def block_of(self, key: int) -> int:
+        """Block index of ``key`` (O(1)); the key must lie in [s_min, s_max]."""
+        return int((key - self.s_min) // self.b_size)
+
+    def locations(self) -> np.ndarray:
+        """Sorted unique file ids present in any block."""
+        return np.unique(self.fid)
+
+    def fids_in_blocks(self, b0: int, b1: int) -> np.ndarray:
+        """Unique file ids of blocks ``b0..b1`` (inclusive)."""
+        i0 = int(np.searchsorted(self.blk, b0, "left"))
+        i1 = int(np.searchsorted(self.blk, b1, "right"))
+        return np.unique(self.fid[i0:i1])
+
+    def fids_for_range(self, lo: int, hi: int) -> np.ndarray:
+        """File ids that may hold a key in [lo, hi] (clipped to the segment)."""
+        lo, hi = max(lo, self.s_min), min(hi, self.s_max)
+        if lo > hi:
+            return np.empty(0, np.uint32)
+        return self.fids_in_blocks(self.block_of(lo), self.block_of(hi))
+
+    def block_locations(self, b: int) -> dict[int, int]:
+        """Location set of block ``b`` with counters (for tests and inspection)."""
+        i0 = int(np.searchsorted(self.blk, b, "left"))
+        i1 = int(np.searchsorted(self.blk, b, "right"))
+        return {int(f): int(c) for f, c in zip(self.fid[i0:i1], self.cnt[i0:i1])}
+
+    # ---- updates -----------------------------------------------------------------------------
+    def add_keys(self, keys: np.ndarray, file_id: int) -> int:
+        """Add index records ``(k, file_id)`` for keys inside the segment (unique keys).
+
+        Returns the number of (block, location) pairs that were new: each such pair makes the
+        other ``b_size - 1`` keys of the block false positives for that file, so the caller adds
+        ``new_pairs * (b_size - 1)`` to the segment's used error budget.
+        """
+        if len(keys) == 0:
+            return 0
+        blocks = np.asarray([(int(k) - self.s_min) // self.b_size for k in keys], dtype=np.int64)
+        ub, counts = np.unique(blocks, return_counts=True)
+        return self.add_pairs(ub, np.full(len(ub), file_id, np.int64), counts)
+
+    def add_pairs(self, blocks: np.ndarray, fids: np.ndarray, counts: np.ndarray) -> int:
+        """Merge (block, fid, count) triples; returns how many (block, fid) pairs are new."""
+        old = _pair_code(self.blk, self.fid)
+        new = _pair_code(np.asarray(blocks), np.asarray(fids))
+        n_new = int(len(np.setdiff1d(np.unique(new), old, assume_unique=False)))
+        codes = np.concatenate([old, new])
+        weights = np.concatenate([self.cnt.astype(np.int64), np.asarray(counts, np.int64)])
+        uc, inv = np.unique(codes, return_inverse=True)
+        summed = np.bincount(inv, weights=weights).astype(np.int64)
+        self.blk, self.fid = _pair_decode(uc)
+        self.cnt = summed.astype(np.uint32)
+        return n_new
+
+    def remove_pairs(self, blocks: np.ndarray, fids: np.ndarray, counts: np.ndarray) -> None:
+        """Decrement counters of (block, fid) by ``counts``; a location at 0 leaves the block."""
+        return self.add_pairs_signed(np.asarray(blocks), np.asarray(fids), -np.asarray(counts, np.int64))
+
+    def add_pairs_signed(self, blocks: np.ndarray, fids: np.ndarray, counts: np.ndarray) -> None:
+        old = _pair_code(self.blk, self.fid)
+        codes = np.concatenate([old, _pair_code(blocks, fids)])
+        weights = np.concatenate([self.cnt.astype(np.int64), counts.astype(np.int64)])
+        uc, inv = np.unique(codes, return_inverse=True)
+        summed = np.bincount(inv, weights=weights).astype(np.int64)
+        keep = summed > 0
+        self.blk, self.fid = _pair_decode(uc[keep])
+        self.cnt = summed[keep].astype(np.uint32)
+
+    def drop_locations(self, dead: Iterable[int]) -> bool:
+        """Remove whole locations (deleted/rewritten files) from every block; True if any removed.
+
+        No data is read: dropping a file removes all of its (k, file) records, i.e. its counter
+        goes to 0 in every block. This never adds false positives.
+        """
+        dead_arr = np.fromiter(dead, dtype=np.int64)
+        if len(dead_arr) == 0 or len(self.fid) == 0:
+            return False
+        mask = np.isin(self.fid.astype(np.int64), dead_arr)
+        if not mask.any():
+            return False
+        keep = ~mask
+        self.blk, self.fid, self.cnt = self.blk[keep], self.fid[keep], self.cnt[keep]
+        return True
+
+    @property
+    def empty(self) -> bool:
+        return len(self.fid) == 0
+
+
+def _pair_code(blk: np.ndarray, fid: np.ndarray) -> np.ndarray:
+    return (np.asarray(blk, np.int64) << 32) | np.asarray(fid, np.int64)
+
+
+def _pair_decode(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (codes >> 32).astype(np.uint32), (codes & 0xFFFFFFFF).astype(np.uint32)
+
+
+def budget_for(error_bound: int, b_count: int) -> int:
+    """Segment error budget ``s.E = e * b_count``."""
+    return int(error_bound) * int(b_count)
+
+
+def over_budget(used: int, budget: int) -> bool:
+    """A segment must be rebuilt once ``s.e >= s.E`` (and it has taken any extra false positive)."""
+    return used > 0 and used >= budget
+
+
+def make_segment(keys: Sequence[int], locs: Sequence[Sequence[int]], r_changes: int) -> Segment:
+    """Form the blocks of a closed segment.
+
+    ``keys`` ascending unique ints, ``locs[i]`` the file ids of ``keys[i]``, ``r_changes`` =
+    R(s_max) - R(s_min).
+    """
+    s_min, s_max = int(keys[0]), int(keys[-1])
+    width = s_max - s_min + 1
+    b_count = max(1, min(r_changes + 1, width))
+    b_size = -(-width // b_count)
+    b_count = -(-width // b_size)
+    lens = np.fromiter((len(x) for x in locs), dtype=np.int64, count=len(locs))
+    blocks = np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
+    if lens.sum():
+        fids = np.fromiter((f for x in locs for f in x), dtype=np.int64, count=int(lens.sum()))
+        codes = _pair_code(np.repeat(blocks, lens), fids)
+        uc, cnt = np.unique(codes, return_counts=True)
+    else:
+        uc, cnt = np.empty(0, np.int64), np.empty(0, np.int64)
+    blk, fid = _pair_decode(uc)
+    return Segment(s_min, s_max, int(b_size), int(b_count), blk, fid, cnt.astype(np.uint32), len(keys))
+
+
+@dataclass
+class Segmenter:
+    """Streaming segmentation (one ordered pass, memory bounded by ``max_segment_keys``).
+
+    Call :meth:`push` with keys in strictly ascending order, then :meth:`finish`. ``emit`` gets
+    every closed segment (already cut into blocks) and may write it out; nothing of a closed
+    segment is kept here.
+    """
+
+    error_bound: int
+    max_segment_keys: int
+    emit: Callable[[Segment], None]
+    gap_factor: float = 64.0
+    _keys: list[int] = field(default_factory=list)
+    _locs: list[tuple[int, ...]] = field(default_factory=list)
+    _prev_locs: tuple[int, ...] | None = None
+    _r: int = 0
+    _r_start: int = 0
+    _sl_low: float = 0.0
+    _sl_high: float = math.inf
+    segments: int = 0
+    keys_seen: int = 0
+
+    def push(self, key: int, locs: tuple[int, ...]) -> None:
+        if self._prev_locs is not None and locs != self._prev_locs:
+            self._r += 1
+        self._prev_locs = locs
+        self.keys_seen += 1
+        if self._keys:
+            prev, s_min = self._keys[-1], self._keys[0]
+            if key <= prev:
+                raise ValueError(f"keys must be strictly ascending: {key} after {prev}")
+            dk = key - s_min
+            dr = self._r - self._r_start
+            sl = dr / dk
+            n = len(self._keys)
+            gap_break = n >= 2 and (key - prev) > self.gap_factor * max(1.0, (prev - s_min) / (n - 1))
+            if n >= self.max_segment_keys or gap_break or not (self._sl_low <= sl <= self._sl_high):
+                self._close()
+            else:
+                self._sl_high = min(self._sl_high, (dr + self.error_bound) / dk)
+                self._sl_low = max(self._sl_low, (dr - self.error_bound) / dk)
+                self._keys.append(key)
+                self._locs.append(locs)
+                return
+        self._keys = [key]
+        self._locs = [locs]
+        self._r_start = self._r
+        self._sl_low, self._sl_high = 0.0, math.inf
+
+    def _close(self) -> None:
+        if not self._keys:
+            return
+        # R at the last key of the segment is the R of the key before the current one.
+        last_r = self._r if self._locs[-1] == self._prev_locs else self._r - 1
+        seg = make_segment(self._keys, self._locs, last_r - self._r_start)
+        self._keys, self._locs = [], []
+        self.segments += 1
+        self.emit(seg)
+
+    def finish(self) -> None:
+        """Close the last segment."""
+        if self._keys:
+            seg = make_segment(self._keys, self._locs, self._r - self._r_start)
+            self._keys, self._locs = [], []
+            self.segments += 1
+            self.emit(seg)
+
+
+def segment_pairs(pairs: Iterable[tuple[int, tuple[int, ...]]], *, error_bound: int,
+                  max_segment_keys: int, gap_factor: float = 64.0) -> list[Segment]:
+    """Segment an in-memory ascending sequence of (key, location set) pairs (tests, rebuilds)."""
+    out: list[Segment] = []
+    seg = Segmenter(error_bound, max_segment_keys, out.append, gap_factor)
+    for k, locs in pairs:
+        seg.push(k, locs)
+    seg.finish()
+    return out

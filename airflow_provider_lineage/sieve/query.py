@@ -1,0 +1,202 @@
+"""Answering predicates with an index: which files can hold matching rows.
+
+Point and IN: binary search of the sorted segment list, then the key's block in O(1).
+Ranges: every overlapping segment; a segment wholly inside the range answers its location set from
+the segment list without being loaded, others walk their blocks from the low to the high key.
+Keys in gaps between segments answer no file. Merge-on-read deltas are searched too, and file ids
+of files that left the table are dropped. Never a false negative for files the index knows.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from .errors import IndexUnavailable, SieveError
+from .keys import KeyType
+from .model import Segment, over_budget
+from .predicates import Eq, In, IsNull, Predicate, Range
+from .records import IndexStats
+from .storage import IndexStore, Manifest, SegmentMeta, default_index_path
+from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table
+
+
+def index_location(table: str | TableRef, column: str, index_path: str | None, spark: Any = None) -> str:
+    """The index folder: ``index_path`` if given, else ``<table_root>/_sieve/<column>``."""
+    if index_path:
+        return os.path.abspath(index_path)
+    if isinstance(table, str) and is_catalog_name(table) and spark is None:
+        raise SieveError(f"{table!r} is a catalog table name: pass index_path= (or a SparkSession where "
+                         "the call accepts one) so the index folder can be found without Spark")
+    ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
+    return default_index_path(ref.root, column)
+
+
+def intervals_of(pred: Predicate, kt: KeyType) -> list[tuple[int | None, int | None]]:
+    """Inclusive integer key intervals a predicate can match (empty list = nothing)."""
+    if isinstance(pred, Eq):
+        k, exact = kt.encode(pred.value)
+        return [(k, k)] if exact else []
+    if isinstance(pred, In):
+        out = []
+        for v in pred.values:
+            if v is None:
+                continue  # x IN (NULL) is never true
+            k, exact = kt.encode(v)
+            if exact:
+                out.append((k, k))
+        return sorted(set(out))
+    if isinstance(pred, Range):
+        lo, hi = kt.interval(pred.low, pred.high, pred.low_inclusive, pred.high_inclusive)
+        if lo is not None and hi is not None and lo > hi:
+            return []
+        return [(lo, hi)]
+    raise SieveError(f"unsupported predicate {pred!r}: use Eq, In, Range or IsNull")
+
+
+class SieveIndex:
+    """One opened index version (read-only). Segments are loaded lazily and cached (LRU)."""
+
+    def __init__(self, store: IndexStore, manifest: Manifest, cache_segments: int = 64) -> None:
+        self.store = store
+        self.manifest = manifest
+        self.metas: list[SegmentMeta] = store.read_segment_list(manifest.segment_list)
+        self._mins = [m.s_min for m in self.metas]
+        self._maxs = [m.s_max for m in self.metas]
+        self._cache: OrderedDict[int, Segment] = OrderedDict()
+        self._cache_size = cache_segments
+        self.deltas = [store.read_delta(d) for d in manifest.deltas]
+        self.segments_loaded = 0
+
+    @property
+    def key_type(self) -> KeyType:
+        return self.manifest.key_type
+
+    @property
+    def table(self) -> TableRef:
+        return self.manifest.table
+
+    def segment(self, i: int) -> Segment:
+        seg = self._cache.get(i)
+        if seg is None:
+            seg = self.store.read_segment(self.metas[i].file)
+            self.segments_loaded += 1
+            self._cache[i] = seg
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(i)
+        return seg
+
+    # ---- answering -----------------------------------------------------------------------------
+    def candidate_ids(self, pred: Predicate) -> set[int]:
+        """File ids that may hold a row matching ``pred`` (live files only)."""
+        live = self.manifest.files
+        if isinstance(pred, IsNull):
+            return {f for f in self.manifest.null_files if f in live}
+        found: set[int] = set()
+        for lo, hi in intervals_of(pred, self.key_type):
+            found.update(self._ids_in(lo, hi))
+        return {f for f in found if f in live}
+
+    def _ids_in(self, lo: int | None, hi: int | None) -> set[int]:
+        out: set[int] = set()
+        if self.metas:
+            start = 0 if lo is None else bisect.bisect_left(self._maxs, lo)
+            end = len(self.metas) if hi is None else bisect.bisect_right(self._mins, hi)
+            for i in range(start, end):
+                m = self.metas[i]
+                if (lo is None or lo <= m.s_min) and (hi is None or m.s_max <= hi):
+                    out.update(m.locations.tolist())
+                else:
+                    seg = self.segment(i)
+                    out.update(seg.fids_for_range(m.s_min if lo is None else lo,
+                                                  m.s_max if hi is None else hi).tolist())
+        for keys, fids in self.deltas:
+            if len(keys) == 0:
+                continue
+            i0 = 0 if lo is None else int(np.searchsorted(keys, lo, "left"))
+            i1 = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+            out.update(np.unique(fids[i0:i1]).tolist())
+        return out
+
+    def candidates(self, pred: Predicate) -> list[str]:
+        """Absolute local paths of the files that may hold matching rows, sorted.
+
+        Raises IndexUnavailable when a segment or delta file is missing or corrupt.
+        """
+        files = self.manifest.files
+        return sorted(files[f].path for f in self.candidate_ids(pred))
+
+    # ---- freshness and stats -------------------------------------------------------------------
+    def diff(self, listing: list[FileEntry] | None = None) -> tuple[list[FileEntry], list[int], list[int]]:
+        """(files added, file ids removed, file ids changed) between the index and the table now."""
+        return diff_files(self.manifest, listing if listing is not None else list_table_files(self.table))
+
+    def is_stale(self) -> bool:
+        """True when the table's files differ from the indexed ones (path, size or mtime)."""
+        added, removed, changed = self.diff()
+        return bool(added or removed or changed)
+
+    def verify(self) -> None:
+        """Read and checksum every file of this version (raises IndexUnavailable)."""
+        for i in range(len(self.metas)):
+            self.store.read_segment(self.metas[i].file)
+
+    def stats(self) -> IndexStats:
+        m = self.manifest
+        rows = [f.num_rows for f in m.files.values()]
+        n_rows = sum(r for r in rows if r is not None) if all(r is not None for r in rows) else None
+        keys = sum(s.n_keys for s in self.metas) + sum(len(k) for k, _ in self.deltas)
+        index_bytes = self.store.total_bytes(m)
+        budget_total = sum(s.budget for s in self.metas)
+        budget_used = sum(min(s.used, s.budget) for s in self.metas)
+        attr = n_rows * m.key_type.width if n_rows is not None else None
+        return IndexStats(
+            table=m.table.name, column=m.column, index_path=self.store.path, version=m.version,
+            mode=m.mode, key_type=m.key_type.type_name, created=m.created, files=len(m.files),
+            rows=n_rows, keys=keys, segments=len(self.metas), blocks=sum(s.b_count for s in self.metas),
+            index_bytes=index_bytes, bytes_per_key=(index_bytes / keys) if keys else 0.0,
+            attribute_bytes=attr, attribute_share=(index_bytes / attr) if attr else None,
+            error_bound=m.error_bound, budget_total=budget_total, budget_used=budget_used,
+            budget_used_fraction=(budget_used / budget_total) if budget_total else 0.0,
+            segments_over_budget=sum(1 for s in self.metas if over_budget(s.used, s.budget)),
+            deltas=len(m.deltas), delta_records=sum(d.records for d in m.deltas),
+            delta_bytes=sum(d.bytes for d in m.deltas), null_files=len(m.null_files),
+            build_seconds=m.build_stats.get("seconds"),
+        )
+
+
+def diff_files(manifest: Manifest, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
+    """Compare a listing with the manifest: (new files, removed ids, rewritten ids)."""
+    by_path = {f.path: fid for fid, f in manifest.files.items()}
+    seen: set[int] = set()
+    added: list[FileEntry] = []
+    changed: list[int] = []
+    for f in listing:
+        fid = by_path.get(f.path)
+        if fid is None:
+            added.append(f)
+            continue
+        seen.add(fid)
+        if not f.same_version(manifest.files[fid]):
+            changed.append(fid)
+    removed = [fid for fid in manifest.files if fid not in seen]
+    return added, sorted(removed), sorted(changed)
+
+
+def open_index(table: str, column: str, *, index_path: str | None = None, spark: Any = None) -> SieveIndex:
+    """Open the latest committed version of an index; raises IndexUnavailable(reason)."""
+    path = index_location(table, column, index_path, spark)
+    store = IndexStore(path)
+    manifest = store.load_manifest()
+    if manifest.column != column:
+        raise IndexUnavailable(f"the index at {path} is for column {manifest.column!r}, not {column!r}: "
+                               "pass the right index_path")
+    if not is_catalog_name(table) and resolve_table(table).root != manifest.table.root:
+        raise IndexUnavailable(f"the index at {path} is for table {manifest.table.root}, not {table}: "
+                               "pass the right index_path")
+    return SieveIndex(store, manifest)

@@ -1,0 +1,112 @@
+"""Pruned reads: a DataFrame over only the candidate files, equal to a full read's result.
+
+Any doubt -- no index, an unreadable/corrupt one, a stale one (the table's files differ from the
+indexed ones by path, size or mtime) or a catalog table without a location -- gives a full read
+and a ``warnings.warn`` (also logged). Zero candidates give an empty DataFrame with the table's
+schema without running a Spark job.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import warnings
+from typing import Any
+
+from .errors import IndexUnavailable, SieveError
+from .keys import KeyType
+from .predicates import Eq, In, IsNull, Predicate, Range
+from .query import open_index
+from .table import TableRef, resolve_table
+
+log = logging.getLogger(__name__)
+
+
+class SieveFallbackWarning(UserWarning):
+    """A pruned read fell back to a full read (the message says why)."""
+
+
+def _literal(value: Any, kt: KeyType) -> Any:
+    from pyspark.sql import functions as F
+
+    if kt.kind == "timestamp":
+        micros, _ = kt.encode(value)
+        return F.timestamp_micros(F.lit(micros))
+    if kt.kind == "timestamp_ntz":
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if not isinstance(value, dt.datetime):
+            value = dt.datetime.combine(value, dt.time(0))
+        return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
+    if kt.kind == "date" and isinstance(value, dt.datetime):
+        return F.lit(value.isoformat(sep=" ")).cast("timestamp")
+    return F.lit(value)
+
+
+def spark_condition(column: str, pred: Predicate, kt: KeyType) -> Any:
+    """The Spark filter for a predicate (same semantics as the index's key mapping)."""
+    from pyspark.sql import functions as F
+
+    c = F.col(f"`{column}`")
+    if isinstance(pred, IsNull):
+        return c.isNull()
+    if isinstance(pred, Eq):
+        return c == _literal(pred.value, kt)
+    if isinstance(pred, In):
+        vals = [v for v in pred.values if v is not None]
+        if not vals:
+            return F.lit(False)
+        cond = None
+        for v in vals:
+            part = c == _literal(v, kt)
+            cond = part if cond is None else cond | part
+        return cond
+    if isinstance(pred, Range):
+        cond = F.lit(True)
+        if pred.low is not None:
+            lit = _literal(pred.low, kt)
+            cond = cond & ((c >= lit) if pred.low_inclusive else (c > lit))
+        if pred.high is not None:
+            lit = _literal(pred.high, kt)
+            cond = cond & ((c <= lit) if pred.high_inclusive else (c < lit))
+        return cond & c.isNotNull()
+    raise SieveError(f"unsupported predicate {pred!r}: use Eq, In, Range or IsNull")
+
+
+def _full(spark: Any, ref: TableRef) -> Any:
+    return spark.table(ref.name) if ref.kind == "catalog" else spark.read.parquet(ref.root)
+
+
+def _warn(msg: str) -> None:
+    log.warning(msg)
+    warnings.warn(msg, SieveFallbackWarning, stacklevel=3)
+
+
+def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_path: str | None = None) -> Any:
+    """DataFrame of the rows matching ``predicate``, reading only files the index cannot exclude."""
+    from pyspark.sql import types as T
+
+    ref = resolve_table(table, spark)
+    try:
+        idx = open_index(table, column, index_path=index_path, spark=spark)
+        kt = idx.key_type
+        if idx.is_stale():
+            raise IndexUnavailable(f"the table's files changed since index version {idx.manifest.version}: "
+                                   "run sieve sync")
+        files = idx.candidates(predicate)
+        cond = spark_condition(column, predicate, kt)
+    except (IndexUnavailable, SieveError, OSError) as exc:
+        _warn(f"Sieve: full read of {table} ({exc})")
+        full = _full(spark, ref)
+        from .keys import key_type_from_spark
+
+        kt = key_type_from_spark(full.schema[column].dataType, column)
+        return full.filter(spark_condition(column, predicate, kt))
+    if ref.kind == "catalog":
+        schema = spark.table(ref.name).schema
+    elif idx.manifest.schema_json:
+        schema = T.StructType.fromJson(__import__("json").loads(idx.manifest.schema_json))
+    else:
+        schema = spark.read.parquet(ref.root).schema
+    if not files:
+        return spark.createDataFrame([], schema)
+    return (spark.read.schema(schema).option("basePath", ref.root).parquet(*files).filter(cond))

@@ -1,0 +1,419 @@
+"""On-disk layout of one index (one table, one column) and its atomic, versioned commits.
+
+Folder (default ``<table_root>/_sieve/<column>/``)::
+
+    manifest-00000007.json    versioned manifest (JSON + crc32 of its canonical body)
+    segments-<token>.svl      sorted segment list: per segment key range, blocks, budget, file,
+                              crc, location set (binary, checksummed)
+    seg-<token>.svs           one file per segment: (block, file id, counter) triples
+    delta-<token>.svd         merge-on-read deltas: sorted (key, file id) records
+    .tmp-*                    in-flight writes (ignored; a crash leaves only these)
+
+Every data file is immutable and named by a random token; a commit publishes manifest N+1 by
+hard-linking a fully written temp file to ``manifest-{N+1}.json`` (link fails if the name exists:
+rename-if-absent), so of two writers racing from base N exactly one wins, and a crash at any point
+leaves version N intact. After a commit the last ``keep_versions`` manifests are kept and files no
+kept manifest references are deleted.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import secrets
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .codec import Reader, Writer, seal, unseal
+from .errors import CommitConflict, IndexUnavailable
+from .keys import KeyType
+from .model import Segment
+from .table import FileEntry, TableRef
+
+MANIFEST_FORMAT = "sieve-manifest"
+MANIFEST_VERSION = 1
+_MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
+ORPHAN_GRACE_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A checksummed index file."""
+
+    name: str
+    bytes: int
+    crc32: int
+    records: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SegmentMeta:
+    """One entry of the sorted segment list."""
+
+    s_min: int
+    s_max: int
+    b_size: int
+    b_count: int
+    budget: int  # s.E = e * b_count
+    used: int  # s.e: extra false positives taken by updates since the segment was formed
+    n_keys: int
+    file: FileRef
+    locations: np.ndarray  # sorted unique file ids present in the segment (uint32)
+
+
+@dataclass
+class Manifest:
+    """Everything one index version consists of (JSON, checksummed)."""
+
+    version: int
+    created: str
+    table: TableRef
+    column: str
+    key_type: KeyType
+    mode: str
+    error_bound: int
+    max_segment_keys: int
+    gap_factor: float
+    keep_versions: int
+    files: dict[int, FileEntry]  # live files by file id (paths relative to table root on disk)
+    next_file_id: int
+    null_files: list[int]
+    segment_list: FileRef | None
+    deltas: list[FileRef] = field(default_factory=list)
+    dead_files: list[int] = field(default_factory=list)  # removed, maybe still inside segments (mor)
+    schema_json: str | None = None
+    build_stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        root = self.table.root
+        files = [[fid, os.path.relpath(f.path, root), f.size, f.mtime_ns, f.partition, f.num_rows]
+                 for fid, f in sorted(self.files.items())]
+        body = {
+            "format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "version": self.version,
+            "created": self.created, "table": self.table.to_dict(), "column": self.column,
+            "key_type": self.key_type.to_dict(), "mode": self.mode, "error_bound": self.error_bound,
+            "max_segment_keys": self.max_segment_keys, "gap_factor": self.gap_factor,
+            "keep_versions": self.keep_versions, "next_file_id": self.next_file_id, "files": files,
+            "null_files": sorted(self.null_files),
+            "segment_list": self.segment_list.to_dict() if self.segment_list else None,
+            "deltas": [d.to_dict() for d in self.deltas], "dead_files": sorted(self.dead_files),
+            "schema": self.schema_json, "build_stats": self.build_stats,
+        }
+        canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        body["checksum"] = zlib.crc32(canon.encode())
+        return json.dumps(body, sort_keys=True, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, what: str) -> Manifest:
+        try:
+            body = json.loads(text)
+            crc = body.pop("checksum")
+        except (ValueError, KeyError, AttributeError) as exc:
+            raise IndexUnavailable(f"{what} is not a valid manifest ({exc}): rebuild the index") from exc
+        canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        if zlib.crc32(canon.encode()) != crc:
+            raise IndexUnavailable(f"{what} failed its checksum (corrupt): rebuild the index")
+        if body.get("format") != MANIFEST_FORMAT or body.get("format_version") != MANIFEST_VERSION:
+            raise IndexUnavailable(f"{what} has format {body.get('format')} v{body.get('format_version')}; "
+                                   f"this code reads {MANIFEST_FORMAT} v{MANIFEST_VERSION}: rebuild the index")
+        table = TableRef(**body["table"])
+        files = {int(r[0]): FileEntry(os.path.join(table.root, r[1]), int(r[2]), int(r[3]), r[4], r[5])
+                 for r in body["files"]}
+        return cls(
+            version=body["version"], created=body["created"], table=table, column=body["column"],
+            key_type=KeyType.from_dict(body["key_type"]), mode=body["mode"],
+            error_bound=body["error_bound"], max_segment_keys=body["max_segment_keys"],
+            gap_factor=body["gap_factor"], keep_versions=body["keep_versions"], files=files,
+            next_file_id=body["next_file_id"], null_files=list(body["null_files"]),
+            segment_list=FileRef(**body["segment_list"]) if body["segment_list"] else None,
+            deltas=[FileRef(**d) for d in body["deltas"]], dead_files=list(body["dead_files"]),
+            schema_json=body.get("schema"), build_stats=body.get("build_stats", {}),
+        )
+
+    def referenced(self) -> set[str]:
+        names = {d.name for d in self.deltas}
+        if self.segment_list:
+            names.add(self.segment_list.name)
+        return names
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def default_index_path(root: str, column: str) -> str:
+    return os.path.join(root, "_sieve", column)
+
+
+class IndexStore:
+    """Reads and writes the files of one index folder."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        self.written: list[str] = []  # files this writer created (removed on a lost commit)
+
+    # ---- versions ----------------------------------------------------------------------------
+    def versions(self) -> list[int]:
+        try:
+            names = os.listdir(self.path)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n)))
+
+    def latest_version(self) -> int | None:
+        v = self.versions()
+        return v[-1] if v else None
+
+    def manifest_name(self, version: int) -> str:
+        return f"manifest-{version:08d}.json"
+
+    def load_manifest(self, version: int | None = None) -> Manifest:
+        if version is None:
+            version = self.latest_version()
+            if version is None:
+                raise IndexUnavailable(f"no Sieve index at {self.path}: build one (sieve build)")
+        name = os.path.join(self.path, self.manifest_name(version))
+        try:
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError as exc:
+            raise IndexUnavailable(f"index version {version} vanished from {self.path} (pruned by a "
+                                   "concurrent writer?): open the index again") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise IndexUnavailable(f"cannot read {name} ({exc}): rebuild the index") from exc
+        return Manifest.from_json(text, name)
+
+    # ---- immutable files ---------------------------------------------------------------------
+    def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:
+        os.makedirs(self.path, exist_ok=True)
+        name = f"{prefix}-{secrets.token_hex(8)}{suffix}"
+        tmp = os.path.join(self.path, f".tmp-{name}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, os.path.join(self.path, name))
+        self.written.append(name)
+        return FileRef(name, len(data), zlib.crc32(data), records)
+
+    def _read(self, ref: FileRef, magic: bytes) -> bytes:
+        full = os.path.join(self.path, ref.name)
+        try:
+            with open(full, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise IndexUnavailable(f"index file {full} is missing or unreadable ({exc}): rebuild the index")
+        if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
+            raise IndexUnavailable(f"index file {full} does not match its manifest checksum (corrupt): "
+                                   "rebuild the index")
+        return unseal(magic, data, full)
+
+    def write_segment(self, seg: Segment) -> FileRef:
+        w = Writer()
+        for v in (seg.s_min,):
+            w.svarint(v)
+        for v in (seg.s_max - seg.s_min, seg.b_size, seg.b_count, seg.n_keys):
+            w.uvarint(v)
+        w.array(np.diff(seg.blk.astype(np.int64), prepend=np.int64(0)) if len(seg.blk) else seg.blk, "<u4")
+        w.array(seg.fid, "<u4")
+        w.array(seg.cnt, "<u4")
+        return self._write("seg", ".svs", seal(b"SVS1", bytes(w.buf)))
+
+    def read_segment(self, ref: FileRef) -> Segment:
+        r = Reader(self._read(ref, b"SVS1"))
+        s_min = r.svarint()
+        s_max = s_min + r.uvarint()
+        b_size, b_count, n_keys = r.uvarint(), r.uvarint(), r.uvarint()
+        blk = np.cumsum(r.array("<u4"), dtype=np.int64).astype(np.uint32)
+        fid, cnt = r.array("<u4"), r.array("<u4")
+        return Segment(s_min, s_max, b_size, b_count, blk, fid, cnt, n_keys)
+
+    def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
+        w = Writer()
+        w.uvarint(len(metas))
+        prev = 0
+        for m in metas:
+            w.svarint(m.s_min - prev)
+            w.uvarint(m.s_max - m.s_min)
+            prev = m.s_max
+            for v in (m.b_size, m.b_count, m.budget, m.used, m.n_keys, m.file.bytes, m.file.crc32,
+                      m.file.records):
+                w.uvarint(v)
+            name = m.file.name.encode()
+            w.uvarint(len(name))
+            w.buf += name
+            w.array(np.diff(m.locations.astype(np.int64), prepend=np.int64(0)), "<u4")
+        return self._write("segments", ".svl", seal(b"SVL1", bytes(w.buf)), len(metas))
+
+    def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
+        if ref is None:
+            return []
+        r = Reader(self._read(ref, b"SVL1"))
+        out: list[SegmentMeta] = []
+        prev = 0
+        for _ in range(r.uvarint()):
+            s_min = prev + r.svarint()
+            s_max = s_min + r.uvarint()
+            prev = s_max
+            b_size, b_count, budget, used, n_keys, nbytes, crc, records = (r.uvarint() for _ in range(8))
+            ln = r.uvarint()
+            name = bytes(r.buf[r.pos:r.pos + ln]).decode()
+            r.pos += ln
+            locs = np.cumsum(r.array("<u4"), dtype=np.int64).astype(np.uint32)
+            out.append(SegmentMeta(s_min, s_max, b_size, b_count, budget, used, n_keys,
+                                   FileRef(name, nbytes, crc, records), locs))
+        return out
+
+    def write_delta(self, keys: np.ndarray, fids: np.ndarray) -> FileRef:
+        """Merge-on-read delta: records (key, file id) sorted by key."""
+        order = np.argsort(keys, kind="stable")
+        w = Writer()
+        w.keys(keys[order])
+        w.array(np.asarray(fids)[order], "<u4")
+        return self._write("delta", ".svd", seal(b"SVD1", bytes(w.buf)), len(keys))
+
+    def read_delta(self, ref: FileRef) -> tuple[np.ndarray, np.ndarray]:
+        r = Reader(self._read(ref, b"SVD1"))
+        keys = r.keys()
+        return keys, r.array("<u4")
+
+    # ---- commit ------------------------------------------------------------------------------
+    def commit(self, manifest: Manifest, base_version: int | None) -> int:
+        """Publish ``manifest`` as version ``base_version + 1`` (1 if none), or raise CommitConflict.
+
+        Hard-linking a complete temp file is atomic and fails if the target exists, so two writers
+        from the same base cannot both win, and readers never see a partial manifest.
+        """
+        version = (base_version or 0) + 1
+        manifest.version = version
+        manifest.created = now_iso()
+        os.makedirs(self.path, exist_ok=True)
+        data = manifest.to_json().encode()
+        tmp = os.path.join(self.path, f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        target = os.path.join(self.path, self.manifest_name(version))
+        try:
+            _link_if_absent(tmp, target)
+        except FileExistsError:
+            os.unlink(tmp)
+            raise CommitConflict(f"index version {version} at {self.path} was committed by another "
+                                 "writer first: retry on the new version") from None
+        os.unlink(tmp)
+        _fsync_dir(self.path)
+        self.written.clear()
+        self.prune(manifest.keep_versions)
+        return version
+
+    def discard_written(self) -> None:
+        """Delete the files this writer created (after a lost commit)."""
+        for name in self.written:
+            try:
+                os.unlink(os.path.join(self.path, name))
+            except FileNotFoundError:
+                pass
+        self.written.clear()
+
+    def prune(self, keep: int) -> list[str]:
+        """Keep the newest ``keep`` manifests; delete files none of them references.
+
+        Files no manifest references at all (left by crashed or losing writers) are deleted only
+        when older than an hour, so a concurrent writer's not-yet-committed files survive.
+        """
+        versions = self.versions()
+        keep = max(1, keep)
+        dropped, kept = versions[:-keep], versions[-keep:]
+        referenced: set[str] = set()
+        old_refs: set[str] = set()
+        for v in kept:
+            try:
+                m = self.load_manifest(v)
+            except IndexUnavailable:
+                return []  # do not delete anything while a kept version is unreadable
+            referenced |= m.referenced() | self._segment_files(m)
+        for v in dropped:
+            try:
+                m = self.load_manifest(v)
+                old_refs |= m.referenced() | self._segment_files(m)
+            except IndexUnavailable:
+                pass
+        removed: list[str] = []
+        for v in dropped:
+            _unlink(os.path.join(self.path, self.manifest_name(v)))
+            removed.append(self.manifest_name(v))
+        now = time.time()
+        for name in os.listdir(self.path):
+            if _MANIFEST_RE.match(name) or name in referenced:
+                continue
+            full = os.path.join(self.path, name)
+            try:
+                age = now - os.stat(full).st_mtime
+            except FileNotFoundError:
+                continue
+            if name in old_refs or age > ORPHAN_GRACE_SECONDS:
+                _unlink(full)
+                removed.append(name)
+        return removed
+
+    def _segment_files(self, m: Manifest) -> set[str]:
+        try:
+            return {s.file.name for s in self.read_segment_list(m.segment_list)}
+        except IndexUnavailable:
+            return set()
+
+    def total_bytes(self, m: Manifest) -> int:
+        """Bytes of everything version ``m`` references (manifest included)."""
+        names = m.referenced() | self._segment_files(m) | {self.manifest_name(m.version)}
+        total = 0
+        for n in names:
+            try:
+                total += os.path.getsize(os.path.join(self.path, n))
+            except FileNotFoundError:
+                pass
+        return total
+
+
+def _link_if_absent(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        raise
+    except OSError:
+        # File systems without hard links: exclusive create + copy (still fails if dst exists).
+        with open(src, "rb") as fh:
+            data = fh.read()
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,340 @@
+"""Keeping an index in step with its table: sync (incremental), compact (fold deltas), rebuild.
+
+How updates work (locations are files; Parquet files are immutable, a rewrite is a new version):
+
+* **Diff.** The table's listing is compared with the manifest's file dictionary by path, size and
+  mtime: new paths are *added*, missing paths *removed*, same path with another size/mtime is
+  *changed* (= removed + added under a fresh file id).
+* **Removed files are never read.** Every segment's location set is kept in the segment list, so
+  the segments holding a removed file id are known; the id is dropped from every block of those
+  segments (its counter goes to 0 everywhere: all its (k, file) records leave). This cannot add a
+  false positive. Merge-on-read only drops the id from the live file dictionary (queries filter it
+  out) and records it in ``dead_files`` for ``compact`` to purge.
+* **Added files are read with pyarrow** (one column, unique keys). A key inside a segment lands in
+  its block; a new (block, file) pair costs the segment ``b_size - 1`` extra false positives
+  (``s.e += b_size - 1``) -- with immutable files every added pair is new. When ``s.e >= s.E``
+  (``E = e * b_count``) the segment is rebuilt from data: the keys in ``[s_min, s_max]`` of the
+  files in its (updated) location set are re-read and re-segmented. Keys outside every segment
+  form new segments inside their gap (never lost).
+* **Copy-on-write** rewrites the touched segments now. **Merge-on-read** writes one delta file of
+  sorted (key, file id) records per sync (searched by every query) and charges the budgets in the
+  segment list; ``compact`` folds deltas into segments, purges dead ids and rebuilds segments over
+  budget. Neither needs Spark.
+* Commits are optimistic: a lost race retries the whole update on the fresh version (3 attempts).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .build import SegmentSink, build, meta_for
+from .errors import CommitConflict, IndexUnavailable
+from .keys import as_key_array
+from .model import Segmenter, over_budget
+from .query import diff_files, index_location
+from .records import IndexStats, SyncReport
+from .storage import IndexStore, Manifest, SegmentMeta
+from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolve_table
+
+ATTEMPTS = 3
+
+
+@dataclass
+class _Counts:
+    rewritten: int = 0
+    rebuilt: int = 0
+    created: int = 0
+    dropped: int = 0
+    keys_read: int = 0
+
+
+@dataclass
+class _KeyCache:
+    """Keys of files read during one update (each file is read at most once)."""
+
+    manifest: Manifest
+    files: dict[int, FileEntry]
+    cache: dict[int, np.ndarray] = field(default_factory=dict)
+    counts: _Counts = field(default_factory=_Counts)
+
+    def keys(self, fid: int) -> np.ndarray:
+        if fid not in self.cache:
+            try:
+                keys, _, _ = read_file_keys(self.files[fid].path, self.manifest.column, self.manifest.key_type)
+            except (OSError, KeyError):
+                keys = np.empty(0, np.int64)  # gone since listing: the next sync removes it
+            self.cache[fid] = keys
+            self.counts.keys_read += len(keys)
+        return self.cache[fid]
+
+
+def _locate(metas: list[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted keys: index of the segment with s_min <= k (-1 if none) and whether k is inside."""
+    if not metas:
+        return np.full(len(keys), -1, np.int64), np.zeros(len(keys), bool)
+    mins = as_key_array(m.s_min for m in metas)
+    maxs = as_key_array(m.s_max for m in metas)
+    if keys.dtype == object or mins.dtype == object:
+        mins, maxs, keys = mins.astype(object), maxs.astype(object), keys.astype(object)
+    pos = np.searchsorted(mins, keys, "right").astype(np.int64) - 1
+    inside = (pos >= 0) & (keys <= maxs[np.clip(pos, 0, None)])
+    return pos, inside
+
+
+def _segments_from(store: IndexStore, m: Manifest, pairs: dict[int, list[int]]) -> list[SegmentMeta]:
+    sink = SegmentSink(store, m.error_bound)
+    seg = Segmenter(m.error_bound, m.max_segment_keys, sink, m.gap_factor)
+    for k in sorted(pairs):
+        seg.push(k, tuple(sorted(set(pairs[k]))))
+    seg.finish()
+    return sink.metas
+
+
+def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
+                      adds: Iterable[tuple[int, np.ndarray]], dead: set[int], charge: bool,
+                      cache: _KeyCache) -> list[SegmentMeta]:
+    """Copy-on-write application of added (file id, sorted unique keys) and dead file ids."""
+    pending: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
+    outside: dict[int, list[int]] = defaultdict(list)
+    for fid, keys in adds:
+        if len(keys) == 0:
+            continue
+        pos, inside = _locate(metas, keys)
+        for i in np.unique(pos[inside]).tolist():
+            pending[i].append((fid, keys[inside & (pos == i)]))
+        for k in keys[~inside].tolist():
+            outside[k].append(fid)
+    dead_arr = np.fromiter(dead, np.int64) if dead else np.empty(0, np.int64)
+    counts = cache.counts
+    out: list[SegmentMeta] = []
+    for i, meta in enumerate(metas):
+        hit_dead = len(dead_arr) and np.isin(meta.locations.astype(np.int64), dead_arr).any()
+        if i not in pending and not hit_dead and not over_budget(meta.used, meta.budget):
+            out.append(meta)
+            continue
+        seg = store.read_segment(meta.file)
+        seg.drop_locations(dead)
+        used, n_keys = meta.used, seg.n_keys
+        for fid, ks in pending.get(i, []):
+            new_pairs = seg.add_keys(ks, fid)
+            n_keys += len(ks)
+            if charge and seg.b_size > 1:
+                used += new_pairs * (seg.b_size - 1)
+        seg.n_keys = n_keys
+        if over_budget(used, meta.budget):
+            pairs: dict[int, list[int]] = defaultdict(list)
+            for fid in seg.locations().tolist():
+                keys = cache.keys(fid)
+                for k in keys[(keys >= seg.s_min) & (keys <= seg.s_max)].tolist():
+                    pairs[k].append(fid)
+            out.extend(_segments_from(store, m, pairs))
+            counts.rebuilt += 1
+        elif seg.empty:
+            counts.dropped += 1
+        else:
+            out.append(meta_for(store, seg, m.error_bound, used))
+            counts.rewritten += 1
+    if outside:
+        # Keys of one gap never straddle a segment: segment each gap's keys on its own.
+        pos, _ = _locate(metas, as_key_array(sorted(outside)))
+        gaps: dict[int, dict[int, list[int]]] = defaultdict(dict)
+        for k, p in zip(sorted(outside), pos.tolist()):
+            gaps[p][k] = outside[k]
+        for p in sorted(gaps):
+            new = _segments_from(store, m, gaps[p])
+            counts.created += len(new)
+            out.extend(new)
+    out.sort(key=lambda s: s.s_min)
+    return out
+
+
+def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndarray]]) -> list[SegmentMeta]:
+    """Merge-on-read: charge ``b_size - 1`` per new (block, file) pair without touching segments."""
+    metas = [SegmentMeta(**vars(s)) for s in metas]
+    for fid, keys in adds:
+        if len(keys) == 0:
+            continue
+        pos, inside = _locate(metas, keys)
+        for i in np.unique(pos[inside]).tolist():
+            s = metas[i]
+            if s.b_size > 1:
+                ks = keys[inside & (pos == i)]
+                blocks = {(int(k) - s.s_min) // s.b_size for k in ks.tolist()}
+                s.used += len(blocks) * (s.b_size - 1)
+    return metas
+
+
+def _new_manifest(base: Manifest, **changes: Any) -> Manifest:
+    fields = dict(vars(base))
+    fields.update(changes)
+    return Manifest(**fields)
+
+
+def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: list[int],
+            report: SyncReport) -> Manifest:
+    files = dict(base.files)
+    for fid in gone:
+        files.pop(fid, None)
+    next_id = base.next_file_id
+    new_ids: list[int] = []
+    for entry in added:
+        files[next_id] = entry
+        new_ids.append(next_id)
+        next_id += 1
+    cache = _KeyCache(base, files)
+    nulls = {f for f in base.null_files if f in files}
+    adds: list[tuple[int, np.ndarray]] = []
+    for fid in new_ids:
+        keys, n_null, rows = read_file_keys(files[fid].path, base.column, base.key_type)
+        files[fid].num_rows = rows
+        cache.cache[fid] = keys
+        cache.counts.keys_read += len(keys)
+        if n_null:
+            nulls.add(fid)
+        adds.append((fid, keys))
+    metas = store.read_segment_list(base.segment_list)
+    dead = set(gone) | set(base.dead_files)
+    if base.mode == "cow":
+        metas = apply_to_segments(store, base, metas, adds, dead, True, cache)
+        deltas, dead_files = list(base.deltas), []
+        if base.deltas:  # switched from mor: fold the old deltas as well
+            metas = apply_to_segments(store, base, metas, _delta_adds(store, base, files), set(), False, cache)
+            deltas = []
+    else:
+        metas = _project_budgets(metas, adds)
+        deltas, dead_files = list(base.deltas), sorted(dead)
+        if adds:
+            obj = any(k.dtype == object for _, k in adds)
+            keys = np.concatenate([k.astype(object) if obj else k for _, k in adds])
+            fids = np.concatenate([np.full(len(k), fid, np.uint32) for fid, k in adds])
+            if len(keys):
+                deltas.append(store.write_delta(keys, fids))
+                report.deltas_written = 1
+    c = cache.counts
+    report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
+    report.segments_created, report.segments_dropped, report.keys_read = c.created, c.dropped, c.keys_read
+    return _new_manifest(base, files=files, next_file_id=next_id, null_files=sorted(nulls),
+                         segment_list=store.write_segment_list(metas), deltas=deltas, dead_files=dead_files)
+
+
+def _delta_adds(store: IndexStore, m: Manifest, live: dict[int, FileEntry]) -> list[tuple[int, np.ndarray]]:
+    per_file: dict[int, list[np.ndarray]] = defaultdict(list)
+    for ref in m.deltas:
+        keys, fids = store.read_delta(ref)
+        for fid in np.unique(fids).tolist():
+            if fid in live:
+                per_file[fid].append(keys[fids == fid])
+    out = []
+    for fid, parts in sorted(per_file.items()):
+        allk = np.concatenate(parts)
+        uniq = np.unique(allk) if allk.dtype != object else as_key_array(sorted(set(allk.tolist())))
+        out.append((fid, uniq))
+    return out
+
+
+def _report(m: Manifest, action: str) -> SyncReport:
+    return SyncReport(table=m.table.name, column=m.column, mode=m.mode, version=m.version, action=action)
+
+
+def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, **build_options: Any) -> SyncReport:
+    """Bring the index in step with the table's files; builds one when there is none.
+
+    Only added/rewritten files are read (pyarrow); removed files are dropped without reading.
+    A corrupt index is rebuilt (with a warning). ``build_options`` apply only to such builds.
+    """
+    t0 = time.monotonic()
+    ref = resolve_table(table, spark)
+    store = IndexStore(index_location(ref, column, index_path))
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            base = store.load_manifest()
+        except IndexUnavailable as exc:
+            if store.latest_version() is not None:
+                warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",
+                              stacklevel=2)
+            stats = build(spark, table, column, index_path=store.path, **build_options)
+            return SyncReport(table=ref.name, column=column, mode=stats.mode, version=stats.version,
+                              action="build", files_added=stats.files, reason=exc.reason,
+                              seconds=round(time.monotonic() - t0, 3))
+        listing = list_table_files(base.table)
+        added, removed, changed = diff_files(base, listing)
+        changed_entries = {base.files[fid].path for fid in changed}
+        report = _report(base, "sync")
+        report.files_added = len(added)
+        report.files_removed, report.files_changed = len(removed), len(changed)
+        report.attempts = attempt
+        if not (added or removed or changed):
+            report.action = "none"
+            report.seconds = round(time.monotonic() - t0, 3)
+            return report
+        new_entries = added + [f for f in listing if f.path in changed_entries]
+        try:
+            new = _update(store, base, new_entries, removed + changed, report)
+            report.version = store.commit(new, base.version)
+        except CommitConflict:
+            store.discard_written()
+            continue
+        except BaseException:
+            store.discard_written()
+            raise
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+    raise CommitConflict(f"sync of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: "
+                         "another writer keeps updating the index; retry later")
+
+
+def compact(table: str, column: str, *, index_path: str | None = None, spark: Any = None) -> SyncReport:
+    """Fold merge-on-read deltas into segments, purge dead file ids, rebuild over-budget segments.
+
+    Needs no Spark (a catalog table needs ``index_path`` or ``spark`` to find the index).
+    """
+    t0 = time.monotonic()
+    store = IndexStore(index_location(table, column, index_path, spark))
+    for attempt in range(1, ATTEMPTS + 1):
+        base = store.load_manifest()
+        metas = store.read_segment_list(base.segment_list)
+        report = _report(base, "compact")
+        report.attempts = attempt
+        if not base.deltas and not base.dead_files and not any(over_budget(s.used, s.budget) for s in metas):
+            report.action = "none"
+            return report
+        cache = _KeyCache(base, base.files)
+        try:
+            adds = _delta_adds(store, base, base.files)
+            metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
+            c = cache.counts
+            report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
+            report.segments_created, report.segments_dropped = c.created, c.dropped
+            report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
+            new = _new_manifest(base, segment_list=store.write_segment_list(metas), deltas=[], dead_files=[])
+            report.version = store.commit(new, base.version)
+        except CommitConflict:
+            store.discard_written()
+            continue
+        except BaseException:
+            store.discard_written()
+            raise
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+    raise CommitConflict(f"compact of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: retry later")
+
+
+def rebuild(spark: Any, table: str, column: str, *, index_path: str | None = None, **overrides: Any) -> IndexStats:
+    """Build the index anew, keeping the existing index's parameters (error bound, mode, ...)."""
+    ref: TableRef = resolve_table(table, spark)
+    path = index_location(ref, column, index_path)
+    params: dict[str, Any] = {}
+    try:
+        m = IndexStore(path).load_manifest()
+        params = dict(error_bound=m.error_bound, max_segment_keys=m.max_segment_keys, mode=m.mode,
+                      keep_versions=m.keep_versions, gap_factor=m.gap_factor)
+    except IndexUnavailable:
+        pass
+    params.update(overrides)
+    return build(spark, table, column, index_path=path, **params)

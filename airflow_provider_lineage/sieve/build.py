@@ -2,8 +2,8 @@
 
 Stage 1 (Spark): ``select(key, input_file_name()) -> join a small broadcast file-id table ->
 distinct -> group by key -> sort_array(collect_set(file id)) -> range-partition by key and sort``.
-Partitions are sized from the Parquet footers' row counts (``rows_per_partition``) and each
-partition is packed into Arrow IPC blobs by ``mapInArrow`` so few, compact rows cross to Python.
+Partitions are sized from the Parquet footers' row counts (``rows_per_partition``); the pipeline
+is JVM-only (no Python workers, so executors need neither this package nor pyarrow).
 
 Stage 2 (driver): ``toLocalIterator(prefetchPartitions=False)`` streams one partition at a time in
 key order into :class:`~.model.Segmenter`; each closed segment is cut into blocks, written to its
@@ -18,12 +18,10 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import CommitConflict, IndexUnavailable, SieveError
@@ -171,20 +169,6 @@ def spark_key_expr(column: str, kt: KeyType) -> Any:
     return c
 
 
-def pack_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: one Arrow IPC blob per input batch (few big rows cross to Python)."""
-    import pyarrow as pa  # noqa: F811 - runs on executors
-
-    for b in batches:
-        if b.num_rows == 0:
-            continue
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, b.schema) as w:
-            w.write_batch(b)
-        yield pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())],
-                                         names=["blob"])
-
-
 def table_schema(spark: Any, ref: TableRef) -> Any:
     if ref.kind == "catalog":
         return spark.table(ref.name).schema
@@ -217,20 +201,17 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
                .distinct()
                .groupBy("k").agg(F.sort_array(F.collect_set("fid")).alias("fids"))
                .repartitionByRange(n_parts, "k").sortWithinPartitions("k"))
-        packed = agg.mapInArrow(pack_batches, "blob binary")
         nulls: set[int] = set()
         decimal = kt.kind == "decimal"
-        for row in packed.toLocalIterator(prefetchPartitions=False):
-            tbl = pa.ipc.open_stream(row[0]).read_all()
-            keys = tbl.column("k").to_pylist()
-            fid_lists = tbl.column("fids").to_pylist()
-            for k, fs in zip(keys, fid_lists):
-                if fs and fs[0] == -1:
-                    raise _UnknownFile()
-                if k is None:
-                    nulls.update(fs)
-                    continue
-                seg.push(_unscaled(k, kt.scale) if decimal else k, tuple(fs))
+        push = seg.push
+        # JVM-only pipeline (no Python workers): rows stream to the driver partition by partition.
+        for k, fs in agg.toLocalIterator(prefetchPartitions=False):
+            if fs and fs[0] == -1:
+                raise _UnknownFile()
+            if k is None:
+                nulls.update(fs)
+                continue
+            push(_unscaled(k, kt.scale) if decimal else k, tuple(fs))
         return nulls
 
     try:

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_lineage.sieve.errors import UnsupportedKeyType
+from airflow_provider_lineage.sieve.keys import KeyType, key_type_from_arrow
+
+
+def test_encode_preserves_order_and_exactness() -> None:
+    d = KeyType("date", "date")
+    assert d.encode(dt.date(1970, 1, 2)) == (1, True)
+    ts = KeyType("timestamp", "timestamp")
+    assert ts.encode(dt.datetime(1970, 1, 1, 0, 0, 1)) == (1_000_000, True)
+    aware = dt.datetime(1970, 1, 1, 1, 0, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert ts.encode(aware) == (1_000_000, True)
+    dec = KeyType("decimal", "decimal(10,2)", 10, 2)
+    assert dec.encode(decimal.Decimal("1.25")) == (125, True)
+    assert dec.encode(decimal.Decimal("1.255")) == (125, False)
+    assert dec.interval(decimal.Decimal("1.255"), decimal.Decimal("1.30"), False, False) == (126, 129)
+    i = KeyType("int", "bigint")
+    assert i.interval(5, 10, False, True) == (6, 10)
+
+
+def test_arrow_keys_all_types() -> None:
+    kt = key_type_from_arrow(pa.decimal128(38, 3), "k")
+    big = decimal.Decimal("12345678901234567890123.456")
+    keys, nulls = kt.keys_of_arrow(pa.array([big, None, big], pa.decimal128(38, 3)))
+    assert keys.tolist() == [12345678901234567890123456] and nulls == 1
+    kt = key_type_from_arrow(pa.timestamp("ns", tz="UTC"), "k")
+    keys, _ = kt.keys_of_arrow(pa.array([1_500, 2_000_999], pa.timestamp("ns", tz="UTC")))
+    assert kt.kind == "timestamp" and keys.tolist() == [1, 2000]
+    assert key_type_from_arrow(pa.timestamp("us"), "k").kind == "timestamp_ntz"
+
+
+def test_unsupported_type_names_type_and_supported() -> None:
+    with pytest.raises(UnsupportedKeyType, match="string.*supported are integer"):
+        key_type_from_arrow(pa.string(), "name")

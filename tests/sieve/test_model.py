@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from airflow_provider_lineage.sieve.model import Segmenter, budget_for, make_segment, over_budget, segment_pairs
+
+
+def test_flat_stretch_is_one_block() -> None:
+    pairs = [(k, (1, 2)) for k in range(100)]
+    (seg,) = segment_pairs(pairs, error_bound=4, max_segment_keys=1000)
+    assert (seg.s_min, seg.s_max, seg.b_count, seg.b_size) == (0, 99, 1, 100)
+    assert seg.block_locations(0) == {1: 100, 2: 100}
+
+
+def test_steep_stretch_gets_a_block_per_change() -> None:
+    pairs = [(k, (k % 5,)) for k in range(50)]
+    segs = segment_pairs(pairs, error_bound=2, max_segment_keys=1000)
+    assert sum(s.b_count for s in segs) == 50
+    for s in segs:
+        assert s.b_size == 1
+        for k in range(s.s_min, s.s_max + 1):
+            assert s.block_locations(s.block_of(k)) == {k % 5: 1}
+
+
+def test_block_size_formula_and_counters() -> None:
+    keys = [0, 1, 2, 3, 4, 5, 6, 7]
+    locs = [(0,), (0,), (0,), (0,), (1,), (1,), (1,), (1,)]
+    seg = make_segment(keys, locs, r_changes=1)  # R changes once -> 2 blocks of width 4
+    assert (seg.b_count, seg.b_size) == (2, 4)
+    assert seg.block_locations(0) == {0: 4} and seg.block_locations(1) == {1: 4}
+    assert budget_for(8, seg.b_count) == 16
+
+
+def test_size_cap_closes_segments() -> None:
+    segs = segment_pairs([(k, (0,)) for k in range(100)], error_bound=4, max_segment_keys=10)
+    assert [s.n_keys for s in segs] == [10] * 10
+    assert all(a.s_max < b.s_min for a, b in zip(segs, segs[1:]))
+
+
+def test_gap_breaks_flat_segment() -> None:
+    pairs = [(k, (0, 1)) for k in range(100)] + [(k, (0, 1)) for k in range(10_000, 10_100)]
+    segs = segment_pairs(pairs, error_bound=4, max_segment_keys=1000)
+    assert len(segs) == 2 and segs[0].s_max == 99 and segs[1].s_min == 10_000
+
+
+def test_slope_cone_closes_on_error() -> None:
+    # Flat then steep: the slope leaves the cone and a new segment starts.
+    pairs = [(k, (0,)) for k in range(50)] + [(50 + k, (k % 3 + 1,)) for k in range(50)]
+    segs = segment_pairs(pairs, error_bound=2, max_segment_keys=1000)
+    # the cone tolerates e=2 changes past the flat part, then closes
+    assert len(segs) >= 2 and 50 <= segs[0].s_max <= 53
+
+
+def test_keys_must_ascend() -> None:
+    seg = Segmenter(2, 10, lambda s: None)
+    seg.push(5, (0,))
+    with pytest.raises(ValueError, match="ascending"):
+        seg.push(5, (0,))
+
+
+def test_add_counts_new_pairs_and_budget() -> None:
+    seg = make_segment([0, 9], [(0,), (0,)], r_changes=0)  # one block of width 10
+    assert seg.add_keys(np.array([3, 4]), 7) == 1  # one new (block, fid) pair
+    assert seg.block_locations(0) == {0: 2, 7: 2}
+    assert seg.add_keys(np.array([5]), 7) == 0  # existing location: counter only
+    assert seg.block_locations(0)[7] == 3
+    assert not over_budget(0, 0) and over_budget(9, 8) and over_budget(8, 8)
+
+
+def test_drop_and_decrement() -> None:
+    seg = make_segment(list(range(4)), [(0, 1), (0,), (1,), (1, 2)], r_changes=3)
+    assert seg.drop_locations([1])
+    assert 1 not in seg.locations().tolist()
+    assert not seg.drop_locations([42])
+    seg.remove_pairs(np.array([seg.block_of(3)]), np.array([2]), np.array([1]))
+    assert 2 not in seg.locations().tolist()
+
+
+def test_fids_for_range_clips() -> None:
+    seg = make_segment(list(range(10)), [(k,) for k in range(10)], r_changes=9)
+    assert seg.fids_for_range(3, 5).tolist() == [3, 4, 5]
+    assert seg.fids_for_range(-5, 0).tolist() == [0]
+    assert seg.fids_for_range(20, 30).tolist() == []

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from airflow_provider_lineage import sieve as S
+from airflow_provider_lineage.sieve.errors import CommitConflict
+from airflow_provider_lineage.sieve.storage import IndexStore
+
+from .helpers import write_file
+
+
+@pytest.fixture()
+def table(tmp_path) -> str:
+    root = str(tmp_path / "t")
+    for i in range(4):
+        write_file(f"{root}/f{i}.parquet", list(range(i * 10, i * 10 + 15)) + ([None] if i == 1 else []))
+    S.build(None, root, "k", error_bound=2, max_segment_keys=8)
+    return root
+
+
+def _idx_dir(root: str) -> str:
+    return os.path.join(root, "_sieve", "k")
+
+
+def test_roundtrip_and_layout(table: str) -> None:
+    names = os.listdir(_idx_dir(table))
+    assert "manifest-00000001.json" in names
+    assert any(n.startswith("seg-") for n in names) and any(n.startswith("segments-") for n in names)
+    idx = S.open_index(table, "k")
+    idx.verify()
+    assert idx.candidates(S.IsNull()) == [f"{table}/f1.parquet"]
+    # Spark ignores '_'-prefixed dirs: the listing skips the index.
+    assert all("_sieve" not in f.path for f in S.list_table_files(table))
+
+
+@pytest.mark.parametrize("victim", ["seg-", "segments-", "manifest-"])
+def test_corruption_is_detected(table: str, victim: str) -> None:
+    d = _idx_dir(table)
+    name = sorted(n for n in os.listdir(d) if n.startswith(victim))[0]
+    with open(os.path.join(d, name), "r+b") as fh:
+        fh.seek(30)
+        b = fh.read(1)
+        fh.seek(30)
+        fh.write(bytes([b[0] ^ 0x55]))
+    with pytest.raises(S.IndexUnavailable, match="corrupt|checksum|valid"):
+        idx = S.open_index(table, "k")
+        idx.verify()
+        idx.candidates(S.Range(None, None))
+
+
+def test_missing_index_is_unavailable(tmp_path) -> None:
+    with pytest.raises(S.IndexUnavailable, match="no Sieve index"):
+        S.open_index(str(tmp_path), "k")
+
+
+def test_two_writers_same_base_one_wins(table: str) -> None:
+    store = IndexStore(_idx_dir(table))
+    base = store.load_manifest()
+    results: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def writer() -> None:
+        m = store.load_manifest(base.version)
+        barrier.wait()
+        try:
+            results.append(IndexStore(store.path).commit(m, base.version))
+        except CommitConflict as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r for r in results if isinstance(r, int)) == [2]
+    assert sum(isinstance(r, CommitConflict) for r in results) == 1
+    assert "retry" in str(next(r for r in results if isinstance(r, CommitConflict)))
+
+
+def test_sync_retries_after_losing_a_race(table: str, monkeypatch) -> None:
+    write_file(f"{table}/new.parquet", [500, 501])
+    store_cls = IndexStore
+    real_commit = store_cls.commit
+    calls = {"n": 0}
+
+    def racing_commit(self, manifest, base_version):  # another writer commits first, once
+        calls["n"] += 1
+        if calls["n"] == 1:
+            real_commit(store_cls(self.path), store_cls(self.path).load_manifest(base_version), base_version)
+        return real_commit(self, manifest, base_version)
+
+    monkeypatch.setattr(store_cls, "commit", racing_commit)
+    report = S.sync(None, table, "k")
+    assert report.attempts == 2 and report.version == 3
+    assert S.open_index(table, "k").candidates(S.Eq(500)) == [f"{table}/new.parquet"]
+
+
+def test_crash_mid_commit_leaves_previous_version(table: str) -> None:
+    d = _idx_dir(table)
+    # A crashed writer: segment files and a temp manifest written, never linked.
+    with open(os.path.join(d, ".tmp-manifest-00000002.json-dead"), "w") as fh:
+        fh.write('{"partial": ')
+    with open(os.path.join(d, "seg-deadbeefdeadbeef.svs"), "wb") as fh:
+        fh.write(b"garbage")
+    idx = S.open_index(table, "k")
+    assert idx.manifest.version == 1
+    assert idx.candidates(S.Eq(0)) == [f"{table}/f0.parquet"]
+
+
+def test_keep_last_versions_and_delete_unreferenced(table: str) -> None:
+    for i in range(5):
+        write_file(f"{table}/n{i}.parquet", [1000 + i])
+        S.sync(None, table, "k")
+    store = IndexStore(_idx_dir(table))
+    assert store.versions() == [4, 5, 6]
+    referenced: set[str] = set()
+    for v in store.versions():
+        m = store.load_manifest(v)
+        referenced |= m.referenced() | {s.file.name for s in store.read_segment_list(m.segment_list)}
+        referenced.add(store.manifest_name(v))
+    assert set(os.listdir(store.path)) == referenced

@@ -1,0 +1,179 @@
+"""Updates: diff, deletes without reads, budgets/rebuilds, new segments, cow and mor, and the
+property that candidates are always a superset of the exact file set."""
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from airflow_provider_lineage import sieve as S
+
+from .helpers import exact_files, write_file
+
+sync_mod = importlib.import_module("airflow_provider_lineage.sieve.sync")
+
+
+def _table(tmp_path, layout) -> str:
+    root = str(tmp_path / "t")
+    for name, keys in layout.items():
+        write_file(f"{root}/{name}", keys)
+    return root
+
+
+def test_removed_file_is_dropped_without_reading(tmp_path, monkeypatch) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(100)), "b.parquet": list(range(50, 150))})
+    S.build(None, root, "k", error_bound=2)
+    os.remove(f"{root}/a.parquet")
+    read: list[str] = []
+    real = sync_mod.read_file_keys
+    monkeypatch.setattr(sync_mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
+    report = S.sync(None, root, "k")
+    assert report.files_removed == 1 and read == []
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(10)) == []
+    assert idx.candidates(S.Eq(60)) == [f"{root}/b.parquet"]
+
+
+def test_keys_outside_segments_get_new_segments(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(100, 200))})
+    S.build(None, root, "k")
+    write_file(f"{root}/low.parquet", [1, 2, 3])
+    write_file(f"{root}/high.parquet", [10_000])
+    write_file(f"{root}/mid.parquet", [150, 5000])
+    report = S.sync(None, root, "k")
+    assert report.segments_created >= 2  # one per gap touched
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(2)) == [f"{root}/low.parquet"]
+    assert idx.candidates(S.Eq(10_000)) == [f"{root}/high.parquet"]
+    assert idx.candidates(S.Eq(5000)) == [f"{root}/mid.parquet"]
+    assert f"{root}/mid.parquet" in idx.candidates(S.Eq(150))
+    mins = [m.s_min for m in idx.metas]
+    assert mins == sorted(mins) and all(a.s_max < b.s_min for a, b in zip(idx.metas, idx.metas[1:]))
+
+
+def test_budget_spent_rebuilds_segment(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(0, 1000))})
+    S.build(None, root, "k", error_bound=1)  # one flat segment, one block of 1000 keys, E = 1
+    write_file(f"{root}/b.parquet", [500])
+    report = S.sync(None, root, "k")
+    assert report.segments_rebuilt == 1
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(10)) == [f"{root}/a.parquet"]  # no false positive after the rebuild
+    assert sorted(idx.candidates(S.Eq(500))) == [f"{root}/a.parquet", f"{root}/b.parquet"]
+
+
+def test_mor_deltas_then_compact(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(0, 100)), "b.parquet": list(range(100, 200))})
+    S.build(None, root, "k", mode="mor", error_bound=1000)
+    write_file(f"{root}/c.parquet", [5, 300])
+    os.remove(f"{root}/b.parquet")
+    r = S.sync(None, root, "k")
+    assert r.deltas_written == 1 and r.segments_rewritten == 0
+    idx = S.open_index(root, "k")
+    assert idx.manifest.dead_files and len(idx.manifest.deltas) == 1
+    assert idx.candidates(S.Eq(300)) == [f"{root}/c.parquet"]
+    assert idx.candidates(S.Eq(150)) == []
+    status = S.maintenance_status(root, "k")
+    assert status.recommendation == "none" and status.delta_count == 1 and status.dead_files == 1
+    c = S.compact(root, "k")
+    assert c.deltas_folded == 1
+    idx = S.open_index(root, "k")
+    assert not idx.manifest.deltas and not idx.manifest.dead_files
+    assert idx.candidates(S.Eq(300)) == [f"{root}/c.parquet"]
+    assert sorted(idx.candidates(S.Eq(5))) == [f"{root}/a.parquet", f"{root}/c.parquet"]
+    assert S.compact(root, "k").action == "none"
+
+
+def test_sync_without_index_builds(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": [1, 2]})
+    assert S.sync(None, root, "k").action == "build"
+    assert S.sync(None, root, "k").action == "none"
+
+
+def test_table_overwrite_deleting_the_index_means_no_index(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": [1, 2]})
+    S.build(None, root, "k")
+    shutil.rmtree(root)
+    write_file(f"{root}/b.parquet", [3])
+    with pytest.raises(S.IndexUnavailable):
+        S.open_index(root, "k")
+    assert S.maintenance_status(root, "k").recommendation == "build"
+
+
+# ---- property test ------------------------------------------------------------------------------
+KEY = st.one_of(st.integers(-20, 120), st.integers(1000, 1040), st.none())
+FILE = st.lists(KEY, min_size=1, max_size=25)
+OP = st.one_of(
+    st.tuples(st.just("append"), FILE),
+    st.tuples(st.just("overwrite"), st.integers(0, 50), FILE),
+    st.tuples(st.just("delete"), st.integers(0, 50)),
+    st.tuples(st.just("compact")),
+)
+PRED = st.one_of(
+    st.builds(S.Eq, st.integers(-25, 1045)),
+    st.builds(S.In, st.lists(st.integers(-25, 1045), max_size=4)),
+    st.builds(S.Range, st.none() | st.integers(-25, 1045), st.none() | st.integers(-25, 1045),
+              st.booleans(), st.booleans()),
+    st.just(S.IsNull()),
+)
+
+
+def exact(layout: dict[str, list[int | None]], pred: object) -> set[str]:
+    if isinstance(pred, S.IsNull):
+        return {p for p, ks in layout.items() if None in ks}
+    if isinstance(pred, S.Eq):
+        return exact_files(layout, pred.value, pred.value)
+    if isinstance(pred, S.In):
+        return set().union(*[exact_files(layout, v, v) for v in pred.values]) if pred.values else set()
+    lo = None if pred.low is None else pred.low + (0 if pred.low_inclusive else 1)
+    hi = None if pred.high is None else pred.high - (0 if pred.high_inclusive else 1)
+    if lo is not None and hi is not None and lo > hi:
+        return set()
+    return exact_files(layout, lo, hi)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(initial=st.lists(FILE, min_size=1, max_size=5), ops=st.lists(OP, max_size=6),
+       mode=st.sampled_from(["cow", "mor"]), e=st.integers(0, 6), cap=st.integers(2, 40),
+       preds=st.lists(PRED, min_size=3, max_size=8))
+def test_candidates_superset_of_exact(initial, ops, mode, e, cap, preds) -> None:
+    root = tempfile.mkdtemp(prefix="sieve-prop-")
+    try:
+        layout: dict[str, list[int | None]] = {}
+        for i, keys in enumerate(initial):
+            layout[f"{root}/f{i}.parquet"] = keys
+            write_file(f"{root}/f{i}.parquet", keys)
+        S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
+        n = len(initial)
+        for op in ops:
+            names = sorted(layout)
+            if op[0] == "append":
+                path = f"{root}/f{n}.parquet"
+                n += 1
+                layout[path] = op[1]
+                write_file(path, op[1])
+            elif op[0] == "overwrite" and names:
+                path = names[op[1] % len(names)]
+                layout[path] = op[2]
+                write_file(path, op[2])
+            elif op[0] == "delete" and names:
+                path = names[op[1] % len(names)]
+                del layout[path]
+                os.remove(path)
+            elif op[0] == "compact":
+                S.compact(root, "k")
+                continue
+            S.sync(None, root, "k")
+            idx = S.open_index(root, "k")
+            assert not idx.is_stale()
+            for pred in preds:
+                got = set(idx.candidates(pred))
+                assert got >= exact(layout, pred), (pred, layout)
+                assert got <= set(layout)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,202 @@
+"""How the launcher is configured: Spark properties (``spark.airflow_lineage.*``) or environment variables.
+
+The operator passes these as ``--conf`` properties, so they reach the driver in client and cluster
+deploy mode alike. A launcher started by hand (``spark-submit launcher.py app.py``, or plain
+``python launcher.py app.py``) can use the same properties or the ``AIRFLOW_LINEAGE_*`` environment
+variables; a Spark property wins over the environment.
+
+=================================================  ==========================================  =====================================================
+Spark property                                     environment variable                        meaning
+=================================================  ==========================================  =====================================================
+``spark.airflow_lineage.captureDir``               ``AIRFLOW_LINEAGE_CAPTURE_DIR``             write one capture record per write into this folder
+``spark.airflow_lineage.emit``                     ``AIRFLOW_LINEAGE_EMIT``                    ``true``: the driver emits OpenLineage events itself
+``spark.airflow_lineage.openlineageConfig``        ``AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG``      openlineage-python client config as JSON (``{"transport": {...}}``)
+``spark.airflow_lineage.jobNamespace``             ``AIRFLOW_LINEAGE_JOB_NAMESPACE``           job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
+``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
+``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
+``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
+=================================================  ==========================================  =====================================================
+
+No Airflow and no Spark imports: the operator and the launcher share this module.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PREFIX = "spark.airflow_lineage."
+ENV_PREFIX = "AIRFLOW_LINEAGE_"
+
+#: property suffix -> environment variable suffix
+_KEYS = {
+    "captureDir": "CAPTURE_DIR",
+    "emit": "EMIT",
+    "openlineageConfig": "OPENLINEAGE_CONFIG",
+    "jobNamespace": "JOB_NAMESPACE",
+    "jobName": "JOB_NAME",
+    "drainTimeoutSeconds": "DRAIN_TIMEOUT_SECONDS",
+}
+
+#: Name of the status file the launcher leaves in the capture folder (client deploy mode).
+STATUS_FILE = "_launcher.status"  # not *.json: read_records() globs those
+STATUS_FORMAT_VERSION = 1
+
+
+@dataclass
+class ParentRun:
+    """The run the driver's events hang under (the Airflow task run), plus its root (the DAG run)."""
+
+    namespace: str
+    name: str
+    run_id: str
+    root_namespace: str | None = None
+    root_name: str | None = None
+    root_run_id: str | None = None
+
+
+@dataclass
+class LauncherConfig:
+    """What the launcher does with each capture record."""
+
+    capture_dir: str | None = None
+    emit: bool = False
+    openlineage_config: dict[str, Any] | None = None
+    job_namespace: str | None = None
+    job_name: str | None = None
+    drain_timeout_s: float = 60.0
+    parent: ParentRun | None = None
+    spark_openlineage: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        """Whether there is anything to capture for."""
+        return bool(self.capture_dir) or self.emit
+
+    def to_spark_conf(self) -> dict[str, str]:
+        """The ``--conf`` properties that reproduce this configuration in the driver."""
+        conf: dict[str, str] = {}
+        if self.capture_dir:
+            conf[PREFIX + "captureDir"] = self.capture_dir
+        if self.emit:
+            conf[PREFIX + "emit"] = "true"
+        if self.openlineage_config is not None:
+            conf[PREFIX + "openlineageConfig"] = json.dumps(self.openlineage_config, separators=(",", ":"))
+        if self.job_namespace:
+            conf[PREFIX + "jobNamespace"] = self.job_namespace
+        if self.job_name:
+            conf[PREFIX + "jobName"] = self.job_name
+        conf[PREFIX + "drainTimeoutSeconds"] = f"{self.drain_timeout_s:g}"
+        if self.parent is not None:
+            p = self.parent
+            conf["spark.openlineage.parentJobNamespace"] = p.namespace
+            conf["spark.openlineage.parentJobName"] = p.name
+            conf["spark.openlineage.parentRunId"] = p.run_id
+            if p.root_run_id and p.root_name:
+                conf["spark.openlineage.rootParentJobNamespace"] = p.root_namespace or p.namespace
+                conf["spark.openlineage.rootParentJobName"] = p.root_name
+                conf["spark.openlineage.rootParentRunId"] = p.root_run_id
+        return conf
+
+    @classmethod
+    def resolve(
+        cls,
+        get_conf: Callable[[str], str | None],
+        environ: Mapping[str, str] | None = None,
+        spark_openlineage: Mapping[str, str] | None = None,
+    ) -> LauncherConfig:
+        """Read the configuration from Spark properties (``get_conf``), falling back to ``environ``.
+
+        :param get_conf: returns a Spark property's value or ``None``.
+        :param environ: environment (default ``os.environ``).
+        :param spark_openlineage: every ``spark.openlineage.*`` property of the application (the
+            Airflow OpenLineage provider's transport injection), used when no
+            ``openlineageConfig`` is given.
+        :raises ValueError: on a malformed value, naming the property and the fix.
+        """
+        env = os.environ if environ is None else environ
+
+        def get(key: str) -> str | None:
+            value = get_conf(PREFIX + key)
+            if value is None or value == "":
+                value = env.get(ENV_PREFIX + _KEYS[key]) or None
+            return value
+
+        ol_config = None
+        raw = get("openlineageConfig")
+        if raw:
+            try:
+                ol_config = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"{PREFIX}openlineageConfig is not valid JSON ({exc}): pass the openlineage-python client "
+                    'config as JSON, e.g. {"transport": {"type": "file", "log_file_path": "/tmp/ol.jsonl", "append": true}}'
+                ) from exc
+            if not isinstance(ol_config, dict):
+                raise ValueError(f"{PREFIX}openlineageConfig must be a JSON object, got {type(ol_config).__name__}")
+        timeout_raw = get("drainTimeoutSeconds")
+        try:
+            timeout = float(timeout_raw) if timeout_raw else 60.0
+        except ValueError as exc:
+            raise ValueError(f"{PREFIX}drainTimeoutSeconds must be a number of seconds, got {timeout_raw!r}") from exc
+        return cls(
+            capture_dir=get("captureDir"),
+            emit=(get("emit") or "").strip().lower() in ("1", "true", "yes"),
+            openlineage_config=ol_config,
+            job_namespace=get("jobNamespace"),
+            job_name=get("jobName"),
+            drain_timeout_s=timeout,
+            parent=_parent(get_conf, env),
+            spark_openlineage=dict(spark_openlineage or {}),
+        )
+
+
+def _parent(get_conf: Callable[[str], str | None], env: Mapping[str, str]) -> ParentRun | None:
+    ns = get_conf("spark.openlineage.parentJobNamespace")
+    name = get_conf("spark.openlineage.parentJobName")
+    run_id = get_conf("spark.openlineage.parentRunId")
+    if not (ns and name and run_id):
+        # openlineage-python's convention: OPENLINEAGE_PARENT_ID=namespace/name/runId
+        raw = env.get("OPENLINEAGE_PARENT_ID", "")
+        parts = raw.split("/")
+        if len(parts) < 3:
+            return None
+        ns, name, run_id = parts[0], "/".join(parts[1:-1]), parts[-1]
+        root = env.get("OPENLINEAGE_ROOT_PARENT_ID", "").split("/")
+        if len(root) >= 3:
+            return ParentRun(ns, name, run_id, root[0], "/".join(root[1:-1]), root[-1])
+        return ParentRun(ns, name, run_id)
+    return ParentRun(
+        namespace=ns,
+        name=name,
+        run_id=run_id,
+        root_namespace=get_conf("spark.openlineage.rootParentJobNamespace"),
+        root_name=get_conf("spark.openlineage.rootParentJobName"),
+        root_run_id=get_conf("spark.openlineage.rootParentRunId"),
+    )
+
+
+def transport_from_spark_properties(props: Mapping[str, str]) -> dict[str, Any] | None:
+    """Turn ``spark.openlineage.transport.*`` properties into an openlineage-python transport dict.
+
+    The Airflow OpenLineage provider injects its transport this way for the JVM listener
+    (``openlineage_inject_transport_info``); the launcher understands the same properties.
+    """
+    prefix = "spark.openlineage.transport."
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        if not key.startswith(prefix):
+            continue
+        parts = key[len(prefix):].split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    if not out.get("type"):
+        return None
+    if out.get("type") == "http" and "url" in out and "endpoint" in out:
+        # the JVM listener's http transport takes url + endpoint like openlineage-python
+        pass
+    return out

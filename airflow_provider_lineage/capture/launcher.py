@@ -1,0 +1,378 @@
+"""Run a user's PySpark application unchanged, with write capture attached.
+
+Usage (what :class:`~airflow_provider_lineage.operators.spark_lineage.SparkLineageSubmitOperator`
+submits)::
+
+    spark-submit [spark options] --conf spark.airflow_lineage.captureDir=/tmp/run \\
+        .../airflow_provider_lineage/capture/launcher.py  user_app.py  [user args ...]
+
+The launcher
+
+* hooks SparkSession creation (``SparkSession.__init__``), so whatever builder/conf the application
+  uses still applies; the capture listener is registered on each new session before it can run
+  a query; configuration (see :mod:`.config`) is read from that session's Spark properties, or
+  the ``AIRFLOW_LINEAGE_*`` environment;
+* runs the application with ``runpy.run_path(app, run_name="__main__")``: same ``__main__``,
+  ``sys.argv`` (``[app, *args]``), ``sys.path[0]`` (the app's folder), exceptions and exit code;
+* wraps ``SparkSession.stop`` / ``SparkContext.stop`` and runs again after the application (and at
+  interpreter exit) to drain Spark's listener bus, so no write is lost whether the application
+  calls ``spark.stop()`` or just returns;
+* hands each :class:`~.records.CaptureRecord` to a :class:`~.records.RecordSink` (client deploy
+  mode: the operator reads the folder) and/or, with ``spark.airflow_lineage.emit=true`` (cluster
+  deploy mode), builds and emits the OpenLineage events itself at the end of the application.
+
+A capture problem is logged (``airflow-provider-lineage: ...`` on stderr) and recorded; it never
+changes what the application does or how it exits.
+"""
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import json
+import logging
+import os
+import runpy
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):
+    # Run as a script (spark-submit .../launcher.py): the capture folder is sys.path[0]; drop it so
+    # our module names cannot shadow the user's, and import the package normally.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+from airflow_provider_lineage.capture.config import STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
+from airflow_provider_lineage.capture.records import CaptureRecord, RecordSink
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("airflow_provider_lineage.capture.launcher")
+
+USAGE = "usage: launcher.py APPLICATION.py [APPLICATION ARGS ...]"
+
+
+def _setup_logging() -> None:
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s airflow-provider-lineage: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+class CaptureRuntime:
+    """Everything the launcher attaches to the driver for one application run."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.config: LauncherConfig | None = None
+        self.sink: RecordSink | None = None
+        self.records: list[CaptureRecord] = []
+        self.problems: list[str] = []
+        self.listeners: list[Any] = []
+        self._sessions: list[Any] = []  # JVM sessions with a listener
+        self._lock = threading.RLock()
+        self._patched: list[tuple[Any, str, Any]] = []
+        self.spark_version: str | None = None
+        self.app_name: str | None = None
+        self.run_id: str | None = None
+        self.started = dt.datetime.now(dt.timezone.utc)
+        self._finished = False
+        self._emitter_ready = False
+        self.emitted: str | None = None
+
+    # -- problems -------------------------------------------------------------------------------
+    def problem(self, message: str, exc: BaseException | None = None) -> None:
+        """Log and keep a capture problem; never raises."""
+        try:
+            text = f"{message}: {exc!r}" if exc is not None else message
+            self.problems.append(text)
+            log.warning("%s (the application is not affected)", text, exc_info=exc is not None and log.isEnabledFor(logging.DEBUG))
+        except Exception:
+            pass
+
+    # -- patches --------------------------------------------------------------------------------
+    def patch(self) -> None:
+        """Hook SparkSession creation and SparkSession/SparkContext stop."""
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        runtime = self
+        orig_init = SparkSession.__init__
+        orig_session_stop = SparkSession.stop
+        orig_context_stop = SparkContext.stop
+
+        def __init__(self: SparkSession, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+            orig_init(self, *args, **kwargs)
+            runtime.on_session(self)
+
+        def session_stop(self: SparkSession) -> None:
+            runtime.drain_context(getattr(self, "_sc", None))
+            orig_session_stop(self)
+
+        def context_stop(self: SparkContext) -> None:
+            runtime.drain_context(self)
+            orig_context_stop(self)
+
+        for owner, name, new in (
+            (SparkSession, "__init__", __init__),
+            (SparkSession, "stop", session_stop),
+            (SparkContext, "stop", context_stop),
+        ):
+            self._patched.append((owner, name, getattr(owner, name)))
+            new.__wrapped__ = getattr(owner, name)  # type: ignore[attr-defined]
+            new.__doc__ = getattr(owner, name).__doc__
+            setattr(owner, name, new)
+
+    def unpatch(self) -> None:
+        for owner, name, orig in reversed(self._patched):
+            setattr(owner, name, orig)
+        self._patched.clear()
+
+    # -- session hook ---------------------------------------------------------------------------
+    def on_session(self, spark: SparkSession) -> None:
+        """Attach the listener to a newly constructed session (once per JVM session)."""
+        try:
+            with self._lock:
+                jsession = spark._jsparkSession
+                if any(jsession.equals(s) for s in self._sessions):
+                    return
+                if self.config is None:
+                    self.configure(spark)
+                assert self.config is not None
+                if not self.config.active:
+                    return
+                from airflow_provider_lineage.capture.listener import install
+
+                self.listeners.append(install(spark, self.on_record))
+                self._sessions.append(jsession)
+                if self.spark_version is None:
+                    self.spark_version = spark.version
+                    self.app_name = spark.sparkContext.appName
+                    self.emit_start()
+        except Exception as exc:
+            self.problem("could not attach the capture listener to the SparkSession", exc)
+
+    def configure(self, spark: SparkSession) -> None:
+        conf = spark.sparkContext.getConf()
+        spark_ol = {k: v for k, v in conf.getAll() if k.startswith("spark.openlineage.")}
+        try:
+            self.config = LauncherConfig.resolve(lambda key: conf.get(key, None), self.environ, spark_ol)
+        except Exception as exc:
+            self.config = LauncherConfig()
+            self.problem("invalid lineage configuration; capture is off for this run", exc)
+            return
+        if self.config.capture_dir:
+            try:
+                self.sink = RecordSink(self.config.capture_dir)
+            except Exception as exc:
+                self.problem(f"cannot write capture records to {self.config.capture_dir}", exc)
+        if not self.config.active:
+            log.info(
+                "no capture destination configured (spark.airflow_lineage.captureDir / "
+                "spark.airflow_lineage.emit): running the application without capture"
+            )
+
+    # -- records --------------------------------------------------------------------------------
+    def on_record(self, record: CaptureRecord) -> None:
+        """Listener callback (Spark's listener thread)."""
+        with self._lock:
+            self.records.append(record)
+        if self.sink is not None:
+            try:
+                self.sink.write(record)
+            except Exception as exc:
+                self.problem(f"could not write the capture record of {record.command}", exc)
+
+    def drain_context(self, sc: Any) -> None:
+        """Wait for Spark's listener bus to deliver queued events (before a stop / at exit)."""
+        try:
+            if sc is None or getattr(sc, "_jsc", None) is None or not self.listeners:
+                return
+            timeout = self.config.drain_timeout_s if self.config else 60.0
+            bus = sc._jsc.sc().listenerBus()
+            try:
+                bus.waitUntilEmpty(int(timeout * 1000))
+            except Exception as exc:
+                if "Timeout" in repr(exc):
+                    self.problem(f"Spark's listener bus did not drain within {timeout:g}s; some writes may be missing")
+        except Exception as exc:
+            self.problem("draining Spark's listener bus failed", exc)
+
+    def drain_active(self) -> None:
+        try:
+            from pyspark import SparkContext
+
+            self.drain_context(SparkContext._active_spark_context)
+        except Exception as exc:
+            self.problem("draining Spark's listener bus failed", exc)
+
+    # -- end of run -----------------------------------------------------------------------------
+    def finish(self, error: BaseException | None = None, exit_code: int | None = None) -> None:
+        """Drain, collect listener errors, write the status file and (emit mode) the final event. Idempotent."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        self.drain_active()
+        for listener in self.listeners:
+            for err in getattr(listener, "errors", []):
+                self.problems.append(err)
+        if self.config is not None and self.config.emit:
+            self.emit_final(error)
+        self.write_status(error, exit_code)
+
+    def write_status(self, error: BaseException | None, exit_code: int | None) -> None:
+        if self.sink is None:
+            return
+        status = {
+            "format_version": STATUS_FORMAT_VERSION,
+            "spark_version": self.spark_version,
+            "app_name": self.app_name,
+            "sessions": len(self._sessions),
+            "captured": len(self.records),
+            "problems": self.problems,
+            "application_error": f"{type(error).__name__}: {error}" if error is not None else None,
+            "exit_code": exit_code,
+            "emitted": self.emitted,
+        }
+        try:
+            path = self.sink.directory / STATUS_FILE
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(status), encoding="utf-8")
+            os.replace(tmp, path)
+        except Exception as exc:
+            self.problem("could not write the launcher status file", exc)
+
+    # -- emission (cluster deploy mode) ---------------------------------------------------------
+    def _job(self) -> tuple[str, str]:
+        cfg = self.config or LauncherConfig()
+        namespace = cfg.job_namespace or self.environ.get("OPENLINEAGE_NAMESPACE") or "default"
+        name = cfg.job_name or self.app_name or "spark_application"
+        return namespace, name
+
+    def _client(self) -> Any:
+        from airflow_provider_lineage import emit
+        from airflow_provider_lineage.capture.config import transport_from_spark_properties
+
+        cfg = self.config or LauncherConfig()
+        ol_config = cfg.openlineage_config
+        if ol_config is None:
+            transport = transport_from_spark_properties(cfg.spark_openlineage)
+            if transport is not None:
+                ol_config = {"transport": transport}
+        return emit.client_for(ol_config)
+
+    def emit_start(self) -> None:
+        if self.config is None or not self.config.emit:
+            return
+        try:
+            from airflow_provider_lineage import emit
+
+            self.run_id = emit.new_run_id()
+            client, where = self._client()
+            namespace, name = self._job()
+            event = emit.build_event(
+                "START",
+                job_namespace=namespace,
+                job_name=name,
+                run_id=self.run_id,
+                run_facets=emit.run_facets(None, parent=self.config.parent, spark_version=self.spark_version),
+                job_facets=emit.job_facets(integration="SPARK", job_type="APPLICATION"),
+                event_time=self.started,
+            )
+            for msg in emit.emit_all(client, [event]):
+                self.problem(msg)
+            self.emitted = where
+            log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
+        except Exception as exc:
+            self.problem("could not emit the OpenLineage START event", exc)
+
+    def emit_final(self, error: BaseException | None) -> None:
+        try:
+            from airflow_provider_lineage import emit
+
+            if self.run_id is None:  # no session was ever created: nothing ran on Spark
+                return
+            result = emit.analyze(self.records, [emit.Problem(p) for p in self.problems])
+            inputs, outputs = emit.datasets(result)
+            namespace, name = self._job()
+            failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))
+            event = emit.build_event(
+                "FAIL" if failed else "COMPLETE",
+                job_namespace=namespace,
+                job_name=name,
+                run_id=self.run_id,
+                inputs=inputs,
+                outputs=outputs,
+                run_facets=emit.run_facets(
+                    result, parent=self.config.parent if self.config else None, error=error if failed else None,
+                    spark_version=self.spark_version,
+                ),
+                job_facets=emit.job_facets(integration="SPARK", job_type="APPLICATION"),
+            )
+            client, where = self._client()
+            for msg in emit.emit_all(client, [event]):
+                self.problem(msg)
+            log.info("column lineage:\n%s", emit.summaries(result))
+            log.info("OpenLineage %s event of %s.%s sent to %s", event.eventType.value, namespace, name, where)
+        except Exception as exc:
+            self.problem("could not emit the final OpenLineage event", exc)
+
+
+def run(argv: list[str]) -> None:
+    """Run ``argv[0]`` (the application) with ``argv[1:]`` as its arguments, capture attached."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr)
+        raise SystemExit(2)
+    app = argv[0]
+    if not os.path.isfile(app):
+        print(f"launcher.py: application {app!r} not found (give the path of the PySpark .py file to run)", file=sys.stderr)
+        raise SystemExit(2)
+    _setup_logging()
+    runtime = CaptureRuntime()
+    try:
+        runtime.patch()
+    except Exception as exc:
+        runtime.problem("could not hook SparkSession; running without capture", exc)
+    atexit.register(_finish_quietly, runtime)
+
+    sys.argv = [app, *argv[1:]]
+    app_dir = os.path.dirname(os.path.abspath(app))
+    if sys.path and os.path.abspath(sys.path[0] or ".") != app_dir:
+        sys.path.insert(0, app_dir)
+    error: BaseException | None = None
+    exit_code: int | None = 0
+    try:
+        runpy.run_path(app, run_name="__main__")
+    except SystemExit as exc:
+        error = exc
+        exit_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        raise
+    except BaseException as exc:
+        error, exit_code = exc, 1
+        raise
+    finally:
+        _finish_quietly(runtime, error, exit_code)
+
+
+def _finish_quietly(runtime: CaptureRuntime, error: BaseException | None = None, exit_code: int | None = None) -> None:
+    try:
+        runtime.finish(error, exit_code)
+    except Exception as exc:  # pragma: no cover - finish() already guards every step
+        try:
+            log.warning("finishing the capture failed: %r", exc)
+        except Exception:
+            pass
+
+
+def main() -> None:
+    run(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

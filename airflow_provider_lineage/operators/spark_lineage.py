@@ -1,0 +1,363 @@
+"""``SparkLineageSubmitOperator``: ``SparkSubmitOperator`` that also publishes column-level lineage.
+
+The operator submits the package's launcher (:mod:`airflow_provider_lineage.capture.launcher`) as
+the spark-submit application, with the user's application and arguments after it. The launcher
+runs the application unchanged and records every write (plans + schemas). Then:
+
+* client deploy mode (driver on this worker): the launcher writes the records into a run-scoped
+  folder; after spark-submit returns, the operator runs the lineage engine over them, logs a
+  column-lineage summary, pushes the written datasets to XCom (``lineage_outputs``) and publishes
+  the OpenLineage datasets;
+* cluster deploy mode (driver elsewhere): the driver builds and emits the events itself, as a child
+  run of this task (ParentRunFacet), with the same OpenLineage configuration.
+
+Publishing follows one rule, *never both*: when Airflow's OpenLineage provider is installed and
+configured, the datasets go out through it (``get_openlineage_facets_on_complete``); otherwise the
+operator emits START and COMPLETE/FAIL itself with openlineage-python (``OPENLINEAGE_*`` settings /
+``openlineage.yml``, else the embedded default file ``$AIRFLOW_HOME/lineage/events.jsonl``).
+
+A capture or lineage problem never fails the task: it is logged and reported as an
+``extractionError`` run facet.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from airflow_provider_lineage import emit
+from airflow_provider_lineage.capture import launcher as launcher_module
+from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig, ParentRun
+from airflow_provider_lineage.capture.records import read_records
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from airflow.sdk import Context
+
+EMISSION_MODES = ("auto", "self", "off")
+
+
+def launcher_path() -> str:
+    """Absolute path of the launcher script submitted as the spark-submit application."""
+    return str(Path(launcher_module.__file__).resolve())
+
+
+def openlineage_provider_active() -> bool:
+    """Whether Airflow's OpenLineage provider is installed and has a transport (i.e. will emit)."""
+    try:
+        from airflow.providers.openlineage import conf as ol_conf
+    except ImportError:
+        return False
+    try:
+        return not ol_conf.is_disabled()
+    except Exception:
+        return False
+
+
+class SparkLineageSubmitOperator(SparkSubmitOperator):
+    """Submit a PySpark application with spark-submit and publish its column-level lineage.
+
+    Accepts every argument of
+    :class:`~airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator`
+    (``application``, ``application_args``, ``conf``, ``conn_id``, ``deploy_mode`` ...), with the
+    same templating and connection handling. ``application`` must be a Python file.
+
+    :param lineage_emission: ``"auto"`` (default): through Airflow's OpenLineage provider when it
+        is configured, else emitted by the operator itself; ``"self"``: always emitted by the
+        operator (use only when the provider is not configured, or events are sent twice);
+        ``"off"``: capture and XCom only, no events.
+    :param openlineage_config: openlineage-python client config for self-emission and for the
+        driver in cluster mode (e.g. ``{"transport": {"type": "http", "url": ...}}``). Default:
+        ``OPENLINEAGE_*`` settings / ``openlineage.yml``, else ``$AIRFLOW_HOME/lineage/events.jsonl``.
+    :param capture_dir: folder for the capture records of this run (client mode). Default: a fresh
+        temporary folder, removed afterwards; a given folder is kept. (templated)
+    :param capture_drain_timeout: seconds the driver waits at stop/exit for Spark's listener bus to
+        deliver the last writes.
+    :param lineage_xcom_key: XCom key of the written datasets (``None`` to not push).
+    """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
+    ui_color = "#e8c1a0"
+
+    def __init__(
+        self,
+        *,
+        lineage_emission: str = "auto",
+        openlineage_config: dict[str, Any] | None = None,
+        capture_dir: str | None = None,
+        capture_drain_timeout: float = 60.0,
+        lineage_xcom_key: str | None = emit.XCOM_OUTPUTS_KEY,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if lineage_emission not in EMISSION_MODES:
+            raise ValueError(
+                f"lineage_emission={lineage_emission!r} is not one of {EMISSION_MODES}: use 'auto' unless "
+                "you need to force self-emission ('self') or switch events off ('off')"
+            )
+        self.lineage_emission = lineage_emission
+        self.openlineage_config = openlineage_config
+        self.capture_dir = capture_dir
+        self.capture_drain_timeout = capture_drain_timeout
+        self.lineage_xcom_key = lineage_xcom_key
+        self.lineage_result: emit.LineageResult | None = None
+        self._ol_inputs: list[Any] = []
+        self._ol_outputs: list[Any] = []
+        self._ol_run_facets: dict[str, Any] = {}
+        self.lineage_destination: str | None = None
+
+    # -- decisions ------------------------------------------------------------------------------
+    def resolved_emission(self) -> str:
+        """``"provider"``, ``"self"`` or ``"off"`` for this run."""
+        if self.lineage_emission == "off":
+            return "off"
+        if self.lineage_emission == "self":
+            return "self"
+        return "provider" if openlineage_provider_active() else "self"
+
+    def resolved_deploy_mode(self) -> str:
+        hook = self._get_hook()
+        return (hook._connection.get("deploy_mode") or "client").lower()
+
+    # -- execution ------------------------------------------------------------------------------
+    def execute(self, context: Context) -> None:
+        if not str(self.application).endswith(".py"):
+            raise ValueError(
+                f"SparkLineageSubmitOperator runs Python applications only, got application={self.application!r}: "
+                "use SparkSubmitOperator for JVM applications"
+            )
+        emission = self.resolved_emission()
+        deploy_mode = self.resolved_deploy_mode()
+        ti = context.get("ti") or context.get("task_instance")
+        task_run = _task_run_identity(ti, self)
+        user_app, user_args = self.application, list(self.application_args or [])
+        created_dir: str | None = None
+        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout)
+        if deploy_mode == "cluster":
+            launcher_cfg.emit = emission != "off"
+            launcher_cfg.openlineage_config = self._driver_openlineage_config(emission)
+            launcher_cfg.job_namespace = task_run.namespace
+            launcher_cfg.job_name = f"{task_run.name}.spark"
+            launcher_cfg.parent = task_run
+        else:
+            if self.capture_dir:
+                capture_dir = self.capture_dir
+            else:
+                capture_dir = created_dir = tempfile.mkdtemp(prefix="apl-capture-")
+            launcher_cfg.capture_dir = str(Path(capture_dir).resolve())
+
+        client = None
+        if emission == "self":
+            client = self._self_emit_start(task_run)
+
+        self.application = launcher_path()
+        self.application_args = [user_app, *user_args]
+        self.conf = {**(self.conf or {}), **launcher_cfg.to_spark_conf()}
+        self._hook = None
+        error: BaseException | None = None
+        try:
+            super().execute(context)
+        except BaseException as exc:
+            error = exc
+        finally:
+            self.application, self.application_args = user_app, user_args
+
+        try:
+            if deploy_mode == "cluster":
+                self.log.info(
+                    "cluster deploy mode: the Spark driver emitted the lineage events itself (job %s.spark, "
+                    "parent run %s); no datasets are pushed to XCom",
+                    task_run.name,
+                    task_run.run_id,
+                )
+                result = emit.LineageResult()
+            else:
+                result = self._collect(launcher_cfg.capture_dir or "", error)
+            self.lineage_result = result
+            if deploy_mode != "cluster":
+                self._ol_inputs, self._ol_outputs = emit.datasets(result)
+            self._ol_run_facets = emit.run_facets(result)
+            self._publish(context, result, emission, client, task_run, error)
+        except Exception as exc:  # never fail the task for lineage
+            self.log.warning("airflow-provider-lineage: lineage publication failed: %r (the task is not affected)", exc)
+        finally:
+            if created_dir:
+                shutil.rmtree(created_dir, ignore_errors=True)
+        if error is not None:
+            raise error
+
+    def _collect(self, capture_dir: str, error: BaseException | None) -> emit.LineageResult:
+        problems: list[emit.Problem] = []
+        try:
+            records = read_records(capture_dir)
+        except Exception as exc:
+            problems.append(emit.Problem(f"cannot read capture records in {capture_dir}: {exc!r}"))
+            records = []
+        status_path = Path(capture_dir) / STATUS_FILE
+        if status_path.is_file():
+            import json
+
+            try:
+                status = json.loads(status_path.read_text(encoding="utf-8"))
+                problems += [emit.Problem(p) for p in status.get("problems") or []]
+            except Exception as exc:
+                problems.append(emit.Problem(f"unreadable launcher status {status_path}: {exc!r}"))
+        elif error is None:
+            problems.append(
+                emit.Problem(
+                    f"the launcher left no status file in {capture_dir}: the application created no SparkSession, "
+                    "or the driver could not write there (check the task log for 'airflow-provider-lineage:' lines)"
+                )
+            )
+        return emit.analyze(records, problems)
+
+    def _publish(
+        self,
+        context: Context,
+        result: emit.LineageResult,
+        emission: str,
+        client: Any,
+        task_run: ParentRun,
+        error: BaseException | None,
+    ) -> None:
+        self.log.info("column lineage of %s:\n%s", task_run.name, emit.summaries(result))
+        if self.lineage_xcom_key:
+            written = emit.written_datasets(result)
+            try:
+                context["ti"].xcom_push(key=self.lineage_xcom_key, value=written)
+            except Exception as exc:
+                self.log.warning("airflow-provider-lineage: could not push %s to XCom: %r", self.lineage_xcom_key, exc)
+        if emission == "provider":
+            self.lineage_destination = "Airflow's OpenLineage provider"
+            self.log.info(
+                "lineage: %d output / %d input datasets handed to Airflow's OpenLineage provider",
+                len(self._ol_outputs),
+                len(self._ol_inputs),
+            )
+        elif emission == "self" and client is not None:
+            event = emit.build_event(
+                "FAIL" if error is not None else "COMPLETE",
+                job_namespace=task_run.namespace,
+                job_name=task_run.name,
+                run_id=task_run.run_id,
+                inputs=self._ol_inputs,
+                outputs=self._ol_outputs,
+                run_facets=emit.run_facets(result, parent=_dag_parent(task_run), error=error),
+                job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"),
+            )
+            for msg in emit.emit_all(client, [event]):
+                self.log.warning("airflow-provider-lineage: %s", msg)
+            self.log.info("lineage: OpenLineage events written to %s", self.lineage_destination)
+        else:
+            self.lineage_destination = None
+            self.log.info("lineage: emission is off (lineage_emission='off')")
+
+    def _self_emit_start(self, task_run: ParentRun) -> Any:
+        try:
+            client, where = emit.client_for(self.openlineage_config)
+            self.lineage_destination = where
+            event = emit.build_event(
+                "START",
+                job_namespace=task_run.namespace,
+                job_name=task_run.name,
+                run_id=task_run.run_id,
+                run_facets=emit.run_facets(None, parent=_dag_parent(task_run)),
+                job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"),
+            )
+            for msg in emit.emit_all(client, [event]):
+                self.log.warning("airflow-provider-lineage: %s", msg)
+            return client
+        except Exception as exc:
+            self.log.warning("airflow-provider-lineage: cannot emit OpenLineage events: %r (the task is not affected)", exc)
+            return None
+
+    def _driver_openlineage_config(self, emission: str) -> dict[str, Any] | None:
+        """The openlineage-python config the driver uses in cluster mode (same destination as ours)."""
+        if self.openlineage_config is not None:
+            return self.openlineage_config
+        if emission == "provider":
+            try:
+                from airflow.providers.openlineage import conf as ol_conf
+
+                transport = ol_conf.transport()
+                if transport:
+                    return {"transport": transport}
+            except Exception:
+                pass
+            return None
+        if not emit.environment_configured():
+            return emit.default_file_config()
+        return None  # the driver resolves OPENLINEAGE_* / openlineage.yml in its own environment
+
+    # -- OpenLineage provider hooks -------------------------------------------------------------
+    def get_openlineage_facets_on_start(self) -> OperatorLineage | None:
+        try:
+            from airflow.providers.openlineage.extractors import OperatorLineage
+        except ImportError:
+            return None
+        return OperatorLineage()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
+        """Datasets (schema + columnLineage + symlinks) of every write of this run."""
+        try:
+            from airflow.providers.openlineage.extractors import OperatorLineage
+        except ImportError:
+            return None
+        return OperatorLineage(
+            inputs=list(self._ol_inputs),
+            outputs=list(self._ol_outputs),
+            run_facets=dict(self._ol_run_facets),
+        )
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage | None:
+        """Same as on complete: the writes that succeeded before the failure, plus capture problems."""
+        return self.get_openlineage_facets_on_complete(task_instance)
+
+
+# -- identities -----------------------------------------------------------------------------------
+def _task_run_identity(ti: Any, op: SparkLineageSubmitOperator) -> ParentRun:
+    """OpenLineage namespace/name/runId of this task run and its DAG run (same as the provider's)."""
+    try:
+        from airflow.providers.openlineage.plugins import macros
+
+        return ParentRun(
+            namespace=macros.lineage_job_namespace(),
+            name=macros.lineage_job_name(ti),
+            run_id=macros.lineage_run_id(ti),
+            root_namespace=macros.lineage_root_job_namespace(ti),
+            root_name=macros.lineage_root_job_name(ti),
+            root_run_id=macros.lineage_root_run_id(ti),
+        )
+    except Exception:
+        pass
+    import os
+
+    from openlineage.client.uuid import generate_static_uuid
+
+    dag_id = getattr(ti, "dag_id", None) or (op.dag_id if op.has_dag() else "adhoc")
+    task_id = getattr(ti, "task_id", op.task_id)
+    run_id = str(getattr(ti, "run_id", ""))
+    import datetime as dt
+
+    instant = dt.datetime.now(dt.timezone.utc)
+    namespace = os.environ.get("OPENLINEAGE_NAMESPACE", "default")
+    return ParentRun(
+        namespace=namespace,
+        name=f"{dag_id}.{task_id}",
+        run_id=str(generate_static_uuid(instant, f"{dag_id}.{task_id}.{run_id}.{getattr(ti, 'try_number', 1)}".encode())),
+        root_namespace=namespace,
+        root_name=dag_id,
+        root_run_id=str(generate_static_uuid(instant, f"{dag_id}.{run_id}".encode())),
+    )
+
+
+def _dag_parent(task_run: ParentRun) -> ParentRun | None:
+    """The parent of the task run's own events: the DAG run."""
+    if not (task_run.root_name and task_run.root_run_id):
+        return None
+    ns = task_run.root_namespace or task_run.namespace
+    return ParentRun(ns, task_run.root_name, task_run.root_run_id, ns, task_run.root_name, task_run.root_run_id)

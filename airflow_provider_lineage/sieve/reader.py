@@ -93,7 +93,6 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
             raise IndexUnavailable(f"the table's files changed since index version {idx.manifest.version}: "
                                    "run sieve sync")
         files = idx.candidates(predicate)
-        cond = spark_condition(column, predicate, kt)
     except (IndexUnavailable, SieveError, OSError) as exc:
         _warn(f"Sieve: full read of {table} ({exc})")
         full = _full(spark, ref)
@@ -107,6 +106,11 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
         schema = T.StructType.fromJson(__import__("json").loads(idx.manifest.schema_json))
     else:
         schema = spark.read.parquet(ref.root).schema
+    # The filter follows the column's Spark type (keys are the same micros for TIMESTAMP and NTZ).
+    from .keys import key_type_from_spark
+
+    cond = spark_condition(column, predicate, key_type_from_spark(schema[column].dataType, column)
+                           if column in schema.names else kt)
     if not files:
         return spark.createDataFrame([], schema)
     return (spark.read.schema(schema).option("basePath", ref.root).parquet(*files).filter(cond))

@@ -1,0 +1,38 @@
+"""Shared fixtures: one real local Spark session per test run, sized for a 2-core machine."""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Airflow reads AIRFLOW_HOME at import time: give every test run its own, outside the checkout.
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="apl-airflow-home-"))
+os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821
+    """A real ``local[2]`` SparkSession with its own warehouse, shared by the whole run."""
+    from pyspark.sql import SparkSession
+
+    base = tmp_path_factory.mktemp("spark")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("airflow-provider-lineage-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={base}")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -203,6 +203,13 @@ class WriteCaptureListener:
                 out.table = None
             self._fill_columns(out, cmd.query())
             return out
+        if name in ("InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand"):
+            out.mode = "Overwrite" if cmd.overwrite() else "Append"
+            if cmd.storage().locationUri().isDefined():
+                out.location = cmd.storage().locationUri().get().toString()
+            out.format = cmd.provider().lower() if name == "InsertIntoDataSourceDirCommand" else "hive"
+            self._fill_columns(out, cmd.query())
+            return out
         if name == "MergeIntoTable":
             out.table = _v2_table_name(cmd.targetTable())
             out.mode = "Merge"

@@ -31,6 +31,8 @@ WRAPPER_COMMANDS = frozenset(
         "OptimizedCreateHiveTableAsSelectCommand",
         "CreateTableAsSelect",
         "ReplaceTableAsSelect",
+        "InsertIntoDataSourceDirCommand",
+        "InsertIntoHiveDirCommand",
     }
 )
 
@@ -202,8 +204,17 @@ def _same_output(a: CaptureRecord, b: CaptureRecord) -> bool:
     if a.output.table and b.output.table:
         return _norm_table(a.output.table) == _norm_table(b.output.table)
     if a.output.location and b.output.location:
-        return a.output.location.rstrip("/") == b.output.location.rstrip("/")
+        return _norm_location(a.output.location) == _norm_location(b.output.location)
     return False
+
+
+def _norm_location(uri: str) -> str:
+    """``file:/p``, ``file:///p`` and ``/p`` are the same local path."""
+    for prefix in ("file://", "file:"):
+        if uri.startswith(prefix):
+            uri = uri[len(prefix):]
+            break
+    return "/" + uri.strip("/") if uri.startswith("/") else uri.rstrip("/")
 
 
 def _norm_table(name: str) -> str:

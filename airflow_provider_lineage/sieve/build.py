@@ -21,7 +21,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from .errors import CommitConflict, IndexUnavailable, SieveError
@@ -30,8 +29,16 @@ from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
 from .storage import IndexStore, Manifest, SegmentMeta, now_iso
-from .table import FileEntry, TableRef, list_table_files, local_path, num_rows, read_file_keys, \
-    resolve_table, spark_uri
+from .table import (
+    FileEntry,
+    TableRef,
+    list_table_files,
+    local_path,
+    num_rows,
+    read_file_keys,
+    resolve_table,
+    spark_uri,
+)
 
 DEFAULT_MAX_SEGMENT_KEYS = 65_536
 DEFAULT_ROWS_PER_PARTITION = 1_000_000

@@ -68,7 +68,7 @@ class KeyType:
         if self.kind in ("timestamp", "timestamp_ntz"):
             if isinstance(value, dt.datetime):
                 if value.tzinfo is not None:
-                    value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                    value = value.astimezone(dt.UTC).replace(tzinfo=None)
                 return (value - EPOCH_NAIVE) // _MICRO, True
             if isinstance(value, dt.date):
                 return (dt.datetime.combine(value, dt.time(0)) - EPOCH_NAIVE) // _MICRO, True
@@ -101,7 +101,7 @@ class KeyType:
             return EPOCH_DATE + dt.timedelta(days=key)
         if self.kind in ("timestamp", "timestamp_ntz"):
             value = EPOCH_NAIVE + key * _MICRO
-            return value.replace(tzinfo=dt.timezone.utc) if self.kind == "timestamp" else value
+            return value.replace(tzinfo=dt.UTC) if self.kind == "timestamp" else value
         return decimal.Decimal(key).scaleb(-self.scale)
 
     def parse(self, text: str) -> Any:

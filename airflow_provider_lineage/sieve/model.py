@@ -83,7 +83,7 @@ class Segment:
         """Merge (block, fid, count) triples; returns how many (block, fid) pairs are new."""
         old = _pair_code(self.blk, self.fid)
         new = _pair_code(np.asarray(blocks), np.asarray(fids))
-        n_new = int(len(np.setdiff1d(np.unique(new), old, assume_unique=False)))
+        n_new = len(np.setdiff1d(np.unique(new), old, assume_unique=False))
         codes = np.concatenate([old, new])
         weights = np.concatenate([self.cnt.astype(np.int64), np.asarray(counts, np.int64)])
         uc, inv = np.unique(codes, return_inverse=True)

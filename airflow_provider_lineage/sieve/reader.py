@@ -33,7 +33,7 @@ def _literal(value: Any, kt: KeyType) -> Any:
         return F.timestamp_micros(F.lit(micros))
     if kt.kind == "timestamp_ntz":
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         if not isinstance(value, dt.datetime):
             value = dt.datetime.combine(value, dt.time(0))
         return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")

@@ -146,7 +146,7 @@ class Manifest:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def default_index_path(root: str, column: str) -> str:

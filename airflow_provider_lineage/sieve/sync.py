@@ -332,8 +332,8 @@ def rebuild(spark: Any, table: str, column: str, *, index_path: str | None = Non
     params: dict[str, Any] = {}
     try:
         m = IndexStore(path).load_manifest()
-        params = dict(error_bound=m.error_bound, max_segment_keys=m.max_segment_keys, mode=m.mode,
-                      keep_versions=m.keep_versions, gap_factor=m.gap_factor)
+        params = {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
+                  "keep_versions": m.keep_versions, "gap_factor": m.gap_factor}
     except IndexUnavailable:
         pass
     params.update(overrides)

@@ -139,7 +139,7 @@ def num_rows(path: str) -> int | None:
     """Row count from the Parquet footer (None if unreadable)."""
     try:
         return pq.ParquetFile(path).metadata.num_rows
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable footer only loses the row count
         return None
 
 

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 _counter = [0]
 
 
-def write_file(path: str, keys: Sequence[int | None], typ: pa.DataType = pa.int64()) -> None:
+def write_file(path: str, keys: Sequence[int | None], typ: pa.DataType | None = None) -> None:
     """Write one Parquet file with columns ``k`` (the key) and ``v`` (a payload); bump its mtime."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(pa.table({"k": pa.array(list(keys), typ), "v": pa.array(range(len(keys)), pa.int64())}), path)
+    pq.write_table(pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path)
     _counter[0] += 1
     # Distinct mtimes even within one clock tick, so rewrites are always detected.
     st = os.stat(path)

@@ -3,7 +3,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from airflow_provider_lineage.sieve.model import Segmenter, budget_for, make_segment, over_budget, segment_pairs
+from airflow_provider_lineage.sieve.model import (
+    Segmenter,
+    budget_for,
+    make_segment,
+    over_budget,
+    segment_pairs,
+)
 
 
 def test_flat_stretch_is_one_block() -> None:

@@ -57,7 +57,7 @@ def test_keys_outside_segments_get_new_segments(tmp_path) -> None:
 
 
 def test_budget_spent_rebuilds_segment(tmp_path) -> None:
-    root = _table(tmp_path, {"a.parquet": list(range(0, 1000))})
+    root = _table(tmp_path, {"a.parquet": list(range(1000))})
     S.build(None, root, "k", error_bound=1)  # one flat segment, one block of 1000 keys, E = 1
     write_file(f"{root}/b.parquet", [500])
     report = S.sync(None, root, "k")
@@ -68,7 +68,7 @@ def test_budget_spent_rebuilds_segment(tmp_path) -> None:
 
 
 def test_mor_deltas_then_compact(tmp_path) -> None:
-    root = _table(tmp_path, {"a.parquet": list(range(0, 100)), "b.parquet": list(range(100, 200))})
+    root = _table(tmp_path, {"a.parquet": list(range(100)), "b.parquet": list(range(100, 200))})
     S.build(None, root, "k", mode="mor", error_bound=1000)
     write_file(f"{root}/c.parquet", [5, 300])
     os.remove(f"{root}/b.parquet")

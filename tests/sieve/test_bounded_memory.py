@@ -1,0 +1,32 @@
+"""Bounded-memory build: more distinct keys than a 512 MB Spark driver could collect.
+
+The build runs in a subprocess whose Spark driver JVM has ``spark.driver.memory=512m`` (in local
+mode the executors live in that JVM too). With N = 8,000,000 distinct keys the aggregated
+``(key, file ids)`` rows alone are about 8M x ~48 B = ~380 MB as JVM rows (more than the ~200 MB
+that 512 MB leaves after Spark's 300 MB reservation) and ~1 GB as Python tuples, so ``collect()``
+could not hold them; the streaming build keeps one partition plus one segment. The script prints
+the Python process's peak RSS, which the test bounds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+N_KEYS = int(os.environ.get("SIEVE_BOUNDED_KEYS", "8000000"))
+
+
+@pytest.mark.slow
+def test_build_streams_more_keys_than_driver_memory(tmp_path) -> None:
+    script = os.path.join(os.path.dirname(__file__), "bounded_build_script.py")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    r = subprocess.run([sys.executable, script, str(tmp_path), str(N_KEYS)], capture_output=True, text=True, check=False,
+                       timeout=1500, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    print(out)
+    assert out["keys"] == N_KEYS and out["jvm_max_heap_mb"] <= 512
+    assert out["python_peak_rss_mb"] < 600  # a collected key set would need ~1 GB of Python objects

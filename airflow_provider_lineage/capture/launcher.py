@@ -188,6 +188,16 @@ class CaptureRuntime:
             except Exception as exc:
                 self.problem(f"could not write the capture record of {record.command}", exc)
 
+    def detach(self) -> None:
+        """Unregister every listener this runtime registered (tests, notebooks)."""
+        for listener in self.listeners:
+            try:
+                listener._spark._jsparkSession.listenerManager().unregister(listener)
+            except Exception:
+                pass
+        self.listeners.clear()
+        self._sessions.clear()
+
     def drain_context(self, sc: Any) -> None:
         """Wait for Spark's listener bus to deliver queued events (before a stop / at exit)."""
         try:

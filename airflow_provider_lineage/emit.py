@@ -156,8 +156,10 @@ def written_datasets(result: LineageResult) -> list[dict[str, Any]]:
     for rec, lineage in result.analysed_pairs:
         ref = getattr(lineage, "output", None)
         info = rec.output
-        columns = list(getattr(lineage, "output_fields", None) or (info.columns if info else []))
-        columns = [c if isinstance(c, str) else getattr(c, "name", str(c)) for c in columns]
+        if ref is None:  # a write that persists nothing (noop format)
+            continue
+        fields = getattr(lineage, "output_fields", None) or (info.columns if info else [])
+        columns = [c if isinstance(c, str) else c[0] if isinstance(c, (tuple, list)) else str(c) for c in fields]
         out.append(
             {
                 "namespace": getattr(ref, "namespace", None),

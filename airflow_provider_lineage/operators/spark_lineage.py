@@ -175,12 +175,10 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                     task_run.run_id,
                 )
                 result = emit.LineageResult()
+                self.lineage_result = result
+                self._ol_run_facets = emit.run_facets(result)
             else:
-                result = self._collect(launcher_cfg.capture_dir or "", error)
-            self.lineage_result = result
-            if deploy_mode != "cluster":
-                self._ol_inputs, self._ol_outputs = emit.datasets(result)
-            self._ol_run_facets = emit.run_facets(result)
+                result = self.process_capture_dir(launcher_cfg.capture_dir or "", error)
             self._publish(context, result, emission, client, task_run, error)
         except Exception as exc:  # never fail the task for lineage
             self.log.warning("airflow-provider-lineage: lineage publication failed: %r (the task is not affected)", exc)
@@ -189,6 +187,17 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 shutil.rmtree(created_dir, ignore_errors=True)
         if error is not None:
             raise error
+
+    def process_capture_dir(self, capture_dir: str, error: BaseException | None = None) -> emit.LineageResult:
+        """Read the launcher's records in ``capture_dir`` and compute this run's lineage and datasets.
+
+        Sets :attr:`lineage_result` and what :meth:`get_openlineage_facets_on_complete` returns.
+        """
+        result = self._collect(capture_dir, error)
+        self.lineage_result = result
+        self._ol_inputs, self._ol_outputs = emit.datasets(result)
+        self._ol_run_facets = emit.run_facets(result)
+        return result
 
     def _collect(self, capture_dir: str, error: BaseException | None) -> emit.LineageResult:
         problems: list[emit.Problem] = []

@@ -1,0 +1,425 @@
+"""Capture record -> :class:`WriteLineage`: run the local rules over the optimized plan and resolve.
+
+Steps (design/lineage.md): load the plan, visit nodes children-first (the pre-order JSON reversed),
+apply each node's rule (edges between exprIds), register the leaves' attributes as source fields
+of their datasets, then resolve every output column and the dataset-wide scope in the graph.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, RelationInfo
+from airflow_provider_lineage.lineage.datasets import DatasetRef, dataset_for_jdbc, dataset_for_location
+from airflow_provider_lineage.lineage.expressions import walk_expression
+from airflow_provider_lineage.lineage.graph import (
+    FILTER,
+    IDENTITY,
+    TRANSFORMATION,
+    ColumnGraph,
+    Trans,
+    Vertex,
+    compose,
+)
+from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
+from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, parse_tree, pretty
+from airflow_provider_lineage.lineage.rules import RULES, Attr, attr_of, attrs_field
+
+log = logging.getLogger(__name__)
+
+#: Root commands whose ``query`` is the data written.
+WRITE_ROOTS = frozenset(
+    {
+        "InsertIntoHadoopFsRelationCommand",
+        "CreateDataSourceTableAsSelectCommand",
+        "SaveAsV1TableCommand",
+        "InsertIntoHiveTable",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "InsertIntoDataSourceCommand",
+        "InsertIntoDataSourceDirCommand",
+        "InsertIntoHiveDirCommand",
+        "SaveIntoDataSourceCommand",
+        "AppendData",
+        "OverwriteByExpression",
+        "OverwritePartitionsDynamic",
+        "CreateTableAsSelect",
+        "ReplaceTableAsSelect",
+        "AtomicCreateTableAsSelect",
+        "AtomicReplaceTableAsSelect",
+        "InsertIntoStatement",
+        "WriteToDataSourceV2",
+        "AppendDataExecV1",
+    }
+)
+
+#: Leaf classes that read data with no dataset identity (driver-local data, generated rows).
+LOCAL_LEAVES = frozenset({"LocalRelation", "LogicalRDD", "Range", "OneRowRelation", "ExternalRDD", "LocalTableScan"})
+
+_logged_unknown: set[str] = set()
+
+
+def dataset_for_table(table: str) -> DatasetRef:
+    """A catalog table without a storage location: namespace = catalog, name = the rest."""
+    parts = table.split(".")
+    if len(parts) >= 3:
+        return DatasetRef(parts[0], ".".join(parts[1:]), table)
+    return DatasetRef("spark_catalog", table, table)
+
+
+def datasets_for_relation(rel: RelationInfo) -> list[DatasetRef]:
+    """The datasets one captured relation reads (empty for local data)."""
+    if rel.node_class in LOCAL_LEAVES or rel.node_class == "InMemoryRelation":
+        return []
+    opts = {k.lower(): v for k, v in (rel.options or {}).items()}
+    if (rel.format or "").lower() == "jdbc" or "url" in opts:
+        url = opts.get("url", "jdbc:unknown:")
+        dbtable = opts.get("dbtable") or ("(query)" if "query" in opts else None)
+        return [dataset_for_jdbc(url, dbtable, table=rel.table)]
+    if rel.locations:
+        return [dataset_for_location(loc, table=rel.table) for loc in rel.locations]
+    if rel.table:
+        return [dataset_for_table(rel.table)]
+    return []
+
+
+def dataset_for_output(out: OutputInfo | None) -> DatasetRef | None:
+    """The written dataset (``None`` when nothing is persisted: ``noop``, or identity unknown)."""
+    if out is None or (out.format or "").lower() == "noop" or out.table == "noop-table":
+        return None
+    opts = {k.lower(): v for k, v in (out.options or {}).items()}
+    if (out.format or "").lower() == "jdbc" or ("url" in opts and "dbtable" in opts):
+        return dataset_for_jdbc(opts.get("url", "jdbc:unknown:"), opts.get("dbtable"), table=out.table)
+    if out.location:
+        return dataset_for_location(out.location, table=out.table)
+    if out.table:
+        return dataset_for_table(out.table)
+    return None
+
+
+class Analysis:
+    """State of one record's analysis: the graph, the relations by exprId, the scopes."""
+
+    WRITE_ROOTS = WRITE_ROOTS
+
+    def __init__(self, record: CaptureRecord, graph: ColumnGraph | None = None) -> None:
+        self.record = record
+        self.graph = graph or ColumnGraph()
+        self.scope: Vertex = "scope:0"
+        self.depth = 0
+        self.unknown: list[str] = []
+        self.notes: list[str] = []
+        self.rel_by_id: dict[int, tuple[RelationInfo, int]] = {}
+        for rel in record.relations:
+            for i, eid in enumerate(rel.expr_ids):
+                self.rel_by_id.setdefault(int(eid), (rel, i))
+        self.inputs: dict[DatasetRef, dict[str, str]] = {}
+        self.leaf_kinds: dict[int, str] = {}
+        self.outputs: dict[int, list[Attr]] = {}
+        self._parents: dict[int, TreeNode] = {}
+        self._scopes = 0
+        self._subqueries: dict[int, tuple[list[Attr], Vertex]] = {}
+        self._analyzed_root: TreeNode | None = None
+        self._analyzed_outputs: dict[int, list[Attr]] | None = None
+        self._traced_fragments: set[int] = set()
+        self.query_root: TreeNode | None = None
+        self.current: TreeNode | None = None
+        self.distinct_inputs: set[int] = set()
+        self.quiet = False
+        self._user_not_null: set[int] | None = None
+
+    # -- plan traversal ------------------------------------------------------------------------
+    def run_plan(self, root: TreeNode) -> list[Attr]:
+        """Apply the rules to every node of ``root`` (children first) and return the root's output."""
+        for node in root.walk():
+            for c in node.children:
+                self._parents[id(c)] = node
+        for node in root.postorder():
+            self.current = node
+            inputs = [self.outputs.get(id(c), []) for c in node.children]
+            fn = RULES.get(node.cls)
+            try:
+                out = fn(self, node, inputs) if fn is not None else self.conservative(node, inputs)
+            except Exception as exc:  # a rule tripped on an unexpected field shape: never crash
+                log.debug("rule for %s failed: %r", node.cls, exc, exc_info=True)
+                out = self.conservative(node, inputs, reason=f"{node.cls} (rule error: {exc})")
+            self.outputs[id(node)] = out
+        return self.outputs[id(root)]
+
+    def parent_class(self, node: TreeNode) -> str | None:
+        parent = self._parents.get(id(node))
+        if parent is None:
+            return self.record.command if node is self.query_root else None
+        return parent.cls
+
+    def conservative(self, node: TreeNode, inputs: list[list[Attr]], reason: str | None = None) -> list[Attr]:
+        """Unknown node: every new output column depends on every input column; its expressions influence all rows."""
+        self.note_unknown(reason or node.cls)
+        child_attrs = [a for grp in inputs for a in grp]
+        child_ids = {a.id for a in child_attrs}
+        out = attrs_field(node, "output")
+        extra: list[Attr] = []
+        for _key, tree in node.nested_trees():
+            if not tree.is_expression:
+                continue
+            if tree.cls == "Alias":
+                a = attr_of(tree)
+                if a is not None:
+                    self.expr(a.id, tree)
+                    extra.append(a)
+            elif tree.children:
+                self.influence(tree, FILTER)
+        if not out:
+            out = child_attrs + [a for a in extra if a.id not in child_ids]
+        for a in out:
+            if a.id in child_ids:
+                continue
+            for c in child_attrs:
+                self.graph.add(a.id, c.id, TRANSFORMATION)
+        if not node.children:
+            self.register_leaf(node, out)
+        return out
+
+    def note_unknown(self, what: str) -> None:
+        if what not in self.unknown:
+            self.unknown.append(what)
+        if what not in _logged_unknown and not self.quiet:
+            _logged_unknown.add(what)
+            log.warning("column lineage: no rule for %s; using the conservative rule (all inputs -> all outputs)", what)
+
+    # -- edges -------------------------------------------------------------------------------------
+    def expr(self, target: Vertex, tree: TreeNode, start: Trans = IDENTITY) -> None:
+        """``target <- every attribute of tree`` with the path's transformation."""
+
+        if isinstance(target, int) and target not in self.graph.labels and self.current is not None:
+            self.graph.labels[target] = f"{self.current.cls}: {pretty(tree)}"
+
+        def on_attr(leaf: TreeNode, trans: Trans) -> None:
+            eid = leaf.expr_id()
+            if eid is not None:
+                self.graph.add(target, eid, trans)
+
+        def on_sub(sub: TreeNode, trans: Trans) -> None:
+            outs, scope = self.subquery(sub)
+            for o in outs:
+                self.graph.add(target, o.id, compose(trans, TRANSFORMATION))
+            self.graph.add(target, scope, trans)
+
+        walk_expression(tree, start, on_attr, on_sub)
+
+    def influence(self, tree: TreeNode, trans: Trans) -> None:
+        """Dataset-wide influence of every attribute in ``tree`` (filter, join, group-by, sort)."""
+        self.expr(self.scope, tree, trans)
+
+    def influence_attr(self, eid: int, trans: Trans) -> None:
+        self.graph.add(self.scope, eid, trans)
+
+    def is_inferred_not_null(self, cond: TreeNode) -> bool:
+        """``isnotnull(a)`` the optimizer inferred (no ``IsNotNull`` on ``a`` in the analyzed plan)."""
+        if cond.cls != "IsNotNull" or len(cond.children) != 1 or cond.children[0].expr_id() is None:
+            return False
+        if self._user_not_null is None:
+            self._user_not_null = set()
+            if self.record.analyzed_plan:
+                for node in as_tree(self.record.analyzed_plan).walk():
+                    for _k, tree in node.nested_trees():
+                        for e in tree.walk():
+                            if e.cls == "IsNotNull" and e.children and e.children[0].expr_id() is not None:
+                                self._user_not_null.add(e.children[0].expr_id())
+        return cond.children[0].expr_id() not in self._user_not_null
+
+    # -- sub-plans -------------------------------------------------------------------------------
+    def subquery(self, expr: TreeNode) -> tuple[list[Attr], Vertex]:
+        """Analyse a sub-query expression's plan in its own scope (memoised)."""
+        raw = expr.fields.get("plan")
+        key = id(raw)
+        if key in self._subqueries:
+            return self._subqueries[key]
+        plan = as_tree(raw)
+        self._scopes += 1
+        sub_scope: Vertex = f"scope:{self._scopes}"
+        outs: list[Attr] = []
+        if plan is None:
+            self.note_unknown(f"{expr.cls} (plan not serialised)")
+        else:
+            saved, saved_depth = self.scope, self.depth
+            self.scope, self.depth = sub_scope, self.depth + 1
+            try:
+                outs = self.run_plan(plan)
+            finally:
+                self.scope, self.depth = saved, saved_depth
+        self._subqueries[key] = (outs, sub_scope)
+        return outs, sub_scope
+
+    def subquery_outputs(self, expr: TreeNode) -> list[Attr]:
+        outs, scope = self.subquery(expr)
+        self.graph.add(self.scope, scope, IDENTITY)
+        return outs
+
+    # -- leaves ------------------------------------------------------------------------------------
+    def register_leaf(self, node: TreeNode, out: list[Attr]) -> None:
+        """Bind a leaf's attributes to the captured relation's dataset fields (matched by exprId)."""
+        for a in out:
+            self.leaf_kinds[a.id] = node.cls
+        if node.cls in LOCAL_LEAVES or node.cls == "InMemoryRelation":
+            return
+        seen: set[int] = set()
+        missing = []
+        for a in out:
+            hit = self.rel_by_id.get(a.id)
+            if hit is None:
+                missing.append(a.name)
+                continue
+            rel, idx = hit
+            datasets = datasets_for_relation(rel)
+            if id(rel) not in seen:
+                seen.add(id(rel))
+                for ds in datasets:
+                    fields = self.inputs.setdefault(ds, {})
+                    for col in rel.columns:
+                        fields.setdefault(col.get("name", ""), col.get("type", ""))
+            fname = rel.columns[idx].get("name", a.name) if idx < len(rel.columns) else a.name
+            for ds in datasets:
+                self.inputs.setdefault(ds, {}).setdefault(fname, rel.columns[idx].get("type", "") if idx < len(rel.columns) else a.type or "")
+                self.graph.add_source(a.id, ds, fname)
+        if missing:
+            self.notes.append(f"{node.cls}: no captured relation for columns {missing[:5]}; their lineage stops here")
+
+    def trace_cache(self, out: list[Attr]) -> None:
+        """An ``InMemoryRelation``: analyse the cached fragment of the analyzed plan into the same graph."""
+        ids = [a.id for a in out]
+        fragment = self._find_fragment(ids)
+        if fragment is None:
+            self.note_unknown("InMemoryRelation (cached plan not found in the analyzed plan)")
+            return
+        if id(fragment) in self._traced_fragments:
+            return
+        self._traced_fragments.add(id(fragment))
+        self.run_plan(fragment)
+
+    def _find_fragment(self, ids: list[int]) -> TreeNode | None:
+        if self._analyzed_outputs is None:
+            self._analyzed_outputs = {}
+            if not self.record.analyzed_plan:
+                return None
+            self._analyzed_root = parse_tree(self.record.analyzed_plan)
+            dry = Analysis(self.record)
+            dry.quiet = True
+            dry.run_plan(find_query(self._analyzed_root))
+            self._analyzed_outputs = dry.outputs
+        if self._analyzed_root is None:
+            return None
+        want = set(ids)
+        for node in self._analyzed_root.walk():  # pre-order: the highest match first
+            got = self._analyzed_outputs.get(id(node))
+            if got is not None and [a.id for a in got] == ids:
+                return node
+        for node in self._analyzed_root.walk():
+            got = self._analyzed_outputs.get(id(node))
+            if got is not None and want <= {a.id for a in got}:
+                return node
+        return None
+
+
+def find_query(root: TreeNode) -> TreeNode:
+    """The plan a write command writes (its ``query`` child or inline field), else the root itself."""
+    if root.cls not in WRITE_ROOTS:
+        return root
+    q = root.child_field("query")
+    if q is not None:
+        return q
+    q = root.tree_field("query")
+    if q is not None:
+        return q
+    if root.children:
+        return root.children[-1]
+    return root
+
+
+def analyze_record(record: CaptureRecord) -> WriteLineage:
+    """Column lineage of one captured write.
+
+    Never raises on unknown plan nodes or expressions (they fall back to the conservative rule and
+    the result is marked ``approximate``); raises :class:`LineageError` only when the record holds
+    no plan at all.
+    """
+    return analyze(record)[0]
+
+
+def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
+    """:func:`analyze_record` plus the analysis state (graph, labels) and the written attributes."""
+    plan_json: list[dict[str, Any]] | None = record.optimized_plan
+    approximate = False
+    notes: list[str] = []
+    if not plan_json:
+        plan_json = record.analyzed_plan
+        if not plan_json:
+            raise LineageError(
+                f"capture record {record.record_id} ({record.command}, status {record.status}) has no plan"
+                f"{': ' + record.capture_error if record.capture_error else ''}; nothing to analyse. "
+                "Fix the capture problem (see capture_error) or skip records without plans."
+            )
+        approximate = True
+        notes.append("optimized plan missing: analysed the analyzed plan instead")
+    try:
+        root = parse_tree(plan_json)
+    except Exception as exc:
+        raise LineageError(f"capture record {record.record_id}: the plan JSON is not a Spark tree ({exc})") from exc
+    ctx = Analysis(record)
+    query = find_query(root)
+    ctx.query_root = query
+    if root.cls == "MergeIntoTable":
+        query = root
+    attrs = ctx.run_plan(query)
+    out_info = record.output
+    output = dataset_for_output(out_info)
+    names = list(out_info.columns) if out_info and out_info.columns else []
+    types = list(out_info.column_types) if out_info and out_info.column_types else []
+    output_fields: list[tuple[str, str]] = []
+    columns: dict[str, list[FieldEdge]] = {}
+    if names and len(names) != len(attrs):
+        attrs = _match_by_name(names, attrs)
+    for i, a in enumerate(attrs):
+        name = names[i] if i < len(names) else a.name
+        typ = types[i] if i < len(types) and types[i] else (a.type or "")
+        output_fields.append((name, typ))
+        columns[name] = _edges(ctx.graph.resolve(a.id))
+    dataset_edges = _edges(ctx.graph.resolve(ctx.scope))
+    inputs = [(ds, sorted(fields.items(), key=lambda kv: 0)) for ds, fields in ctx.inputs.items()]
+    lin = WriteLineage(
+        output=output,
+        output_fields=output_fields,
+        inputs=inputs,
+        columns=columns,
+        dataset_edges=dataset_edges,
+        approximate=approximate or bool(ctx.unknown),
+        unknown=list(ctx.unknown),
+        mode=out_info.mode if out_info else None,
+        command=record.command,
+        notes=notes + ctx.notes,
+    )
+    return lin, ctx, attrs
+
+
+def _match_by_name(names: list[str], attrs: list[Attr]) -> list[Attr]:
+    """The written attributes when the query root's output is not known exactly (e.g. ``Generate``
+    does not serialise which child columns it drops): pick attributes by name, in write order."""
+    used: set[int] = set()
+    out = []
+    for n in names:
+        pick = next((a for a in attrs if a.name == n and id(a) not in used), None)
+        pick = pick or next((a for a in attrs if a.name.lower() == n.lower() and id(a) not in used), None)
+        if pick is None:
+            pick = Attr(-1, n, None)
+        used.add(id(pick))
+        out.append(pick)
+    return out
+
+
+def _edges(resolved: dict[tuple[DatasetRef, str], frozenset[Trans]]) -> list[FieldEdge]:
+    out = []
+    for (ds, field), ts in resolved.items():
+        for t in ts:
+            out.append(FieldEdge(ds, field, t.type, t.subtype, t.masking))
+    out.sort(key=lambda e: (e.dataset.namespace, e.dataset.name, e.field, e.type, e.subtype, e.masking))
+    return out

@@ -1,0 +1,171 @@
+"""Expression rules: how each attribute inside an expression tree reaches the expression's value.
+
+Walking an expression top-down, every node decides the transformation step to each child:
+
+* value-preserving wrappers (``Alias``, ``KnownNotNull``, normalisation wrappers, lossless casts):
+  no step (IDENTITY);
+* aggregate functions: AGGREGATION (``count`` and friends are masking);
+* hash / mask functions: TRANSFORMATION, masking;
+* ``CASE WHEN`` / ``IF`` conditions: INDIRECT CONDITIONAL, their values DIRECT;
+  ``coalesce``: every argument DIRECT, every argument but the last also CONDITIONAL;
+* window specifications (``PARTITION BY`` / ``ORDER BY`` of a window function): INDIRECT WINDOW;
+* sub-queries (``ScalarSubquery``, ``ListQuery``, ``Exists``, ``InSubquery``): the nested plan is
+  analysed on its own; its output feeds the expression, its filters/joins/groupings become
+  INDIRECT influences of the expression;
+* anything else (``+``, ``substring``, ``upper``, a Python UDF ...): TRANSFORMATION of every child.
+  For a deterministic scalar function this is exact, so it is not flagged as approximate.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from airflow_provider_lineage.lineage.graph import (
+    AGGREGATION,
+    CONDITIONAL,
+    IDENTITY,
+    TRANSFORMATION,
+    WINDOW,
+    FILTER,
+    Trans,
+    compose,
+)
+from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
+
+#: Expressions that hand their child's value through unchanged.
+TRANSPARENT = frozenset(
+    {
+        "Alias",
+        "KnownNotNull",
+        "KnownNullable",
+        "KnownFloatingPointNormalized",
+        "NormalizeNaNAndZero",
+        "PromotePrecision",
+        "OuterReference",
+        "SortOrder",
+        "Descending",
+        "Ascending",
+        "AssertNotNull",
+    }
+)
+
+#: Aggregate functions whose result hides the input values (counts).
+MASKING_AGGREGATES = frozenset(
+    {"Count", "CountIf", "HyperLogLogPlusPlus", "ApproxCountDistinct", "CountMinSketchAgg", "BitmapCount"}
+)
+
+#: Scalar functions whose result hides the input value.
+MASKING_FUNCTIONS = frozenset(
+    {"Md5", "Sha1", "Sha2", "Murmur3Hash", "XxHash64", "Crc32", "HiveHash", "Mask", "AesEncrypt"}
+)
+
+#: Static-invoke function names that mask (``mask()`` may be planned as a StaticInvoke).
+MASKING_STATIC = frozenset({"mask", "md5", "sha1", "sha2", "crc32"})
+
+CASTS = frozenset({"Cast", "AnsiCast", "TryCast", "UpCast"})
+
+SUBQUERIES = frozenset({"ScalarSubquery", "ListQuery", "Exists", "InSubquery", "LateralSubquery"})
+
+_WIDENING = {
+    "tinyint": 0,
+    "smallint": 1,
+    "int": 2,
+    "bigint": 3,
+}
+
+
+def cast_step(node: TreeNode) -> Trans:
+    """IDENTITY for a lossless cast (same type, integral widening, float->double), else TRANSFORMATION."""
+    target = simple_type(node.fields.get("dataType"))
+    child = node.children[0] if node.children else None
+    source = simple_type(child.fields.get("dataType")) if child is not None and "dataType" in child.fields else None
+    if source is None:
+        return TRANSFORMATION
+    if source == target:
+        return IDENTITY
+    if source in _WIDENING and target in _WIDENING and _WIDENING[source] <= _WIDENING[target]:
+        return IDENTITY
+    if source == "float" and target == "double":
+        return IDENTITY
+    if source in _WIDENING and target in ("double",) and _WIDENING[source] <= 2:
+        return IDENTITY
+    return TRANSFORMATION
+
+
+def child_steps(node: TreeNode) -> list[Trans] | None:
+    """The step to each child of ``node``; ``None`` means "TRANSFORMATION for every child"."""
+    cls = node.cls
+    n = len(node.children)
+    if cls in TRANSPARENT:
+        return [IDENTITY] * n
+    if cls in CASTS:
+        return [cast_step(node)] + [TRANSFORMATION] * (n - 1)
+    if cls == "AggregateExpression":
+        func = node.children[0] if node.children else None
+        step = AGGREGATION.masked(func is not None and func.cls in MASKING_AGGREGATES)
+        # children: the aggregate function, then the optional FILTER (WHERE ...) clause
+        return [step] + [FILTER] * (n - 1)
+    if cls in MASKING_FUNCTIONS:
+        return [TRANSFORMATION.masked()] * n
+    if cls == "StaticInvoke" and str(node.fields.get("functionName", "")).lower() in MASKING_STATIC:
+        return [TRANSFORMATION.masked()] * n
+    if cls == "CaseWhen":
+        has_else = n % 2 == 1
+        out = []
+        for i in range(n):
+            is_else = has_else and i == n - 1
+            out.append(CONDITIONAL if (i % 2 == 0 and not is_else) else TRANSFORMATION)
+        return out
+    if cls == "If":
+        return [CONDITIONAL] + [TRANSFORMATION] * (n - 1)
+    if cls == "WindowSpecDefinition":
+        return [WINDOW] * n
+    if cls == "WindowExpression":
+        # (windowFunction, windowSpec)
+        return [TRANSFORMATION, WINDOW][:n] + [WINDOW] * max(0, n - 2)
+    if cls in ("Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"):
+        return [WINDOW] * n  # the ORDER BY keys a ranking function carries
+    return None
+
+
+def walk_expression(
+    expr: TreeNode,
+    start: Trans,
+    on_attr: Callable[[TreeNode, Trans], None],
+    on_subquery: Callable[[TreeNode, Trans], None],
+) -> None:
+    """Visit every attribute leaf of ``expr`` with the transformation of the path from the root.
+
+    :param start: the transformation already accumulated above ``expr``.
+    :param on_attr: called with each attribute leaf (anything with an ``exprId`` and no children).
+    :param on_subquery: called with each sub-query expression (its nested plan is the caller's job).
+    """
+    stack: list[tuple[TreeNode, Trans]] = [(expr, start)]
+    while stack:
+        node, trans = stack.pop()
+        if node.cls in SUBQUERIES or "plan" in node.fields and _has_plan(node):
+            on_subquery(node, trans)
+            # InSubquery's values (the left side of IN) are ordinary children
+        if not node.children:
+            if node.expr_id() is not None and node.cls not in ("Alias",):
+                on_attr(node, trans)
+            continue
+        steps = child_steps(node)
+        if node.cls == "Coalesce":
+            last = len(node.children) - 1
+            for i, child in enumerate(node.children):
+                stack.append((child, compose(trans, TRANSFORMATION)))
+                if i < last:
+                    stack.append((child, compose(trans, CONDITIONAL)))
+            continue
+        for i, child in enumerate(node.children):
+            step = steps[i] if steps is not None and i < len(steps) else TRANSFORMATION
+            stack.append((child, compose(trans, step)))
+
+
+def _has_plan(node: TreeNode) -> bool:
+    val = node.fields.get("plan")
+    return isinstance(val, list) and bool(val) and isinstance(val[0], dict)
+
+
+def is_aggregate_function(node: TreeNode) -> bool:
+    return node.cls == "AggregateExpression"

@@ -1,0 +1,175 @@
+"""WriteLineage -> OpenLineage input/output datasets with ``schema``, ``columnLineage`` and ``symlinks``.
+
+Rules the events follow (so that Marquez keeps every edge):
+
+* every output column that has lineage is a field of the output's ``schema`` facet;
+* every input field an edge names belongs to an input dataset of the same event whose ``schema``
+  facet lists that field (fields referenced but missing from a captured schema are added);
+* dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go to the facet's top-level ``dataset``
+  list (openlineage-spark's ``datasetLineageEnabled=true`` shape); per-column INDIRECT edges that
+  only concern one column (CONDITIONAL, WINDOW) stay under that column;
+* several writes of the same output within one job are merged (union of fields and edges);
+* an approximate lineage (some plan node fell back to the conservative rule) says so in every
+  transformation's ``description``: ``"approximate: conservative rule for <classes>"`` — the
+  schema-valid place for it (the facet's Python class carries no extra keys).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from openlineage.client.event_v2 import InputDataset, OutputDataset
+from openlineage.client.generated import column_lineage_dataset as cl
+from openlineage.client.generated import lifecycle_state_change_dataset as lc
+from openlineage.client.generated import schema_dataset as sd
+from openlineage.client.generated import symlinks_dataset as sy
+from openlineage.client.generated.base import DatasetFacet
+
+from airflow_provider_lineage.lineage.datasets import DatasetRef, symlink_namespace, table_name_without_catalog
+from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
+
+#: ``_producer`` of every facet this package emits.
+PRODUCER = "https://pypi.org/project/airflow-provider-lineage/0.1.0"
+
+_CREATE_COMMANDS = frozenset(
+    {
+        "CreateDataSourceTableAsSelectCommand",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "CreateTableAsSelect",
+        "AtomicCreateTableAsSelect",
+    }
+)
+
+
+def _edge_key(e: FieldEdge) -> tuple[str, str, str]:
+    return (e.dataset.namespace, e.dataset.name, e.field)
+
+
+class _Out:
+    def __init__(self, ref: DatasetRef) -> None:
+        self.ref = ref
+        self.fields: OrderedDict[str, str] = OrderedDict()
+        self.columns: dict[str, set[FieldEdge]] = {}
+        self.dataset: set[FieldEdge] = set()
+        self.unknown: list[str] = []
+        self.lifecycle: str | None = None
+
+
+def _input_fields(edges: set[FieldEdge], description: str | None) -> list[cl.InputField]:
+    grouped: OrderedDict[tuple[str, str, str], list[FieldEdge]] = OrderedDict()
+    for e in sorted(edges, key=lambda x: (_edge_key(x), x.type, x.subtype, x.masking)):
+        grouped.setdefault(_edge_key(e), []).append(e)
+    out = []
+    for (ns, name, field), es in grouped.items():
+        out.append(
+            cl.InputField(
+                namespace=ns,
+                name=name,
+                field=field,
+                transformations=[
+                    cl.Transformation(type=e.type, subtype=e.subtype, description=description or "", masking=e.masking)
+                    for e in es
+                ],
+            )
+        )
+    return out
+
+
+def lifecycle_of(lin: WriteLineage) -> str | None:
+    """``CREATE`` for CTAS and error-if-exists writes, ``OVERWRITE`` for overwrites, else ``None``."""
+    if lin.command in _CREATE_COMMANDS:
+        return "CREATE"
+    mode = (lin.mode or "").lower()
+    if mode == "overwrite":
+        return "OVERWRITE"
+    if mode in ("errorifexists", "error", "default"):
+        return "CREATE"
+    return None
+
+
+def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:
+    if not ref.table:
+        return None
+    return sy.SymlinksDatasetFacet(
+        identifiers=[sy.Identifier(namespace=symlink_namespace(ref), name=table_name_without_catalog(ref.table), type="TABLE")],
+        producer=PRODUCER,
+    )
+
+
+def datasets_for(lineages: list[WriteLineage]) -> tuple[list[InputDataset], list[OutputDataset]]:
+    """Input and output datasets (with facets) for one job run covering ``lineages``."""
+    ins: OrderedDict[DatasetRef, OrderedDict[str, str]] = OrderedDict()
+    tables: dict[DatasetRef, str] = {}
+    outs: OrderedDict[DatasetRef, _Out] = OrderedDict()
+    for lin in lineages:
+        for ref, fields in lin.inputs:
+            bucket = ins.setdefault(ref, OrderedDict())
+            if ref.table:
+                tables.setdefault(ref, ref.table)
+            for name, typ in fields:
+                bucket.setdefault(name, typ)
+        if lin.output is None:
+            continue
+        o = outs.get(lin.output)
+        if o is None:
+            o = outs[lin.output] = _Out(lin.output)
+        if lin.output.table and not o.ref.table:
+            o.ref = lin.output
+        for name, typ in lin.output_fields:
+            o.fields[name] = typ or o.fields.get(name, "")
+        for col, edges in lin.columns.items():
+            o.columns.setdefault(col, set()).update(edges)
+        o.dataset.update(lin.dataset_edges)
+        for u in lin.unknown:
+            if u not in o.unknown:
+                o.unknown.append(u)
+        o.lifecycle = lifecycle_of(lin) or o.lifecycle
+    # every field an edge names must be in its input dataset's schema
+    for o in outs.values():
+        for e in [x for es in o.columns.values() for x in es] + list(o.dataset):
+            bucket = ins.setdefault(e.dataset, OrderedDict())
+            if e.dataset.table:
+                tables.setdefault(e.dataset, e.dataset.table)
+            bucket.setdefault(e.field, "")
+    inputs = []
+    for ref, fields in ins.items():
+        ref = DatasetRef(ref.namespace, ref.name, tables.get(ref, ref.table))
+        facets: dict[str, DatasetFacet] = {
+            "schema": sd.SchemaDatasetFacet(
+                fields=[sd.SchemaDatasetFacetFields(name=n, type=t or None) for n, t in fields.items()], producer=PRODUCER
+            )
+        }
+        sym = _symlinks(ref)
+        if sym is not None:
+            facets["symlinks"] = sym
+        inputs.append(InputDataset(namespace=ref.namespace, name=ref.name, facets=facets))
+    outputs = []
+    for o in outs.values():
+        outputs.append(OutputDataset(namespace=o.ref.namespace, name=o.ref.name, facets=output_facets(o)))
+    return inputs, outputs
+
+
+def output_facets(o: _Out) -> dict[str, DatasetFacet]:
+    desc = f"approximate: conservative rule for {', '.join(o.unknown)}" if o.unknown else None
+    facets: dict[str, DatasetFacet] = {
+        "schema": sd.SchemaDatasetFacet(
+            fields=[sd.SchemaDatasetFacetFields(name=n, type=t or None) for n, t in o.fields.items()], producer=PRODUCER
+        ),
+        "columnLineage": cl.ColumnLineageDatasetFacet(
+            fields={
+                col: cl.Fields(inputFields=_input_fields(edges, desc))
+                for col, edges in o.columns.items()
+                if edges and col in o.fields
+            },
+            dataset=_input_fields(o.dataset, desc),
+            producer=PRODUCER,
+        ),
+    }
+    sym = _symlinks(o.ref)
+    if sym is not None:
+        facets["symlinks"] = sym
+    if o.lifecycle:
+        facets["lifecycleStateChange"] = lc.LifecycleStateChangeDatasetFacet(
+            lifecycleStateChange=lc.LifecycleStateChange(o.lifecycle), producer=PRODUCER
+        )
+    return facets

@@ -1,0 +1,61 @@
+"""The engine's result types: :class:`WriteLineage` and :class:`FieldEdge`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airflow_provider_lineage.lineage.datasets import DatasetRef
+
+
+class LineageError(ValueError):
+    """The capture record cannot be analysed at all (no plan, no output); the message says why."""
+
+
+@dataclass(frozen=True, order=True)
+class FieldEdge:
+    """One input field's influence on an output column (or on the whole output dataset).
+
+    :param dataset: the input dataset.
+    :param field: the input field (top-level column name).
+    :param type: ``DIRECT`` or ``INDIRECT``.
+    :param subtype: ``IDENTITY``/``TRANSFORMATION``/``AGGREGATION`` or
+        ``JOIN``/``FILTER``/``GROUP_BY``/``SORT``/``WINDOW``/``CONDITIONAL``.
+    :param masking: the value was obfuscated on the way (hash, mask, count).
+    """
+
+    dataset: DatasetRef
+    field: str
+    type: str
+    subtype: str
+    masking: bool = False
+
+
+@dataclass
+class WriteLineage:
+    """Column lineage of one write.
+
+    :param output: the written dataset (``None`` for writes that persist nothing, e.g. ``noop``).
+    :param output_fields: ``(name, spark simpleString type)`` in write order.
+    :param inputs: every input dataset the write read, with its schema fields.
+    :param columns: output column -> its edges (DIRECT and per-column INDIRECT: CONDITIONAL, WINDOW).
+    :param dataset_edges: influences on the whole output (FILTER, JOIN, GROUP_BY, SORT ...).
+    :param approximate: some node/expression was not understood and the conservative rule was used.
+    :param unknown: the class names that fell back to the conservative rule.
+    :param mode: the save mode (``Overwrite``, ``Append`` ...), when known.
+    :param command: the write command class.
+    :param notes: other analysis remarks (e.g. a relation whose identity was not captured).
+    """
+
+    output: DatasetRef | None
+    output_fields: list[tuple[str, str]]
+    inputs: list[tuple[DatasetRef, list[tuple[str, str]]]]
+    columns: dict[str, list[FieldEdge]]
+    dataset_edges: list[FieldEdge] = field(default_factory=list)
+    approximate: bool = False
+    unknown: list[str] = field(default_factory=list)
+    mode: str | None = None
+    command: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def sources_of(self, column: str) -> set[tuple[str, str, str]]:
+        """``{(namespace, name, field)}`` of every edge of ``column`` (handy in tests/benchmarks)."""
+        return {(e.dataset.namespace, e.dataset.name, e.field) for e in self.columns.get(column, [])}

@@ -1,0 +1,228 @@
+"""Spark ``TreeNode.toJSON()`` lists -> small tree objects, without recursion.
+
+Spark serialises a tree (logical plan or expression) as a flat list in pre-order; each element is a
+dict with ``class`` (fully qualified), ``num-children`` and the constructor fields. Fields that point
+at a child hold the child's index (an int). Expressions inside a plan node are nested flat lists
+(``Seq[Expression]`` is a list of such lists), and so are plans that are not children (a CTAS's
+``query``, a ``ScalarSubquery``'s ``plan``).
+
+Everything here is iterative: plans and expressions can be thousands of levels deep (a long
+``withColumn`` chain), far beyond Python's recursion limit.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Package prefixes of Catalyst expression classes (everything else in a plan JSON is a plan node).
+_EXPR_PACKAGES = ("org.apache.spark.sql.catalyst.expressions.",)
+
+
+@dataclass(eq=False)
+class TreeNode:
+    """One node of a serialised Catalyst tree (plan node or expression).
+
+    :param cls: simple class name (``Project``, ``AttributeReference`` ...).
+    :param qualified: fully qualified class name.
+    :param fields: the constructor fields as serialised (child pointers are ints).
+    :param children: the child nodes, in order.
+    """
+
+    cls: str
+    qualified: str
+    fields: dict[str, Any]
+    children: list[TreeNode] = field(default_factory=list)
+
+    @property
+    def is_expression(self) -> bool:
+        return self.qualified.startswith(_EXPR_PACKAGES) and ".plans." not in self.qualified
+
+    def expr_id(self) -> int | None:
+        """The ``exprId`` of a named expression (attribute, alias), else ``None``."""
+        raw = self.fields.get("exprId")
+        if isinstance(raw, dict) and "id" in raw:
+            return int(raw["id"])
+        return None
+
+    @property
+    def name(self) -> str:
+        return str(self.fields.get("name", ""))
+
+    def walk(self) -> Iterator[TreeNode]:
+        """Pre-order walk of this subtree (children only, not nested trees in fields)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def postorder(self) -> list[TreeNode]:
+        """Nodes of this subtree, every node after all its descendants."""
+        out = list(self.walk())
+        out.reverse()
+        return out
+
+    def child_field(self, name: str) -> TreeNode | None:
+        """The child a field points at (``left``/``right``/``child``), if the field is a pointer."""
+        val = self.fields.get(name)
+        if isinstance(val, int) and not isinstance(val, bool) and 0 <= val < len(self.children):
+            return self.children[val]
+        return None
+
+    def tree_field(self, name: str) -> TreeNode | None:
+        """A single nested tree held in a field (an expression, or a plan that is not a child)."""
+        return as_tree(self.fields.get(name))
+
+    def trees_field(self, name: str) -> list[TreeNode]:
+        """A ``Seq`` of nested trees held in a field (e.g. ``projectList``)."""
+        val = self.fields.get(name)
+        if not isinstance(val, list):
+            return []
+        if is_tree_json(val):
+            tree = as_tree(val)
+            return [tree] if tree is not None else []
+        out = []
+        for item in val:
+            tree = as_tree(item)
+            if tree is not None:
+                out.append(tree)
+        return out
+
+    def nested_trees(self) -> Iterator[tuple[str, TreeNode]]:
+        """Every tree held in any field, one level deep (lists of trees, lists of lists of trees)."""
+        for key, val in self.fields.items():
+            if not isinstance(val, list) or not val:
+                continue
+            if is_tree_json(val):
+                tree = as_tree(val)
+                if tree is not None:
+                    yield key, tree
+                continue
+            for item in val:
+                if isinstance(item, list) and item:
+                    if is_tree_json(item):
+                        tree = as_tree(item)
+                        if tree is not None:
+                            yield key, tree
+                    else:
+                        for sub in item:
+                            tree = as_tree(sub)
+                            if tree is not None:
+                                yield key, tree
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"TreeNode({self.cls}, {len(self.children)} children)"
+
+
+def is_tree_json(val: Any) -> bool:
+    """Whether ``val`` is a serialised tree (a flat pre-order list of dicts with ``class``)."""
+    return isinstance(val, list) and bool(val) and isinstance(val[0], dict) and "class" in val[0]
+
+
+_cache: dict[int, tuple[Any, TreeNode]] = {}
+
+
+def as_tree(val: Any) -> TreeNode | None:
+    """Parse a serialised tree (memoised on the list object), or ``None`` if ``val`` is not one."""
+    if not is_tree_json(val):
+        return None
+    hit = _cache.get(id(val))
+    if hit is not None and hit[0] is val:
+        return hit[1]
+    tree = parse_tree(val)
+    if len(_cache) > 200_000:
+        _cache.clear()
+    _cache[id(val)] = (val, tree)
+    return tree
+
+
+def parse_tree(flat: list[dict[str, Any]]) -> TreeNode:
+    """Rebuild the tree from Spark's flat pre-order list (iterative)."""
+    if not flat:
+        raise ValueError("empty plan JSON")
+    nodes: list[TreeNode] = []
+    stack: list[tuple[TreeNode, int]] = []
+    root: TreeNode | None = None
+    for item in flat:
+        qualified = str(item.get("class", "?"))
+        node = TreeNode(qualified.rsplit(".", 1)[-1].rstrip("$"), qualified, item)
+        nodes.append(node)
+        if stack:
+            parent, want = stack[-1]
+            parent.children.append(node)
+            if len(parent.children) >= want:
+                stack.pop()
+        elif root is None:
+            root = node
+        else:
+            break  # trailing garbage: ignore
+        n = int(item.get("num-children", 0) or 0)
+        if n > 0:
+            stack.append((node, n))
+    assert root is not None
+    return root
+
+
+def attr_refs(expr: TreeNode) -> Iterator[TreeNode]:
+    """Every ``AttributeReference``-like leaf of an expression (not inside nested plans)."""
+    for node in expr.walk():
+        if node.expr_id() is not None and not node.children and node.cls != "Alias":
+            yield node
+
+
+def simple_type(data_type: Any) -> str:
+    """Spark's ``simpleString`` of a serialised ``dataType`` field (string or JSON struct)."""
+    if isinstance(data_type, str):
+        return {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}.get(data_type, data_type)
+    if isinstance(data_type, dict):
+        kind = data_type.get("type")
+        if kind == "array":
+            return f"array<{simple_type(data_type.get('elementType'))}>"
+        if kind == "map":
+            return f"map<{simple_type(data_type.get('keyType'))},{simple_type(data_type.get('valueType'))}>"
+        if kind == "struct":
+            inner = ",".join(f"{f.get('name')}:{simple_type(f.get('type'))}" for f in data_type.get("fields", []))
+            return f"struct<{inner}>"
+        if kind == "udt":
+            return str(data_type.get("sqlType") and simple_type(data_type["sqlType"]) or "udt")
+    return str(data_type)
+
+
+_BINARY = {
+    "Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/", "Remainder": "%", "IntegralDivide": "div",
+    "EqualTo": "=", "EqualNullSafe": "<=>", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=", "And": "AND", "Or": "OR", "BitwiseAnd": "&", "BitwiseOr": "|",
+}
+
+
+def pretty(expr: TreeNode, limit: int = 160) -> str:
+    """A compact Spark-like rendering of an expression: ``substring(cast((a#0 + 1) as string), 1, 2)``."""
+    parts: dict[int, str] = {}
+    for node in expr.postorder():
+        kids = [parts.pop(id(c), "?") for c in node.children]
+        cls = node.cls
+        if cls == "AttributeReference" or (not node.children and node.expr_id() is not None and cls != "Alias"):
+            text = f"{node.name}#{node.expr_id()}"
+        elif cls == "Literal":
+            val = node.fields.get("value")
+            text = "null" if val is None else (repr(val) if isinstance(val, str) and str(node.fields.get("dataType")) == "string" else str(val))
+        elif cls == "Alias":
+            text = f"{kids[0] if kids else '?'} AS {node.name}#{node.expr_id()}"
+        elif cls in _BINARY and len(kids) == 2:
+            text = f"({kids[0]} {_BINARY[cls]} {kids[1]})"
+        elif cls in ("Cast", "AnsiCast", "TryCast"):
+            text = f"cast({kids[0] if kids else '?'} as {simple_type(node.fields.get('dataType'))})"
+        elif cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery"):
+            text = f"{cls.lower()}(<plan>{', ' if kids else ''}{', '.join(kids)})"
+        else:
+            name = cls
+            if cls in ("PythonUDF", "ScalaUDF") and node.fields.get("name"):
+                name = str(node.fields.get("name"))
+            elif cls == "AggregateExpression":
+                text = kids[0] if kids else "agg()"
+                parts[id(node)] = text[:limit]
+                continue
+            text = f"{name[:1].lower()}{name[1:]}({', '.join(kids)})"
+        parts[id(node)] = text if len(text) <= limit else text[: limit - 1] + "…"
+    return parts.get(id(expr), "?")

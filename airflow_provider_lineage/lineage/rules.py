@@ -1,0 +1,349 @@
+"""One local rule per plan-node class: the node's output attributes and its edges.
+
+A rule receives the analysis context, the node and its children's outputs (already computed:
+nodes are visited children-first) and returns the node's output attributes, after adding edges
+``output attribute <- input attribute`` (via the expression rules) and dataset-wide INDIRECT
+influences ``scope <- attribute`` (filter, join, group-by, sort conditions) to the graph.
+
+Attributes that pass through a node unchanged keep their exprId, so pass-through needs no edge.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from airflow_provider_lineage.lineage.graph import GROUP_BY, IDENTITY, JOIN, SORT, FILTER, TRANSFORMATION, CONDITIONAL
+from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
+
+if TYPE_CHECKING:
+    from airflow_provider_lineage.lineage.engine import Analysis
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An output attribute of a plan node."""
+
+    id: int
+    name: str
+    type: str | None = None
+
+
+Rule = Callable[["Analysis", TreeNode, list[list[Attr]]], list[Attr]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*classes: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        for c in classes:
+            RULES[c] = fn
+        return fn
+
+    return deco
+
+
+def attr_of(tree: TreeNode) -> Attr | None:
+    """The attribute a named expression defines (``AttributeReference`` or ``Alias``)."""
+    eid = tree.expr_id()
+    if eid is None:
+        return None
+    dtype = tree.fields.get("dataType")
+    if dtype is None and tree.cls == "Alias" and tree.children:
+        dtype = tree.children[0].fields.get("dataType")
+    return Attr(eid, tree.name, simple_type(dtype) if dtype is not None else None)
+
+
+def attrs_field(node: TreeNode, name: str) -> list[Attr]:
+    return [a for a in (attr_of(t) for t in node.trees_field(name)) if a is not None]
+
+
+def named_outputs(ctx: Analysis, exprs: list[TreeNode]) -> list[Attr]:
+    """Outputs of a projection list: an ``Alias`` gets edges from its expression; an attribute passes."""
+    out = []
+    for e in exprs:
+        a = attr_of(e)
+        if a is None:
+            continue
+        if e.cls == "Alias" or e.children:
+            ctx.expr(a.id, e)
+        out.append(a)
+    return out
+
+
+def passthrough(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    return list(inputs[0]) if inputs else []
+
+
+# -- projections and filters -----------------------------------------------------------------
+@rule("Project")
+def project(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    return named_outputs(ctx, node.trees_field("projectList"))
+
+
+@rule("Filter")
+def filter_(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    cond = node.tree_field("condition")
+    if cond is not None:
+        for part in conjuncts(cond):
+            if ctx.is_inferred_not_null(part):
+                continue  # added by InferFiltersFromConstraints: the JOIN/FILTER edge it derives from is kept
+            ctx.influence(part, FILTER)
+    return passthrough(ctx, node, inputs)
+
+
+def conjuncts(cond: TreeNode) -> list[TreeNode]:
+    """``a AND (b AND c)`` -> ``[a, b, c]``."""
+    out, stack = [], [cond]
+    while stack:
+        e = stack.pop()
+        if e.cls == "And" and len(e.children) == 2:
+            stack.extend(reversed(e.children))
+        else:
+            out.append(e)
+    return out
+
+
+# pass-through nodes: same rows' values, maybe fewer/more rows or another partitioning
+for _cls in (
+    "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset", "Sample", "Repartition", "RepartitionByExpression",
+    "RebalancePartitions", "SubqueryAlias", "View", "ResolvedHint", "Distinct", "WriteFiles", "WithCTE",
+    "Subquery", "ReturnAnswer", "CTERelationDef", "Deduplicate", "DeduplicateWithinWatermark", "EventTimeWatermark",
+    "CollectMetrics", "Sort_NoEdges", "UnresolvedHint", "DeserializeToObject", "SerializeFromObject",
+):
+    RULES[_cls] = passthrough
+
+
+@rule("Sort")
+def sort(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    # A local sort Spark adds for a partitioned/bucketed write (V1Writes) orders nothing the user asked for.
+    if not (node.fields.get("global") is False and ctx.parent_class(node) in {"WriteFiles", *ctx.WRITE_ROOTS}):
+        for order in node.trees_field("order"):
+            ctx.influence(order, SORT)
+    return passthrough(ctx, node, inputs)
+
+
+# -- joins ---------------------------------------------------------------------------------------
+def join_type(node: TreeNode) -> str:
+    raw = node.fields.get("joinType")
+    if isinstance(raw, dict):
+        name = raw.get("object") or raw.get("product-class") or ""
+        return str(name).rsplit(".", 1)[-1].rstrip("$")
+    return str(raw or "Inner")
+
+
+@rule("Join")
+def join(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    left, right = (inputs + [[], []])[:2]
+    cond = node.tree_field("condition")
+    if cond is not None:
+        ctx.influence(cond, JOIN)
+    jt = join_type(node)
+    if jt in ("LeftSemi", "LeftAnti"):
+        return list(left)
+    if jt == "ExistenceJoin":
+        raw = node.fields.get("joinType") or {}
+        exists = [a for a in (attr_of(t) for t in TreeNode("x", "x", {"e": raw.get("exists")}).trees_field("e")) if a]
+        for a in exists:  # the boolean "a match exists" is computed from the join condition
+            if cond is not None:
+                ctx.expr(a.id, cond, TRANSFORMATION)
+        return list(left) + exists
+    return list(left) + list(right)
+
+
+@rule("LateralJoin")
+def lateral_join(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    cond = node.tree_field("condition")
+    if cond is not None:
+        ctx.influence(cond, JOIN)
+    right = node.tree_field("right")
+    sub_out: list[Attr] = []
+    if right is not None and right.cls == "LateralSubquery":
+        sub_out = ctx.subquery_outputs(right)
+    return list(inputs[0] if inputs else []) + sub_out
+
+
+# -- aggregation -----------------------------------------------------------------------------
+@rule("Aggregate")
+def aggregate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    for g in node.trees_field("groupingExpressions"):
+        if g.expr_id() is not None and g.expr_id() in ctx.distinct_inputs:
+            continue  # a DISTINCT aggregate's input that RewriteDistinctAggregates turned into a grouping key
+        ctx.influence(g, GROUP_BY)
+    return named_outputs(ctx, node.trees_field("aggregateExpressions"))
+
+
+@rule("Expand")
+def expand(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """ROLLUP/CUBE/GROUPING SETS and several DISTINCT aggregates: each projection row feeds the outputs."""
+    out = attrs_field(node, "output")
+    nulled: set[int] = set()
+    for row in node.fields.get("projections") or []:
+        exprs = [TreeNode("x", "x", {"e": e}).tree_field("e") for e in row] if isinstance(row, list) else []
+        for attr, e in zip(out, exprs):
+            if e is not None and e.cls == "Literal" and e.fields.get("value") is None:
+                nulled.add(attr.id)
+            if e is not None and not (e.expr_id() == attr.id):
+                ctx.expr(attr.id, e)
+    if any(a.name == "gid" for a in out):  # RewriteDistinctAggregates, not ROLLUP/CUBE (spark_grouping_id)
+        ctx.distinct_inputs.update(nulled)
+    return out
+
+
+@rule("Window")
+def window(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Window expressions carry their PARTITION BY / ORDER BY as WINDOW influences (per column)."""
+    return list(inputs[0] if inputs else []) + named_outputs(ctx, node.trees_field("windowExpressions"))
+
+
+@rule("WindowGroupLimit")
+def window_group_limit(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Top-k per group pushed below a Window by the optimizer: a filter on the ranking keys."""
+    for name in ("partitionSpec", "orderSpec"):
+        for e in node.trees_field(name):
+            ctx.influence(e, FILTER)
+    return passthrough(ctx, node, inputs)
+
+
+# -- set operations --------------------------------------------------------------------------
+@rule("Union")
+def union(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Columns are matched by position; the output reuses the first branch's exprIds."""
+    if not inputs:
+        return []
+    first = inputs[0]
+    for i, other in enumerate(inputs[1:], start=1):
+        # EXCEPT ALL is planned as Union(left with vcol=1, right with vcol=-1) + Aggregate + ReplicateRows:
+        # the right side's values only cancel rows, they never reach the output.
+        subtracted = _is_except_all_branch(node.children[i]) if i < len(node.children) else False
+        for o, a in zip(first, other):
+            if subtracted:
+                ctx.influence_attr(a.id, JOIN)
+            else:
+                ctx.graph.add(o.id, a.id, IDENTITY)
+    return list(first)
+
+
+def _is_except_all_branch(branch: TreeNode) -> bool:
+    if branch.cls != "Project":
+        return False
+    for e in branch.trees_field("projectList"):
+        if e.cls == "Alias" and e.name == "vcol" and e.children and e.children[0].cls == "Literal":
+            return str(e.children[0].fields.get("value")) == "-1"
+    return False
+
+
+@rule("Intersect", "Except")
+def intersect_except(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Rows of the left kept by membership in the right: the right's columns are JOIN influences."""
+    left, right = (inputs + [[], []])[:2]
+    for o, a in zip(left, right):
+        ctx.influence_attr(a.id, JOIN)
+        ctx.influence_attr(o.id, JOIN)
+    return list(left)
+
+
+# -- generators and Python -------------------------------------------------------------------
+@rule("Generate")
+def generate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """explode/posexplode/inline/stack/LATERAL VIEW: generated columns are derived from the generator's input."""
+    child = list(inputs[0] if inputs else [])
+    drop = set(node.fields.get("unrequiredChildIndex") or [])
+    kept = [a for i, a in enumerate(child) if i not in drop]
+    gen_out = attrs_field(node, "generatorOutput")
+    gen = node.tree_field("generator")
+    for a in gen_out:
+        if gen is not None:
+            ctx.expr(a.id, gen, TRANSFORMATION)
+    return kept + gen_out
+
+
+@rule("BatchEvalPython", "ArrowEvalPython", "BatchEvalPythonUDTF", "ArrowEvalPythonUDTF")
+def eval_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Python UDFs extracted by the optimizer: result attribute i <- the inputs of UDF i (a black box)."""
+    results = attrs_field(node, "resultAttrs")
+    udfs = node.trees_field("udfs") or ([node.tree_field("udtf")] if node.tree_field("udtf") else [])
+    child = list(inputs[0] if inputs else [])
+    if "requiredChildOutput" in node.fields:
+        child = attrs_field(node, "requiredChildOutput")
+    if len(udfs) == len(results):
+        for a, u in zip(results, udfs):
+            ctx.expr(a.id, u, TRANSFORMATION)
+    else:  # UDTF: every result column from every UDTF input
+        for a in results:
+            for u in udfs:
+                ctx.expr(a.id, u, TRANSFORMATION)
+    return child + results
+
+
+@rule(
+    "MapInPandas", "MapInArrow", "PythonMapInArrow", "FlatMapGroupsInPandas", "FlatMapGroupsInArrow",
+    "FlatMapCoGroupsInPandas", "FlatMapCoGroupsInArrow", "AttachDistributedSequence", "MapPartitions",
+    "MapElements", "FlatMapGroupsInPandasWithState", "ApplyInPandasWithState",
+)
+def opaque_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """A Python function over whole rows or groups: every output column from every input column."""
+    out = attrs_field(node, "output") or [a for ins in inputs for a in ins]
+    ins = [a for group in inputs for a in group]
+    in_ids = {a.id for a in ins}
+    for a in out:
+        if a.id in in_ids:
+            continue
+        for i in ins:
+            ctx.graph.add(a.id, i.id, TRANSFORMATION)
+    for key in ("groupingAttributes", "groupingExprs", "leftGroup", "rightGroup", "leftAttributes", "rightAttributes"):
+        for e in node.trees_field(key):
+            ctx.influence(e, GROUP_BY)
+    return out
+
+
+# -- leaves ----------------------------------------------------------------------------------
+@rule(
+    "LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "DataSourceV2Relation", "DataSourceV2ScanRelation",
+    "StreamingRelation", "StreamingDataSourceV2Relation", "StreamingExecutionRelation", "ExternalRDD",
+    "LocalTableScan", "OneRowRelation", "EmptyRelation", "StreamingRelationV2", "InMemoryRelation",
+)
+def relation(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    out = attrs_field(node, "output")
+    if node.cls == "InMemoryRelation":
+        ctx.trace_cache(out)
+    ctx.register_leaf(node, out)
+    return out
+
+
+@rule("HiveTableRelation")
+def hive_relation(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    out = attrs_field(node, "dataCols") + attrs_field(node, "partitionCols")
+    ctx.register_leaf(node, out)
+    return out
+
+
+# -- writes ------------------------------------------------------------------------------------
+@rule("MergeIntoTable")
+def merge_into(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """MERGE: target column <- itself (rows left alone) and every assigned value; conditions are influences."""
+    target, source = (inputs + [[], []])[:2]
+    cond = node.tree_field("mergeCondition")
+    if cond is not None:
+        ctx.influence(cond, JOIN)
+    by_id = {a.id: a for a in target}
+    by_name = {a.name.lower(): a for a in target}
+    out = [Attr(-(i + 1) - 10_000_000 * ctx.depth, a.name, a.type) for i, a in enumerate(target)]
+    vertex = {a.id: o.id for a, o in zip(target, out)}
+    for a, o in zip(target, out):
+        ctx.graph.add(o.id, a.id, IDENTITY)
+    for key in ("matchedActions", "notMatchedActions", "notMatchedBySourceActions"):
+        for action in node.trees_field(key):
+            targets = list(vertex.values()) if action.cls.startswith("Delete") else []
+            assigned: list[int] = []
+            for child in action.children:
+                if child.cls == "Assignment" and len(child.children) == 2:
+                    k, v = child.children
+                    tgt = by_id.get(k.expr_id() or -1) or by_name.get(k.name.lower())
+                    if tgt is not None:
+                        ctx.expr(vertex[tgt.id], v)
+                        assigned.append(vertex[tgt.id])
+            cnd = action.tree_field("condition")
+            if cnd is not None:
+                for t in assigned or targets:
+                    ctx.expr(t, cnd, CONDITIONAL)
+    return out

@@ -81,7 +81,7 @@ def format_column_lineage(event: dict[str, Any]) -> str:
     lines: list[str] = []
     for out in event.get("outputs", []):
         facet = (out.get("facets") or {}).get("columnLineage") or {}
-        lines.append(f"{out['namespace']}{out['name'] if out['name'].startswith('/') else '/' + out['name']}")
+        lines.append(f"{out['name']}  (namespace {out['namespace']})")
         for col, spec in (facet.get("fields") or {}).items():
             parts = []
             for src in spec.get("inputFields", []):

@@ -34,8 +34,6 @@ import os
 import runpy
 import sys
 import threading
-import traceback
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):
@@ -80,10 +78,12 @@ class CaptureRuntime:
         self.spark_version: str | None = None
         self.app_name: str | None = None
         self.run_id: str | None = None
-        self.started = dt.datetime.now(dt.timezone.utc)
+        self.started = dt.datetime.now(dt.UTC)
         self._finished = False
-        self._emitter_ready = False
         self.emitted: str | None = None
+        #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
+        #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
+        self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0}
 
     # -- problems -------------------------------------------------------------------------------
     def problem(self, message: str, exc: BaseException | None = None) -> None:
@@ -106,7 +106,7 @@ class CaptureRuntime:
         orig_session_stop = SparkSession.stop
         orig_context_stop = SparkContext.stop
 
-        def __init__(self: SparkSession, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        def __init__(self: SparkSession, *args: Any, **kwargs: Any) -> None:
             orig_init(self, *args, **kwargs)
             runtime.on_session(self)
 
@@ -148,7 +148,11 @@ class CaptureRuntime:
                     return
                 from airflow_provider_lineage.capture.listener import install
 
-                self.listeners.append(install(spark, self.on_record))
+                t0 = time.perf_counter()
+                listener = install(spark, self.on_record)
+                self._time_callbacks(listener)
+                self.listeners.append(listener)
+                self.timings["attach_s"] += time.perf_counter() - t0
                 self._sessions.append(jsession)
                 if self.spark_version is None:
                     self.spark_version = spark.version
@@ -156,6 +160,19 @@ class CaptureRuntime:
                     self.emit_start()
         except Exception as exc:
             self.problem("could not attach the capture listener to the SparkSession", exc)
+
+    def _time_callbacks(self, listener: Any) -> None:
+        handle = listener._handle
+
+        def timed(*args: Any) -> None:
+            t0 = time.perf_counter()
+            try:
+                handle(*args)
+            finally:
+                with self._lock:
+                    self.timings["callbacks_s"] += time.perf_counter() - t0
+
+        listener._handle = timed
 
     def configure(self, spark: SparkSession) -> None:
         conf = spark.sparkContext.getConf()
@@ -205,11 +222,14 @@ class CaptureRuntime:
                 return
             timeout = self.config.drain_timeout_s if self.config else 60.0
             bus = sc._jsc.sc().listenerBus()
+            t0 = time.perf_counter()
             try:
                 bus.waitUntilEmpty(int(timeout * 1000))
             except Exception as exc:
                 if "Timeout" in repr(exc):
                     self.problem(f"Spark's listener bus did not drain within {timeout:g}s; some writes may be missing")
+            finally:
+                self.timings["drain_s"] += time.perf_counter() - t0
         except Exception as exc:
             self.problem("draining Spark's listener bus failed", exc)
 
@@ -249,6 +269,7 @@ class CaptureRuntime:
             "application_error": f"{type(error).__name__}: {error}" if error is not None else None,
             "exit_code": exit_code,
             "emitted": self.emitted,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         try:
             path = self.sink.directory / STATUS_FILE

@@ -260,7 +260,7 @@ class Analysis:
     def register_leaf(self, node: TreeNode, out: list[Attr]) -> None:
         """Bind a leaf's attributes to the captured relation's dataset fields (matched by exprId)."""
         for a in out:
-            self.leaf_kinds[a.id] = node.cls
+            self.leaf_kinds.setdefault(a.id, node.cls)
         if node.cls in LOCAL_LEAVES or node.cls == "InMemoryRelation":
             return
         seen: set[int] = set()

@@ -142,9 +142,13 @@ def walk_expression(
     stack: list[tuple[TreeNode, Trans]] = [(expr, start)]
     while stack:
         node, trans = stack.pop()
-        if node.cls in SUBQUERIES or "plan" in node.fields and _has_plan(node):
+        if node.cls in SUBQUERIES or ("plan" in node.fields and _has_plan(node)):
             on_subquery(node, trans)
-            # InSubquery's values (the left side of IN) are ordinary children
+            # the sub-query's own exprId names its result, not an input; InSubquery's values
+            # (the left side of IN) are ordinary children
+            for child in node.children:
+                stack.append((child, compose(trans, TRANSFORMATION)))
+            continue
         if not node.children:
             if node.expr_id() is not None and node.cls not in ("Alias",):
                 on_attr(node, trans)

@@ -202,7 +202,9 @@ def pretty(expr: TreeNode, limit: int = 160) -> str:
     for node in expr.postorder():
         kids = [parts.pop(id(c), "?") for c in node.children]
         cls = node.cls
-        if cls == "AttributeReference" or (not node.children and node.expr_id() is not None and cls != "Alias"):
+        if cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery"):
+            text = f"{cls[:1].lower()}{cls[1:]}(<plan>{', ' if kids else ''}{', '.join(kids)})"
+        elif cls == "AttributeReference" or (not node.children and node.expr_id() is not None and cls != "Alias"):
             text = f"{node.name}#{node.expr_id()}"
         elif cls == "Literal":
             val = node.fields.get("value")
@@ -213,8 +215,6 @@ def pretty(expr: TreeNode, limit: int = 160) -> str:
             text = f"({kids[0]} {_BINARY[cls]} {kids[1]})"
         elif cls in ("Cast", "AnsiCast", "TryCast"):
             text = f"cast({kids[0] if kids else '?'} as {simple_type(node.fields.get('dataType'))})"
-        elif cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery"):
-            text = f"{cls.lower()}(<plan>{', ' if kids else ''}{', '.join(kids)})"
         else:
             name = cls
             if cls in ("PythonUDF", "ScalaUDF") and node.fields.get("name"):

@@ -342,7 +342,7 @@ def merge_into(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[
                     if tgt is not None:
                         ctx.expr(vertex[tgt.id], v)
                         assigned.append(vertex[tgt.id])
-            cnd = action.tree_field("condition")
+            cnd = action.tree_field("condition") or action.child_field("condition")
             if cnd is not None:
                 for t in assigned or targets:
                     ctx.expr(t, cnd, CONDITIONAL)

@@ -1,0 +1,34 @@
+"""Assertion helpers shared by the lineage tests."""
+from __future__ import annotations
+
+import posixpath
+
+from airflow_provider_lineage.lineage import WriteLineage
+
+
+def edges(lin: WriteLineage, column: str) -> set[tuple[str, str, str, str]]:
+    """``{(dataset basename, field, type, subtype)}`` of one output column."""
+    return {(posixpath.basename(e.dataset.name), e.field, e.type, e.subtype) for e in lin.columns[column]}
+
+
+def direct(lin: WriteLineage, column: str) -> set[tuple[str, str, str]]:
+    return {(d, f, s) for d, f, t, s in edges(lin, column) if t == "DIRECT"}
+
+
+def ds_edges(lin: WriteLineage) -> set[tuple[str, str, str]]:
+    """``{(dataset basename, field, subtype)}`` of the dataset-wide influences."""
+    return {(posixpath.basename(e.dataset.name), e.field, e.subtype) for e in lin.dataset_edges}
+
+
+def check_properties(lin: WriteLineage) -> None:
+    """Invariants every analysis must satisfy."""
+    names = [n for n, _ in lin.output_fields]
+    assert set(names) == set(lin.columns), (names, list(lin.columns))
+    schemas = {ref.key: {f for f, _ in fields} for ref, fields in lin.inputs}
+    for e in [x for es in lin.columns.values() for x in es] + lin.dataset_edges:
+        assert e.dataset.key in schemas, f"edge to {e.dataset} which is not an input"
+        assert e.field in schemas[e.dataset.key], f"{e.dataset}.{e.field} missing from the input schema"
+        assert e.type in ("DIRECT", "INDIRECT")
+        ok = {"IDENTITY", "TRANSFORMATION", "AGGREGATION"} if e.type == "DIRECT" else {
+            "JOIN", "FILTER", "GROUP_BY", "SORT", "WINDOW", "CONDITIONAL"}
+        assert e.subtype in ok, e

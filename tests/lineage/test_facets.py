@@ -1,0 +1,89 @@
+"""OpenLineage datasets built from lineages: schema-valid, Marquez-safe, merged per output."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import pytest
+from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
+from openlineage.client.serde import Serde
+from pyspark.sql import functions as F
+
+from airflow_provider_lineage.lineage import analyze_record
+from airflow_provider_lineage.lineage.facets import PRODUCER, datasets_for
+from airflow_provider_lineage.lineage.validate import find_spec_dir, validate_event
+from tests.lineage.test_engine import record, write
+from tests.lineage.synthetic import alias, attr, call, lit, node, relation
+
+
+def event(ins, outs) -> dict:
+    ev = RunEvent(eventType=RunState.COMPLETE, eventTime=dt.datetime.now(dt.timezone.utc).isoformat(),
+                  run=Run(runId=str(uuid.uuid4())), job=Job(namespace="test", name="job"), producer=PRODUCER,
+                  inputs=ins, outputs=outs)
+    return json.loads(Serde.to_json(ev))
+
+
+def assert_marquez_safe(ev: dict) -> None:
+    """Every edge's input field is in the schema of an input of the same event; outputs list their fields."""
+    schemas = {(d["namespace"], d["name"]): {f["name"] for f in d["facets"]["schema"]["fields"]} for d in ev["inputs"]}
+    for out in ev["outputs"]:
+        out_fields = {f["name"] for f in out["facets"]["schema"]["fields"]}
+        cl = out["facets"]["columnLineage"]
+        assert set(cl["fields"]) <= out_fields
+        for inp in [i for f in cl["fields"].values() for i in f["inputFields"]] + cl.get("dataset", []):
+            assert inp["field"] in schemas[(inp["namespace"], inp["name"])], inp
+
+
+def spec_or_skip() -> None:
+    if find_spec_dir() is None:
+        pytest.skip("OpenLineage spec folder not found: set $OPENLINEAGE_SPEC_DIR to validate events")
+
+
+def test_real_writes_give_schema_valid_marquez_safe_events(env):
+    spec_or_skip()
+    o, c = env.spark.read.parquet(env.orders), env.spark.read.parquet(env.customers)
+    env.spark.sql("DROP TABLE IF EXISTS lin_facets")
+    df = o.join(c, "cust_id").where("amount > 2").groupBy("name").agg(F.sum("amount").alias("total"), F.count("*").alias("n"))
+    lins = [analyze_record(env.capture(lambda: df.write.mode("overwrite").saveAsTable("lin_facets"))),
+            analyze_record(env.write_parquet(o.select(F.md5("note").alias("h"))))]
+    ins, outs = datasets_for(lins)
+    ev = event(ins, outs)
+    assert validate_event(ev) == []
+    assert_marquez_safe(ev)
+    table_out = next(d for d in ev["outputs"] if d["name"].endswith("lin_facets"))
+    assert table_out["facets"]["symlinks"]["identifiers"][0]["name"] == "default.lin_facets"
+    assert table_out["facets"]["lifecycleStateChange"]["lifecycleStateChange"] == "OVERWRITE"
+    kinds = {t["subtype"] for i in table_out["facets"]["columnLineage"]["dataset"] for t in i["transformations"]}
+    assert kinds == {"JOIN", "FILTER", "GROUP_BY"}
+
+
+def test_two_writes_of_one_output_are_merged():
+    p1 = write(node("Project", [relation([("a", 1), ("b", 2)])], projectList=[attr("a", 1)], child=0))
+    p2 = write(node("Project", [relation([("a", 1), ("b", 2)])], projectList=[alias(call("Add", attr("b", 2), lit(1)), "a", 9)], child=0))
+    lins = [analyze_record(record(p1, ["a"], mode="Append")), analyze_record(record(p2, ["a"], mode="Append"))]
+    ins, outs = datasets_for(lins)
+    assert len(outs) == 1 and len(ins) == 1
+    fields = outs[0].facets["columnLineage"].fields["a"].inputFields
+    assert sorted(f.field for f in fields) == ["a", "b"]
+    assert "lifecycleStateChange" not in outs[0].facets
+
+
+def test_approximate_lineage_says_so_in_transformation_descriptions():
+    spec_or_skip()
+    weird = node("SomeFutureNode", [relation([("a", 1), ("b", 2)])], child=0, output=[attr("z", 77)])
+    ins, outs = datasets_for([analyze_record(record(write(weird), ["z"]))])
+    ev = event(ins, outs)
+    assert validate_event(ev) == []
+    [t] = ev["outputs"][0]["facets"]["columnLineage"]["fields"]["z"]["inputFields"][0]["transformations"][:1]
+    assert t["description"].startswith("approximate: conservative rule for SomeFutureNode")
+
+
+def test_validator_reports_a_broken_facet():
+    spec_or_skip()
+    ev = event([], [])
+    ev["outputs"] = [{"namespace": "a", "name": "b", "facets": {"columnLineage": {
+        "_producer": PRODUCER, "_schemaURL": "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json",
+        "fields": {"c": {"inputFields": [{"namespace": "a", "name": "b"}]}}}}}]
+    problems = validate_event(ev)
+    assert problems and "'field' is a required property" in problems[0]

@@ -125,6 +125,7 @@ class Analysis:
         self.query_root: TreeNode | None = None
         self.current: TreeNode | None = None
         self.distinct_inputs: set[int] = set()
+        self.ctes: dict[str, list[Attr]] = {}
         self.quiet = False
         self._user_not_null: set[int] | None = None
 
@@ -373,6 +374,8 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
     attrs = ctx.run_plan(query)
     out_info = record.output
     output = dataset_for_output(out_info)
+    if output is None and root.cls == "MergeIntoTable" and root.children:
+        output = _merge_target(ctx, root.children[0])
     names = list(out_info.columns) if out_info and out_info.columns else []
     types = list(out_info.column_types) if out_info and out_info.column_types else []
     output_fields: list[tuple[str, str]] = []
@@ -399,6 +402,18 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
         notes=notes + ctx.notes,
     )
     return lin, ctx, attrs
+
+
+def _merge_target(ctx: Analysis, target: TreeNode) -> DatasetRef | None:
+    """MERGE's output is its target table: the dataset of the target relation leaf."""
+    for leaf in target.walk():
+        for a in ctx.outputs.get(id(leaf), []):
+            hit = ctx.rel_by_id.get(a.id)
+            if hit is not None:
+                refs = datasets_for_relation(hit[0])
+                if refs:
+                    return refs[0]
+    return None
 
 
 def _match_by_name(names: list[str], attrs: list[Attr]) -> list[Attr]:

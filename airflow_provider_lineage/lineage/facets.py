@@ -96,8 +96,16 @@ def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:
     )
 
 
-def datasets_for(lineages: list[WriteLineage]) -> tuple[list[InputDataset], list[OutputDataset]]:
-    """Input and output datasets (with facets) for one job run covering ``lineages``."""
+def datasets_for(
+    lineages: list[WriteLineage], indirect_in_fields: bool = False
+) -> tuple[list[InputDataset], list[OutputDataset]]:
+    """Input and output datasets (with facets) for one job run covering ``lineages``.
+
+    :param indirect_in_fields: also copy the dataset-wide influences (FILTER, JOIN, ...) into every
+        output field, as openlineage-spark does by default (``datasetLineageEnabled=false``). Marquez
+        ignores the top-level ``dataset`` list, so this is the way to see those edges there; it costs
+        one edge per (output field x influencing input field).
+    """
     ins: OrderedDict[DatasetRef, OrderedDict[str, str]] = OrderedDict()
     tables: dict[DatasetRef, str] = {}
     outs: OrderedDict[DatasetRef, _Out] = OrderedDict()
@@ -120,6 +128,9 @@ def datasets_for(lineages: list[WriteLineage]) -> tuple[list[InputDataset], list
         for col, edges in lin.columns.items():
             o.columns.setdefault(col, set()).update(edges)
         o.dataset.update(lin.dataset_edges)
+        if indirect_in_fields:
+            for name, _typ in lin.output_fields:
+                o.columns.setdefault(name, set()).update(lin.dataset_edges)
         for u in lin.unknown:
             if u not in o.unknown:
                 o.unknown.append(u)

@@ -59,7 +59,12 @@ class TreeNode:
 
     def postorder(self) -> list[TreeNode]:
         """Nodes of this subtree, every node after all its descendants."""
-        out = list(self.walk())
+        out: list[TreeNode] = []
+        stack = [self]
+        while stack:  # right-first pre-order, reversed = left-to-right post-order
+            node = stack.pop()
+            out.append(node)
+            stack.extend(node.children)
         out.reverse()
         return out
 

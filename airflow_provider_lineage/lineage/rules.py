@@ -106,8 +106,8 @@ def conjuncts(cond: TreeNode) -> list[TreeNode]:
 # pass-through nodes: same rows' values, maybe fewer/more rows or another partitioning
 for _cls in (
     "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset", "Sample", "Repartition", "RepartitionByExpression",
-    "RebalancePartitions", "SubqueryAlias", "View", "ResolvedHint", "Distinct", "WriteFiles", "WithCTE",
-    "Subquery", "ReturnAnswer", "CTERelationDef", "Deduplicate", "DeduplicateWithinWatermark", "EventTimeWatermark",
+    "RebalancePartitions", "SubqueryAlias", "View", "ResolvedHint", "Distinct", "WriteFiles",
+    "Subquery", "ReturnAnswer", "Deduplicate", "DeduplicateWithinWatermark", "EventTimeWatermark",
     "CollectMetrics", "Sort_NoEdges", "UnresolvedHint", "DeserializeToObject", "SerializeFromObject",
 ):
     RULES[_cls] = passthrough
@@ -115,11 +115,43 @@ for _cls in (
 
 @rule("Sort")
 def sort(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
-    # A local sort Spark adds for a partitioned/bucketed write (V1Writes) orders nothing the user asked for.
-    if not (node.fields.get("global") is False and ctx.parent_class(node) in {"WriteFiles", *ctx.WRITE_ROOTS}):
-        for order in node.trees_field("order"):
-            ctx.influence(order, SORT)
+    orders = node.trees_field("order")
+    if node.fields.get("global") is False and ctx.parent_class(node) in {"WriteFiles", *ctx.WRITE_ROOTS}:
+        # the local sort V1Writes adds on the partition columns of a partitioned write: not the user's
+        parts = {p.lower() for p in (ctx.record.output.partition_columns if ctx.record.output else [])}
+        keys = [a for o in orders for a in o.walk() if a.expr_id() is not None]
+        if parts and keys and all(k.name.lower() in parts for k in keys):
+            return passthrough(ctx, node, inputs)
+    for order in orders:
+        ctx.influence(order, SORT)
     return passthrough(ctx, node, inputs)
+
+
+# -- CTEs kept by the optimizer (not inlined) --------------------------------------------------
+@rule("WithCTE")
+def with_cte(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """Children are the CTE definitions, then the main plan (last)."""
+    return list(inputs[-1]) if inputs else []
+
+
+@rule("CTERelationDef")
+def cte_def(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    out = list(inputs[0]) if inputs else []
+    ctx.ctes[str(node.fields.get("id"))] = out
+    return out
+
+
+@rule("CTERelationRef")
+def cte_ref(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """A reference to a CTE: its columns are the definition's, by position (maybe with new exprIds)."""
+    out = attrs_field(node, "output")
+    definition = ctx.ctes.get(str(node.fields.get("cteId")))
+    if definition is None:
+        ctx.note_unknown("CTERelationRef (definition not found)")
+        return out
+    for o, d in zip(out, definition):
+        ctx.graph.add(o.id, d.id, IDENTITY)
+    return out
 
 
 # -- joins ---------------------------------------------------------------------------------------

@@ -151,3 +151,14 @@ def test_merge_into_table_assignments_and_conditions():
                                ("updates", "nv", "DIRECT", "IDENTITY"), ("updates", "nv", "INDIRECT", "CONDITIONAL")}
     assert direct(lin, "id") == {("db.tgt", "id", "IDENTITY"), ("updates", "id", "IDENTITY")}
     assert {("db.tgt", "id", "JOIN"), ("updates", "id", "JOIN")} == ds_edges(lin)
+
+
+def test_cte_kept_by_the_optimizer_is_followed_from_reference_to_definition():
+    cte_def = node("CTERelationDef", [node("Project", [relation([("a", 1), ("b", 2)])],
+                                           projectList=[alias(call("Add", attr("a", 1), lit(1)), "x", 30)], child=0)],
+                   child=0, id=7, originalPlanWithPredicates=None, underSubquery=False)
+    ref = node("CTERelationRef", [], cteId=7, _resolved=True, output=[attr("x", 31)], isStreaming=False)
+    plan = write(node("WithCTE", [cte_def, node("Project", [ref], projectList=[attr("x", 31)], child=0)], plan=1, cteDefs=[0]))
+    lin = analyze_record(record(plan, ["x"]))
+    assert not lin.approximate
+    assert direct(lin, "x") == {("src", "a", "TRANSFORMATION")}

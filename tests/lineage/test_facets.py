@@ -87,3 +87,11 @@ def test_validator_reports_a_broken_facet():
         "fields": {"c": {"inputFields": [{"namespace": "a", "name": "b"}]}}}}}]
     problems = validate_event(ev)
     assert problems and "'field' is a required property" in problems[0]
+
+
+def test_indirect_in_fields_copies_dataset_influences_into_every_field():
+    q = node("Filter", [relation([("a", 1), ("b", 2)])], condition=call("GreaterThan", attr("b", 2), lit(0)), child=0)
+    lin = analyze_record(record(write(node("Project", [q], projectList=[attr("a", 1)], child=0)), ["a"]))
+    _, [out] = datasets_for([lin], indirect_in_fields=True)
+    subtypes = {(f.field, t.subtype) for f in out.facets["columnLineage"].fields["a"].inputFields for t in f.transformations}
+    assert subtypes == {("a", "IDENTITY"), ("b", "FILTER")}

@@ -271,3 +271,20 @@ def test_union_of_60_branches(env):
     df = reduce(lambda a, b: a.unionAll(b), [o.select("id", (F.col("amount") + i).alias("amount")) for i in range(60)])
     lin = lin_of(env, env.plan_only(df))
     assert direct(lin, "amount") == {("orders", "amount", "TRANSFORMATION")}
+
+
+def test_masking_functions(env):
+    o = env.spark.read.parquet(env.orders)
+    df = o.select(F.expr("mask(note)").alias("m"), F.hash("note").alias("h"), F.xxhash64("note").alias("x"),
+                  F.crc32("note").alias("c"), F.sha1("note").alias("s1"), F.md5("note").alias("m5"),
+                  F.upper("note").alias("plain"))
+    lin = lin_of(env, env.write_parquet(df))
+    for col in ("m", "h", "x", "c", "s1", "m5"):
+        assert [(e.field, e.masking) for e in lin.columns[col]] == [("note", True)], col
+    assert [e.masking for e in lin.columns["plain"]] == [False]
+
+
+def test_user_sort_within_partitions_before_a_write_is_a_sort_edge(env):
+    o = env.spark.read.parquet(env.orders)
+    lin = lin_of(env, env.write_parquet(o.sortWithinPartitions("day").select("id")))
+    assert ds_edges(lin) == {("orders", "day", "SORT")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from airflow_provider_lineage.lineage import analyze_record
-from tests.lineage.helpers import check_properties, direct, ds_edges
+from tests.lineage.helpers import check_properties, direct, ds_edges, edges
 
 
 def test_partitioned_file_write_has_no_sort_edge_from_the_writer(env):
@@ -95,3 +95,30 @@ def test_jdbc_write_and_read_are_datasets_of_the_database(env):
     check_properties(lin)
     assert direct(lin, "a2") == {("LIN_OUT", "a2", "IDENTITY")}
     assert lin.inputs[0][0].namespace == "derby:memory:lineage"
+
+
+def test_merge_into_is_planned_even_when_the_table_cannot_run_it(env):
+    """A V1 parquet table rejects MERGE at planning time, after optimisation: the failed write's
+    record carries a real ``MergeIntoTable`` plan (no row-level V2 table is available here)."""
+    spark = env.spark
+    spark.sql("DROP TABLE IF EXISTS lin_merge")
+    spark.sql("CREATE TABLE lin_merge (cust_id BIGINT, total DOUBLE) USING parquet")
+
+    def w() -> None:
+        try:
+            spark.sql("MERGE INTO lin_merge t USING orders s ON t.cust_id = s.cust_id "
+                      "WHEN MATCHED AND s.note <> 'x' THEN UPDATE SET total = s.amount * 2 "
+                      "WHEN NOT MATCHED THEN INSERT (cust_id, total) VALUES (s.cust_id, s.amount)")
+        except Exception:
+            pass
+
+    rec = env.capture(w)
+    assert rec.command == "MergeIntoTable"
+    lin = analyze_record(rec)
+    check_properties(lin)
+    assert lin.output.table == "spark_catalog.default.lin_merge"
+    assert [n for n, _ in lin.output_fields] == ["cust_id", "total"]
+    assert direct(lin, "total") == {("lin_merge", "total", "IDENTITY"), ("orders", "amount", "TRANSFORMATION"),
+                                    ("orders", "amount", "IDENTITY")}
+    assert ("orders", "note", "INDIRECT", "CONDITIONAL") in edges(lin, "total")
+    assert ds_edges(lin) == {("lin_merge", "cust_id", "JOIN"), ("orders", "cust_id", "JOIN")}

@@ -26,12 +26,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent.parent))
 
-import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from sieve_data import LAYOUTS, Layout, append_keys, build_layout, describe, load_keys  # noqa: E402
-from sieve_methods import METHODS, Runner, spark_session  # noqa: E402
-from sieve_queries import SWEEP_FRACTIONS, Query, Truth, make_queries  # noqa: E402
+import numpy as np
+import pyarrow.parquet as pq
+from sieve_data import LAYOUTS, Layout, append_keys, build_layout, describe, load_keys
+from sieve_methods import METHODS, Runner, spark_session
+from sieve_queries import SWEEP_FRACTIONS, Query, Truth, make_queries
 
 COLUMNS = {"generated": ("l_orderkey", "l_shipdate"), "adversarial": ("l_shipdate",),
            "late": ("l_shipdate",), "shuffled": ("l_shipdate",)}
@@ -52,7 +51,7 @@ def sieve_available() -> str:
     """Empty string when ``airflow_provider_lineage.sieve`` can be used, else why not."""
     try:
         from airflow_provider_lineage.sieve import build, open_index, read  # noqa: F401
-    except Exception as exc:  # ImportError or a half-written module
+    except Exception as exc:  # ImportError or a half-written module  # noqa: BLE001
         return f"{type(exc).__name__}: {exc}"
     return ""
 
@@ -109,7 +108,7 @@ class Case:
         out["key_column"] = {"raw_bytes": self.layout.rows * KEY_WIDTH[self.column],
                              "width": KEY_WIDTH[self.column],
                              "parquet_compressed_bytes": comp, "parquet_uncompressed_bytes": unc,
-                             "distinct_keys": int(len(self.truth.unique))}
+                             "distinct_keys": len(self.truth.unique)}
         log(f"[{self.name}] min/max: footers {out['minmax_footer_seconds']:.2f}s, "
             f"Spark scan {out['minmax_spark_seconds']:.2f}s")
         if self.sieve_error:
@@ -123,7 +122,7 @@ class Case:
             stats = build(self.spark, str(self.layout.root), self.column, index_path=self.index_path,
                           error_bound=self.args.error_bound)
             out["sieve_build_seconds"] = time.perf_counter() - t0
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, not fatal
             self.sieve_error = f"build failed: {type(exc).__name__}: {exc}"
             out["sieve_error"] = self.sieve_error
             self.methods = [m for m in self.methods if m != "sieve"]
@@ -172,7 +171,7 @@ class Case:
             ex = self.truth.exact_files(q)
             n, _ = self.truth.result(q)
             rec: dict[str, Any] = {"kind": q.kind, "group": q.group, "label": q.label, "lo": q.lo, "hi": q.hi,
-                                   "exact_files": int(len(ex)), "exact_bytes": int(self.runner.sizes[ex].sum()),
+                                   "exact_files": len(ex), "exact_bytes": int(self.runner.sizes[ex].sum()),
                                    "rows": n, "all_files_needed": bool(len(ex) == len(self.layout.files)),
                                    "methods": {}}
             order = self.methods[qi % len(self.methods):] + self.methods[: qi % len(self.methods)]
@@ -202,7 +201,7 @@ class Case:
     def safe_run(self, m: str, q: Query, ex: np.ndarray) -> Any:
         try:
             return self.runner.run(m, q, ex)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded as a violation
             self.violation(f"{m} {q.kind} {q.label}: raised {type(exc).__name__}: {str(exc)[:300]}")
             return None
 
@@ -223,7 +222,7 @@ class Case:
                       np.concatenate([self.keys["rowsum"], app["rowsum"]]), n_files)
         probes = [Query("point", int(app[self.column][0]), int(app[self.column][0]), "in-data", "appended key"),
                   Query("range", int(app[self.column][0]), int(app[self.column][0]) + 30, "in-data", "appended range")]
-        out: dict[str, Any] = {"append_rows": int(len(app["rowsum"])),
+        out: dict[str, Any] = {"append_rows": len(app["rowsum"]),
                                "append_bytes": os.path.getsize(self.layout.append_file)}
         try:
             shutil.copyfile(self.layout.append_file, target)
@@ -238,7 +237,7 @@ class Case:
             out["sync_delete_seconds"] = time.perf_counter() - t0
             out["sync_delete_report"] = rep.to_dict()
             self._probe(probes, base, "after delete")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded as a violation
             self.violation(f"sync test raised {type(exc).__name__}: {str(exc)[:300]}")
         finally:
             if target.exists():
@@ -357,13 +356,15 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         loud(f"Sieve is not available ({sieve_error}): running the baselines only")
     own_session = spark is None
     spark = spark or spark_session()
+    listing = spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold")
     results: dict[str, Any] = {
         "version": 1, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "config": {"scale": a.scale, "files": a.files, "layouts": layouts, "quick": a.quick, "points": a.points,
                    "ranges": a.ranges, "warmup": a.warmup, "repeats_full": a.repeats_full,
                    "late_days_per_file": a.late_days_per_file, "error_bound": a.error_bound,
                    "spark": {"version": spark.version, "master": spark.sparkContext.master,
-                             "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "default (1g)")},
+                             "driver_memory": spark.sparkContext.getConf().get("spark.driver.memory", "default (1g)"),
+                             "parallel_listing_threshold": listing},
                    "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                "python": platform.python_version()}},
         "sieve_error": sieve_error, "layouts": {}, "cases": [], "violations": [],
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                 case.run_queries()
                 case.sync_test()
                 case.floor()
-            except Exception as exc:  # keep the other cases; the report shows what broke
+            except Exception as exc:  # noqa: BLE001  # keep the other cases; the report shows what broke
                 case.violation(f"case aborted: {type(exc).__name__}: {str(exc)[:500]}")
             case.out["methods"] = case.methods
             case.out["sieve_error"] = case.sieve_error

@@ -13,7 +13,6 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-
 from sieve_data import ADV_TARGET_START, days, to_date
 
 SWEEP_FRACTIONS = (0.0005, 0.002, 0.01, 0.05, 0.2, 0.5, 1.0)
@@ -99,7 +98,7 @@ def make_queries(layout: str, column: str, truth: Truth, n_points: int = 50, n_r
     gap_share = 0.4 if adversarial else 0.2
     out: list[Query] = []
     # ---- points
-    n_gap = int(round(n_points * gap_share))
+    n_gap = round(n_points * gap_share)
     if adversarial:
         g_lo, g_hi = days(dt.date(1999, 1, 1)), days(ADV_TARGET_START) - 1
         gap = [days(dt.date(2003, 1, 1))] + [int(k) for k in rng.integers(g_lo, g_hi + 1, size=max(0, n_gap - 1))]
@@ -112,7 +111,7 @@ def make_queries(layout: str, column: str, truth: Truth, n_points: int = 50, n_r
     for k, g in points:
         out.append(Query("point", k, k, g, f"= {fmt_key(column, k)}"))
     # ---- ranges
-    n_gap_r = int(round(n_ranges * gap_share))
+    n_gap_r = round(n_ranges * gap_share)
     for i in range(n_ranges):
         if column == "l_shipdate":
             w = int(rng.integers(2, 32))
@@ -141,6 +140,6 @@ def make_queries(layout: str, column: str, truth: Truth, n_points: int = 50, n_r
     dmin, dmax = int(truth.unique[0]), int(truth.unique[-1])
     span = dmax - dmin + 1
     for f in sweep:
-        hi = dmin + max(1, int(round(span * f))) - 1 if f < 1 else dmax
+        hi = dmin + max(1, round(span * f)) - 1 if f < 1 else dmax
         out.append(Query("sweep", dmin, hi, "in-data", f"{f * 100:g}% of domain"))
     return out

@@ -34,6 +34,7 @@ import os
 import runpy
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):

@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
                     wall, cpu = submit(data, work / f"mart_c{i}", cap)
                     captured.append(wall)
                     captured_cpu.append(cpu)
-                    timings = json.loads((cap / STATUS_FILE).read_text())["timings"]
+                    status = json.loads((cap / STATUS_FILE).read_text())
+                    if status["problems"]:
+                        raise SystemExit(f"capture problems in the driver: {status['problems']}")
+                    timings = status["timings"]
                     driver.append(sum(timings.values()))
                     w, n_out = worker_side(cap)
                     assert n_out == 1, "the captured run must yield the mart as output dataset"

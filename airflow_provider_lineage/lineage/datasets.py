@@ -82,7 +82,7 @@ def dataset_for_location(uri: str, table: str | None = None) -> DatasetRef:
 
 def dataset_for_jdbc(url: str, dbtable: str | None, table: str | None = None) -> DatasetRef:
     """``jdbc:<driver>://host:port/db?...`` + ``dbtable`` -> ``<driver>://host:port`` + ``db.dbtable``."""
-    rest = url[len("jdbc:"):] if url.startswith("jdbc:") else url
+    rest = url.removeprefix("jdbc:")
     driver, _, tail = rest.partition(":")
     driver = _JDBC_ALIASES.get(driver.lower(), driver.lower())
     db = ""

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from airflow_provider_lineage.lineage.graph import (
     AGGREGATION,
     CONDITIONAL,
+    FILTER,
     IDENTITY,
     TRANSFORMATION,
     WINDOW,
-    FILTER,
     Trans,
     compose,
 )

@@ -24,7 +24,11 @@ from openlineage.client.generated import schema_dataset as sd
 from openlineage.client.generated import symlinks_dataset as sy
 from openlineage.client.generated.base import DatasetFacet
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef, symlink_namespace, table_name_without_catalog
+from airflow_provider_lineage.lineage.datasets import (
+    DatasetRef,
+    symlink_namespace,
+    table_name_without_catalog,
+)
 from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
 
 #: ``_producer`` of every facet this package emits.

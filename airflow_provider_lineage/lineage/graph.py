@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Union
 
 from airflow_provider_lineage.lineage.datasets import DatasetRef
 
@@ -57,7 +56,7 @@ def compose(outer: Trans, inner: Trans) -> Trans:
     return Trans(DIRECT, sub, mask)
 
 
-Vertex = Union[int, str]
+Vertex = int | str
 Source = tuple[DatasetRef, str]
 Resolved = dict[Source, frozenset[Trans]]
 

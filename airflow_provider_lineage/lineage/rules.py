@@ -13,7 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from airflow_provider_lineage.lineage.graph import GROUP_BY, IDENTITY, JOIN, SORT, FILTER, TRANSFORMATION, CONDITIONAL
+from airflow_provider_lineage.lineage.graph import (
+    CONDITIONAL,
+    FILTER,
+    GROUP_BY,
+    IDENTITY,
+    JOIN,
+    SORT,
+    TRANSFORMATION,
+)
 from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
 
 if TYPE_CHECKING:
@@ -214,7 +222,7 @@ def expand(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr
         for attr, e in zip(out, exprs):
             if e is not None and e.cls == "Literal" and e.fields.get("value") is None:
                 nulled.add(attr.id)
-            if e is not None and not (e.expr_id() == attr.id):
+            if e is not None and e.expr_id() != attr.id:
                 ctx.expr(attr.id, e)
     if any(a.name == "gid" for a in out):  # RewriteDistinctAggregates, not ROLLUP/CUBE (spark_grouping_id)
         ctx.distinct_inputs.update(nulled)
@@ -353,7 +361,7 @@ def hive_relation(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> li
 @rule("MergeIntoTable")
 def merge_into(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
     """MERGE: target column <- itself (rows left alone) and every assigned value; conditions are influences."""
-    target, source = (inputs + [[], []])[:2]
+    target = inputs[0] if inputs else []
     cond = node.tree_field("mergeCondition")
     if cond is not None:
         ctx.influence(cond, JOIN)

@@ -5,6 +5,7 @@ Every test feeds the engine a REAL plan: it performs a write on local Spark insi
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.errors import PySparkException
 
 from airflow_provider_lineage.capture.listener import CaptureSession, drain
 from airflow_provider_lineage.capture.records import CaptureRecord, collapse_nested
@@ -53,10 +55,8 @@ class LineageEnv:
         target = self.base / "exists"
 
         def w() -> None:
-            try:
+            with contextlib.suppress(PySparkException):
                 df.write.mode("errorifexists").parquet(str(target))
-            except Exception:
-                pass
 
         rec = self.capture(w)
         assert rec.optimized_plan, rec.capture_error

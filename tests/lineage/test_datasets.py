@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef, dataset_for_jdbc, dataset_for_location, symlink_namespace
+from airflow_provider_lineage.lineage.datasets import (
+    DatasetRef,
+    dataset_for_jdbc,
+    dataset_for_location,
+    symlink_namespace,
+)
 
 
 @pytest.mark.parametrize(

@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 from airflow_provider_lineage.lineage import analyze_record
 from airflow_provider_lineage.lineage.facets import PRODUCER, datasets_for
 from airflow_provider_lineage.lineage.validate import find_spec_dir, validate_event
-from tests.lineage.test_engine import record, write
 from tests.lineage.synthetic import alias, attr, call, lit, node, relation
+from tests.lineage.test_engine import record, write
 
 
 def event(ins, outs) -> dict:
-    ev = RunEvent(eventType=RunState.COMPLETE, eventTime=dt.datetime.now(dt.timezone.utc).isoformat(),
+    ev = RunEvent(eventType=RunState.COMPLETE, eventTime=dt.datetime.now(dt.UTC).isoformat(),
                   run=Run(runId=str(uuid.uuid4())), job=Job(namespace="test", name="job"), producer=PRODUCER,
                   inputs=ins, outputs=outs)
     return json.loads(Serde.to_json(ev))

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 from airflow_provider_lineage.lineage.datasets import DatasetRef
 from airflow_provider_lineage.lineage.graph import (
-    AGGREGATION, CONDITIONAL, FILTER, IDENTITY, TRANSFORMATION, ColumnGraph, Trans, compose,
+    AGGREGATION,
+    CONDITIONAL,
+    FILTER,
+    IDENTITY,
+    TRANSFORMATION,
+    ColumnGraph,
+    Trans,
+    compose,
 )
 
 

@@ -15,9 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-#: Where the spec folder is looked for when no ``spec_dir`` is given (first existing wins).
+#: Where the spec folder is looked for when no ``spec_dir`` is given (first existing wins): the
+#: environment variable, then ``shared/openlineage-spec`` beside the checkout (how CI lays it out).
 SPEC_DIR_ENV = "OPENLINEAGE_SPEC_DIR"
-_DEFAULT_DIRS = ("/work/shared/openlineage-spec",)
+_CHECKOUT = Path(__file__).resolve().parents[2]
+_DEFAULT_DIRS = (str(_CHECKOUT.parent / "shared" / "openlineage-spec"),)
 
 
 def find_spec_dir(spec_dir: str | os.PathLike[str] | None = None) -> Path | None:

@@ -78,7 +78,7 @@ class TestSparkLineageSubmitOperator:
         op = SparkLineageSubmitOperator(task_id="t", application="a.py", deploy_mode="cluster")
         assert op.resolved_deploy_mode() == "cluster"
 
-    def test_records_become_operator_lineage(self, spark, tmp_path: Path) -> None:  # noqa: ANN001
+    def test_records_become_operator_lineage(self, spark, tmp_path: Path) -> None:
         from pyspark.sql import functions as F
 
         src, dst, cap = tmp_path / "src", tmp_path / "dst", tmp_path / "cap"
@@ -117,3 +117,43 @@ class TestSparkLineageSubmitOperator:
         assert any("left no status file" in p.message for p in result.problems)
         facet = op.get_openlineage_facets_on_failure(None).run_facets["extractionError"]
         assert facet.failedTasks >= 1
+
+
+class TestFailingApplication:
+    """A real spark-submit of an application that writes, then raises: FAIL event, the write still reported."""
+
+    def test_fail_event_with_error_and_the_successful_write(
+        self, tmp_path: Path, ol_unconfigured: None, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import sys
+        from types import SimpleNamespace
+
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[1]"}))
+        monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+        monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + ":" + __import__("os").environ["PATH"])
+        events_file = tmp_path / "events.jsonl"
+        out = tmp_path / "out"
+        out.mkdir()
+        op = SparkLineageSubmitOperator(
+            task_id="failing",
+            application=str(Path(__file__).parents[1] / "capture" / "apps" / "stop_then_raise.py"),
+            application_args=[str(out)],
+            conf={"spark.ui.enabled": "false"},
+            openlineage_config={"transport": {"type": "file", "log_file_path": str(events_file), "append": True}},
+        )
+        pushed: dict[str, object] = {}
+        # the seam: a task-instance stand-in carrying only what execute() reads (ids) and xcom_push
+        ti = SimpleNamespace(
+            dag_id="adhoc_dag", task_id="failing", run_id="manual__1", try_number=1, map_index=-1,
+            xcom_push=lambda key, value: pushed.__setitem__(key, value),
+        )
+        with pytest.raises(Exception, match="spark-submit"):
+            op.execute({"ti": ti})  # type: ignore[arg-type]
+        events = [json.loads(line) for line in events_file.read_text().splitlines()]
+        assert [e["eventType"] for e in events] == ["START", "FAIL"]
+        fail = events[1]
+        assert "spark-submit" in fail["run"]["facets"]["errorMessage"]["message"]
+        assert fail["run"]["facets"]["errorMessage"]["programmingLanguage"] == "python"
+        assert [o["name"] for o in fail["outputs"]] == [str(out / "stopped_out")]
+        assert pushed["lineage_outputs"][0]["name"] == str(out / "stopped_out")  # type: ignore[index]
+        assert op.application.endswith("stop_then_raise.py")  # restored after the run

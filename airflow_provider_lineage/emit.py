@@ -260,7 +260,7 @@ def build_event(
 
     return RunEvent(
         eventType=RunState[event_type],
-        eventTime=(event_time or dt.datetime.now(dt.timezone.utc)).isoformat(),
+        eventTime=(event_time or dt.datetime.now(dt.UTC)).isoformat(),
         run=Run(runId=run_id, facets=run_facets or {}),
         job=Job(namespace=job_namespace, name=job_name, facets=job_facets or {}),
         inputs=list(inputs),

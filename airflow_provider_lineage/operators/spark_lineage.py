@@ -352,7 +352,7 @@ def _task_run_identity(ti: Any, op: SparkLineageSubmitOperator) -> ParentRun:
     run_id = str(getattr(ti, "run_id", ""))
     import datetime as dt
 
-    instant = dt.datetime.now(dt.timezone.utc)
+    instant = dt.datetime.now(dt.UTC)
     namespace = os.environ.get("OPENLINEAGE_NAMESPACE", "default")
     return ParentRun(
         namespace=namespace,

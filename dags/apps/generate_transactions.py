@@ -34,7 +34,7 @@ def generate(out_dir: str | Path, rows: int = 5000, seed: int = 7) -> Path:
             "customer_id": pa.array(rng.integers(1, 500, rows, dtype=np.int64)),
             "txn_date": pa.array([start + dt.timedelta(days=int(d)) for d in day], pa.date32()),
             "txn_ts": pa.array(
-                [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(days=int(d), seconds=int(s))
+                [dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(d), seconds=int(s))
                  for d, s in zip(day, seconds)],
                 pa.timestamp("us", tz="UTC"),
             ),

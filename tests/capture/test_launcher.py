@@ -158,7 +158,7 @@ class TestLauncherSubprocess:
 
 
 class TestCaptureRuntimeInProcess:
-    def test_records_dataframe_and_sql_writes_and_status(self, spark, tmp_path: Path) -> None:  # noqa: ANN001
+    def test_records_dataframe_and_sql_writes_and_status(self, spark, tmp_path: Path) -> None:
         runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_CAPTURE_DIR": str(tmp_path / "cap")})
         try:
             runtime.on_session(spark)
@@ -175,7 +175,7 @@ class TestCaptureRuntimeInProcess:
         status = json.loads((tmp_path / "cap" / STATUS_FILE).read_text())
         assert status["captured"] == len(records) and status["exit_code"] == 0
 
-    def test_unwritable_capture_dir_is_a_problem_not_an_error(self, spark, tmp_path: Path) -> None:  # noqa: ANN001
+    def test_unwritable_capture_dir_is_a_problem_not_an_error(self, spark, tmp_path: Path) -> None:
         blocker = tmp_path / "file"
         blocker.write_text("x")
         runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_CAPTURE_DIR": str(blocker / "cap")})
@@ -189,7 +189,7 @@ class TestCaptureRuntimeInProcess:
         assert any("cannot write capture records" in p for p in runtime.problems)
         assert len(runtime.records) == 1  # kept in memory even though the folder is unusable
 
-    def test_invalid_configuration_turns_capture_off(self, spark, tmp_path: Path) -> None:  # noqa: ANN001
+    def test_invalid_configuration_turns_capture_off(self, spark, tmp_path: Path) -> None:
         runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_EMIT": "true", "AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG": "{not json"})
         try:
             runtime.on_session(spark)

@@ -2,7 +2,8 @@
 import json
 import sys
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 out = sys.argv[1]
 json.dump({"argv": sys.argv, "name": __name__, "path0": sys.path[0]}, open(out + "/argv.json", "w"))

@@ -14,7 +14,21 @@ from typing import Any
 
 import pytest
 
-SPEC_DIR = Path(os.environ.get("OPENLINEAGE_SPEC_DIR", "/work/shared/openlineage-spec"))
+def _spec_dir() -> Path:
+    """``$OPENLINEAGE_SPEC_DIR``, else ``shared/openlineage-spec`` beside the checkout (as CI lays it out)."""
+    try:
+        from airflow_provider_lineage.lineage.validate import find_spec_dir
+
+        found = find_spec_dir()
+        if found is not None:
+            return found
+    except ImportError:
+        pass
+    checkout = Path(__file__).resolve().parents[2]
+    return Path(os.environ.get("OPENLINEAGE_SPEC_DIR") or checkout.parent / "shared" / "openlineage-spec")
+
+
+SPEC_DIR = _spec_dir()
 
 
 @lru_cache(maxsize=1)

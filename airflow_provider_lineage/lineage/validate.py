@@ -85,6 +85,21 @@ def validate_event(event: Any, spec_dir: str | os.PathLike[str] | None = None) -
     return problems
 
 
+def facet_schemas_used(event: Any, spec_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """File names of the facet schemas (``facets/*.json``) that :func:`validate_event` checks for ``event``."""
+    found = find_spec_dir(spec_dir)
+    if found is None:
+        return []
+    _registry, _schemas, facet_by_key = _load(str(found))
+    used = {
+        facet_by_key[key].rsplit("/", 1)[-1]
+        for _where, facets in _facet_dicts(_as_dict(event))
+        for key in facets
+        if key in facet_by_key
+    }
+    return sorted(used)
+
+
 def _as_dict(event: Any) -> dict[str, Any]:
     if isinstance(event, dict):
         return event

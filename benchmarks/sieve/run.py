@@ -335,7 +335,16 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
     p.add_argument("--chart", default=str(HERE / "sieve_benchmark.png"))
     p.add_argument("--json", default=str(HERE / "out" / "results.json"))
+    p.add_argument("--from-json", default=None, help="only re-render the report and chart from a results JSON")
     a = p.parse_args(argv)
+    if a.from_json:
+        from sieve_report import write_chart, write_report
+
+        results = json.loads(Path(a.from_json).read_text())
+        write_chart(results, Path(a.chart))
+        write_report(results, Path(a.report), Path(a.chart))
+        log(f"wrote {a.report}, {a.chart} from {a.from_json}")
+        return 1 if results["violations"] else 0
     a.scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
     a.files = a.files or (20 if a.quick else 200)
     a.points = a.points if a.points is not None else (8 if a.quick else 50)
@@ -392,6 +401,8 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
             results["cases"].append(case.out)
             results["violations"].extend(case.violations)
             print_case(case.out)
+            Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.json).write_text(json.dumps(results, indent=1, default=str))  # partial, per case
     results["total_seconds"] = time.perf_counter() - t_start
     if own_session:
         spark.stop()

@@ -1,6 +1,7 @@
 """Shared fixtures: one real local Spark session per test run, sized for a 2-core machine."""
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -14,6 +15,9 @@ os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+# py4j logs INFO lines while its connections close at interpreter exit, after pytest has closed the
+# streams logging writes to ("--- Logging error ---"); its warnings still show.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

@@ -181,14 +181,21 @@ class CostResults:
 
 
 def _capture_one(spark: SparkSession, write: Callable[[], None]) -> Any:
-    from airflow_provider_lineage.capture.listener import CaptureSession
+    from airflow_provider_lineage.capture.listener import CaptureSession, drain
     from airflow_provider_lineage.capture.records import collapse_nested
 
+    drain(spark)  # events of earlier writes still queued would reach the new listener
     with CaptureSession(spark) as cap:
         write()
+        # big plans take the listener a while (plan JSON + relation walk over py4j); wait for it here,
+        # the session's own drain gives up after 60 s and then the event would be lost
+        drain(spark, 600)
     recs = [r for r in collapse_nested(cap.records) if r.status == "success"]
     if len(recs) != 1:
-        raise RuntimeError(f"expected one captured write, got {len(recs)}: {[r.command for r in cap.records]}")
+        errors = cap.listener.errors if cap.listener else []
+        raise RuntimeError(
+            f"expected one captured write, got {len(recs)}: {[r.command for r in cap.records]}; listener errors {errors}"
+        )
     return recs[0]
 
 

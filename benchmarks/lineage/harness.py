@@ -73,7 +73,7 @@ class ScenarioResult:
 
 def run_scenario(ctx: Ctx, sc: Scenario, analyze: Analyzer, records_dir: Path | None = None) -> ScenarioResult:
     """Run ``sc`` inside a ``CaptureSession``, analyse every successful write, score against the reference."""
-    from airflow_provider_lineage.capture.listener import CaptureSession
+    from airflow_provider_lineage.capture.listener import CaptureSession, drain
     from airflow_provider_lineage.capture.records import collapse_nested
 
     started = time.perf_counter()
@@ -85,6 +85,7 @@ def run_scenario(ctx: Ctx, sc: Scenario, analyze: Analyzer, records_dir: Path | 
     try:
         if sc.setup:
             sc.setup(ctx)
+        drain(ctx.spark)  # events of earlier writes still queued would reach the new listener
         with CaptureSession(ctx.spark) as cap:
             sc.run(ctx)
         records = collapse_nested(cap.records)

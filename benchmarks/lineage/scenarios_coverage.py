@@ -92,6 +92,18 @@ _add(
             {"JOIN": cols(TX, "merchant_id", "mcc") + cols("merchants", "merchant_id", "mcc")})],
 )
 
+_add(
+    "join_expr_key_sql", "sql", "Join (on computed keys)",
+    _sql("join_expr_key_sql", "SELECT t.txn_id, c.segment, t.amount * c.risk_score AS weighted FROM transactions t "
+         "JOIN customers c ON t.customer_id + 0 = c.customer_id AND lower(t.country) = lower(c.country)"),
+    [Expect("join_expr_key_sql", {
+        "txn_id": [I("transactions.txn_id")],
+        "segment": [I("customers.segment")],
+        "weighted": [T("transactions.amount"), T("customers.risk_score")],
+    }, {"JOIN": cols(TX, "customer_id", "country") + cols(CU, "customer_id", "country")})],
+    notes="Join keys computed by expressions: the columns under the expressions are the JOIN influences.",
+)
+
 
 def _join_left_df(ctx: Ctx) -> None:
     from pyspark.sql import functions as F

@@ -81,15 +81,55 @@ def _warn(msg: str) -> None:
     warnings.warn(msg, SieveFallbackWarning, stacklevel=3)
 
 
-def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_path: str | None = None) -> Any:
-    """DataFrame of the rows matching ``predicate``, reading only files the index cannot exclude."""
+# A candidate set covering at least this share of the live files is read as the whole table: one
+# directory listing (exactly what a full read does) costs less than per-path handling of an
+# explicit file list, and reading a superset of the candidates never changes the answer.
+FULL_READ_SHARE = 0.9
+_LISTING_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def _read_paths(spark: Any, schema: Any, root: str, files: list[str]) -> Any:
+    """Read an explicit file list without Spark's distributed listing job.
+
+    Spark lists more than ``parallelPartitionDiscovery.threshold`` (default 32) explicit paths with
+    a distributed job (about a second locally). The file index is built eagerly when the DataFrame
+    is created, so the threshold is raised for that call only and restored at once: the caller's
+    session keeps its setting (a concurrent read in another thread of the same session may list its
+    own paths on the driver meanwhile, which changes nothing but where the listing runs).
+    """
+    reader = spark.read.schema(schema).option("basePath", root)
+    try:
+        current = int(spark.conf.get(_LISTING_THRESHOLD_KEY, "32"))
+    except (ValueError, TypeError):
+        current = 32
+    if len(files) <= current:
+        return reader.parquet(*files)
+    old = spark.conf.get(_LISTING_THRESHOLD_KEY, None)
+    spark.conf.set(_LISTING_THRESHOLD_KEY, str(len(files) + 1))
+    try:
+        return reader.parquet(*files)
+    finally:
+        if old is None:
+            spark.conf.unset(_LISTING_THRESHOLD_KEY)
+        else:
+            spark.conf.set(_LISTING_THRESHOLD_KEY, old)
+
+
+def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_path: str | None = None,
+         full_read_share: float = FULL_READ_SHARE) -> Any:
+    """DataFrame of the rows matching ``predicate``, reading only files the index cannot exclude.
+
+    When the candidates are at least ``full_read_share`` of the table's live files (all of them
+    with ``1.0``), the table is read exactly as a full read would (root + filter), which avoids the
+    per-path overhead of an explicit file list; the answer is the same either way.
+    """
     from pyspark.sql import types as T
 
     ref = resolve_table(table, spark)
     try:
         idx = open_index(table, column, index_path=index_path, spark=spark)
         kt = idx.key_type
-        if idx.is_stale():
+        if idx.is_stale():  # one listing of the table (no Spark)
             raise IndexUnavailable(f"the table's files changed since index version {idx.manifest.version}: "
                                    "run sieve sync")
         files = idx.candidates(predicate)
@@ -113,4 +153,10 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
                            if column in schema.names else kt)
     if not files:
         return spark.createDataFrame([], schema)
-    return (spark.read.schema(schema).option("basePath", ref.root).parquet(*files).filter(cond))
+    live = len(idx.manifest.files)
+    if live and len(files) >= full_read_share * live:
+        # (Nearly) every file is needed: read the table as a full read would.
+        if ref.kind == "catalog":
+            return spark.table(ref.name).filter(cond)
+        return spark.read.schema(schema).parquet(ref.root).filter(cond)
+    return _read_paths(spark, schema, ref.root, files).filter(cond)

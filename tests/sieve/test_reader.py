@@ -105,3 +105,43 @@ def test_pruned_read_equals_full_read(spark, initial, ops, mode, preds) -> None:
                 assert _rows(S.read(spark, root, "k", pred)) == _rows(_full(spark, root, pred)), pred
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture()
+def wide_table(tmp_path) -> str:
+    """40 files (more than Spark's default listing threshold of 32), keys 0..39 one per file, plus 100."""
+    root = str(tmp_path / "wide")
+    for i in range(40):
+        write_file(f"{root}/f{i:02d}.parquet", [i, 100])
+    S.build(None, root, "k")
+    return root
+
+
+def test_all_files_needed_reads_the_table_root(spark, wide_table) -> None:
+    # Every file holds key 100: the read is the plain full read (root + filter), not a file list.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", S.SieveFallbackWarning)
+        df = S.read(spark, wide_table, "k", S.Eq(100))
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    assert len(df.inputFiles()) == 40
+    assert _rows(df) == _rows(_full(spark, wide_table, S.Eq(100)))
+    # The relation's file index has the table root as its only root path.
+    roots = df._jdf.queryExecution().analyzed().collectLeaves().head().relation().location().rootPaths()
+    assert roots.size() == 1 and roots.head().toString().rstrip("/").endswith("wide"), plan
+
+
+def test_nearly_all_files_read_as_table_and_share_is_tunable(spark, wide_table) -> None:
+    pred = S.Range(0, 37)  # 38 of 40 files (95 %)
+    df = S.read(spark, wide_table, "k", pred)
+    assert len(df.inputFiles()) == 40 and _rows(df) == _rows(_full(spark, wide_table, pred))
+    df = S.read(spark, wide_table, "k", pred, full_read_share=1.0)
+    assert len(df.inputFiles()) == 38 and _rows(df) == _rows(_full(spark, wide_table, pred))
+
+
+def test_long_file_list_restores_listing_threshold(spark, wide_table) -> None:
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key)
+    pred = S.Range(0, 34)  # 35 files > 32, < 90 % of 40
+    df = S.read(spark, wide_table, "k", pred)
+    assert spark.conf.get(key) == before
+    assert len(df.inputFiles()) == 35 and _rows(df) == _rows(_full(spark, wide_table, pred))

@@ -3,6 +3,8 @@
 Folder (default ``<table_root>/_sieve/<column>/``)::
 
     manifest-00000007.json    versioned manifest (JSON + crc32 of its canonical body)
+    files-<token>.svf         the live data files (id, relative path, size, mtime, partition,
+                              rows) of one version (binary, checksummed; named by the manifest)
     segments-<token>.svl      sorted segment list: per segment key range, blocks, budget, file,
                               crc, location set (binary, checksummed)
     seg-<token>.svs           one file per segment: (block, file id, counter) triples
@@ -36,7 +38,7 @@ from .model import Segment
 from .table import FileEntry, TableRef
 
 MANIFEST_FORMAT = "sieve-manifest"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: the file dictionary lives in a files-*.svf file
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
 
@@ -91,17 +93,18 @@ class Manifest:
     dead_files: list[int] = field(default_factory=list)  # removed, maybe still inside segments (mor)
     schema_json: str | None = None
     build_stats: dict[str, Any] = field(default_factory=dict)
+    file_table: FileRef | None = None  # set by IndexStore.commit / load_manifest
 
     def to_json(self) -> str:
-        root = self.table.root
-        files = [[fid, os.path.relpath(f.path, root), f.size, f.mtime_ns, f.partition, f.num_rows]
-                 for fid, f in sorted(self.files.items())]
+        if self.file_table is None:
+            raise ValueError("write the file table first (IndexStore.commit does)")
         body = {
             "format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "version": self.version,
             "created": self.created, "table": self.table.to_dict(), "column": self.column,
             "key_type": self.key_type.to_dict(), "mode": self.mode, "error_bound": self.error_bound,
             "max_segment_keys": self.max_segment_keys, "gap_factor": self.gap_factor,
-            "keep_versions": self.keep_versions, "next_file_id": self.next_file_id, "files": files,
+            "keep_versions": self.keep_versions, "next_file_id": self.next_file_id,
+            "file_table": self.file_table.to_dict(),
             "null_files": sorted(self.null_files),
             "segment_list": self.segment_list.to_dict() if self.segment_list else None,
             "deltas": [d.to_dict() for d in self.deltas], "dead_files": sorted(self.dead_files),
@@ -125,21 +128,22 @@ class Manifest:
             raise IndexUnavailable(f"{what} has format {body.get('format')} v{body.get('format_version')}; "
                                    f"this code reads {MANIFEST_FORMAT} v{MANIFEST_VERSION}: rebuild the index")
         table = TableRef(**body["table"])
-        files = {int(r[0]): FileEntry(os.path.join(table.root, r[1]), int(r[2]), int(r[3]), r[4], r[5])
-                 for r in body["files"]}
         return cls(
             version=body["version"], created=body["created"], table=table, column=body["column"],
             key_type=KeyType.from_dict(body["key_type"]), mode=body["mode"],
             error_bound=body["error_bound"], max_segment_keys=body["max_segment_keys"],
-            gap_factor=body["gap_factor"], keep_versions=body["keep_versions"], files=files,
+            gap_factor=body["gap_factor"], keep_versions=body["keep_versions"], files={},
             next_file_id=body["next_file_id"], null_files=list(body["null_files"]),
             segment_list=FileRef(**body["segment_list"]) if body["segment_list"] else None,
             deltas=[FileRef(**d) for d in body["deltas"]], dead_files=list(body["dead_files"]),
             schema_json=body.get("schema"), build_stats=body.get("build_stats", {}),
+            file_table=FileRef(**body["file_table"]),
         )
 
     def referenced(self) -> set[str]:
         names = {d.name for d in self.deltas}
+        if self.file_table:
+            names.add(self.file_table.name)
         if self.segment_list:
             names.add(self.segment_list.name)
         return names
@@ -189,7 +193,10 @@ class IndexStore:
                                    "concurrent writer?): open the index again") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise IndexUnavailable(f"cannot read {name} ({exc}): rebuild the index") from exc
-        return Manifest.from_json(text, name)
+        manifest = Manifest.from_json(text, name)
+        assert manifest.file_table is not None
+        manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
+        return manifest
 
     # ---- immutable files ---------------------------------------------------------------------
     def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:
@@ -216,15 +223,58 @@ class IndexStore:
                                    "rebuild the index")
         return unseal(magic, data, full)
 
-    def write_segment(self, seg: Segment) -> FileRef:
+    def write_file_table(self, files: dict[int, FileEntry], root: str) -> FileRef:
+        """The live files of one version, column by column (ids, paths, sizes, mtimes, rows)."""
+        items = sorted(files.items())
+        ids = np.fromiter((fid for fid, _ in items), np.int64, len(items))
+        mtimes = np.fromiter((f.mtime_ns for _, f in items), np.int64, len(items))
+        dm = np.diff(mtimes, prepend=np.int64(0))
         w = Writer()
-        for v in (seg.s_min,):
-            w.svarint(v)
+        w.uvarint(len(items))
+        w.uints(np.diff(ids, prepend=np.int64(-1)) - 1)
+        w.blob(b"\0".join(os.path.relpath(f.path, root).encode() for _, f in items))
+        w.uints(np.fromiter((f.size for _, f in items), np.int64, len(items)))
+        w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
+        w.uints(np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for _, f in items), np.int64,
+                            len(items)))
+        w.blob(json.dumps([f.partition for _, f in items], separators=(",", ":")).encode())
+        return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(items))
+
+    def read_file_table(self, ref: FileRef, root: str) -> dict[int, FileEntry]:
+        r = Reader(self._read(ref, b"SVF1"))
+        n = r.uvarint()
+        ids = np.cumsum(r.uints() + 1, dtype=np.int64) - 1
+        blob = r.blob()
+        paths = blob.split(b"\0") if n else []
+        sizes = r.uints()
+        z = r.uints().astype(np.uint64)
+        mtimes = np.cumsum(((z >> np.uint64(1)) ^ (np.uint64(0) - (z & np.uint64(1)))).view(np.int64))
+        rows = r.uints()
+        parts = json.loads(r.blob().decode())
+        if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == len(parts) == n:
+            raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
+                                   "rebuild the index")
+        return {int(ids[i]): FileEntry(os.path.join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
+                                       parts[i], None if rows[i] == 0 else int(rows[i]) - 1)
+                for i in range(n)}
+
+    def write_segment(self, seg: Segment) -> FileRef:
+        """Segment file (format 2): header varints, then three byte-plane columns (see codec).
+
+        Triples are sorted by (block, file id). Columns: block deltas (mostly 0/1), file id deltas
+        within a block (the raw id at a block's first triple) and counters.
+        """
+        w = Writer()
+        w.svarint(seg.s_min)
         for v in (seg.s_max - seg.s_min, seg.b_size, seg.b_count, seg.n_keys):
             w.uvarint(v)
-        w.array(np.diff(seg.blk.astype(np.int64), prepend=np.int64(0)) if len(seg.blk) else seg.blk, "<u4")
-        w.array(seg.fid, "<u4")
-        w.array(seg.cnt, "<u4")
+        blk = seg.blk.astype(np.int64)
+        fid = seg.fid.astype(np.int64)
+        first = np.ones(len(blk), bool)
+        first[1:] = blk[1:] != blk[:-1]
+        w.uints(np.diff(blk, prepend=np.int64(0)))
+        w.uints(np.where(first, fid, np.diff(fid, prepend=np.int64(0))))
+        w.uints(seg.cnt)
         return self._write("seg", ".svs", seal(b"SVS1", bytes(w.buf)))
 
     def read_segment(self, ref: FileRef) -> Segment:
@@ -232,9 +282,19 @@ class IndexStore:
         s_min = r.svarint()
         s_max = s_min + r.uvarint()
         b_size, b_count, n_keys = r.uvarint(), r.uvarint(), r.uvarint()
-        blk = np.cumsum(r.array("<u4"), dtype=np.int64).astype(np.uint32)
-        fid, cnt = r.array("<u4"), r.array("<u4")
-        return Segment(s_min, s_max, b_size, b_count, blk, fid, cnt, n_keys)
+        dblk, dfid, cnt = r.uints(), r.uints(), r.uints()
+        if not len(dblk) == len(dfid) == len(cnt):
+            raise IndexUnavailable(f"segment {ref.name} has columns of different lengths (corrupt): "
+                                   "rebuild the index")
+        blk = np.cumsum(dblk, dtype=np.int64)
+        first = np.ones(len(blk), bool)
+        first[1:] = dblk[1:] != 0
+        run = np.cumsum(dfid, dtype=np.int64)
+        # Restart the running sum at each block's first triple (segmented cumulative sum).
+        starts = np.maximum.accumulate(np.where(first, np.arange(len(blk)), 0)) if len(blk) else blk
+        fid = run - (run[starts] - dfid[starts].astype(np.int64)) if len(blk) else run
+        return Segment(s_min, s_max, b_size, b_count, blk.astype(np.uint32), fid.astype(np.uint32),
+                       cnt.astype(np.uint32), n_keys)
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
         w = Writer()
@@ -250,7 +310,7 @@ class IndexStore:
             name = m.file.name.encode()
             w.uvarint(len(name))
             w.buf += name
-            w.array(np.diff(m.locations.astype(np.int64), prepend=np.int64(0)), "<u4")
+            w.uints(np.diff(m.locations.astype(np.int64), prepend=np.int64(0)))
         return self._write("segments", ".svl", seal(b"SVL1", bytes(w.buf)), len(metas))
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
@@ -267,7 +327,7 @@ class IndexStore:
             ln = r.uvarint()
             name = bytes(r.buf[r.pos:r.pos + ln]).decode()
             r.pos += ln
-            locs = np.cumsum(r.array("<u4"), dtype=np.int64).astype(np.uint32)
+            locs = np.cumsum(r.uints(), dtype=np.int64).astype(np.uint32)
             out.append(SegmentMeta(s_min, s_max, b_size, b_count, budget, used, n_keys,
                                    FileRef(name, nbytes, crc, records), locs))
         return out
@@ -296,6 +356,7 @@ class IndexStore:
         manifest.version = version
         manifest.created = now_iso()
         os.makedirs(self.path, exist_ok=True)
+        manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
         data = manifest.to_json().encode()
         tmp = os.path.join(self.path, f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
         with open(tmp, "wb") as fh:
@@ -307,6 +368,8 @@ class IndexStore:
             _link_if_absent(tmp, target)
         except FileExistsError:
             os.unlink(tmp)
+            _unlink(os.path.join(self.path, manifest.file_table.name))
+            self.written.remove(manifest.file_table.name)
             raise CommitConflict(f"index version {version} at {self.path} was committed by another "
                                  "writer first: retry on the new version") from None
         os.unlink(tmp)

@@ -122,3 +122,45 @@ def test_keep_last_versions_and_delete_unreferenced(table: str) -> None:
         referenced |= m.referenced() | {s.file.name for s in store.read_segment_list(m.segment_list)}
         referenced.add(store.manifest_name(v))
     assert set(os.listdir(store.path)) == referenced
+
+
+def test_old_format_version_is_refused_clearly(table: str) -> None:
+    import struct
+    import zlib
+
+    from airflow_provider_lineage.sieve.codec import seal, unseal
+    from airflow_provider_lineage.sieve.errors import IndexUnavailable
+
+    body = bytearray(seal(b"SVS1", b"payload"))[:-4]
+    body[4] = 1  # a format-1 file, correctly checksummed
+    old = bytes(body) + struct.pack(">I", zlib.crc32(bytes(body)))
+    with pytest.raises(IndexUnavailable, match="format version 1.*rebuild"):
+        unseal(b"SVS1", old, "seg-x.svs")
+    # A format-1 manifest (file list inline) is refused too, so readers fall back to a full read.
+    path = os.path.join(_idx_dir(table), "manifest-00000001.json")
+    import json
+
+    doc = json.loads(open(path).read())
+    doc.pop("checksum")
+    doc["format_version"] = 1
+    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    doc["checksum"] = zlib.crc32(canon.encode())
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    with pytest.raises(IndexUnavailable, match="v1.*rebuild"):
+        S.open_index(table, "k")
+    assert S.sync(None, table, "k").action == "build"
+    assert S.open_index(table, "k").candidates(S.Eq(0)) == [f"{table}/f0.parquet"]
+
+
+def test_file_table_roundtrip(tmp_path) -> None:
+    from airflow_provider_lineage.sieve.table import FileEntry
+
+    store = IndexStore(str(tmp_path / "idx"))
+    root = "/data/t"
+    files = {0: FileEntry(f"{root}/p=1/a b.parquet", 10, 1_700_000_000_123_456_789, {"p": "1"}, 5),
+             3: FileEntry(f"{root}/é.parquet", 0, 5, {}, None),
+             7: FileEntry(f"{root}/z.parquet", 2**40, 1_600_000_000_000_000_000, {}, 0)}
+    ref = store.write_file_table(files, root)
+    assert store.read_file_table(ref, root) == files
+    assert store.read_file_table(store.write_file_table({}, root), root) == {}

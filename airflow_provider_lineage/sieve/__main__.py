@@ -9,11 +9,12 @@ import json
 import sys
 from typing import Any
 
+from .build import DEFAULT_ERROR_BOUND
 from .errors import IndexUnavailable, SieveError
 from .predicates import Eq, In, IsNull, Predicate, Range
 
 EPILOG = """examples:
-  python -m airflow_provider_lineage.sieve build /data/lineitem l_shipdate --error-bound 8
+  python -m airflow_provider_lineage.sieve build /data/lineitem l_shipdate --error-bound 0
   python -m airflow_provider_lineage.sieve query /data/lineitem l_shipdate --eq 1995-03-01
   python -m airflow_provider_lineage.sieve query /data/lineitem l_shipdate --range 1995-01-01:1995-02-01
   python -m airflow_provider_lineage.sieve sync /data/lineitem l_shipdate
@@ -51,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build a new index version from the table's files")
     common(b)
     sparky(b)
-    b.add_argument("--error-bound", type=int, default=8, help="segment error bound e (default 8)")
+    b.add_argument("--error-bound", type=int, default=DEFAULT_ERROR_BOUND,
+                   help=f"segment error bound e (default {DEFAULT_ERROR_BOUND}; larger = cheaper syncs, more files read)")
     b.add_argument("--max-segment-keys", type=int, default=65536, help="segment size cap (default 65536)")
     b.add_argument("--mode", choices=("cow", "mor"), default="cow",
                    help="update mode: cow = copy-on-write, mor = merge-on-read (default cow)")

@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     p.add_argument("--repeats-full", type=int, default=None, help="extra whole-domain runs per method (default 3)")
     p.add_argument("--late-days-per-file", type=int, default=None,
                    help="arrival days per file in the late layout (default 1; --quick: 30)")
-    p.add_argument("--error-bound", type=int, default=8, help="Sieve error bound e")
+    p.add_argument("--error-bound", type=int, default=None, help="Sieve error bound e (default: the product default)")
     p.add_argument("--no-sieve", action="store_true", help="baselines only")
     p.add_argument("--data-dir", default=str(HERE / "data"), help="where data and indexes live (cached)")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
@@ -337,6 +337,10 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     p.add_argument("--json", default=str(HERE / "out" / "results.json"))
     p.add_argument("--from-json", default=None, help="only re-render the report and chart from a results JSON")
     a = p.parse_args(argv)
+    if a.error_bound is None:
+        from airflow_provider_lineage.sieve.build import DEFAULT_ERROR_BOUND
+
+        a.error_bound = DEFAULT_ERROR_BOUND
     if a.from_json:
         from sieve_report import write_chart, write_report
 

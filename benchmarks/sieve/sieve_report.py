@@ -159,7 +159,8 @@ def write_report(results: dict[str, Any], path: Path, chart: Path) -> None:
       "each file, but still opens every footer).")
     w("- Index size: **raw key column** = rows × key width (4 B for a DATE, 8 B for a BIGINT); "
       "**Parquet column** = the key column's compressed chunk sizes summed over the files' footers. "
-      "Index bytes = every file of the committed index version (manifest, segment list, segments).")
+      "Index bytes = every file of the committed index version (manifest, file table, segment list, segments; "
+      "index format 2).")
     w("")
     # ---- layouts
     w("## Layouts")
@@ -222,14 +223,14 @@ def explain_misses(results: dict[str, Any]) -> str:
             elif "files read" in t["target"]:
                 why = ("Sieve's blocks hold the union of locations of all keys in their range: where a location "
                        "set changes faster than the error bound allows, neighbouring keys share a block and add "
-                       "false-positive files.")
+                       "false-positive files (a smaller --error-bound trades index size and sync cost for fewer).")
             elif "index size" in t["target"]:
                 why = ("location sets change at almost every key, so the index degenerates to about one block "
                        "(with its file list) per distinct key.")
             elif "every file" in t["target"]:
-                why = ("Sieve's read adds the index open, a listing of the table for the staleness check and "
-                       "Spark's per-path handling of an explicit file list; noise on a shared machine "
-                       "matters at this size.")
+                why = ("when (nearly) every file is a candidate Sieve reads the table root exactly like the full "
+                       "read, so what remains is the index open and one listing of the table for the staleness "
+                       "check (tens of ms) plus noise on a shared machine, which matters at this size.")
             lines.append(f"- **{c['layout']} / `{c['column']}` — {t['target']}**: wanted {t['want']}, measured "
                          f"{_fmt_target(t).split('|')[3].strip()}. {why}")
     if len(lines) == 2:

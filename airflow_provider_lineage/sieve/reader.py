@@ -140,12 +140,17 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
 
         kt = key_type_from_spark(full.schema[column].dataType, column)
         return full.filter(spark_condition(column, predicate, kt))
+    live = len(idx.manifest.files)
+    whole = bool(files) and live > 0 and len(files) >= full_read_share * live
+    table_df = None  # the plain full read, when it is created anyway (one listing, not two)
     if ref.kind == "catalog":
-        schema = spark.table(ref.name).schema
+        table_df = spark.table(ref.name)
+        schema = table_df.schema
     elif idx.manifest.schema_json:
         schema = T.StructType.fromJson(__import__("json").loads(idx.manifest.schema_json))
     else:
-        schema = spark.read.parquet(ref.root).schema
+        table_df = spark.read.parquet(ref.root)
+        schema = table_df.schema
     # The filter follows the column's Spark type (keys are the same micros for TIMESTAMP and NTZ).
     from .keys import key_type_from_spark
 
@@ -153,10 +158,9 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
                            if column in schema.names else kt)
     if not files:
         return spark.createDataFrame([], schema)
-    live = len(idx.manifest.files)
-    if live and len(files) >= full_read_share * live:
+    if whole:
         # (Nearly) every file is needed: read the table as a full read would.
-        if ref.kind == "catalog":
-            return spark.table(ref.name).filter(cond)
-        return spark.read.schema(schema).parquet(ref.root).filter(cond)
+        if table_df is None:
+            table_df = spark.read.schema(schema).parquet(ref.root)
+        return table_df.filter(cond)
     return _read_paths(spark, schema, ref.root, files).filter(cond)

@@ -136,9 +136,9 @@ def render_cost(cost: CostResults) -> list[str]:
     add = out.append
     add("## Cost: engine time against plan size")
     add("")
-    add("Plans captured from real writes of tiny data; size = plan nodes + expression nodes of the optimized "
-        "plan JSON (the write command's duplicate `analyzedQuery` excluded). Time = median of repeated "
-        "`analyze_record` calls on the captured record (JSON already parsed; capture itself runs in the driver "
+    add("Plans captured from real Parquet writes of empty copies of the inputs (the plan does not depend on row counts); size = plan nodes + expression nodes of the optimized "
+        "plan JSON (the write command's duplicate `analyzedQuery` excluded). Time = best of 7–15 "
+        "`analyze_record` calls (GC off, as `timeit` does; the machine is shared) on the captured record (JSON already parsed; capture itself runs in the driver "
         "and is not included). Linear cost shows as a flat ms / 1k nodes; the last column is ms / 1k nodes "
         "divided by the smallest size's.")
     add("")
@@ -167,8 +167,8 @@ def render_cost(cost: CostResults) -> list[str]:
         add("")
         return out
     add("TPC-H data at scale 0.01 from `tpchgen-cli`, read as temp views. Engine: `analyze_record` on the "
-        "captured write of the query's result (median of 5). sqlglot: `sqlglot.lineage.lineage(column, sql, "
-        "schema=..., dialect='spark')` for every output column with the full schema given (median of 3). "
+        "captured write of the query's result (best of 7). sqlglot: `sqlglot.lineage.lineage(column, sql, "
+        "schema=..., dialect='spark')` for every output column with the full schema given (best of 3). "
         "Same process, same run. Note the engine's figure also covers INDIRECT edges and transformation "
         "types, which sqlglot does not produce.")
     add("")

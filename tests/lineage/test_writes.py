@@ -22,6 +22,15 @@ def test_partitioned_file_write_has_no_sort_edge_from_the_writer(env):
     assert lin.output.namespace == "file" and lin.mode == "Overwrite"
 
 
+def test_string_partition_column_is_identity_through_empty2null(env):
+    o = env.spark.read.parquet(env.orders)
+    rec = env.capture(lambda: o.select("id", "note").write.partitionBy("note").mode("overwrite").parquet(env.out()))
+    assert "Empty2Null" in str(rec.optimized_plan)  # the plan shape this test feeds
+    lin = analyze_record(rec)
+    check_properties(lin)
+    assert direct(lin, "note") == {("orders", "note", "IDENTITY")}
+
+
 def test_save_as_table_then_sql_insert_and_ctas(env):
     spark = env.spark
     spark.sql("DROP TABLE IF EXISTS lin_t")

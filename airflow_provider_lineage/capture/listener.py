@@ -419,17 +419,21 @@ class CaptureSession:
     >>> cap.records
     """
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0) -> None:
         self.spark = spark
+        self.drain_timeout_s = drain_timeout_s
         self.records: list[CaptureRecord] = []
         self.listener: WriteCaptureListener | None = None
 
     def __enter__(self) -> CaptureSession:
+        # events of writes that ran before the block are still queued: deliver them first, so they
+        # do not reach this block's listener
+        drain(self.spark, self.drain_timeout_s)
         self.listener = install(self.spark, self.records.append)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        drain(self.spark)
+        drain(self.spark, self.drain_timeout_s)
         if self.listener is not None:
             try:
                 self.spark._jsparkSession.listenerManager().unregister(self.listener)

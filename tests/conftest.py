@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="apl-airflow-home-"))
 os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Python workers must run this interpreter (with pyarrow/pandas), not whatever python3 is on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 # py4j logs INFO lines while its connections close at interpreter exit, after pytest has closed the

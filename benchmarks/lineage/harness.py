@@ -21,8 +21,13 @@ Analyzer = Callable[[Any], Any]
 
 def make_spark(work: Path, app: str = "lineage-benchmark") -> SparkSession:
     """One small local session: ``local[2]``, 2 shuffle partitions, no UI, warehouse under ``work``."""
+    import os
+    import sys
+
     from pyspark.sql import SparkSession
 
+    # Python UDF workers must run this interpreter (it has pyarrow/pandas), not python3 from PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work.mkdir(parents=True, exist_ok=True)
     spark = (
         SparkSession.builder.master("local[2]")

@@ -1,8 +1,10 @@
 """Shared fixtures: one real local Spark session per test run, sized for a 2-core machine."""
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import pytest
 
 # Airflow reads AIRFLOW_HOME at import time: give every test run its own, outside the checkout.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="apl-airflow-home-"))
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, True)
 os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Python workers must run this interpreter (with pyarrow/pandas), not whatever python3 is on PATH.

@@ -19,38 +19,13 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, RelationInfo
+from airflow_provider_lineage.capture.records import WRITE_COMMANDS, CaptureRecord, OutputInfo, RelationInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-#: Simple class names of the logical commands that write data (resolved, as the listener sees them,
-#: plus the unresolved statements a failed analysis leaves in ``QueryExecution.logical``).
-WRITE_COMMANDS = frozenset(
-    {
-        "InsertIntoHadoopFsRelationCommand",
-        "CreateDataSourceTableAsSelectCommand",
-        "SaveAsV1TableCommand",
-        "InsertIntoHiveTable",
-        "CreateHiveTableAsSelectCommand",
-        "OptimizedCreateHiveTableAsSelectCommand",
-        "InsertIntoDataSourceCommand",
-        "InsertIntoDataSourceDirCommand",
-        "InsertIntoHiveDirCommand",
-        "SaveIntoDataSourceCommand",
-        "AppendData",
-        "OverwriteByExpression",
-        "OverwritePartitionsDynamic",
-        "CreateTableAsSelect",
-        "ReplaceTableAsSelect",
-        "AtomicCreateTableAsSelect",
-        "AtomicReplaceTableAsSelect",
-        "MergeIntoTable",
-        "InsertIntoStatement",
-    }
-)
 
 _LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
 

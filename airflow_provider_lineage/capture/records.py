@@ -22,6 +22,32 @@ from typing import Any
 
 FORMAT_VERSION = 1
 
+#: Simple class names of the logical commands that write data (resolved, as the listener sees them,
+#: plus the unresolved statements a failed analysis leaves in ``QueryExecution.logical``).
+WRITE_COMMANDS = frozenset(
+    {
+        "InsertIntoHadoopFsRelationCommand",
+        "CreateDataSourceTableAsSelectCommand",
+        "SaveAsV1TableCommand",
+        "InsertIntoHiveTable",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "InsertIntoDataSourceCommand",
+        "InsertIntoDataSourceDirCommand",
+        "InsertIntoHiveDirCommand",
+        "SaveIntoDataSourceCommand",
+        "AppendData",
+        "OverwriteByExpression",
+        "OverwritePartitionsDynamic",
+        "CreateTableAsSelect",
+        "ReplaceTableAsSelect",
+        "AtomicCreateTableAsSelect",
+        "AtomicReplaceTableAsSelect",
+        "MergeIntoTable",
+        "InsertIntoStatement",
+    }
+)
+
 #: Write commands whose event wraps an inner write of the same output (saveAsTable, CTAS, RTAS).
 WRAPPER_COMMANDS = frozenset(
     {

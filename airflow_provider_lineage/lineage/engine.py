@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, RelationInfo
+from airflow_provider_lineage.capture.records import WRITE_COMMANDS, CaptureRecord, OutputInfo, RelationInfo
 from airflow_provider_lineage.lineage.datasets import DatasetRef, dataset_for_jdbc, dataset_for_location
 from airflow_provider_lineage.lineage.expressions import walk_expression
 from airflow_provider_lineage.lineage.graph import (
@@ -27,31 +27,9 @@ from airflow_provider_lineage.lineage.rules import RULES, Attr, attr_of, attrs_f
 
 log = logging.getLogger(__name__)
 
-#: Root commands whose ``query`` is the data written.
-WRITE_ROOTS = frozenset(
-    {
-        "InsertIntoHadoopFsRelationCommand",
-        "CreateDataSourceTableAsSelectCommand",
-        "SaveAsV1TableCommand",
-        "InsertIntoHiveTable",
-        "CreateHiveTableAsSelectCommand",
-        "OptimizedCreateHiveTableAsSelectCommand",
-        "InsertIntoDataSourceCommand",
-        "InsertIntoDataSourceDirCommand",
-        "InsertIntoHiveDirCommand",
-        "SaveIntoDataSourceCommand",
-        "AppendData",
-        "OverwriteByExpression",
-        "OverwritePartitionsDynamic",
-        "CreateTableAsSelect",
-        "ReplaceTableAsSelect",
-        "AtomicCreateTableAsSelect",
-        "AtomicReplaceTableAsSelect",
-        "InsertIntoStatement",
-        "WriteToDataSourceV2",
-        "AppendDataExecV1",
-    }
-)
+#: Root commands whose ``query`` is the data written: the capture's write commands (MERGE has a rule of
+#: its own) plus physical V2 write nodes that hand-built or older plans may carry.
+WRITE_ROOTS = (WRITE_COMMANDS - {"MergeIntoTable"}) | {"WriteToDataSourceV2", "AppendDataExecV1"}
 
 #: Leaf classes that read data with no dataset identity (driver-local data, generated rows).
 LOCAL_LEAVES = frozenset({"LocalRelation", "LogicalRDD", "Range", "OneRowRelation", "ExternalRDD", "LocalTableScan"})

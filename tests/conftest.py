@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-# Airflow reads AIRFLOW_HOME at import time: give every test run its own, outside the checkout.
+# Airflow reads its configuration at import time, so set it before anything imports Airflow. Every
+# test run gets its own AIRFLOW_HOME (never the user's or the demo's ./.airflow, whose state would
+# leak into the tests), and the DAGs folder is the checkout's dags/ (dag.test() serialises the DAG
+# from that bundle).
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="apl-airflow-home-"))
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, True)
-os.environ.setdefault("AIRFLOW_HOME", str(_AIRFLOW_HOME))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parents[1] / "dags")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Python workers must run this interpreter (with pyarrow/pandas), not whatever python3 is on PATH.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

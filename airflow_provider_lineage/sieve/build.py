@@ -100,7 +100,7 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     sink = SegmentSink(store, error_bound)
     seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)
     stats: dict[str, Any] = {}
-    try:
+    with store.discarding_on_error():
         if spark is None:
             kt, nulls, schema_json = _local_build(files, column, seg)
             stats["engine"] = "pyarrow"
@@ -116,9 +116,6 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             null_files=sorted(nulls), segment_list=store.write_segment_list(sink.metas),
             schema_json=schema_json, build_stats=stats)
         commit_retrying(store, manifest)
-    except BaseException:
-        store.discard_written()
-        raise
     return SieveIndex(store, manifest).stats()
 
 

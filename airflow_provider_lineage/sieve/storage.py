@@ -19,6 +19,7 @@ kept manifest references are deleted.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -26,6 +27,7 @@ import re
 import secrets
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -377,6 +379,18 @@ class IndexStore:
         self.written.clear()
         self.prune(manifest.keep_versions)
         return version
+
+    @contextlib.contextmanager
+    def discarding_on_error(self) -> Iterator[None]:
+        """Delete the files written inside the block if it raises (a lost commit race or any error).
+
+        The exception propagates; the previous index version is untouched either way.
+        """
+        try:
+            yield
+        except BaseException:
+            self.discard_written()
+            raise
 
     def discard_written(self) -> None:
         """Delete the files this writer created (after a lost commit)."""

@@ -275,14 +275,11 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
             return report
         new_entries = added + [f for f in listing if f.path in changed_entries]
         try:
-            new = _update(store, base, new_entries, removed + changed, report)
-            report.version = store.commit(new, base.version)
+            with store.discarding_on_error():
+                new = _update(store, base, new_entries, removed + changed, report)
+                report.version = store.commit(new, base.version)
         except CommitConflict:
-            store.discard_written()
             continue
-        except BaseException:
-            store.discard_written()
-            raise
         report.seconds = round(time.monotonic() - t0, 3)
         return report
     raise CommitConflict(f"sync of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: "
@@ -306,20 +303,17 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
             return report
         cache = _KeyCache(base, base.files)
         try:
-            adds = _delta_adds(store, base, base.files)
-            metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
-            c = cache.counts
-            report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
-            report.segments_created, report.segments_dropped = c.created, c.dropped
-            report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
-            new = _new_manifest(base, segment_list=store.write_segment_list(metas), deltas=[], dead_files=[])
-            report.version = store.commit(new, base.version)
+            with store.discarding_on_error():
+                adds = _delta_adds(store, base, base.files)
+                metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
+                c = cache.counts
+                report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
+                report.segments_created, report.segments_dropped = c.created, c.dropped
+                report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
+                new = _new_manifest(base, segment_list=store.write_segment_list(metas), deltas=[], dead_files=[])
+                report.version = store.commit(new, base.version)
         except CommitConflict:
-            store.discard_written()
             continue
-        except BaseException:
-            store.discard_written()
-            raise
         report.seconds = round(time.monotonic() - t0, 3)
         return report
     raise CommitConflict(f"compact of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: retry later")

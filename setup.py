@@ -4,10 +4,16 @@ The pins below are deliberate:
 
 * ``apache-airflow-providers-apache-spark`` 6.x depends on ``pyspark-client``, which installs into
   the same ``pyspark/`` package tree as the full ``pyspark`` distribution. A mismatched pair
-  overwrites ``pyspark/version.py`` and friends and breaks Python UDFs at run time. We pin both to
-  the same release (4.2.0 is the newest ``pyspark-client``), and ``tests/test_environment.py``
-  asserts that the imported pyspark is the full distribution with its jars and that a UDF runs.
-* PySpark 4.2 does not support pandas 3 yet, so pandas stays below 3.
+  overwrites ``pyspark/version.py`` and friends and breaks Python UDFs at run time, so both are
+  pinned to one release.
+* That release is 4.1.3, the newest one published as both ``pyspark`` and ``pyspark-client``
+  whose Python UDFs work: 4.2.0 (the newest ``pyspark-client``) hangs Arrow-optimised Python UDFs
+  over a Parquet table scan, and 4.2.1 / 4.3.0 have no ``pyspark-client`` of the same release
+  (installing one over the other would mix two releases' Python files in one tree).
+  ``tests/test_environment.py`` asserts one coherent release (driver files, workers'
+  ``pyspark.zip``, jars, JVM) and runs Python, pandas and SQL UDFs over a Parquet table scan,
+  in-process and through the launcher, each with a bounded wait.
+* PySpark 4.1 does not support pandas 3 yet, so pandas stays below 3.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
-SPARK_VERSION = "4.2.0"
+SPARK_VERSION = "4.1.3"
 
 HERE = Path(__file__).parent
 

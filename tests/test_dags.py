@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 
 from tests.operators.ol_schema import validate_or_skip
@@ -152,7 +153,7 @@ class TestExampleDagSelfEmission:
         assert start["run"]["runId"] == complete["run"]["runId"]
         for e in (start, complete):
             assert e["run"]["facets"]["parent"]["job"]["name"] == DAG_ID
-        assert complete["run"]["facets"]["processing_engine"]["version"] == "4.2.0"
+        assert complete["run"]["facets"]["processing_engine"]["version"] == pyspark.__version__
         assert "extractionError" not in complete["run"]["facets"]
         assert "errorMessage" not in complete["run"]["facets"]
 

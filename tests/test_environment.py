@@ -1,30 +1,108 @@
-"""Guards the pyspark / pyspark-client overlap (see setup.py): both must be the same release."""
+"""Guards the pinned Spark set (see setup.py): one coherent pyspark release whose Python UDFs run.
+
+Two traps this file exists for:
+
+* ``apache-airflow-providers-apache-spark`` 6.x depends on ``pyspark-client``, which installs into
+  the same ``pyspark/`` tree as the full ``pyspark``. A mismatched pair breaks Python UDFs at run
+  time, so the driver's Python files, the workers' ``pyspark.zip`` and the JVM must be one release.
+* pyspark 4.2.0 hangs Arrow-optimised Python UDFs over a Parquet table scan (UDFs over local data
+  work, which is why a ``spark.range`` UDF check missed it). The UDF checks below therefore read a
+  real Parquet table, and every one of them has a bounded wait.
+"""
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
+import re
+import subprocess
+import zipfile
 from pathlib import Path
 
+import pandas as pd
+import pytest
 
-def test_pyspark_is_full_distribution_with_jars() -> None:
+from airflow_provider_lineage.capture.records import collapse_nested, read_records
+from airflow_provider_lineage.operators.spark_lineage import launcher_path
+from tests.capture.test_launcher import _submit_env
+
+APPS = Path(__file__).parent / "capture" / "apps"
+UDF_WAIT_SECONDS = 120  # a UDF over six rows takes seconds; the 4.2.0 hang never returns
+
+
+def test_pyspark_is_one_coherent_full_distribution(spark) -> None:
     import pyspark
 
-    assert md.version("pyspark") == md.version("pyspark-client") == pyspark.__version__, (
+    version = pyspark.__version__
+    assert md.version("pyspark") == md.version("pyspark-client") == version, (
         "pyspark and pyspark-client must be the same release: reinstall with ./dev.sh setup"
     )
-    jars = Path(pyspark.__file__).parent / "jars"
-    assert jars.is_dir() and any(j.name.startswith("spark-sql_") for j in jars.iterdir())
+    root = Path(pyspark.__file__).parent
+    jars = root / "jars"
+    assert jars.is_dir() and (jars / f"spark-sql_2.13-{version}.jar").is_file(), "pyspark's jars are missing"
+    with zipfile.ZipFile(root / "python" / "lib" / "pyspark.zip") as zf:  # what Python workers import
+        worker_version = zf.read("pyspark/version.py").decode()
+    assert re.search(rf"__version__.*['\"]{re.escape(version)}['\"]", worker_version), worker_version
+    assert spark.version == version  # the JVM
 
 
-def test_python_udf_runs(spark) -> None:
+@pytest.fixture(scope="module")
+def contacts(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a DataFrame
+    path = tmp_path_factory.mktemp("env") / "contacts"
+    spark.createDataFrame([(1, "ab@x.org"), (2, None), (3, "cd@y.org")], "id long, email string") \
+        .write.parquet(str(path))
+    return spark.read.parquet(str(path))
+
+
+def _mask(e):  # type: ignore[no-untyped-def]
+    return (e.split("@")[0][:2] + "***") if e else None
+
+
+@pytest.mark.timeout(UDF_WAIT_SECONDS)
+@pytest.mark.parametrize("use_arrow", [True, False], ids=["arrow", "pickled"])
+def test_python_udf_over_parquet_scan(contacts, use_arrow: bool) -> None:
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
 
-    plus_one = F.udf(lambda x: x + 1, LongType())
-    assert [r[0] for r in spark.range(3).select(plus_one("id")).collect()] == [1, 2, 3]
+    mask = F.udf(_mask, "string", useArrow=use_arrow)
+    got = sorted((r.id, r.m) for r in contacts.select("id", mask("email").alias("m")).collect())
+    assert got == [(1, "ab***"), (2, None), (3, "cd***")]
 
 
-def test_provider_registered() -> None:
-    eps = [ep for ep in md.entry_points(group="apache_airflow_provider") if ep.value.startswith("airflow_provider_lineage")]
-    assert len(eps) == 1
-    info = eps[0].load()()
-    assert info["package-name"] == "airflow-provider-lineage" and info["name"] and info["description"]
+@pytest.mark.timeout(UDF_WAIT_SECONDS)
+def test_pandas_udf_and_to_pandas_over_parquet_scan(contacts) -> None:
+    from pyspark.sql import functions as F
+
+    @F.pandas_udf("long")
+    def plus_one(s: pd.Series) -> pd.Series:
+        return s + 1
+
+    assert sorted(r.n for r in contacts.select(plus_one("id").alias("n")).collect()) == [2, 3, 4]
+    assert sorted(contacts.toPandas()["id"].tolist()) == [1, 2, 3]
+
+
+def test_udfs_over_a_table_through_the_launcher(tmp_path: Path) -> None:
+    """spark-submit launcher + app: Python (Arrow and pickled), pandas and SQL UDFs inside writes."""
+    out, cap = tmp_path / "out", tmp_path / "cap"
+    out.mkdir()
+    cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", "512m",
+           "--conf", f"spark.airflow_lineage.captureDir={cap}", launcher_path(), str(APPS / "udfs_over_table.py"), str(out)]
+    try:
+        proc = subprocess.run(cmd, env=_submit_env(), capture_output=True, text=True, timeout=4 * UDF_WAIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"Python UDFs over a table scan did not finish in {4 * UDF_WAIT_SECONDS}s: the pinned "
+                    "pyspark release hangs them (see setup.py)")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    result = json.loads((out / "result.json").read_text())
+    masked = [[1, "ab***"], [2, None], [3, "cd***"]]
+    assert result["arrow_udf"] == result["python_udf"] == result["sql_udf"] == masked
+    assert result["pandas_udf"] == [[1, 2], [2, 3], [3, 4]]
+    assert sorted(result["to_pandas"], key=str) == [None, "ab***", "cd***"]
+
+    from airflow_provider_lineage.lineage import analyze_record
+
+    writes = [r for r in collapse_nested(read_records(cap)) if r.status == "success"]
+    assert len(writes) == 5  # contacts, arrow_udf, python_udf, pandas_udf, sql_udf
+    for record in writes[1:]:
+        lin = analyze_record(record)
+        derived = "n" if "n" in lin.columns else "m"
+        sources = {(e.field, e.type) for e in lin.columns[derived]}
+        assert sources == {("id" if derived == "n" else "email", "DIRECT")}, (record.command, lin.columns)

@@ -451,8 +451,8 @@ def _python_udf_df(ctx: Ctx) -> None:
     def risk_band(amount, fee):  # type: ignore[no-untyped-def] - hints would make Spark try Arrow
         return "high" if (amount or 0) + (fee or 0) > 100 else "low"
 
-    # useArrow=False: the classic BatchEvalPython path (Spark 4.2 defaults to Arrow-optimized UDFs,
-    # ArrowEvalPython, which is what the pandas UDF scenario covers).
+    # useArrow=False: the classic BatchEvalPython path, whatever spark.sql.execution.pythonUDF.arrow.enabled
+    # says (Arrow-optimised UDFs become ArrowEvalPython, which is what the pandas UDF scenario covers).
     band = F.udf(risk_band, "string", useArrow=False)
     ctx.read(TX).select("txn_id", band("amount", "fee").alias("band")).write.mode("overwrite").parquet(
         ctx.out("python_udf_df")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from airflow_provider_lineage.capture.config import STATUS_FILE
@@ -147,7 +148,7 @@ class TestLauncherSubprocess:
             assert (parent["job"]["namespace"], parent["job"]["name"]) == ("test-ns", "dag_x.task_y")
             assert parent["run"]["runId"] == "01a1fe21-84fa-7d44-9b7a-f2f04d15cd3f"
             assert parent["root"]["job"]["name"] == "dag_x"
-            assert e["run"]["facets"]["processing_engine"]["version"] == "4.2.0"
+            assert e["run"]["facets"]["processing_engine"]["version"] == pyspark.__version__
         complete = events[1]
         if lineage_engine_available():
             names = {o["name"] for o in complete["outputs"]}

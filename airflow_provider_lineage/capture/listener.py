@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 
 _LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
+#: Leaves that point at another part of the plan (a CTE definition, a recursive CTE's previous
+#: iteration), not at data: not relations (their exprIds may equal the real relation's).
+_REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
 
 
 class WriteCaptureListener:
@@ -222,11 +225,12 @@ class WriteCaptureListener:
                 break
             children = list(_seq(node.children()))
             inner = [c for c in _seq(node.innerChildren()) if self._logical_cls.isInstance(c)]
-            if not children and not node.getClass().getSimpleName() in WRITE_COMMANDS:
+            cls = node.getClass().getSimpleName()
+            if not children and cls not in WRITE_COMMANDS and cls not in _REFERENCE_LEAVES:
                 info = self._relation(node)
                 if info is not None:
                     seen.setdefault(tuple(info.expr_ids), info)
-            if node.getClass().getSimpleName() == "InMemoryRelation":
+            if cls == "InMemoryRelation":
                 inner.extend(self._cached_logical(node))
             stack.extend(children)
             stack.extend(inner)

@@ -34,6 +34,11 @@ WRITE_ROOTS = (WRITE_COMMANDS - {"MergeIntoTable"}) | {"WriteToDataSourceV2", "A
 #: Leaf classes that read data with no dataset identity (driver-local data, generated rows).
 LOCAL_LEAVES = frozenset({"LocalRelation", "LogicalRDD", "Range", "OneRowRelation", "ExternalRDD", "LocalTableScan"})
 
+#: Leaves that only refer to another part of the same plan (a CTE definition, a recursive CTE's
+#: previous iteration): they read no data of their own. Records from older listeners list them as
+#: relations; their exprIds can equal the real relation's (an inlined CTE keeps the definition's ids).
+REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
+
 _logged_unknown: set[str] = set()
 
 
@@ -88,7 +93,12 @@ class Analysis:
         self.unknown: list[str] = []
         self.notes: list[str] = []
         self.rel_by_id: dict[int, tuple[RelationInfo, int]] = {}
-        for rel in record.relations:
+        # a relation with a dataset identity wins over local data sharing its exprIds
+        ranked = sorted(
+            (r for r in record.relations if r.node_class not in REFERENCE_LEAVES),
+            key=lambda r: 0 if datasets_for_relation(r) else 1,
+        )
+        for rel in ranked:
             for i, eid in enumerate(rel.expr_ids):
                 self.rel_by_id.setdefault(int(eid), (rel, i))
         self.inputs: dict[DatasetRef, dict[str, str]] = {}
@@ -104,6 +114,7 @@ class Analysis:
         self.current: TreeNode | None = None
         self.distinct_inputs: set[int] = set()
         self.ctes: dict[str, list[Attr]] = {}
+        self.loop_refs: dict[str, list[list[Attr]]] = {}
         self.quiet = False
         self._user_not_null: set[int] | None = None
 

@@ -70,6 +70,13 @@ class ColumnGraph:
         self.sources: dict[Vertex, list[Source]] = {}
         self.labels: dict[Vertex, str] = {}
         self._memo: dict[Vertex, Resolved] = {}
+        self.cyclic = False
+
+    def add_loop(self, target: Vertex, source: Vertex, trans: Trans) -> None:
+        """An edge that closes a cycle (a recursive CTE's reference to its own output): resolution
+        then iterates to a fixpoint instead of the one-pass memoised traversal."""
+        self.cyclic = True
+        self.add(target, source, trans)
 
     def add(self, target: Vertex, source: Vertex, trans: Trans) -> None:
         """Add the edge ``target <- source`` (duplicates and self-loops are ignored)."""
@@ -93,6 +100,9 @@ class ColumnGraph:
         memo = self._memo
         if vertex in memo:
             return memo[vertex]
+        if self.cyclic:
+            self._fixpoint()
+            return self._memo.setdefault(vertex, {})
         on_stack: set[Vertex] = set()
         stack: list[tuple[Vertex, bool]] = [(vertex, False)]
         while stack:
@@ -117,6 +127,47 @@ class ColumnGraph:
             memo[v] = {k: frozenset(v2) for k, v2 in acc.items()}
             on_stack.discard(v)
         return memo[vertex]
+
+    def _fixpoint(self) -> None:
+        """Resolve every vertex of a graph with cycles: passes in DFS post-order (one pass settles the
+        acyclic part) until nothing changes; terminates because the sets only grow in a finite lattice."""
+        order: list[Vertex] = []
+        seen: set[Vertex] = set()
+        for root in list(self.deps) + list(self.sources):
+            if root in seen:
+                continue
+            seen.add(root)
+            stack: list[tuple[Vertex, int]] = [(root, 0)]
+            while stack:
+                v, i = stack.pop()
+                deps = self.deps.get(v, [])
+                if i < len(deps):
+                    stack.append((v, i + 1))
+                    u = deps[i][0]
+                    if u not in seen:
+                        seen.add(u)
+                        stack.append((u, 0))
+                else:
+                    order.append(v)
+        acc: dict[Vertex, dict[Source, set[Trans]]] = {v: {} for v in order}
+        changed = True
+        while changed:
+            changed = False
+            for v in order:
+                mine = acc[v]
+                for src in self.sources.get(v, ()):
+                    if IDENTITY not in mine.setdefault(src, set()):
+                        mine[src].add(IDENTITY)
+                        changed = True
+                for u, t in self.deps.get(v, ()):
+                    for src, ts in list(acc.get(u, {}).items()):
+                        bucket = mine.setdefault(src, set())
+                        for t2 in list(ts):
+                            c = compose(t, t2)
+                            if c not in bucket:
+                                bucket.add(c)
+                                changed = True
+        self._memo = {v: {k: frozenset(ts) for k, ts in a.items()} for v, a in acc.items()}
 
     def upstream_vertices(self, vertex: Vertex) -> Iterable[tuple[Vertex, Trans]]:
         return self.deps.get(vertex, ())

@@ -9,6 +9,7 @@ Attributes that pass through a node unchanged keep their exprId, so pass-through
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -159,6 +160,39 @@ def cte_ref(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Att
         return out
     for o, d in zip(out, definition):
         ctx.graph.add(o.id, d.id, IDENTITY)
+    return out
+
+
+# -- recursive CTEs (WITH RECURSIVE, Spark 4.1+) ----------------------------------------------------
+@rule("UnionLoopRef")
+def union_loop_ref(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """The previous iteration's rows inside the recursive step; bound to the loop's output by
+    :func:`union_loop` (visited later: the reference is inside the loop's recursion child)."""
+    out = attrs_field(node, "output")
+    ctx.loop_refs.setdefault(str(node.fields.get("loopId")), []).append(out)
+    return out
+
+
+@rule("UnionLoop")
+def union_loop(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    """``anchor UNION ALL recursion`` repeated: output i <- anchor i and recursion i (by position);
+    the recursion's references to the loop read the loop's output (a cycle, resolved to a fixpoint)."""
+    anchor, recursion = (inputs + [[], []])[:2]
+    ids = [x.get("id") for x in node.fields.get("outputAttrIds") or [] if isinstance(x, dict)]
+    if len(ids) == len(anchor) and all(isinstance(i, int) for i in ids):
+        out = [Attr(int(i), a.name, a.type) for i, a in zip(ids, anchor)]
+    else:
+        out = list(anchor)
+    for o, a, r in itertools.zip_longest(out, anchor, recursion):
+        if o is None:
+            break
+        if a is not None:
+            ctx.graph.add(o.id, a.id, IDENTITY)
+        if r is not None:
+            ctx.graph.add(o.id, r.id, IDENTITY)
+    for ref in ctx.loop_refs.pop(str(node.fields.get("id")), []):
+        for rattr, o in zip(ref, out):
+            ctx.graph.add_loop(rattr.id, o.id, IDENTITY)
     return out
 
 

@@ -4,6 +4,7 @@
 #   ./dev.sh test     set up .venv and run the test suite (what .ci/run calls)
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
+#   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
 # Needs: Python >= 3.11 (python3, or $PYTHON) and Java 17 (java on PATH or $JAVA_HOME).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,12 +42,26 @@ run_env() {
   export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$VENV/bin/python}
 }
 
+# The embedded defaults of the demo, for any DAG: each applies only when not set already.
+airflow_env() {
+  export AIRFLOW__CORE__LOAD_EXAMPLES=${AIRFLOW__CORE__LOAD_EXAMPLES:-False}
+  export AIRFLOW__CORE__DAGS_FOLDER=${AIRFLOW__CORE__DAGS_FOLDER:-$ROOT/dags}
+  export AIRFLOW_CONN_SPARK_DEFAULT=${AIRFLOW_CONN_SPARK_DEFAULT:-'{"conn_type": "spark", "host": "local[2]"}'}
+  mkdir -p "$AIRFLOW_HOME"
+  local marker="$AIRFLOW_HOME/.apl-db-migrated-$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("apache-airflow"))')"
+  if [ ! -f "$marker" ]; then
+    echo "dev.sh: initialising the Airflow metadata DB in $AIRFLOW_HOME (once)" >&2
+    "$VENV/bin/airflow" db migrate >/dev/null && touch "$marker"
+  fi
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   setup) setup ;;
   demo) setup; run_env; exec "$VENV/bin/python" -m airflow_provider_lineage.demo "$@" ;;
   test) setup; run_env; exec "$VENV/bin/python" -m pytest "$@" ;;
+  airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
-  *) sed -n '2,8p' "$0"; exit 2 ;;
+  *) sed -n '2,9p' "$0"; exit 2 ;;
 esac

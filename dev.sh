@@ -24,7 +24,7 @@ check_prereqs() {
 
 setup() {
   check_prereqs
-  local stamp="$VENV/.installed-$(cat setup.py | sha1sum | cut -c1-12)"
+  local stamp="$VENV/.installed-$(cat pyproject.toml setup.py | sha1sum | cut -c1-12)"
   if [ -f "$stamp" ]; then return 0; fi
   echo "dev.sh: building $VENV (first run takes about a minute)" >&2
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"

@@ -1,4 +1,4 @@
-"""Guards the pinned Spark set (see setup.py): one coherent pyspark release whose Python UDFs run.
+"""Guards the pinned Spark set (see pyproject.toml): one coherent pyspark release whose Python UDFs run.
 
 Two traps this file exists for:
 
@@ -89,7 +89,7 @@ def test_udfs_over_a_table_through_the_launcher(tmp_path: Path) -> None:
         proc = subprocess.run(cmd, env=_submit_env(), capture_output=True, text=True, timeout=4 * UDF_WAIT_SECONDS)
     except subprocess.TimeoutExpired:
         pytest.fail(f"Python UDFs over a table scan did not finish in {4 * UDF_WAIT_SECONDS}s: the pinned "
-                    "pyspark release hangs them (see setup.py)")
+                    "pyspark release hangs them (see pyproject.toml)")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     result = json.loads((out / "result.json").read_text())
     masked = [[1, "ab***"], [2, None], [3, "cd***"]]

@@ -29,7 +29,7 @@ def _load_run():
 @pytest.mark.timeout(300)
 def test_quick_run_writes_report_without_violations(spark, tmp_path: Path) -> None:
     if shutil.which("tpchgen-cli") is None and not (Path(sys.executable).parent / "tpchgen-cli").exists():
-        pytest.skip("tpchgen-cli is not installed (it is in setup.py's dev extra)")
+        pytest.skip("tpchgen-cli is not installed (it is in pyproject.toml's dev extra)")
     run = _load_run()
     report, chart, out = tmp_path / "REPORT.md", tmp_path / "chart.png", tmp_path / "results.json"
     rc = run.main(["--quick", "--scale", "0.01", "--layouts", "adversarial", "--points", "3", "--ranges", "1", "--warmup", "0",

@@ -1,0 +1,42 @@
+"""Every use of Airflow internals, behind one tested seam (``tests/test_compat.py``).
+
+The operators need two things the Spark provider does not expose publicly: the deploy mode its
+hook resolved from the connection and the operator's arguments, and a way to make the operator
+build a fresh hook after the application was swapped for the launcher. When a provider release
+changes these internals, this module (and its test) is the one place to adapt. Airflow is imported
+lazily, so importing this module costs nothing.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+
+def spark_submit_deploy_mode(operator: SparkSubmitOperator) -> str:
+    """``"client"`` or ``"cluster"``: what spark-submit will run with for this operator.
+
+    The hook resolves it from the operator's ``deploy_mode`` argument, else the connection's
+    ``deploy-mode`` extra, else spark-submit's default (client).
+    """
+    hook = operator._get_hook()  # airflow internal: SparkSubmitOperator._get_hook
+    resolved = hook._connection  # airflow internal: SparkSubmitHook._connection (resolved connection)
+    return str(resolved.get("deploy_mode") or "client").lower()
+
+
+def reset_spark_submit_hook(operator: SparkSubmitOperator) -> None:
+    """Make ``operator.execute`` build a new hook, so it submits the current ``application``/``conf``."""
+    operator._hook = None  # airflow internal: SparkSubmitOperator caches its hook in _hook
+
+
+def openlineage_provider_active() -> bool:
+    """Whether Airflow's OpenLineage provider is installed and has a transport (i.e. will emit)."""
+    try:
+        from airflow.providers.openlineage import conf as ol_conf
+    except ImportError:
+        return False
+    try:
+        return not ol_conf.is_disabled()
+    except Exception:  # noqa: BLE001 - a broken provider config means "not active": we then emit ourselves
+        return False

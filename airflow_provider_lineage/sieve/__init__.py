@@ -6,18 +6,18 @@ See the module docstrings of :mod:`.model` (structure), :mod:`.storage` (on-disk
 from __future__ import annotations
 
 from .build import build
-from .errors import CommitConflict, IndexUnavailable, SieveError, UnsupportedKeyType
+from .errors import CommitConflict, IndexNotWritable, IndexUnavailable, SieveError, UnsupportedKeyType
 from .keys import KeyType
 from .maintenance import maintenance_status
 from .predicates import Eq, In, IsNull, Predicate, Range
-from .query import SieveIndex, open_index
+from .query import Candidates, SieveIndex, open_index
 from .reader import SieveFallbackWarning, read
 from .records import IndexStats, MaintenanceStatus, SyncReport
 from .sync import compact, rebuild, sync
 from .table import FileEntry, TableRef, list_table_files
 
 __all__ = [
-    "CommitConflict", "Eq", "FileEntry", "In", "IndexStats", "IndexUnavailable", "IsNull", "KeyType",
+    "Candidates", "CommitConflict", "Eq", "FileEntry", "In", "IndexNotWritable", "IndexStats", "IndexUnavailable", "IsNull", "KeyType",
     "MaintenanceStatus", "Predicate", "Range", "SieveError", "SieveFallbackWarning", "SieveIndex",
     "SyncReport", "TableRef", "UnsupportedKeyType", "build", "compact", "list_table_files",
     "maintenance_status", "open_index", "read", "rebuild", "sync",

@@ -16,6 +16,7 @@ fine for small tables and tests, not bounded in memory.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -91,12 +92,14 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     check_params(error_bound, max_segment_keys, mode, keep_versions)
     t0 = time.monotonic()
     ref = resolve_table(table, spark)
+    require_root(ref)
     files = list_table_files(ref)
     for f in files:
         if column in f.partition:
             raise SieveError(f"{column!r} is a partition column of {table}: Spark already prunes partitions "
                              "by it; index a data column instead")
     store = IndexStore(index_location(ref, column, index_path))
+    store.check_writable()  # before any Spark work
     sink = SegmentSink(store, error_bound)
     seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)
     stats: dict[str, Any] = {}
@@ -119,6 +122,13 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     return SieveIndex(store, manifest).stats()
 
 
+def require_root(ref: TableRef) -> None:
+    """A table whose root directory is missing is an error (not an empty table)."""
+    if not os.path.isdir(ref.root):
+        what = "is not a directory" if os.path.exists(ref.root) else "does not exist"
+        raise SieveError(f"table path {ref.root} {what}: pass the table's root directory")
+
+
 def commit_retrying(store: IndexStore, manifest: Manifest, attempts: int = 5) -> int:
     """Commit a manifest that does not depend on its base (a full build) at the next free version."""
     for _ in range(attempts):
@@ -136,7 +146,9 @@ def arrow_key_type(files: list[FileEntry], column: str) -> KeyType:
         schema = pq.read_schema(f.path)
         if column in schema.names:
             return key_type_from_arrow(schema.field(column).type, column)
-    raise SieveError(f"no file of the table has a column {column!r}: check the column name")
+    names = sorted({n for f in files for n in pq.read_schema(f.path).names})
+    raise SieveError(f"no file of the table has a column {column!r}; its columns are {', '.join(names)}: "
+                     "check the column name")
 
 
 def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[KeyType, set[int], None]:
@@ -195,7 +207,8 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
         raise SieveError(f"{ref.name} has no Parquet files: write data first (an empty table needs no index)")
     schema = table_schema(spark, ref)
     if column not in schema.names:
-        raise SieveError(f"{ref.name} has no column {column!r}; columns are {', '.join(schema.names)}")
+        raise SieveError(f"{ref.name} has no column {column!r}; its columns are {', '.join(schema.names)}: "
+                         "check the column name")
     kt = key_type_from_spark(schema[column].dataType, column)
     for f in files:
         f.num_rows = num_rows(f.path)

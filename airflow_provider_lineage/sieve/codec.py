@@ -3,11 +3,12 @@
 Every index file is ``MAGIC(4) | FORMAT_VERSION(1) | zlib(payload) | crc32(4, big endian)`` where
 the CRC covers everything before it. Nothing here executes code on load (no pickle).
 
-Format 2 (current) stores integer columns as *byte planes* (:meth:`Writer.uints`): the narrowest
+Format 2 stores integer columns as *byte planes* (:meth:`Writer.uints`): the narrowest
 of 1/2/4/8 bytes, written plane by plane, so the small deltas and counters of a segment become
 long runs of zero bytes that zlib (level 9) squeezes away; decoding stays vectorised (numpy).
-Format 1 files are refused with IndexUnavailable (readers fall back to a full read; ``sieve sync``
-or ``sieve build`` rewrites the index).
+Format 3 (current) adds the holes (runs of absent keys) to every segment file. Older formats are
+refused with IndexUnavailable (readers fall back to a full read; ``sieve sync`` or ``sieve build``
+rewrites the index).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from .errors import IndexUnavailable
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 ZLIB_LEVEL = 9
 
 

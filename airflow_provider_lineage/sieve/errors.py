@@ -23,3 +23,7 @@ class CommitConflict(SieveError):
 
 class UnsupportedKeyType(SieveError):
     """The indexed column's type has no order-preserving integer mapping."""
+
+
+class IndexNotWritable(SieveError):
+    """The index folder cannot be written (read-only, no permission, no space)."""

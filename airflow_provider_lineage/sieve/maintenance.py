@@ -1,4 +1,4 @@
-"""Maintenance decisions from the file listing and the manifest only (no Spark, no data reads)."""
+"""Maintenance decisions from the file listing and the index files only (no Spark, no data reads)."""
 from __future__ import annotations
 
 from .errors import IndexUnavailable
@@ -19,8 +19,9 @@ REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over bu
 def maintenance_status(table: str, column: str, *, index_path: str | None = None) -> MaintenanceStatus:
     """Index health and a recommendation in {none, sync, compact, rebuild, build}.
 
-    Pure Python: lists the table directory and reads the manifest and the segment list. A catalog
-    table name needs ``index_path`` (the manifest records the table's location).
+    Pure Python: lists the table directory, reads the manifest and verifies the checksums of every
+    index file, as a reader would (a corrupt index recommends ``rebuild``). A catalog table name
+    needs ``index_path`` (the manifest records the table's location).
     """
     path = index_location(table, column, index_path)
     store = IndexStore(path)
@@ -30,6 +31,14 @@ def maintenance_status(table: str, column: str, *, index_path: str | None = None
         metas = store.read_segment_list(m.segment_list)
     except IndexUnavailable as exc:
         st.recommendation, st.reason = "build", exc.reason
+        return st
+    st.present, st.version, st.mode = True, m.version, m.mode
+    st.files_indexed, st.segments = len(m.files), len(metas)
+    try:
+        store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
+    except IndexUnavailable as exc:
+        st.recommendation = "rebuild"
+        st.reason = f"the index is unusable, every read is a full read ({exc.reason}); sync or rebuild repairs it"
         return st
     added, removed, changed = diff_files(m, list_table_files(m.table))
     budget_total = sum(s.budget for s in metas)

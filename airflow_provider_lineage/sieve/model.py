@@ -15,6 +15,13 @@ Pure Python + numpy; no Spark, no I/O.
   block present in that location). The segment's error budget is ``E = e * b_count``.
 * :class:`Segment` is stored as three parallel arrays sorted by (block, file id):
   ``blk``, ``fid``, ``cnt``. Updates are vectorised merges of (block, fid, count) triples.
+* **Holes** (format 3): the runs of integer keys inside ``[s_min, s_max]`` that no file holds
+  (``hole_at`` offsets from ``s_min``, ``hole_len`` lengths, sorted). A block answers its location
+  set only for keys outside every hole, and a range is first shrunk to the present keys at its
+  ends, so an absent key between two present keys of one block answers no file (sparse codes,
+  TPC-H order keys). Holes are kept while they pay: at most ``max(1, n_keys // KEYS_PER_HOLE)``
+  per segment, the longest first. Adding a key inside a hole splits the hole (never a false
+  negative); removing a file leaves holes as they are (only fewer files answer).
 """
 from __future__ import annotations
 
@@ -23,6 +30,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+# At most one stored hole per this many keys of a segment (the longest holes are kept): bounds the
+# hole lists to about two small varints per KEYS_PER_HOLE keys, before compression.
+KEYS_PER_HOLE = 1
+_EMPTY = np.empty(0, np.int64)
 
 
 @dataclass
@@ -37,6 +49,8 @@ class Segment:
     fid: np.ndarray  # uint32
     cnt: np.ndarray  # uint32: distinct keys of the block held by the file
     n_keys: int = 0
+    hole_at: np.ndarray = field(default_factory=lambda: _EMPTY)  # int64 offsets from s_min, ascending
+    hole_len: np.ndarray = field(default_factory=lambda: _EMPTY)  # int64 lengths (>= 1)
 
     def block_of(self, key: int) -> int:
         """Block index of ``key`` (O(1)); the key must lie in [s_min, s_max]."""
@@ -53,11 +67,60 @@ class Segment:
         return np.unique(self.fid[i0:i1])
 
     def fids_for_range(self, lo: int, hi: int) -> np.ndarray:
-        """File ids that may hold a key in [lo, hi] (clipped to the segment)."""
+        """File ids that may hold a key in [lo, hi] (clipped to the segment, shrunk past holes)."""
         lo, hi = max(lo, self.s_min), min(hi, self.s_max)
         if lo > hi:
             return np.empty(0, np.uint32)
+        if len(self.hole_at):
+            lo, hi = self._skip_holes(lo, hi)
+            if lo > hi:
+                return np.empty(0, np.uint32)
         return self.fids_in_blocks(self.block_of(lo), self.block_of(hi))
+
+    def _skip_holes(self, lo: int, hi: int) -> tuple[int, int]:
+        """Move ``lo`` past a hole holding it and ``hi`` before a hole holding it."""
+        at, ln = self.hole_at, self.hole_len
+        i = int(np.searchsorted(at, lo - self.s_min, "right")) - 1
+        if i >= 0 and lo - self.s_min < at[i] + ln[i]:
+            lo = self.s_min + int(at[i] + ln[i])
+        j = int(np.searchsorted(at, hi - self.s_min, "right")) - 1
+        if j >= 0 and hi - self.s_min < at[j] + ln[j]:
+            hi = self.s_min + int(at[j]) - 1
+        return lo, hi
+
+    def fill_holes(self, keys: np.ndarray) -> None:
+        """Keys now present (``s_min <= k <= s_max``): split every hole that holds one of them."""
+        if not len(self.hole_at) or not len(keys):
+            return
+        off = np.asarray([int(k) - self.s_min for k in keys], np.int64)
+        at, ln = self.hole_at, self.hole_len
+        pos = np.searchsorted(at, off, "right") - 1
+        hit = (pos >= 0) & (off < at[np.clip(pos, 0, None)] + ln[np.clip(pos, 0, None)])
+        if not hit.any():
+            return
+        new_at: list[int] = []
+        new_len: list[int] = []
+        touched = set(np.unique(pos[hit]).tolist())
+        by_hole: dict[int, list[int]] = {}
+        for p, o in zip(pos[hit].tolist(), off[hit].tolist()):
+            by_hole.setdefault(p, []).append(o)
+        for i in range(len(at)):
+            a, end = int(at[i]), int(at[i] + ln[i])  # [a, end)
+            if i not in touched:
+                new_at.append(a)
+                new_len.append(end - a)
+                continue
+            start = a
+            for o in sorted(set(by_hole[i])):
+                if o > start:
+                    new_at.append(start)
+                    new_len.append(o - start)
+                start = o + 1
+            if end > start:
+                new_at.append(start)
+                new_len.append(end - start)
+        self.hole_at = np.asarray(new_at, np.int64)
+        self.hole_len = np.asarray(new_len, np.int64)
 
     def block_locations(self, b: int) -> dict[int, int]:
         """Location set of block ``b`` with counters (for tests and inspection)."""
@@ -75,6 +138,7 @@ class Segment:
         """
         if len(keys) == 0:
             return 0
+        self.fill_holes(keys)
         blocks = np.asarray([(int(k) - self.s_min) // self.b_size for k in keys], dtype=np.int64)
         ub, counts = np.unique(blocks, return_counts=True)
         return self.add_pairs(ub, np.full(len(ub), file_id, np.int64), counts)
@@ -165,7 +229,30 @@ def make_segment(keys: Sequence[int], locs: Sequence[Sequence[int]], r_changes: 
     else:
         uc, cnt = np.empty(0, np.int64), np.empty(0, np.int64)
     blk, fid = _pair_decode(uc)
-    return Segment(s_min, s_max, int(b_size), int(b_count), blk, fid, cnt.astype(np.uint32), len(keys))
+    hole_at, hole_len = holes_of(keys)
+    return Segment(s_min, s_max, int(b_size), int(b_count), blk, fid, cnt.astype(np.uint32), len(keys),
+                   hole_at, hole_len)
+
+
+def holes_of(keys: Sequence[int], keys_per_hole: int = KEYS_PER_HOLE) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of absent keys between ascending unique ``keys`` (offsets from ``keys[0]``).
+
+    At most ``max(1, len(keys) // keys_per_hole)`` holes are kept, the longest ones.
+    """
+    if len(keys) < 2 or int(keys[-1]) - int(keys[0]) >= 1 << 62:  # huge decimal spans: no holes
+        return _EMPTY, _EMPTY
+    if isinstance(keys, np.ndarray) and keys.dtype != object:
+        k = keys.astype(np.int64)
+        off = k - k[0]
+    else:
+        k0 = int(keys[0])
+        off = np.fromiter((int(x) - k0 for x in keys), np.int64, len(keys))
+    gaps = np.diff(off) - 1
+    idx = np.flatnonzero(gaps > 0)
+    cap = max(1, len(keys) // max(1, keys_per_hole))
+    if len(idx) > cap:
+        idx = np.sort(idx[np.argsort(-gaps[idx], kind="stable")[:cap]])
+    return (off[idx] + 1).astype(np.int64), gaps[idx].astype(np.int64)
 
 
 @dataclass

@@ -5,12 +5,18 @@ Ranges: every overlapping segment; a segment wholly inside the range answers its
 the segment list without being loaded, others walk their blocks from the low to the high key.
 Keys in gaps between segments answer no file. Merge-on-read deltas are searched too, and file ids
 of files that left the table are dropped. Never a false negative for files the index knows.
+
+**Stale-safe by default.** :meth:`SieveIndex.lookup` compares the table's listing with the index
+version (path, size, mtime): files added or rewritten since then are *unindexed* candidates (they
+may hold the key), files removed since then are never answered. ``assume_fresh=True`` skips the
+listing (for callers that just synced); ``listing=`` passes one the caller already has.
 """
 from __future__ import annotations
 
 import bisect
 import os
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +61,36 @@ def intervals_of(pred: Predicate, kt: KeyType) -> list[tuple[int | None, int | N
             return []
         return [(lo, hi)]
     raise SieveError(f"unsupported predicate {pred!r}: use Eq, In, Range or IsNull")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The answer to one predicate: the files to read and where they come from.
+
+    ``files`` (sorted absolute paths) = ``from_index`` files the index cannot exclude + ``unindexed``
+    files added or rewritten since the index version (they may hold matching rows). ``removed_skipped``
+    counts index candidates that left the table (not in ``files``). ``stale`` is True when the table's
+    files differ from the indexed ones; ``table_files`` is the number of files the table has now
+    (the indexed live files with ``assume_fresh=True``).
+    """
+
+    files: tuple[str, ...]
+    from_index: int
+    unindexed: int
+    removed_skipped: int
+    stale: bool
+    table_files: int
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def summary(self) -> str:
+        """One line, e.g. ``3 of 200 files (3 from the index, 0 unindexed)``."""
+        line = (f"{len(self.files)} of {self.table_files} files ({self.from_index} from the index, "
+                f"{self.unindexed} unindexed)")
+        if self.stale:
+            line += "; the table changed since the index version: run sync"
+        return line
 
 
 class SieveIndex:
@@ -123,13 +159,39 @@ class SieveIndex:
             out.update(np.unique(fids[i0:i1]).tolist())
         return out
 
-    def candidates(self, pred: Predicate) -> list[str]:
-        """Absolute local paths of the files that may hold matching rows, sorted.
+    def lookup(self, pred: Predicate, *, assume_fresh: bool = False,
+               listing: list[FileEntry] | None = None) -> Candidates:
+        """The files that may hold rows matching ``pred``, safe on a stale index.
 
-        Raises IndexUnavailable when a segment or delta file is missing or corrupt.
+        Lists the table (no Spark) unless ``listing`` is given or ``assume_fresh=True`` (the caller
+        knows the index is current, e.g. it just synced: the answer then covers indexed files only).
+        Files added or rewritten since the index version are candidates (``unindexed``); removed
+        ones are not. Raises IndexUnavailable when a segment or delta file is missing or corrupt.
         """
         files = self.manifest.files
-        return sorted(files[f].path for f in self.candidate_ids(pred))
+        ids = self.candidate_ids(pred)
+        if assume_fresh and listing is None:
+            paths = sorted(files[f].path for f in ids)
+            return Candidates(tuple(paths), len(paths), 0, 0, False, len(files))
+        if listing is None:
+            listing = list_table_files(self.table)
+        added, removed, changed = diff_files(self.manifest, listing)
+        gone = set(removed) | set(changed)
+        indexed = {files[f].path for f in ids if f not in gone}
+        changed_paths = {files[f].path for f in changed}
+        unindexed = {f.path for f in added} | changed_paths
+        return Candidates(files=tuple(sorted(indexed | unindexed)), from_index=len(indexed),
+                          unindexed=len(unindexed), removed_skipped=len(ids & set(removed)),
+                          stale=bool(added or removed or changed), table_files=len(listing))
+
+    def candidates(self, pred: Predicate, *, assume_fresh: bool = False,
+                   listing: list[FileEntry] | None = None) -> list[str]:
+        """Absolute local paths of the files that may hold matching rows, sorted (stale-safe).
+
+        Same as ``lookup(...).files``: files added or rewritten since the index version are included,
+        removed files are not. ``assume_fresh=True`` answers from the index alone (no listing).
+        """
+        return list(self.lookup(pred, assume_fresh=assume_fresh, listing=listing).files)
 
     # ---- freshness and stats -------------------------------------------------------------------
     def diff(self, listing: list[FileEntry] | None = None) -> tuple[list[FileEntry], list[int], list[int]]:

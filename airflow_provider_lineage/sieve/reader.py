@@ -1,14 +1,16 @@
 """Pruned reads: a DataFrame over only the candidate files, equal to a full read's result.
 
-Any doubt -- no index, an unreadable/corrupt one, a stale one (the table's files differ from the
-indexed ones by path, size or mtime) or a catalog table without a location -- gives a full read
-and a ``warnings.warn`` (also logged). Zero candidates give an empty DataFrame with the table's
-schema without running a Spark job.
+The candidates come from :meth:`.query.SieveIndex.lookup`, the same stale-safe answer as the API
+and the CLI: files added or rewritten since the index version are read too (they are unindexed),
+removed files are not. No index or an unreadable/corrupt one gives a full read and a
+``warnings.warn`` (also logged). Zero candidates give an empty DataFrame with the table's schema
+without running a Spark job. A column the table does not have is a :class:`.errors.SieveError`.
 """
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import warnings
 from typing import Any
 
@@ -115,32 +117,43 @@ def _read_paths(spark: Any, schema: Any, root: str, files: list[str]) -> Any:
             spark.conf.set(_LISTING_THRESHOLD_KEY, old)
 
 
+def _check_column(schema: Any, table: str, column: str) -> None:
+    if column not in schema.names:
+        raise SieveError(f"{table} has no column {column!r}; its columns are {', '.join(schema.names)}: "
+                         "check the column name")
+
+
 def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_path: str | None = None,
-         full_read_share: float = FULL_READ_SHARE) -> Any:
+         full_read_share: float = FULL_READ_SHARE, assume_fresh: bool = False) -> Any:
     """DataFrame of the rows matching ``predicate``, reading only files the index cannot exclude.
 
-    When the candidates are at least ``full_read_share`` of the table's live files (all of them
-    with ``1.0``), the table is read exactly as a full read would (root + filter), which avoids the
-    per-path overhead of an explicit file list; the answer is the same either way.
+    Safe on a stale index: files added or rewritten since the index version are read as well
+    (``assume_fresh=True`` skips that listing for callers that just synced). When the candidates
+    are at least ``full_read_share`` of the table's files (all of them with ``1.0``), the table is
+    read exactly as a full read would (root + filter), which avoids the per-path overhead of an
+    explicit file list; the answer is the same either way. Raises SieveError when the table does
+    not exist or has no such column.
     """
     from pyspark.sql import types as T
 
     ref = resolve_table(table, spark)
+    if ref.kind == "path" and not os.path.exists(ref.root):
+        raise SieveError(f"table path {ref.root} does not exist: check the path")
     try:
         idx = open_index(table, column, index_path=index_path, spark=spark)
         kt = idx.key_type
-        if idx.is_stale():  # one listing of the table (no Spark)
-            raise IndexUnavailable(f"the table's files changed since index version {idx.manifest.version}: "
-                                   "run sieve sync")
-        files = idx.candidates(predicate)
+        answer = idx.lookup(predicate, assume_fresh=assume_fresh)  # one listing of the table (no Spark)
     except (IndexUnavailable, SieveError, OSError) as exc:
-        _warn(f"Sieve: full read of {table} ({exc})")
         full = _full(spark, ref)
+        _check_column(full.schema, table, column)
+        _warn(f"Sieve: full read of {table} ({exc})")
         from .keys import key_type_from_spark
 
         kt = key_type_from_spark(full.schema[column].dataType, column)
         return full.filter(spark_condition(column, predicate, kt))
-    live = len(idx.manifest.files)
+    files = list(answer.files)
+    log.info("Sieve: %s: %s", table, answer.summary())
+    live = answer.table_files
     whole = bool(files) and live > 0 and len(files) >= full_read_share * live
     table_df = None  # the plain full read, when it is created anyway (one listing, not two)
     if ref.kind == "catalog":

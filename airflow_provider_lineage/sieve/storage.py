@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 
 from .codec import Reader, Writer, seal, unseal
-from .errors import CommitConflict, IndexUnavailable
+from .errors import CommitConflict, IndexNotWritable, IndexUnavailable
 from .keys import KeyType
 from .model import Segment
 from .table import FileEntry, TableRef
 
 MANIFEST_FORMAT = "sieve-manifest"
-MANIFEST_VERSION = 2  # 2: the file dictionary lives in a files-*.svf file
+MANIFEST_VERSION = 3  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
 
@@ -200,16 +200,46 @@ class IndexStore:
         manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
         return manifest
 
+    # ---- writability --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Turn an OS error while writing the folder into IndexNotWritable (names folder and fix)."""
+        try:
+            yield
+        except (FileExistsError, FileNotFoundError):
+            raise
+        except OSError as exc:
+            raise IndexNotWritable(
+                f"cannot write the Sieve index folder {self.path} ({exc.strerror or exc}): make it writable, "
+                "or pass index_path= (CLI: --index-path) to a writable folder") from exc
+
+    def check_writable(self) -> None:
+        """Create the folder and a probe file (before any expensive work); raises IndexNotWritable."""
+        with self.writing():
+            os.makedirs(self.path, exist_ok=True)
+            probe = os.path.join(self.path, f".tmp-probe-{secrets.token_hex(6)}")
+            with open(probe, "wb"):
+                pass
+            os.unlink(probe)
+
+    def verify(self, manifest: Manifest) -> None:
+        """Read and checksum every file of a version, as a reader would (raises IndexUnavailable)."""
+        for meta in self.read_segment_list(manifest.segment_list):
+            self.read_segment(meta.file)
+        for ref in manifest.deltas:
+            self.read_delta(ref)
+
     # ---- immutable files ---------------------------------------------------------------------
     def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:
-        os.makedirs(self.path, exist_ok=True)
         name = f"{prefix}-{secrets.token_hex(8)}{suffix}"
         tmp = os.path.join(self.path, f".tmp-{name}")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, os.path.join(self.path, name))
+        with self.writing():
+            os.makedirs(self.path, exist_ok=True)
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, os.path.join(self.path, name))
         self.written.append(name)
         return FileRef(name, len(data), zlib.crc32(data), records)
 
@@ -261,10 +291,11 @@ class IndexStore:
                 for i in range(n)}
 
     def write_segment(self, seg: Segment) -> FileRef:
-        """Segment file (format 2): header varints, then three byte-plane columns (see codec).
+        """Segment file (format 3): header varints, then five byte-plane columns (see codec).
 
         Triples are sorted by (block, file id). Columns: block deltas (mostly 0/1), file id deltas
-        within a block (the raw id at a block's first triple) and counters.
+        within a block (the raw id at a block's first triple) and counters; then the holes (runs of
+        absent keys): gaps between holes (start - previous end) and lengths.
         """
         w = Writer()
         w.svarint(seg.s_min)
@@ -277,6 +308,9 @@ class IndexStore:
         w.uints(np.diff(blk, prepend=np.int64(0)))
         w.uints(np.where(first, fid, np.diff(fid, prepend=np.int64(0))))
         w.uints(seg.cnt)
+        ends = seg.hole_at + seg.hole_len
+        w.uints(seg.hole_at - np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else seg.hole_at)
+        w.uints(seg.hole_len)
         return self._write("seg", ".svs", seal(b"SVS1", bytes(w.buf)))
 
     def read_segment(self, ref: FileRef) -> Segment:
@@ -285,6 +319,11 @@ class IndexStore:
         s_max = s_min + r.uvarint()
         b_size, b_count, n_keys = r.uvarint(), r.uvarint(), r.uvarint()
         dblk, dfid, cnt = r.uints(), r.uints(), r.uints()
+        hgap, hlen = r.uints().astype(np.int64), r.uints().astype(np.int64)
+        if len(hgap) != len(hlen):
+            raise IndexUnavailable(f"segment {ref.name} has hole columns of different lengths (corrupt): "
+                                   "rebuild the index")
+        hole_at = np.cumsum(hgap + np.concatenate([[0], hlen[:-1]]).astype(np.int64)) if len(hgap) else hgap
         if not len(dblk) == len(dfid) == len(cnt):
             raise IndexUnavailable(f"segment {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
@@ -296,7 +335,7 @@ class IndexStore:
         starts = np.maximum.accumulate(np.where(first, np.arange(len(blk)), 0)) if len(blk) else blk
         fid = run - (run[starts] - dfid[starts].astype(np.int64)) if len(blk) else run
         return Segment(s_min, s_max, b_size, b_count, blk.astype(np.uint32), fid.astype(np.uint32),
-                       cnt.astype(np.uint32), n_keys)
+                       cnt.astype(np.uint32), n_keys, hole_at, hlen)
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
         w = Writer()
@@ -357,17 +396,17 @@ class IndexStore:
         version = (base_version or 0) + 1
         manifest.version = version
         manifest.created = now_iso()
-        os.makedirs(self.path, exist_ok=True)
         manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
         data = manifest.to_json().encode()
         tmp = os.path.join(self.path, f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
-        with open(tmp, "wb") as fh:
+        with self.writing(), open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         target = os.path.join(self.path, self.manifest_name(version))
         try:
-            _link_if_absent(tmp, target)
+            with self.writing():
+                _link_if_absent(tmp, target)
         except FileExistsError:
             os.unlink(tmp)
             _unlink(os.path.join(self.path, manifest.file_table.name))
@@ -377,7 +416,10 @@ class IndexStore:
         os.unlink(tmp)
         _fsync_dir(self.path)
         self.written.clear()
-        self.prune(manifest.keep_versions)
+        try:
+            self.prune(manifest.keep_versions)
+        except OSError:  # the commit stands; old versions are pruned by the next writer
+            pass
         return version
 
     @contextlib.contextmanager
@@ -397,7 +439,7 @@ class IndexStore:
         for name in self.written:
             try:
                 os.unlink(os.path.join(self.path, name))
-            except FileNotFoundError:
+            except OSError:  # gone already, or the folder turned read-only: nothing more to do
                 pass
         self.written.clear()
 

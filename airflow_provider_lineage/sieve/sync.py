@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .build import SegmentSink, build, meta_for
+from .build import SegmentSink, build, meta_for, require_root
 from .errors import CommitConflict, IndexUnavailable
 from .keys import as_key_array
 from .model import Segmenter, over_budget
@@ -238,6 +238,12 @@ def _delta_adds(store: IndexStore, m: Manifest, live: dict[int, FileEntry]) -> l
     return out
 
 
+def _params(m: Manifest) -> dict[str, Any]:
+    """Build parameters of an existing index (kept by rebuilds and repairs)."""
+    return {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
+            "keep_versions": m.keep_versions, "gap_factor": m.gap_factor}
+
+
 def _report(m: Manifest, action: str) -> SyncReport:
     return SyncReport(table=m.table.name, column=m.column, mode=m.mode, version=m.version, action=action)
 
@@ -246,19 +252,27 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     """Bring the index in step with the table's files; builds one when there is none.
 
     Only added/rewritten files are read (pyarrow); removed files are dropped without reading.
-    A corrupt index is rebuilt (with a warning). ``build_options`` apply only to such builds.
+    Every index file's checksum is verified first: a corrupt or old-format index is rebuilt (with a
+    warning, keeping its parameters). ``build_options`` apply only to such builds. A folder that
+    cannot be written raises IndexNotWritable before any work.
     """
     t0 = time.monotonic()
     ref = resolve_table(table, spark)
+    require_root(ref)
     store = IndexStore(index_location(ref, column, index_path))
+    store.check_writable()
     for attempt in range(1, ATTEMPTS + 1):
+        params: dict[str, Any] = {}
         try:
             base = store.load_manifest()
+            params = _params(base)
+            store.verify(base)  # a corrupt segment or delta would make every read a full read
         except IndexUnavailable as exc:
             if store.latest_version() is not None:
                 warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",
                               stacklevel=2)
-            stats = build(spark, table, column, index_path=store.path, **build_options)
+            params.update(build_options)
+            stats = build(spark, table, column, index_path=store.path, **params)
             return SyncReport(table=ref.name, column=column, mode=stats.mode, version=stats.version,
                               action="build", files_added=stats.files, reason=exc.reason,
                               seconds=round(time.monotonic() - t0, 3))
@@ -325,9 +339,7 @@ def rebuild(spark: Any, table: str, column: str, *, index_path: str | None = Non
     path = index_location(ref, column, index_path)
     params: dict[str, Any] = {}
     try:
-        m = IndexStore(path).load_manifest()
-        params = {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
-                  "keep_versions": m.keep_versions, "gap_factor": m.gap_factor}
+        params = _params(IndexStore(path).load_manifest())
     except IndexUnavailable:
         pass
     params.update(overrides)

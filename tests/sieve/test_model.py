@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -41,7 +43,7 @@ def test_block_size_formula_and_counters() -> None:
 def test_size_cap_closes_segments() -> None:
     segs = segment_pairs([(k, (0,)) for k in range(100)], error_bound=4, max_segment_keys=10)
     assert [s.n_keys for s in segs] == [10] * 10
-    assert all(a.s_max < b.s_min for a, b in zip(segs, segs[1:]))
+    assert all(a.s_max < b.s_min for a, b in itertools.pairwise(segs))
 
 
 def test_gap_breaks_flat_segment() -> None:
@@ -88,3 +90,26 @@ def test_fids_for_range_clips() -> None:
     assert seg.fids_for_range(3, 5).tolist() == [3, 4, 5]
     assert seg.fids_for_range(-5, 0).tolist() == [0]
     assert seg.fids_for_range(20, 30).tolist() == []
+
+
+def test_holes_make_absent_keys_answer_no_file() -> None:
+    # Two files of sparse codes: one segment at e=0 would answer a block for every absent key.
+    keys = [10, 500, 503, 9000]
+    seg = make_segment(keys, [(0,), (1,), (1,), (0, 1)], r_changes=2)
+    assert seg.fids_for_range(11, 11).tolist() == [] and seg.fids_for_range(501, 502).tolist() == []
+    assert seg.fids_for_range(504, 8999).tolist() == [] and seg.fids_for_range(9000, 9000).tolist() == [0, 1]
+    assert 1 in seg.fids_for_range(503, 503).tolist() and 0 in seg.fids_for_range(0, 10).tolist()
+    assert seg.fids_for_range(11, 499).tolist() == []
+    # A key added inside a hole splits it (no false negative), its neighbours stay absent.
+    seg.add_keys(np.array([700]), 2)
+    assert 2 in seg.fids_for_range(700, 700).tolist()
+    assert 2 not in seg.fids_for_range(699, 699).tolist() and 2 not in seg.fids_for_range(701, 701).tolist()
+    assert seg.fids_for_range(701, 8999).tolist() == []
+
+
+def test_holes_are_capped_longest_first() -> None:
+    from airflow_provider_lineage.sieve.model import holes_of
+
+    at, ln = holes_of([0, 2, 100, 103, 104], keys_per_hole=2)  # gaps 1, 97, 2 -> keep the 2 longest
+    assert at.tolist() == [3, 101] and ln.tolist() == [97, 2]
+    assert [x.tolist() for x in holes_of([5])] == [[], []]

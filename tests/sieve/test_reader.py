@@ -54,11 +54,13 @@ def test_zero_candidates_empty_frame_with_schema(spark, part_table) -> None:
     assert df.inputFiles() == [] and df.count() == 0
 
 
-def test_stale_missing_corrupt_fall_back_with_warning(spark, part_table) -> None:
+def test_stale_prunes_missing_corrupt_fall_back_with_warning(spark, part_table) -> None:
     write_file(f"{part_table}/p=3/d.parquet", [2])
-    with pytest.warns(S.SieveFallbackWarning, match="changed since index"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", S.SieveFallbackWarning)  # stale is answered, not a fallback
         df = S.read(spark, part_table, "k", S.Eq(2))
     assert _rows(df) == _rows(_full(spark, part_table, S.Eq(2))) and len(_rows(df)) == 3
+    assert len(df.inputFiles()) == 3  # a.parquet and c.parquet from the index, d.parquet unindexed
     S.sync(None, part_table, "k")
     d = os.path.join(part_table, "_sieve", "k")
     seg = sorted(n for n in os.listdir(d) if n.startswith("seg-"))

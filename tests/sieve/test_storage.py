@@ -39,7 +39,7 @@ def test_roundtrip_and_layout(table: str) -> None:
 @pytest.mark.parametrize("victim", ["seg-", "segments-", "manifest-"])
 def test_corruption_is_detected(table: str, victim: str) -> None:
     d = _idx_dir(table)
-    name = sorted(n for n in os.listdir(d) if n.startswith(victim))[0]
+    name = min(n for n in os.listdir(d) if n.startswith(victim))
     pos = os.path.getsize(os.path.join(d, name)) // 2  # format-2 segments can be under 30 bytes
     with open(os.path.join(d, name), "r+b") as fh:
         fh.seek(pos)
@@ -141,7 +141,8 @@ def test_old_format_version_is_refused_clearly(table: str) -> None:
     path = os.path.join(_idx_dir(table), "manifest-00000001.json")
     import json
 
-    doc = json.loads(open(path).read())
+    with open(path) as fh:
+        doc = json.loads(fh.read())
     doc.pop("checksum")
     doc["format_version"] = 1
     canon = json.dumps(doc, sort_keys=True, separators=(",", ":"))

@@ -19,7 +19,13 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_lineage.capture.records import WRITE_COMMANDS, CaptureRecord, OutputInfo, RelationInfo
+from airflow_provider_lineage.capture.records import (
+    WRITE_COMMANDS,
+    CaptureRecord,
+    OutputInfo,
+    RelationInfo,
+    append_collapsed,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,6 +162,10 @@ class WriteCaptureListener:
             table = cmd.table() if name == "InsertIntoHiveTable" else cmd.tableDesc()
             out.table = _table_name(table.identifier())
             out.format = "hive"
+            if name == "InsertIntoHiveTable":
+                out.mode = "Overwrite" if cmd.overwrite() else "Append"
+            else:
+                out.mode = cmd.mode().toString()
             self._fill_columns(out, cmd.query())
             out.location = self._table_location(table.identifier())
             return out
@@ -391,24 +401,35 @@ def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
 
 
 class CaptureSession:
-    """Capture every write of ``spark`` into a list (tests, benchmarks, notebooks).
+    """Capture every write of ``spark`` (tests, benchmarks, notebooks).
 
     >>> with CaptureSession(spark) as cap:
-    ...     df.write.parquet(path)
-    >>> cap.records
+    ...     df.write.mode("overwrite").saveAsTable("sales")
+    >>> lin = analyze_record(cap.records[-1])
+
+    :attr records: one record per logical write, in write order: the events Spark posts for one
+        write (``saveAsTable``/CTAS post the inner file write, then ``CreateDataSourceTableAsSelect``
+        and ``SaveAsV1TableCommand`` wrappers) are merged as they arrive, like the operator does
+        (:func:`~.records.collapse_nested`).
+    :attr events: every record the listener produced, wrappers included (raw).
     """
 
     def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0) -> None:
         self.spark = spark
         self.drain_timeout_s = drain_timeout_s
         self.records: list[CaptureRecord] = []
+        self.events: list[CaptureRecord] = []
         self.listener: WriteCaptureListener | None = None
+
+    def _on_record(self, record: CaptureRecord) -> None:
+        self.events.append(record)
+        append_collapsed(self.records, record)
 
     def __enter__(self) -> CaptureSession:
         # events of writes that ran before the block are still queued: deliver them first, so they
         # do not reach this block's listener
         drain(self.spark, self.drain_timeout_s)
-        self.listener = install(self.spark, self.records.append)
+        self.listener = install(self.spark, self._on_record)
         return self
 
     def __exit__(self, *exc: object) -> None:

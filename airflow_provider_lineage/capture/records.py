@@ -16,7 +16,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,9 @@ class CaptureRecord:
     :param optimized_plan: ``QueryExecution.optimizedPlan().toJSON()`` parsed.
     :param analyzed_plan: ``QueryExecution.analyzed().toJSON()`` parsed; the engine uses it where
         the optimizer hides information (cached DataFrames).
+    :param wrappers: wrapper commands merged into this record by :func:`collapse_nested` (inner to
+        outer, e.g. ``CreateDataSourceTableAsSelectCommand``, ``SaveAsV1TableCommand``).
+    :param created: the write created its table (CTAS or ``saveAsTable`` of a table that did not exist).
     """
 
     command: str
@@ -142,6 +145,8 @@ class CaptureRecord:
     record_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sequence: int = 0
     format_version: int = FORMAT_VERSION
+    wrappers: list[str] = field(default_factory=list)
+    created: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), default=str)
@@ -201,27 +206,51 @@ def _iter_records(directory: Path) -> Iterator[CaptureRecord]:
         yield CaptureRecord.from_json(path.read_text(encoding="utf-8"))
 
 
+#: Wrappers that create their table (CTAS, ``saveAsTable`` of a new table).
+CREATE_WRAPPERS = frozenset(
+    {
+        "CreateDataSourceTableAsSelectCommand",
+        "CreateHiveTableAsSelectCommand",
+        "OptimizedCreateHiveTableAsSelectCommand",
+        "CreateTableAsSelect",
+        "AtomicCreateTableAsSelect",
+    }
+)
+
+
 def collapse_nested(records: Iterable[CaptureRecord]) -> list[CaptureRecord]:
-    """Merge the events Spark posts for one logical write into one record.
+    """Merge the events Spark posts for one logical write into one record (the inputs are not modified).
 
     ``saveAsTable`` and CTAS post the inner file write first, then a ``CreateDataSourceTableAsSelect``
     and (for ``saveAsTable``) a ``SaveAsV1TableCommand`` wrapper. The inner record has the real
-    write plan; the wrapper knows the table. Keep the inner record, give it the wrapper's table
-    identity, drop the wrapper. A wrapper without an inner write of its own output is kept.
+    write plan; the wrapper knows the table and the user's save mode. Keep the inner record, give it
+    the wrapper's table identity and save mode, list the wrapper in ``wrappers``, drop the wrapper.
+    A wrapper without an inner write of its own output is kept. Idempotent.
     """
     kept: list[CaptureRecord] = []
     for rec in records:
-        if rec.command in WRAPPER_COMMANDS and kept and _same_output(kept[-1], rec):
-            prev = kept[-1]
-            if prev.output and rec.output:
-                prev.output.table = prev.output.table or rec.output.table
-                prev.output.format = prev.output.format or rec.output.format
-                prev.output.location = prev.output.location or rec.output.location
-            if rec.status == "failure" and prev.status != "failure":
-                prev.status, prev.error = rec.status, rec.error
-            continue
-        kept.append(rec)
+        append_collapsed(kept, rec)
     return kept
+
+
+def append_collapsed(kept: list[CaptureRecord], rec: CaptureRecord) -> None:
+    """Append ``rec`` to ``kept`` (one record per logical write), merging a wrapper into the write it wraps."""
+    if not (rec.command in WRAPPER_COMMANDS and kept and _same_output(kept[-1], rec)):
+        kept.append(rec)
+        return
+    inner = kept[-1]
+    prev = replace(inner, output=replace(inner.output) if inner.output else None, wrappers=[*inner.wrappers, rec.command])
+    if prev.output and rec.output:
+        if rec.command in CREATE_WRAPPERS and not prev.output.table:
+            # the inner write went to a path with no catalog table yet: this write created the table
+            prev.created = True
+        prev.output.table = prev.output.table or rec.output.table
+        prev.output.format = prev.output.format or rec.output.format
+        prev.output.location = prev.output.location or rec.output.location
+        prev.output.mode = rec.output.mode or prev.output.mode  # the wrapper's is the user's save mode
+    if rec.status == "failure" and prev.status != "failure":
+        prev.status, prev.error = rec.status, rec.error
+    kept[-1] = prev
 
 
 def _same_output(a: CaptureRecord, b: CaptureRecord) -> bool:

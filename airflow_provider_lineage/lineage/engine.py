@@ -9,7 +9,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_provider_lineage.capture.records import WRITE_COMMANDS, CaptureRecord, OutputInfo, RelationInfo
+from airflow_provider_lineage.capture.records import (
+    CREATE_WRAPPERS,
+    WRITE_COMMANDS,
+    CaptureRecord,
+    OutputInfo,
+    RelationInfo,
+)
 from airflow_provider_lineage.lineage.datasets import DatasetRef, dataset_for_jdbc, dataset_for_location
 from airflow_provider_lineage.lineage.expressions import walk_expression
 from airflow_provider_lineage.lineage.graph import (
@@ -326,6 +332,34 @@ def find_query(root: TreeNode) -> TreeNode:
     return root
 
 
+#: Commands that create their output table (a lone record of one, or a wrapper merged into the inner write).
+CREATE_COMMANDS = CREATE_WRAPPERS
+
+
+def lifecycle_for(record: CaptureRecord) -> str | None:
+    """``CREATE``/``OVERWRITE``/``None`` for the write in ``record`` (after :func:`collapse_nested`, whose
+    merged wrapper gives the user's save mode and whether the table was created).
+
+    * overwrite mode (``mode("overwrite")``, ``INSERT OVERWRITE``, RTAS, V2 overwrites): ``OVERWRITE``;
+    * the write created its output: CTAS (also ``IF NOT EXISTS``), ``saveAsTable`` of a new table (any
+      mode but overwrite), error-if-exists / ignore file writes: ``CREATE``;
+    * append, ``insertInto``, ``INSERT INTO``, MERGE: ``None`` (no lifecycle change).
+    """
+    mode = ((record.output.mode if record.output else None) or "").lower()
+    if record.command in ("OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceTableAsSelect",
+                          "AtomicReplaceTableAsSelect"):
+        return "OVERWRITE"
+    if mode == "overwrite":
+        return "OVERWRITE"
+    if record.command == "MergeIntoTable" or mode == "merge":
+        return None
+    if record.created or mode in ("errorifexists", "error", "default", "ignore"):
+        return "CREATE"
+    if (record.command in CREATE_COMMANDS or CREATE_COMMANDS.intersection(record.wrappers)) and mode != "append":
+        return "CREATE"  # records of listeners that did not capture the Hive CTAS mode
+    return None
+
+
 def analyze_record(record: CaptureRecord) -> WriteLineage:
     """Column lineage of one captured write.
 
@@ -355,6 +389,13 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
         root = parse_tree(plan_json)
     except Exception as exc:
         raise LineageError(f"capture record {record.record_id}: the plan JSON is not a Spark tree ({exc})") from exc
+    if root.cls in WRITE_ROOTS and not root.children and root.child_field("query") is None \
+            and root.tree_field("query") is None:
+        raise LineageError(
+            f"capture record {record.record_id} is the {record.command} event of a {record.func_name or 'write'} "
+            "whose plan does not carry the query (Spark posts the inner write as its own event first); analyse "
+            "the merged record instead: CaptureSession.records, or collapse_nested(read_records(run_dir))"
+        )
     ctx = Analysis(record)
     query = find_query(root)
     ctx.query_root = query
@@ -389,6 +430,7 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
         mode=out_info.mode if out_info else None,
         command=record.command,
         notes=notes + ctx.notes,
+        lifecycle=lifecycle_for(record) if output is not None else None,
     )
     return lin, ctx, attrs
 

@@ -34,17 +34,6 @@ from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
 #: ``_producer`` of every facet this package emits.
 PRODUCER = "https://pypi.org/project/airflow-provider-lineage/0.1.0"
 
-_CREATE_COMMANDS = frozenset(
-    {
-        "CreateDataSourceTableAsSelectCommand",
-        "CreateHiveTableAsSelectCommand",
-        "OptimizedCreateHiveTableAsSelectCommand",
-        "CreateTableAsSelect",
-        "AtomicCreateTableAsSelect",
-    }
-)
-
-
 def _edge_key(e: FieldEdge) -> tuple[str, str, str]:
     return (e.dataset.namespace, e.dataset.name, e.field)
 
@@ -80,15 +69,8 @@ def _input_fields(edges: set[FieldEdge], description: str | None) -> list[cl.Inp
 
 
 def lifecycle_of(lin: WriteLineage) -> str | None:
-    """``CREATE`` for CTAS and error-if-exists writes, ``OVERWRITE`` for overwrites, else ``None``."""
-    if lin.command in _CREATE_COMMANDS:
-        return "CREATE"
-    mode = (lin.mode or "").lower()
-    if mode == "overwrite":
-        return "OVERWRITE"
-    if mode in ("errorifexists", "error", "default"):
-        return "CREATE"
-    return None
+    """The ``lifecycleStateChange`` of the write (computed by the engine, see :func:`.engine.lifecycle_for`)."""
+    return lin.lifecycle
 
 
 def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:

@@ -43,6 +43,9 @@ class WriteLineage:
     :param mode: the save mode (``Overwrite``, ``Append`` ...), when known.
     :param command: the write command class.
     :param notes: other analysis remarks (e.g. a relation whose identity was not captured).
+    :param lifecycle: OpenLineage ``lifecycleStateChange`` of the output: ``CREATE`` (the write created
+        it: CTAS, error-if-exists/ignore writes, ``saveAsTable`` of a new table), ``OVERWRITE``
+        (overwrite mode, INSERT OVERWRITE, replace), else ``None`` (append, MERGE).
     """
 
     output: DatasetRef | None
@@ -55,6 +58,7 @@ class WriteLineage:
     mode: str | None = None
     command: str = ""
     notes: list[str] = field(default_factory=list)
+    lifecycle: str | None = None
 
     def sources_of(self, column: str) -> set[tuple[str, str, str]]:
         """``{(namespace, name, field)}`` of every edge of ``column`` (handy in tests/benchmarks)."""

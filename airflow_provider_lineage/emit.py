@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_lineage import __version__
+from airflow_provider_lineage import PRODUCER, __version__
 from airflow_provider_lineage.capture.config import ParentRun
 from airflow_provider_lineage.capture.records import CaptureRecord, collapse_nested
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PRODUCER = f"https://github.com/airflow-provider-lineage/airflow-provider-lineage/tree/{__version__}"
 #: XCom key under which the operator pushes the datasets a task wrote.
 XCOM_OUTPUTS_KEY = "lineage_outputs"
 
@@ -54,6 +53,7 @@ class LineageResult:
     :param records: the capture records after :func:`collapse_nested`.
     :param failed_writes: records of writes that raised in Spark.
     :param problems: capture/analysis problems (the job is unaffected; reported as extractionError).
+    :param unreadable: capture record files that could not be read (skipped; each is also a problem).
     """
 
     lineages: list[Any] = field(default_factory=list)
@@ -61,6 +61,7 @@ class LineageResult:
     failed_writes: list[CaptureRecord] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     analysed_pairs: list[tuple[CaptureRecord, Any]] = field(default_factory=list)
+    unreadable: int = 0
 
     @property
     def spark_version(self) -> str | None:
@@ -71,7 +72,8 @@ class LineageResult:
 
     @property
     def total(self) -> int:
-        return len(self.records)
+        """Writes seen: the records, plus capture files that could not be read."""
+        return len(self.records) + self.unreadable
 
 
 def analyze(records: Iterable[CaptureRecord], problems: Iterable[Problem] = ()) -> LineageResult:
@@ -202,11 +204,12 @@ def run_facets(
             run=parent_run.Run(runId=parent.run_id),
             job=parent_run.Job(namespace=parent.namespace, name=parent.name),
             root=root,
+            producer=PRODUCER,
         )
     version = spark_version or (result.spark_version if result else None)
     if version:
         facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
-            version=version, name="spark", openlineageAdapterVersion=__version__
+            version=version, name="spark", openlineageAdapterVersion=__version__, producer=PRODUCER
         )
     if error is not None:
         if isinstance(error, BaseException):
@@ -215,7 +218,7 @@ def run_facets(
         else:
             message, stack = str(error), None
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-            message=message[:10_000], programmingLanguage="python", stackTrace=stack
+            message=message[:10_000], programmingLanguage="python", stackTrace=stack, producer=PRODUCER
         )
     if result is not None and (result.problems or result.failed_writes):
         errors = [
@@ -232,7 +235,7 @@ def run_facets(
         if any(p.task is None for p in result.problems):
             failed = max(failed, 1)
         facets["extractionError"] = extraction_error_run.ExtractionErrorRunFacet(
-            totalTasks=max(result.total, failed), failedTasks=failed, errors=errors
+            totalTasks=max(result.total, failed), failedTasks=failed, errors=errors, producer=PRODUCER
         )
     return facets
 
@@ -240,7 +243,11 @@ def run_facets(
 def job_facets(integration: str = "SPARK", job_type: str = "TASK") -> dict[str, Any]:
     from openlineage.client.generated import job_type_job
 
-    return {"jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration=integration, jobType=job_type)}
+    return {
+        "jobType": job_type_job.JobTypeJobFacet(
+            processingType="BATCH", integration=integration, jobType=job_type, producer=PRODUCER
+        )
+    }
 
 
 def build_event(

@@ -12,15 +12,18 @@ No Airflow and no Spark imports here: the lineage engine reads these records on 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 FORMAT_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 #: Simple class names of the logical commands that write data (resolved, as the listener sees them,
 #: plus the unresolved statements a failed analysis leaves in ``QueryExecution.logical``).
@@ -194,16 +197,25 @@ class RecordSink:
         return target
 
 
-def read_records(directory: str | os.PathLike[str]) -> list[CaptureRecord]:
-    """Read every record of a run folder in write order (unreadable files are reported, not fatal)."""
-    return list(_iter_records(Path(directory)))
+def read_records(directory: str | os.PathLike[str], errors: list[str] | None = None) -> list[CaptureRecord]:
+    """Read every record of a run folder in write order.
 
-
-def _iter_records(directory: Path) -> Iterator[CaptureRecord]:
-    if not directory.is_dir():
-        return
-    for path in sorted(directory.glob("*.json")):
-        yield CaptureRecord.from_json(path.read_text(encoding="utf-8"))
+    An unreadable file (truncated, not JSON, another format version) never costs the other records: it is
+    skipped, logged, and described in ``errors`` (``"<path>: <reason>"``) when a list is given.
+    """
+    out: list[CaptureRecord] = []
+    folder = Path(directory)
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.json")):
+        try:
+            out.append(CaptureRecord.from_json(path.read_text(encoding="utf-8")))
+        except Exception as exc:  # noqa: BLE001 - any bad file is reported, never fatal
+            reason = f"{path}: {type(exc).__name__}: {str(exc)[:300]}"
+            log.warning("airflow-provider-lineage: skipped unreadable capture record %s", reason)
+            if errors is not None:
+                errors.append(reason)
+    return out
 
 
 #: Wrappers that create their table (CTAS, ``saveAsTable`` of a new table).

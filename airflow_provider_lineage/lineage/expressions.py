@@ -7,6 +7,7 @@ Walking an expression top-down, every node decides the transformation step to ea
 * aggregate functions: AGGREGATION (``count`` and friends are masking);
 * hash / mask functions: TRANSFORMATION, masking;
 * ``CASE WHEN`` / ``IF`` conditions: INDIRECT CONDITIONAL, their values DIRECT;
+* ``PivotFirst`` (``pivot``): the pivot column is CONDITIONAL (it picks the column), the value passes;
   ``coalesce``: every argument DIRECT, every argument but the last also CONDITIONAL;
 * window specifications (``PARTITION BY`` / ``ORDER BY`` of a window function): INDIRECT WINDOW;
 * sub-queries (``ScalarSubquery``, ``ListQuery``, ``Exists``, ``InSubquery``): the nested plan is
@@ -119,6 +120,10 @@ def child_steps(node: TreeNode) -> list[Trans] | None:
         return out
     if cls == "If":
         return [CONDITIONAL] + [TRANSFORMATION] * (n - 1)
+    if cls == "PivotFirst":
+        # (pivotColumn, valueColumn): the pivot value picks the output column the (already aggregated)
+        # value lands in
+        return [CONDITIONAL, IDENTITY][:n] + [TRANSFORMATION] * max(0, n - 2)
     if cls == "WindowSpecDefinition":
         return [WINDOW] * n
     if cls == "WindowExpression":

@@ -24,6 +24,7 @@ from openlineage.client.generated import schema_dataset as sd
 from openlineage.client.generated import symlinks_dataset as sy
 from openlineage.client.generated.base import DatasetFacet
 
+from airflow_provider_lineage import PRODUCER as _PRODUCER
 from airflow_provider_lineage.lineage.datasets import (
     DatasetRef,
     symlink_namespace,
@@ -31,8 +32,8 @@ from airflow_provider_lineage.lineage.datasets import (
 )
 from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
 
-#: ``_producer`` of every facet this package emits.
-PRODUCER = "https://pypi.org/project/airflow-provider-lineage/0.1.0"
+#: ``_producer`` of every facet (the package's one producer URI, also the events' ``producer``).
+PRODUCER = _PRODUCER
 
 def _edge_key(e: FieldEdge) -> tuple[str, str, str]:
     return (e.dataset.namespace, e.dataset.name, e.field)

@@ -239,11 +239,30 @@ def lateral_join(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> lis
 # -- aggregation -----------------------------------------------------------------------------
 @rule("Aggregate")
 def aggregate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
+    pivots = _pivot_columns_above(ctx, node)
     for g in node.trees_field("groupingExpressions"):
         if g.expr_id() is not None and g.expr_id() in ctx.distinct_inputs:
             continue  # a DISTINCT aggregate's input that RewriteDistinctAggregates turned into a grouping key
+        if g.expr_id() is not None and g.expr_id() in pivots:
+            continue  # pivot(): grouped by the pivot column only to spread values over columns (CONDITIONAL)
         ctx.influence(g, GROUP_BY)
     return named_outputs(ctx, node.trees_field("aggregateExpressions"))
+
+
+def _pivot_columns_above(ctx: Analysis, node: TreeNode) -> set[int]:
+    """exprIds of the pivot columns of a ``PivotFirst`` aggregate directly above ``node``: ``pivot()`` is
+    planned as Aggregate(keys + pivot column) under Aggregate(keys, PivotFirst(pivot column, value))."""
+    parent = ctx._parents.get(id(node))
+    if parent is not None and parent.cls == "Project":
+        parent = ctx._parents.get(id(parent))
+    if parent is None or parent.cls != "Aggregate":
+        return set()
+    out = set()
+    for e in parent.trees_field("aggregateExpressions"):
+        for sub in e.walk():
+            if sub.cls == "PivotFirst" and sub.children and sub.children[0].expr_id() is not None:
+                out.add(sub.children[0].expr_id())
+    return out
 
 
 @rule("Expand")
@@ -328,7 +347,19 @@ def generate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[At
     for a in gen_out:
         if gen is not None:
             ctx.expr(a.id, gen, TRANSFORMATION)
+    if gen is not None and gen.cls in ROW_DROPPING_GENERATORS and node.fields.get("outer") is not True:
+        # a row whose array/map is null or empty yields no output row: the collection decides which rows
+        # exist. Stated here, not left to the optimizer's inferred ``size(c) > 0`` filter, which a cached
+        # input (traced through the analyzed plan) does not have.
+        for child in gen.children:
+            if child.cls in ("CreateArray", "CreateMap") and child.children:
+                continue  # array(a, b) / map(k, v) built in the query: never null, never empty
+            ctx.influence(child, FILTER)
     return kept + gen_out
+
+
+#: Generators that emit no row for a null or empty input (unless ``outer``).
+ROW_DROPPING_GENERATORS = frozenset({"Explode", "PosExplode", "Inline"})
 
 
 @rule("BatchEvalPython", "ArrowEvalPython", "BatchEvalPythonUDTF", "ArrowEvalPythonUDTF")

@@ -201,11 +201,14 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
 
     def _collect(self, capture_dir: str, error: BaseException | None) -> emit.LineageResult:
         problems: list[emit.Problem] = []
+        unreadable: list[str] = []
         try:
-            records = read_records(capture_dir)
+            records = read_records(capture_dir, unreadable)
         except Exception as exc:
             problems.append(emit.Problem(f"cannot read capture records in {capture_dir}: {exc!r}"))
             records = []
+        for reason in unreadable:  # one bad file never costs the other records
+            problems.append(emit.Problem(f"unreadable capture record (skipped) {reason}", task=reason.split(": ", 1)[0]))
         status_path = Path(capture_dir) / STATUS_FILE
         if status_path.is_file():
             import json
@@ -222,7 +225,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                     "or the driver could not write there (check the task log for 'airflow-provider-lineage:' lines)"
                 )
             )
-        return emit.analyze(records, problems)
+        result = emit.analyze(records, problems)
+        result.unreadable = len(unreadable)
+        return result
 
     def _publish(
         self,

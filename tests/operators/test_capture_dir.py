@@ -8,8 +8,7 @@ from typing import Any
 
 from openlineage.client.serde import Serde
 
-from airflow_provider_lineage import PRODUCER
-from airflow_provider_lineage import emit
+from airflow_provider_lineage import PRODUCER, emit
 from airflow_provider_lineage.capture.config import ParentRun
 from airflow_provider_lineage.capture.listener import CaptureSession
 from airflow_provider_lineage.capture.records import RecordSink, read_records

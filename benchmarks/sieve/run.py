@@ -33,7 +33,7 @@ from sieve_methods import METHODS, Runner, spark_session
 from sieve_queries import SWEEP_FRACTIONS, Query, Truth, make_queries
 
 COLUMNS = {"generated": ("l_orderkey", "l_shipdate"), "adversarial": ("l_shipdate",),
-           "late": ("l_shipdate",), "shuffled": ("l_shipdate",)}
+           "late": ("l_shipdate",), "shuffled": ("l_shipdate",), "sparse": ("l_orderkey",)}
 KEY_WIDTH = {"l_shipdate": 4, "l_orderkey": 8}
 
 

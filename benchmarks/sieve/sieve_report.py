@@ -172,7 +172,9 @@ def write_report(results: dict[str, Any], path: Path, chart: Path) -> None:
                           "holds 1992–1998 and 2007 dates, nothing in 1999–2006",
            "late": f"one file per {cfg['late_days_per_file']} arrival day(s); 1 % of rows arrive on a random "
                    "later day (so each file also holds rows of random earlier days)",
-           "shuffled": "rows spread over the files by a hash: every date in every file (worst case)"}
+           "shuffled": "rows spread over the files by a hash: every date in every file (worst case)",
+           "sparse": "`l_orderkey` replaced by one of 500 sparse codes (1,000–100,000 apart, hash-chosen per "
+                     "row); each code in 3 hash-chosen files, so each file holds ~8 codes spread over the domain"}
     for name, d in results["layouts"].items():
         w(f"| {name} | {d['n_files']} | {d['rows']:,} | {_mb(d['total_bytes'])} | {d['generate_seconds']:.0f} s "
           f"| {how[name]} |")

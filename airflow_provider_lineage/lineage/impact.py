@@ -8,6 +8,7 @@ filters, joins, ...) applies to every field of that output and is followed only 
 """
 from __future__ import annotations
 
+import difflib
 import json
 from collections import deque
 from collections.abc import Iterable
@@ -59,6 +60,8 @@ class LineageGraph:
         self.up: dict[FieldKey, dict[FieldKey, set[str]]] = {}
         self.down: dict[FieldKey, dict[FieldKey, set[str]]] = {}
         self.fields: dict[tuple[str, str], set[str]] = {}
+        #: ``symlinks`` identifiers (catalog table names) -> dataset: ``"ns:default.t"``, ``"default.t"``
+        self.aliases: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_events(cls, events: Any) -> LineageGraph:
@@ -77,8 +80,14 @@ class LineageGraph:
     def add_event(self, ev: dict[str, Any]) -> None:
         for side in ("inputs", "outputs"):
             for ds in ev.get(side) or []:
-                schema = ((ds.get("facets") or {}).get("schema") or {}).get("fields") or []
-                self.fields.setdefault((ds["namespace"], ds["name"]), set()).update(f.get("name", "") for f in schema)
+                facets = ds.get("facets") or {}
+                schema = (facets.get("schema") or {}).get("fields") or []
+                key = (ds["namespace"], ds["name"])
+                self.fields.setdefault(key, set()).update(f.get("name", "") for f in schema)
+                for ident in (facets.get("symlinks") or {}).get("identifiers") or []:
+                    if ident.get("name"):
+                        self.aliases.setdefault(f"{ident.get('namespace')}:{ident['name']}", key)
+                        self.aliases.setdefault(ident["name"], key)
         for out in ev.get("outputs") or []:
             ns, name = out["namespace"], out["name"]
             facet = (out.get("facets") or {}).get("columnLineage") or {}
@@ -115,6 +124,34 @@ class LineageGraph:
     def downstream(self, namespace: str, name: str, field: str, include_indirect: bool = False) -> list[Hop]:
         """Every column computed from ``field`` (transitively, across jobs): the impact of changing it."""
         return self._walk(self.down, (namespace, name, field), include_indirect)
+
+    def resolve_ref(self, ref: str) -> FieldKey:
+        """Like :meth:`parse_ref`, but the dataset may also be named by its catalog table (``symlinks``
+        facet: ``default.sales:amount`` or ``<warehouse ns>:default.sales:amount``), and an unknown
+        dataset or field raises ``KeyError`` with a message naming close matches."""
+        head, sep, fld = ref.rpartition(":")
+        if not sep or not head:
+            raise ValueError(f"{ref!r} is not namespace:name:field (e.g. file:/data/orders:amount, or default.orders:amount)")
+        key = next(((ns, nm) for ns, nm in self.fields if f"{ns}:{nm}" == head), None)
+        if key is None:
+            key = self.aliases.get(head)
+        if key is None:
+            lowered = {k.lower(): v for k, v in self.aliases.items()}
+            key = lowered.get(head.lower())
+        if key is None:
+            names = [f"{ns}:{nm}" for ns, nm in self.fields] + list(self.aliases)
+            close = difflib.get_close_matches(head, names, n=3, cutoff=0.5)
+            hint = f"; close matches: {', '.join(close)}" if close else f"; {len(self.fields)} dataset(s) are known"
+            raise KeyError(f"unknown dataset {head!r} in these events{hint}")
+        known = self.fields.get(key, set())
+        if fld not in known:
+            match = next((f for f in known if f.lower() == fld.lower()), None)
+            if match is None:
+                close = difflib.get_close_matches(fld, sorted(known), n=3, cutoff=0.5)
+                hint = f"; close matches: {', '.join(close)}" if close else f"; fields are: {', '.join(sorted(known))}"
+                raise KeyError(f"unknown column {fld!r} of {key[0]}:{key[1]}{hint}")
+            fld = match
+        return (key[0], key[1], fld)
 
     def parse_ref(self, ref: str) -> FieldKey:
         """``namespace:name:field`` (namespaces may contain ``:``; matched against known datasets)."""

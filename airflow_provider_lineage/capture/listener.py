@@ -282,6 +282,13 @@ class WriteCaptureListener:
                 info.locations = [meta.location().toString()]
             except Exception:
                 pass
+        elif cls == "LogicalRDD":
+            try:  # checkpoint()/localCheckpoint(): the plan before the checkpoint is gone from this plan
+                rdd = node.rdd()
+                if rdd.isCheckpointed() or rdd.getCheckpointFile().isDefined():
+                    info.options = {"checkpoint": "true"}
+            except Exception:  # noqa: BLE001 - identity extras only
+                log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
         elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
             rel = node if cls == "DataSourceV2Relation" else node.relation()
             info.table = _v2_table_name(rel)

@@ -257,6 +257,14 @@ class Analysis:
         """Bind a leaf's attributes to the captured relation's dataset fields (matched by exprId)."""
         for a in out:
             self.leaf_kinds.setdefault(a.id, node.cls)
+        if node.cls == "LogicalRDD" and out:
+            hit = self.rel_by_id.get(out[0].id)
+            if hit is not None and (hit[0].options or {}).get("checkpoint") == "true":
+                # Spark keeps no link from a checkpointed RDD to the plan that computed it
+                self.note_unknown(
+                    "LogicalRDD from checkpoint()/localCheckpoint(): the plan before the checkpoint is not "
+                    "part of this write's plan; lineage stops there"
+                )
         if node.cls in LOCAL_LEAVES or node.cls == "InMemoryRelation":
             return
         seen: set[int] = set()

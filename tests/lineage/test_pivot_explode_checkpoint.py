@@ -5,6 +5,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from airflow_provider_lineage.lineage import analyze_record
+from airflow_provider_lineage.lineage.summary import summarize
 from tests.lineage.helpers import check_properties, ds_edges, edges
 
 
@@ -69,3 +70,18 @@ def test_explode_outer_and_arrays_built_in_the_query_filter_nothing(env):
     assert ds_edges(lin) == set()
     lin = _lin(env, o.select("id", F.explode(F.array("id", "cust_id")).alias("tag")))
     assert ds_edges(lin) == set()
+
+
+@pytest.mark.parametrize("kind", ["localCheckpoint", "checkpoint"])
+def test_checkpoint_cut_is_marked_approximate_with_the_reason(env, kind):
+    """Spark replaces a checkpointed DataFrame's plan by a LogicalRDD with no link to the plan that
+    computed it: the write's lineage cannot reach the parquet input, and says so (not silently)."""
+    env.spark.sparkContext.setCheckpointDir(str(env.base / "checkpoints"))
+    o = env.spark.read.parquet(env.orders).select("id", (F.col("amount") * 2).alias("a2"))
+    cut = o.localCheckpoint() if kind == "localCheckpoint" else o.checkpoint()
+    lin = analyze_record(env.write_parquet(cut.select("id", "a2")))
+    check_properties(lin)
+    assert lin.approximate
+    assert any("checkpoint" in u for u in lin.unknown), lin.unknown
+    assert lin.columns["a2"] == []  # nothing is invented
+    assert "checkpoint" in summarize(lin)  # the task log says why the lineage stops

@@ -21,11 +21,31 @@ def get_provider_info() -> dict[str, Any]:
                 "external-doc-url": "https://openlineage.io/docs/spec/facets/dataset-facets/column_lineage_facet",
                 "tags": ["software"],
             },
+            {
+                "integration-name": "Sieve Index",
+                "tags": ["software"],
+            },
         ],
         "operators": [
             {
                 "integration-name": "Spark Lineage",
                 "python-modules": ["airflow_provider_lineage.operators.spark_lineage"],
+            },
+            {
+                "integration-name": "Sieve Index",
+                "python-modules": ["airflow_provider_lineage.operators.sieve"],
+            },
+        ],
+        "sensors": [
+            {
+                "integration-name": "Sieve Index",
+                "python-modules": ["airflow_provider_lineage.sensors.sieve"],
+            },
+        ],
+        "triggers": [
+            {
+                "integration-name": "Sieve Index",
+                "python-modules": ["airflow_provider_lineage.triggers.sieve"],
             },
         ],
     }

@@ -1,0 +1,95 @@
+"""SieveMaintenanceTrigger: serialize() round trip, run() fires only once an index needs work, error
+and timeout events, and the blocking checks run off the event loop."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from airflow_provider_lineage.sieve.maintain import maintain
+from airflow_provider_lineage.triggers.sieve import CLASSPATH, SieveMaintenanceTrigger
+from tests.sieve.helpers import write_file
+
+
+@pytest.fixture
+def table(tmp_path) -> str:
+    root = str(tmp_path / "t")
+    for i in range(4):  # one added/removed file is a small drift (sync, not rebuild)
+        write_file(f"{root}/part-{i}.parquet", list(range(i * 100, i * 100 + 100)))
+    maintain(None, root, "k")
+    return root
+
+
+class TestSieveMaintenanceTrigger:
+    def test_serialize_round_trip_is_json(self, table: str) -> None:
+        trigger = SieveMaintenanceTrigger(indexes=[{"table": table, "column": "k", "index_path": None}],
+                                          thresholds={"max_deltas": 2}, update_strategy="mor", poke_interval=1.5,
+                                          deadline=123.0)
+        classpath, kwargs = trigger.serialize()
+        assert classpath == CLASSPATH
+        assert json.loads(json.dumps(kwargs)) == kwargs
+        import importlib
+
+        module, _, name = classpath.rpartition(".")
+        again = getattr(importlib.import_module(module), name)(**kwargs)
+        assert again.serialize() == (classpath, kwargs)
+
+    def test_fires_only_after_a_file_is_added(self, table: str) -> None:
+        trigger = SieveMaintenanceTrigger(indexes=[{"table": table, "column": "k"}], poke_interval=0.05)
+
+        async def scenario() -> dict:
+            task = asyncio.create_task(trigger.run().__anext__())
+            await asyncio.sleep(0.5)
+            assert not task.done()  # the index is current: no event
+            await asyncio.to_thread(write_file, f"{table}/part-9.parquet", [9000])
+            event = await asyncio.wait_for(task, 60)
+            return event.payload
+
+        payload = asyncio.run(scenario())
+        assert payload["status"] == "success"
+        (need,) = payload["indexes"]
+        assert (need["table"], need["column"], need["action"], need["files_added"]) == (table, "k", "sync", 1)
+
+    def test_checks_do_not_block_the_event_loop(self, table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        import airflow_provider_lineage.triggers.sieve as mod
+
+        release = threading.Event()
+        real = mod.pending_work
+
+        def slow(*args, **kwargs):
+            release.wait(30)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(mod, "pending_work", slow)
+        os.remove(f"{table}/part-1.parquet")
+        trigger = SieveMaintenanceTrigger(indexes=[{"table": table, "column": "k"}], poke_interval=0.05)
+
+        async def scenario() -> dict:
+            task = asyncio.create_task(trigger.run().__anext__())
+            ticks = 0
+            for _ in range(5):  # the loop keeps running while the check is stuck in its thread
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert ticks == 5 and not task.done()
+            release.set()
+            return (await asyncio.wait_for(task, 60)).payload
+
+        assert asyncio.run(scenario())["status"] == "success"
+
+    def test_error_becomes_an_event(self) -> None:
+        trigger = SieveMaintenanceTrigger(indexes=[{"table": "db.sales", "column": "day"}], poke_interval=0.05)
+        payload = asyncio.run(trigger.run().__anext__()).payload
+        assert payload["status"] == "error" and "index_path" in payload["message"]
+        bad = SieveMaintenanceTrigger(indexes=[{"table": "/t", "column": "k"}], thresholds={"max_deltas": 0})
+        payload = asyncio.run(bad.run().__anext__()).payload
+        assert payload["status"] == "error" and "max_deltas=0" in payload["message"]
+
+    def test_deadline_gives_a_timeout_event(self, table: str) -> None:
+        trigger = SieveMaintenanceTrigger(indexes=[{"table": table, "column": "k"}], poke_interval=0.05,
+                                          deadline=time.time() - 1)
+        payload = asyncio.run(trigger.run().__anext__()).payload
+        assert payload["status"] == "timeout" and "no index needed work" in payload["message"]

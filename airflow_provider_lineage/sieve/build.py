@@ -24,12 +24,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from .errors import CommitConflict, IndexUnavailable, SieveError
+from .errors import IndexUnavailable, SieveError
 from .keys import KeyType, _unscaled, key_type_from_arrow, key_type_from_spark
 from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
-from .storage import IndexStore, Manifest, SegmentMeta, now_iso
+from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts, now_iso
 from .table import (
     FileEntry,
     TableRef,
@@ -129,15 +129,12 @@ def require_root(ref: TableRef) -> None:
         raise SieveError(f"table path {ref.root} {what}: pass the table's root directory")
 
 
-def commit_retrying(store: IndexStore, manifest: Manifest, attempts: int = 5) -> int:
+def commit_retrying(store: IndexStore, manifest: Manifest) -> int:
     """Commit a manifest that does not depend on its base (a full build) at the next free version."""
-    for _ in range(attempts):
-        try:
+    for attempt in commit_attempts("the build", store.path):
+        with attempt:
             return store.commit(manifest, store.latest_version())
-        except CommitConflict:
-            continue
-    raise CommitConflict(f"could not commit a new version at {store.path} after {attempts} attempts "
-                         "(many concurrent writers?): retry later")
+    raise AssertionError("unreachable: commit_attempts raises when every attempt lost")
 
 
 # ---- pyarrow engine ---------------------------------------------------------------------------

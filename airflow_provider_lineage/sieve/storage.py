@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .codec import Reader, Writer, seal, unseal
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable
@@ -149,6 +150,26 @@ class Manifest:
         if self.segment_list:
             names.add(self.segment_list.name)
         return names
+
+
+COMMIT_ATTEMPTS = 5
+
+
+def commit_attempts(what: str, path: str, attempts: int = COMMIT_ATTEMPTS) -> Retrying:
+    """The attempts of one read-modify-commit cycle that a concurrent writer may win.
+
+    Use as ``for attempt in commit_attempts(...): with attempt: <load base, write, commit>``: a
+    :class:`CommitConflict` inside starts the cycle again on the new base after a short random
+    back-off (so two losers do not collide again); when every attempt lost, one CommitConflict
+    names ``what``, the folder and the fix.
+    """
+
+    def give_up(state: Any) -> None:
+        raise CommitConflict(f"{what} lost {attempts} commit races at {path}: another writer keeps updating "
+                             "the index; retry later, or do not run two maintainers of one index at once")
+
+    return Retrying(retry=retry_if_exception_type(CommitConflict), stop=stop_after_attempt(attempts),
+                    wait=wait_random_exponential(multiplier=0.05, max=1.0), retry_error_callback=give_up)
 
 
 def now_iso() -> str:

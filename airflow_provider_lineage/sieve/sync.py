@@ -20,7 +20,7 @@ How updates work (locations are files; Parquet files are immutable, a rewrite is
   sorted (key, file id) records per sync (searched by every query) and charges the budgets in the
   segment list; ``compact`` folds deltas into segments, purges dead ids and rebuilds segments over
   budget. Neither needs Spark.
-* Commits are optimistic: a lost race retries the whole update on the fresh version (3 attempts).
+* Commits are optimistic: a lost race retries the whole update on the fresh version (storage.commit_attempts: 5 attempts, random back-off).
 """
 from __future__ import annotations
 
@@ -34,15 +34,13 @@ from typing import Any
 import numpy as np
 
 from .build import SegmentSink, build, meta_for, require_root
-from .errors import CommitConflict, IndexUnavailable
+from .errors import IndexUnavailable
 from .keys import as_key_array
 from .model import Segmenter, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
-from .storage import IndexStore, Manifest, SegmentMeta
+from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts
 from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolve_table
-
-ATTEMPTS = 3
 
 
 @dataclass
@@ -261,43 +259,40 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     require_root(ref)
     store = IndexStore(index_location(ref, column, index_path))
     store.check_writable()
-    for attempt in range(1, ATTEMPTS + 1):
-        params: dict[str, Any] = {}
-        try:
-            base = store.load_manifest()
-            params = _params(base)
-            store.verify(base)  # a corrupt segment or delta would make every read a full read
-        except IndexUnavailable as exc:
-            if store.latest_version() is not None:
-                warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",
-                              stacklevel=2)
-            params.update(build_options)
-            stats = build(spark, table, column, index_path=store.path, **params)
-            return SyncReport(table=ref.name, column=column, mode=stats.mode, version=stats.version,
-                              action="build", files_added=stats.files, reason=exc.reason,
-                              seconds=round(time.monotonic() - t0, 3))
-        listing = list_table_files(base.table)
-        added, removed, changed = diff_files(base, listing)
-        changed_entries = {base.files[fid].path for fid in changed}
-        report = _report(base, "sync")
-        report.files_added = len(added)
-        report.files_removed, report.files_changed = len(removed), len(changed)
-        report.attempts = attempt
-        if not (added or removed or changed):
-            report.action = "none"
-            report.seconds = round(time.monotonic() - t0, 3)
-            return report
-        new_entries = added + [f for f in listing if f.path in changed_entries]
-        try:
+    for attempt in commit_attempts(f"sync of {table}.{column}", store.path):
+        with attempt:
+            params: dict[str, Any] = {}
+            try:
+                base = store.load_manifest()
+                params = _params(base)
+                store.verify(base)  # a corrupt segment or delta would make every read a full read
+            except IndexUnavailable as exc:
+                if store.latest_version() is not None:
+                    warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",
+                                  stacklevel=2)
+                params.update(build_options)
+                stats = build(spark, table, column, index_path=store.path, **params)
+                return SyncReport(table=ref.name, column=column, mode=stats.mode, version=stats.version,
+                                  action="build", files_added=stats.files, reason=exc.reason,
+                                  seconds=round(time.monotonic() - t0, 3))
+            listing = list_table_files(base.table)
+            added, removed, changed = diff_files(base, listing)
+            changed_entries = {base.files[fid].path for fid in changed}
+            report = _report(base, "sync")
+            report.files_added = len(added)
+            report.files_removed, report.files_changed = len(removed), len(changed)
+            report.attempts = attempt.retry_state.attempt_number
+            if not (added or removed or changed):
+                report.action = "none"
+                report.seconds = round(time.monotonic() - t0, 3)
+                return report
+            new_entries = added + [f for f in listing if f.path in changed_entries]
             with store.discarding_on_error():
                 new = _update(store, base, new_entries, removed + changed, report)
                 report.version = store.commit(new, base.version)
-        except CommitConflict:
-            continue
-        report.seconds = round(time.monotonic() - t0, 3)
-        return report
-    raise CommitConflict(f"sync of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: "
-                         "another writer keeps updating the index; retry later")
+            report.seconds = round(time.monotonic() - t0, 3)
+            return report
+    raise AssertionError("unreachable: commit_attempts raises when every attempt lost")
 
 
 def compact(table: str, column: str, *, index_path: str | None = None, spark: Any = None) -> SyncReport:
@@ -307,16 +302,16 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
     """
     t0 = time.monotonic()
     store = IndexStore(index_location(table, column, index_path, spark))
-    for attempt in range(1, ATTEMPTS + 1):
-        base = store.load_manifest()
-        metas = store.read_segment_list(base.segment_list)
-        report = _report(base, "compact")
-        report.attempts = attempt
-        if not base.deltas and not base.dead_files and not any(over_budget(s.used, s.budget) for s in metas):
-            report.action = "none"
-            return report
-        cache = _KeyCache(base, base.files)
-        try:
+    for attempt in commit_attempts(f"compact of {table}.{column}", store.path):
+        with attempt:
+            base = store.load_manifest()
+            metas = store.read_segment_list(base.segment_list)
+            report = _report(base, "compact")
+            report.attempts = attempt.retry_state.attempt_number
+            if not base.deltas and not base.dead_files and not any(over_budget(s.used, s.budget) for s in metas):
+                report.action = "none"
+                return report
+            cache = _KeyCache(base, base.files)
             with store.discarding_on_error():
                 adds = _delta_adds(store, base, base.files)
                 metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
@@ -326,11 +321,9 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
                 report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
                 new = _new_manifest(base, segment_list=store.write_segment_list(metas), deltas=[], dead_files=[])
                 report.version = store.commit(new, base.version)
-        except CommitConflict:
-            continue
-        report.seconds = round(time.monotonic() - t0, 3)
-        return report
-    raise CommitConflict(f"compact of {table}.{column} lost {ATTEMPTS} commit races at {store.path}: retry later")
+            report.seconds = round(time.monotonic() - t0, 3)
+            return report
+    raise AssertionError("unreachable: commit_attempts raises when every attempt lost")
 
 
 def rebuild(spark: Any, table: str, column: str, *, index_path: str | None = None, **overrides: Any) -> IndexStats:

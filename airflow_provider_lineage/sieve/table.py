@@ -8,12 +8,14 @@ file system (a path, a ``file:`` URI, or a catalog table whose location is one o
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import SieveError
@@ -87,38 +89,48 @@ def resolve_table(table: str, spark: Any = None) -> TableRef:
     return TableRef("catalog", table, local_path(location))
 
 
-_PART = re.compile(r"^([^=]+)=(.*)$")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def partition_values(relative_dir: str) -> dict[str, str]:
+    """Hive partition values of a directory below the table root (``day=2024-01-01/shop=7``).
+
+    Parsed by :class:`pyarrow.dataset.HivePartitioning` (URI-decoded, as Spark writes them); every
+    value stays a string, and a NULL partition keeps Spark's ``__HIVE_DEFAULT_PARTITION__`` name.
+    """
+    names = [piece.split("=", 1)[0] for piece in relative_dir.split("/") if "=" in piece]
+    if not names:
+        return {}
+    schema = pa.schema([(unquote(n), pa.string()) for n in dict.fromkeys(names)])
+    expr = ds.HivePartitioning(schema, null_fallback=HIVE_NULL).parse(f"/{relative_dir}/")  # a trailing / or the last piece is taken for a file name
+    keys = ds.get_partition_keys(expr)
+    return {name: (HIVE_NULL if keys.get(name) is None else str(keys[name])) for name in schema.names}
 
 
 def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry]:
     """All ``*.parquet`` data files under the table root, sorted by path, without Spark for paths.
 
+    Listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes come with it).
     Directories and files whose names start with ``_`` or ``.`` are skipped (Spark does the same),
     which also skips the default index folder ``_sieve``. A missing root lists as no files.
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    out: list[FileEntry] = []
     root = ref.root
-    if not os.path.isdir(root):
-        return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-        rel = os.path.relpath(dirpath, root)
-        part: dict[str, str] = {}
-        if rel != ".":
-            for piece in rel.split(os.sep):
-                m = _PART.match(piece)
-                if m:
-                    part[unquote(m.group(1))] = unquote(m.group(2))
-        for name in filenames:
-            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
-                continue
-            p = os.path.join(dirpath, name)
-            try:
-                st = os.stat(p)
-            except FileNotFoundError:
-                continue
-            out.append(FileEntry(p, st.st_size, st.st_mtime_ns, dict(part)))
+    fs = pafs.LocalFileSystem()
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        return []
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except FileNotFoundError:  # the root vanished while listing
+        return []
+    out: list[FileEntry] = []
+    for info in infos:
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+            continue
+        rel_dir, _, name = os.path.relpath(info.path, root).replace(os.sep, "/").rpartition("/")
+        if any(piece.startswith(("_", ".")) for piece in [*rel_dir.split("/"), name] if piece):
+            continue
+        out.append(FileEntry(info.path, info.size, info.mtime_ns, partition_values(rel_dir) if rel_dir else {}))
     out.sort(key=lambda f: f.path)
     return out
 

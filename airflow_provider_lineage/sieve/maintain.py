@@ -209,7 +209,8 @@ class MaintainResult:
             return f"{name}: FAILED ({self.error_type}: {self.error})"
         if self.action == "none":
             return f"{name}: nothing to do ({self.reason}); v{self.version}"
-        return (f"{name}: {self.action} ({self.reason}) v{self.previous_version}->v{self.version}: "
+        before = "no index" if self.previous_version is None else f"v{self.previous_version}"
+        return (f"{name}: {self.action} ({self.reason}) {before} -> v{self.version}: "
                 f"+{self.files_added}/-{self.files_removed}/~{self.files_changed} files, segments "
                 f"{self.segments_rewritten} rewritten, {self.segments_rebuilt} rebuilt, {self.segments_created} "
                 f"created; budget {self.budget_used_fraction:.1%} used; {self.index_bytes} B "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI.
 #   ./dev.sh demo     set up .venv and run the example pipeline (example DAG, local Spark, lineage to a file)
-#   ./dev.sh test     set up .venv and run the test suite (what .ci/run calls)
+#   ./dev.sh test     set up .venv, run ruff check and the test suite (what .ci/run calls)
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
 #   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
@@ -59,8 +59,9 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
   setup) setup ;;
-  demo) setup; run_env; exec "$VENV/bin/python" -m airflow_provider_lineage.demo "$@" ;;
-  test) setup; run_env; exec "$VENV/bin/python" -m pytest "$@" ;;
+  demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
+  test) setup; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
+        exec "$VENV/bin/python" -m pytest "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   *) sed -n '2,9p' "$0"; exit 2 ;;

@@ -31,7 +31,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pyspark.sql.SparkSession]:  # noqa: F821
     """A real ``local[2]`` SparkSession with its own warehouse, shared by the whole run."""
     from pyspark.sql import SparkSession
 

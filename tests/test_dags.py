@@ -2,7 +2,7 @@
 
 * in-process run, Airflow's OpenLineage provider NOT configured: the operator emits START/COMPLETE
   itself to ``$AIRFLOW_HOME/lineage/events.jsonl``; the mart's column lineage is checked edge by edge;
-* subprocess run (``python -m airflow_provider_lineage.demo``) with the provider configured with a file
+* subprocess run (``python dev/demo.py``) with the provider configured with a file
   transport: the datasets reach the provider's file through ``get_openlineage_facets_on_complete`` and
   the operator writes nothing to the default file.
 """
@@ -92,7 +92,7 @@ def provider_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subproces
     )
     env.pop("AIRFLOW__CORE__DAGS_FOLDER", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_lineage.demo"], env=env, cwd=str(base),
+        [sys.executable, str(ROOT / "dev" / "demo.py")], env=env, cwd=str(base),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     proc.base = base  # type: ignore[attr-defined]
@@ -110,9 +110,9 @@ def self_emit_run(airflow_db: Path, provider_run: subprocess.Popen[str], tmp_pat
     os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
     from airflow.dag_processing.dagbag import DagBag
 
-    from airflow_provider_lineage import emit
+    from airflow_provider_lineage.lineage import transport
 
-    events_path = emit.default_events_path()
+    events_path = transport.default_events_path()
     before = len(_read_events(events_path))
     data_dir = tmp_path_factory.mktemp("c1-data")
     dag = DagBag(dag_folder=str(DAGS / "lineage_c1_transactions_mart.py")).get_dag(DAG_ID)

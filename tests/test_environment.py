@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from airflow_provider_lineage.capture.records import collapse_nested, read_records
+from airflow_provider_lineage.lineage.record import collapse_nested, read_records
 from airflow_provider_lineage.operators.spark_lineage import launcher_path
 from tests.capture.test_launcher import _submit_env
 
@@ -46,7 +46,7 @@ def test_pyspark_is_one_coherent_full_distribution(spark) -> None:
 
 
 @pytest.fixture(scope="module")
-def contacts(spark, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a DataFrame
+def contacts(spark, tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("env") / "contacts"
     spark.createDataFrame([(1, "ab@x.org"), (2, None), (3, "cd@y.org")], "id long, email string") \
         .write.parquet(str(path))
@@ -86,7 +86,8 @@ def test_udfs_over_a_table_through_the_launcher(tmp_path: Path) -> None:
     cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", "512m",
            "--conf", f"spark.airflow_lineage.captureDir={cap}", launcher_path(), str(APPS / "udfs_over_table.py"), str(out)]
     try:
-        proc = subprocess.run(cmd, env=_submit_env(), capture_output=True, text=True, timeout=4 * UDF_WAIT_SECONDS)
+        proc = subprocess.run(cmd, check=False, env=_submit_env(), capture_output=True, text=True,
+                              timeout=4 * UDF_WAIT_SECONDS)
     except subprocess.TimeoutExpired:
         pytest.fail(f"Python UDFs over a table scan did not finish in {4 * UDF_WAIT_SECONDS}s: the pinned "
                     "pyspark release hangs them (see pyproject.toml)")

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_lineage.lineage.model import ParentRun
+
 PREFIX = "spark.airflow_lineage."
 ENV_PREFIX = "AIRFLOW_LINEAGE_"
 
@@ -43,18 +45,6 @@ _KEYS = {
 #: Name of the status file the launcher leaves in the capture folder (client deploy mode).
 STATUS_FILE = "_launcher.status"  # not *.json: read_records() globs those
 STATUS_FORMAT_VERSION = 1
-
-
-@dataclass
-class ParentRun:
-    """The run the driver's events hang under (the Airflow task run), plus its root (the DAG run)."""
-
-    namespace: str
-    name: str
-    run_id: str
-    root_namespace: str | None = None
-    root_name: str | None = None
-    root_run_id: str | None = None
 
 
 @dataclass

@@ -44,7 +44,8 @@ if __package__ in (None, ""):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
 from airflow_provider_lineage.capture.config import STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
-from airflow_provider_lineage.capture.records import CaptureRecord, RecordSink
+from airflow_provider_lineage.capture.sink import RecordSink, atomic_write_text
+from airflow_provider_lineage.lineage.record import CaptureRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -93,7 +94,7 @@ class CaptureRuntime:
             text = f"{message}: {exc!r}" if exc is not None else message
             self.problems.append(text)
             log.warning("%s (the application is not affected)", text, exc_info=exc is not None and log.isEnabledFor(logging.DEBUG))
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
             pass
 
     # -- patches --------------------------------------------------------------------------------
@@ -159,7 +160,7 @@ class CaptureRuntime:
                     self.spark_version = spark.version
                     self.app_name = spark.sparkContext.appName
                     self.emit_start()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not attach the capture listener to the SparkSession", exc)
 
     def _time_callbacks(self, listener: Any) -> None:
@@ -180,14 +181,14 @@ class CaptureRuntime:
         spark_ol = {k: v for k, v in conf.getAll() if k.startswith("spark.openlineage.")}
         try:
             self.config = LauncherConfig.resolve(lambda key: conf.get(key, None), self.environ, spark_ol)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.config = LauncherConfig()
             self.problem("invalid lineage configuration; capture is off for this run", exc)
             return
         if self.config.capture_dir:
             try:
                 self.sink = RecordSink(self.config.capture_dir)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
                 self.problem(f"cannot write capture records to {self.config.capture_dir}", exc)
         if not self.config.active:
             log.info(
@@ -203,7 +204,7 @@ class CaptureRuntime:
         if self.sink is not None:
             try:
                 self.sink.write(record)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
                 self.problem(f"could not write the capture record of {record.command}", exc)
 
     def detach(self) -> None:
@@ -211,7 +212,7 @@ class CaptureRuntime:
         for listener in self.listeners:
             try:
                 listener._spark._jsparkSession.listenerManager().unregister(listener)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
                 pass
         self.listeners.clear()
         self._sessions.clear()
@@ -221,17 +222,16 @@ class CaptureRuntime:
         try:
             if sc is None or getattr(sc, "_jsc", None) is None or not self.listeners:
                 return
+            from airflow_provider_lineage.capture.listener import drain_bus
+
             timeout = self.config.drain_timeout_s if self.config else 60.0
-            bus = sc._jsc.sc().listenerBus()
             t0 = time.perf_counter()
             try:
-                bus.waitUntilEmpty(int(timeout * 1000))
-            except Exception as exc:
-                if "Timeout" in repr(exc):
+                if not drain_bus(sc, timeout):
                     self.problem(f"Spark's listener bus did not drain within {timeout:g}s; some writes may be missing")
             finally:
                 self.timings["drain_s"] += time.perf_counter() - t0
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's job for the capture
             self.problem("draining Spark's listener bus failed", exc)
 
     def drain_active(self) -> None:
@@ -239,7 +239,7 @@ class CaptureRuntime:
             from pyspark import SparkContext
 
             self.drain_context(SparkContext._active_spark_context)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("draining Spark's listener bus failed", exc)
 
     # -- end of run -----------------------------------------------------------------------------
@@ -273,11 +273,8 @@ class CaptureRuntime:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         try:
-            path = self.sink.directory / STATUS_FILE
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(status), encoding="utf-8")
-            os.replace(tmp, path)
-        except Exception as exc:
+            atomic_write_text(self.sink.directory / STATUS_FILE, json.dumps(status))
+        except Exception as exc:  # noqa: BLE001 - never fail the user's job for the status file
             self.problem("could not write the launcher status file", exc)
 
     # -- emission (cluster deploy mode) ---------------------------------------------------------
@@ -288,8 +285,8 @@ class CaptureRuntime:
         return namespace, name
 
     def _client(self) -> Any:
-        from airflow_provider_lineage import emit
         from airflow_provider_lineage.capture.config import transport_from_spark_properties
+        from airflow_provider_lineage.lineage import transport
 
         cfg = self.config or LauncherConfig()
         ol_config = cfg.openlineage_config
@@ -297,62 +294,62 @@ class CaptureRuntime:
             transport = transport_from_spark_properties(cfg.spark_openlineage)
             if transport is not None:
                 ol_config = {"transport": transport}
-        return emit.client_for(ol_config)
+        return transport.client_for(ol_config)
 
     def emit_start(self) -> None:
         if self.config is None or not self.config.emit:
             return
         try:
-            from airflow_provider_lineage import emit
+            from airflow_provider_lineage.lineage import events, transport
 
-            self.run_id = emit.new_run_id()
+            self.run_id = events.new_run_id()
             client, where = self._client()
             namespace, name = self._job()
-            event = emit.build_event(
+            event = events.build_event(
                 "START",
                 job_namespace=namespace,
                 job_name=name,
                 run_id=self.run_id,
-                run_facets=emit.run_facets(None, parent=self.config.parent, spark_version=self.spark_version),
-                job_facets=emit.job_facets(integration="SPARK", job_type="APPLICATION"),
+                run_facets=events.run_facets(None, parent=self.config.parent, spark_version=self.spark_version),
+                job_facets=events.job_facets(integration="SPARK", job_type="APPLICATION"),
                 event_time=self.started,
             )
-            for msg in emit.emit_all(client, [event]):
+            for msg in transport.emit_all(client, [event]):
                 self.problem(msg)
             self.emitted = where
             log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not emit the OpenLineage START event", exc)
 
     def emit_final(self, error: BaseException | None) -> None:
         try:
-            from airflow_provider_lineage import emit
+            from airflow_provider_lineage.lineage import events, transport
 
             if self.run_id is None:  # no session was ever created: nothing ran on Spark
                 return
-            result = emit.analyze(self.records, [emit.Problem(p) for p in self.problems])
-            inputs, outputs = emit.datasets(result)
+            result = events.analyze(self.records, [events.Problem(p) for p in self.problems])
+            inputs, outputs = events.datasets(result)
             namespace, name = self._job()
             failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))
-            event = emit.build_event(
+            event = events.build_event(
                 "FAIL" if failed else "COMPLETE",
                 job_namespace=namespace,
                 job_name=name,
                 run_id=self.run_id,
                 inputs=inputs,
                 outputs=outputs,
-                run_facets=emit.run_facets(
+                run_facets=events.run_facets(
                     result, parent=self.config.parent if self.config else None, error=error if failed else None,
                     spark_version=self.spark_version,
                 ),
-                job_facets=emit.job_facets(integration="SPARK", job_type="APPLICATION"),
+                job_facets=events.job_facets(integration="SPARK", job_type="APPLICATION"),
             )
             client, where = self._client()
-            for msg in emit.emit_all(client, [event]):
+            for msg in transport.emit_all(client, [event]):
                 self.problem(msg)
-            log.info("column lineage:\n%s", emit.summaries(result))
+            log.info("column lineage:\n%s", events.summaries(result))
             log.info("OpenLineage %s event of %s.%s sent to %s", event.eventType.value, namespace, name, where)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not emit the final OpenLineage event", exc)
 
 
@@ -369,7 +366,7 @@ def run(argv: list[str]) -> None:
     runtime = CaptureRuntime()
     try:
         runtime.patch()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
         runtime.problem("could not hook SparkSession; running without capture", exc)
     atexit.register(_finish_quietly, runtime)
 
@@ -395,10 +392,10 @@ def run(argv: list[str]) -> None:
 def _finish_quietly(runtime: CaptureRuntime, error: BaseException | None = None, exit_code: int | None = None) -> None:
     try:
         runtime.finish(error, exit_code)
-    except Exception as exc:  # pragma: no cover - finish() already guards every step
+    except Exception as exc:  # pragma: no cover - finish() already guards every step  # noqa: BLE001 - never fail the user's Spark job for the capture
         try:
             log.warning("finishing the capture failed: %r", exc)
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
             pass
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import logging
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from airflow_provider_lineage.capture.records import (
+from airflow_provider_lineage.lineage.logs import get_logger
+from airflow_provider_lineage.lineage.record import (
     WRITE_COMMANDS,
     CaptureRecord,
     OutputInfo,
@@ -30,7 +30,7 @@ from airflow_provider_lineage.capture.records import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 _LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
@@ -57,14 +57,14 @@ class WriteCaptureListener:
         self.captured = 0
 
     # -- QueryExecutionListener -------------------------------------------------------------
-    def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:  # noqa: N802,N803
+    def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
         self._handle(funcName, qe, durationNs, None)
 
-    def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:  # noqa: N802,N803
+    def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:
         self._handle(funcName, qe, None, exception)
 
     class Java:
-        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+        implements: ClassVar[list[str]] = ["org.apache.spark.sql.util.QueryExecutionListener"]
 
     # -- internals ----------------------------------------------------------------------------
     def _handle(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> None:
@@ -72,7 +72,7 @@ class WriteCaptureListener:
             record = self._capture(func_name, qe, duration_ns, exception)
         except Exception as exc:  # never let a capture problem escape into Spark
             msg = f"capture failed in {func_name}: {exc!r}"
-            log.warning("airflow-provider-lineage: %s", msg, exc_info=True)
+            log.warning("%s", msg, exc_info=True)
             self.errors.append(msg)
             return
         if record is None:
@@ -82,7 +82,7 @@ class WriteCaptureListener:
             self.captured += 1
         except Exception as exc:
             msg = f"could not hand over the capture record of {record.command}: {exc!r}"
-            log.warning("airflow-provider-lineage: %s", msg, exc_info=True)
+            log.warning("%s", msg, exc_info=True)
             self.errors.append(msg)
 
     def _capture(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> CaptureRecord | None:
@@ -90,7 +90,7 @@ class WriteCaptureListener:
         plan_error: str | None = None
         try:
             plan = qe.optimizedPlan()
-        except Exception as exc:  # analysis/optimisation failed: the write failed before running
+        except Exception as exc:  # analysis/optimisation failed: the write failed before running  # noqa: BLE001 - never fail the user's Spark job for the capture
             plan_error = _short(exc)
         node = plan if plan is not None else qe.logical()
         command = node.getClass().getSimpleName()
@@ -105,7 +105,7 @@ class WriteCaptureListener:
             spark_version=self._spark.version,
             app_id=self._spark.sparkContext.applicationId,
             app_name=self._spark.sparkContext.appName,
-            event_time=dt.datetime.now(dt.timezone.utc).isoformat(),
+            event_time=dt.datetime.now(dt.UTC).isoformat(),
             duration_ms=duration_ns / 1e6 if duration_ns is not None else None,
             error=_java_message(exception) if exception is not None else None,
             sequence=seq,
@@ -119,16 +119,16 @@ class WriteCaptureListener:
         try:
             analyzed = qe.analyzed()
             record.analyzed_plan = _json_plan(analyzed, problems, "analyzed")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             problems.append(f"analyzed plan unavailable: {_short(exc)}")
         try:
             record.output = self._output(node)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             problems.append(f"output unknown: {_short(exc)}")
             record.output = OutputInfo(command=command)
         try:
             record.relations = self._relations([p for p in (plan, analyzed) if p is not None])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             problems.append(f"input relations unknown: {_short(exc)}")
         if problems:
             record.capture_error = "; ".join(problems)
@@ -136,79 +136,12 @@ class WriteCaptureListener:
 
     # output ---------------------------------------------------------------------------------
     def _output(self, cmd: Any) -> OutputInfo:
+        """The output descriptor of a write command, read by the command's entry in :data:`OUTPUT_READERS`."""
         name = cmd.getClass().getSimpleName()
         out = OutputInfo(command=name)
-        if name == "InsertIntoHadoopFsRelationCommand":
-            out.location = cmd.outputPath().toString()
-            out.mode = cmd.mode().toString()
-            out.format = _format_name(cmd.fileFormat().toString())
-            out.partition_columns = [a.name() for a in _seq(cmd.partitionColumns())]
-            out.columns = [str(c) for c in _seq(cmd.outputColumnNames())]
-            out.column_types = [a.dataType().simpleString() for a in _seq(cmd.query().output())]
-            if cmd.catalogTable().isDefined():
-                out.table = _table_name(cmd.catalogTable().get().identifier())
-            return out
-        if name in ("CreateDataSourceTableAsSelectCommand", "SaveAsV1TableCommand"):
-            table = cmd.table() if name.startswith("Create") else cmd.tableDesc()
-            out.table = _table_name(table.identifier())
-            out.mode = cmd.mode().toString()
-            if table.provider().isDefined():
-                out.format = table.provider().get().lower()
-            out.partition_columns = [str(c) for c in _seq(table.partitionColumnNames())]
-            self._fill_columns(out, cmd.query())
-            out.location = self._table_location(table.identifier())
-            return out
-        if name in ("InsertIntoHiveTable", "CreateHiveTableAsSelectCommand", "OptimizedCreateHiveTableAsSelectCommand"):
-            table = cmd.table() if name == "InsertIntoHiveTable" else cmd.tableDesc()
-            out.table = _table_name(table.identifier())
-            out.format = "hive"
-            if name == "InsertIntoHiveTable":
-                out.mode = "Overwrite" if cmd.overwrite() else "Append"
-            else:
-                out.mode = cmd.mode().toString()
-            self._fill_columns(out, cmd.query())
-            out.location = self._table_location(table.identifier())
-            return out
-        if name == "SaveIntoDataSourceCommand":
-            opts = _scala_map(cmd.options())
-            out.mode = cmd.mode().toString()
-            out.format = _format_name(cmd.dataSource().getClass().getName())
-            out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table")}
-            out.location = opts.get("path")
-            self._fill_columns(out, cmd.query())
-            return out
-        if name in ("AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic"):
-            out.mode = {"AppendData": "Append"}.get(name, "Overwrite")
-            table = cmd.table()
-            out.table = _v2_table_name(table)
-            self._fill_columns(out, cmd.query())
-            return out
-        if name in ("CreateTableAsSelect", "ReplaceTableAsSelect", "AtomicCreateTableAsSelect", "AtomicReplaceTableAsSelect"):
-            out.mode = "Overwrite" if "Replace" in name else "ErrorIfExists"
-            try:
-                out.table = cmd.name().toString()
-            except Exception:
-                out.table = None
-            self._fill_columns(out, cmd.query())
-            return out
-        if name in ("InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand"):
-            out.mode = "Overwrite" if cmd.overwrite() else "Append"
-            if cmd.storage().locationUri().isDefined():
-                out.location = cmd.storage().locationUri().get().toString()
-            out.format = cmd.provider().lower() if name == "InsertIntoDataSourceDirCommand" else "hive"
-            self._fill_columns(out, cmd.query())
-            return out
-        if name == "MergeIntoTable":
-            out.table = _v2_table_name(cmd.targetTable())
-            out.mode = "Merge"
-            return out
-        if name == "InsertIntoStatement":  # unresolved: only on failures
-            target = cmd.table()
-            try:
-                out.table = ".".join(str(p) for p in _seq(target.multipartIdentifier()))
-            except Exception:
-                out.table = str(target.toString()).strip()
-            return out
+        reader = OUTPUT_READERS.get(name)
+        if reader is not None:
+            reader(self, cmd, out)
         return out
 
     def _fill_columns(self, out: OutputInfo, query: Any) -> None:
@@ -220,7 +153,7 @@ class WriteCaptureListener:
         try:
             meta = self._spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
             return meta.location().toString()
-        except Exception:
+        except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
             return None
 
     # relations ------------------------------------------------------------------------------
@@ -249,7 +182,7 @@ class WriteCaptureListener:
     def _cached_logical(self, node: Any) -> list[Any]:
         try:
             return [node.cacheBuilder().logicalPlan()]
-        except Exception:
+        except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
             return []
 
     def _relation(self, node: Any) -> RelationInfo | None:
@@ -280,14 +213,14 @@ class WriteCaptureListener:
             info.format = "hive"
             try:
                 info.locations = [meta.location().toString()]
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
                 pass
         elif cls == "LogicalRDD":
             try:  # checkpoint()/localCheckpoint(): the plan before the checkpoint is gone from this plan
                 rdd = node.rdd()
                 if rdd.isCheckpointed() or rdd.getCheckpointFile().isDefined():
                     info.options = {"checkpoint": "true"}
-            except Exception:  # noqa: BLE001 - identity extras only
+            except Exception:
                 log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
         elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
             rel = node if cls == "DataSourceV2Relation" else node.relation()
@@ -314,12 +247,117 @@ def _scala_map(scala_map: Any) -> dict[str, str]:
     return out
 
 
+
+# -- output descriptors, one reader per write command (the plan JSON nulls these fields out) ----------
+OutputReader = Callable[["WriteCaptureListener", Any, OutputInfo], None]
+
+
+def _hadoop_fs_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    out.location = cmd.outputPath().toString()
+    out.mode = cmd.mode().toString()
+    out.format = _format_name(cmd.fileFormat().toString())
+    out.partition_columns = [a.name() for a in _seq(cmd.partitionColumns())]
+    out.columns = [str(c) for c in _seq(cmd.outputColumnNames())]
+    out.column_types = [a.dataType().simpleString() for a in _seq(cmd.query().output())]
+    if cmd.catalogTable().isDefined():
+        out.table = _table_name(cmd.catalogTable().get().identifier())
+
+
+def _data_source_table(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    table = cmd.table() if out.command.startswith("Create") else cmd.tableDesc()
+    out.table = _table_name(table.identifier())
+    out.mode = cmd.mode().toString()
+    if table.provider().isDefined():
+        out.format = table.provider().get().lower()
+    out.partition_columns = [str(c) for c in _seq(table.partitionColumnNames())]
+    lst._fill_columns(out, cmd.query())
+    out.location = lst._table_location(table.identifier())
+
+
+def _hive_table(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    insert = out.command == "InsertIntoHiveTable"
+    table = cmd.table() if insert else cmd.tableDesc()
+    out.table = _table_name(table.identifier())
+    out.format = "hive"
+    out.mode = ("Overwrite" if cmd.overwrite() else "Append") if insert else cmd.mode().toString()
+    lst._fill_columns(out, cmd.query())
+    out.location = lst._table_location(table.identifier())
+
+
+def _save_into_data_source(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    opts = _scala_map(cmd.options())
+    out.mode = cmd.mode().toString()
+    out.format = _format_name(cmd.dataSource().getClass().getName())
+    out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table")}
+    out.location = opts.get("path")
+    lst._fill_columns(out, cmd.query())
+
+
+def _v2_write(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    out.mode = "Append" if out.command == "AppendData" else "Overwrite"
+    out.table = _v2_table_name(cmd.table())
+    lst._fill_columns(out, cmd.query())
+
+
+def _v2_table_as_select(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    out.mode = "Overwrite" if "Replace" in out.command else "ErrorIfExists"
+    try:
+        out.table = cmd.name().toString()
+    except Exception:  # noqa: BLE001 - an unnamed V2 target only loses the table name
+        out.table = None
+    lst._fill_columns(out, cmd.query())
+
+
+def _directory_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    out.mode = "Overwrite" if cmd.overwrite() else "Append"
+    if cmd.storage().locationUri().isDefined():
+        out.location = cmd.storage().locationUri().get().toString()
+    out.format = cmd.provider().lower() if out.command == "InsertIntoDataSourceDirCommand" else "hive"
+    lst._fill_columns(out, cmd.query())
+
+
+def _merge(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    out.table = _v2_table_name(cmd.targetTable())
+    out.mode = "Merge"
+
+
+def _unresolved_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
+    """``InsertIntoStatement`` stays unresolved only when the write failed in analysis."""
+    target = cmd.table()
+    try:
+        out.table = ".".join(str(p) for p in _seq(target.multipartIdentifier()))
+    except Exception:  # noqa: BLE001 - fall back to the plan's own text
+        out.table = str(target.toString()).strip()
+
+
+#: Write command class -> the reader of its output descriptor (like the engine's ``RULES``).
+OUTPUT_READERS: dict[str, OutputReader] = {
+    "InsertIntoHadoopFsRelationCommand": _hadoop_fs_insert,
+    "CreateDataSourceTableAsSelectCommand": _data_source_table,
+    "SaveAsV1TableCommand": _data_source_table,
+    "InsertIntoHiveTable": _hive_table,
+    "CreateHiveTableAsSelectCommand": _hive_table,
+    "OptimizedCreateHiveTableAsSelectCommand": _hive_table,
+    "SaveIntoDataSourceCommand": _save_into_data_source,
+    "AppendData": _v2_write,
+    "OverwriteByExpression": _v2_write,
+    "OverwritePartitionsDynamic": _v2_write,
+    "CreateTableAsSelect": _v2_table_as_select,
+    "ReplaceTableAsSelect": _v2_table_as_select,
+    "AtomicCreateTableAsSelect": _v2_table_as_select,
+    "AtomicReplaceTableAsSelect": _v2_table_as_select,
+    "InsertIntoDataSourceDirCommand": _directory_insert,
+    "InsertIntoHiveDirCommand": _directory_insert,
+    "MergeIntoTable": _merge,
+    "InsertIntoStatement": _unresolved_insert,
+}
+
 def _table_name(ident: Any) -> str:
     parts = []
     try:
         if ident.catalog().isDefined():
             parts.append(ident.catalog().get())
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
         pass
     if ident.database().isDefined():
         parts.append(ident.database().get())
@@ -338,11 +376,11 @@ def _v2_table_name(relation: Any) -> str | None:
             ns = list(ident.namespace())
             cat = relation.catalog().get().name() if relation.catalog().isDefined() else None
             return ".".join([*(x for x in [cat] if x), *ns, ident.name()])
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
         pass
     try:
         return str(relation.table().name())
-    except Exception:
+    except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
         return None
 
 
@@ -359,7 +397,7 @@ def _json_plan(plan: Any, problems: list[str], label: str) -> list[dict[str, Any
 
     try:
         return json.loads(plan.toJSON())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
         problems.append(f"{label} plan JSON unavailable: {_short(exc)}")
         return None
 
@@ -367,7 +405,7 @@ def _json_plan(plan: Any, problems: list[str], label: str) -> list[dict[str, Any
 def _java_message(exception: Any) -> str:
     try:
         return f"{exception.getClass().getName()}: {exception.getMessage()}"
-    except Exception:
+    except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
         return str(exception)
 
 
@@ -386,25 +424,30 @@ def install(spark: SparkSession, emit: Callable[[CaptureRecord], None]) -> Write
     return listener
 
 
-def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
-    """Wait until Spark's listener bus has delivered every queued event (bounded by ``timeout_s``).
+def drain_bus(sc: Any, timeout_s: float = 60.0) -> bool:
+    """Wait until the listener bus of SparkContext ``sc`` has delivered every queued event (bounded).
 
     Returns ``False`` when the bus did not drain in time (records may then be missing; the caller
-    reports that as a capture error rather than waiting longer and slowing the job).
+    reports that as a capture problem rather than waiting longer and slowing the job). A stopped bus
+    has nothing left to deliver and counts as drained.
     """
     try:
-        bus = spark.sparkContext._jsc.sc().listenerBus()
+        bus = sc._jsc.sc().listenerBus()
         start = time.monotonic()
         bus.waitUntilEmpty(int(timeout_s * 1000))  # raises TimeoutException when not drained in time
         log.debug("listener bus drained in %.3fs", time.monotonic() - start)
         return True
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's TimeoutException; anything else: bus stopped
         if "Timeout" in repr(exc):
-            log.warning("airflow-provider-lineage: Spark's listener bus did not drain in %ss", timeout_s)
+            log.warning("Spark's listener bus did not drain in %ss", timeout_s)
             return False
-        # bus already stopped: nothing left to deliver
         log.debug("listener bus drain skipped: %r", exc)
         return True
+
+
+def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
+    """:func:`drain_bus` for a session."""
+    return drain_bus(spark.sparkContext, timeout_s)
 
 
 class CaptureSession:
@@ -432,7 +475,7 @@ class CaptureSession:
         self.events.append(record)
         append_collapsed(self.records, record)
 
-    def __enter__(self) -> CaptureSession:
+    def __enter__(self) -> Self:
         # events of writes that ran before the block are still queued: deliver them first, so they
         # do not reach this block's listener
         drain(self.spark, self.drain_timeout_s)
@@ -444,5 +487,5 @@ class CaptureSession:
         if self.listener is not None:
             try:
                 self.spark._jsparkSession.listenerManager().unregister(self.listener)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
                 pass

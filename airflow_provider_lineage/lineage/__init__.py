@@ -9,8 +9,8 @@ rules), ``graph.py`` (composition of transformation types), ``facets.py`` (OpenL
 """
 from __future__ import annotations
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef
 from airflow_provider_lineage.lineage.engine import analyze_record
 from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
+from airflow_provider_lineage.lineage.naming import DatasetRef
 
 __all__ = ["DatasetRef", "FieldEdge", "LineageError", "WriteLineage", "analyze_record"]

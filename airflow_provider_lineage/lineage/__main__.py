@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow_provider_lineage.capture.records import CaptureRecord, collapse_nested, read_records
+from airflow_provider_lineage.lineage.record import CaptureRecord, collapse_nested, read_records
 
 
 class UsageError(Exception):

@@ -6,17 +6,8 @@ of their datasets, then resolve every output column and the dataset-wide scope i
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from airflow_provider_lineage.capture.records import (
-    CREATE_WRAPPERS,
-    WRITE_COMMANDS,
-    CaptureRecord,
-    OutputInfo,
-    RelationInfo,
-)
-from airflow_provider_lineage.lineage.datasets import DatasetRef, dataset_for_jdbc, dataset_for_location
 from airflow_provider_lineage.lineage.expressions import walk_expression
 from airflow_provider_lineage.lineage.graph import (
     FILTER,
@@ -27,11 +18,20 @@ from airflow_provider_lineage.lineage.graph import (
     Vertex,
     compose,
 )
+from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
+from airflow_provider_lineage.lineage.naming import DatasetRef, dataset_for_jdbc, dataset_for_location
 from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, parse_tree, pretty
+from airflow_provider_lineage.lineage.record import (
+    CREATE_WRAPPERS,
+    WRITE_COMMANDS,
+    CaptureRecord,
+    OutputInfo,
+    RelationInfo,
+)
 from airflow_provider_lineage.lineage.rules import RULES, Attr, attr_of, attrs_field
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Root commands whose ``query`` is the data written: the capture's write commands (MERGE has a rule of
 #: its own) plus physical V2 write nodes that hand-built or older plans may carry.
@@ -141,6 +141,9 @@ class Analysis:
                 out = self.conservative(node, inputs, reason=f"{node.cls} (rule error: {exc})")
             self.outputs[id(node)] = out
         return self.outputs[id(root)]
+
+    def parent_of(self, node: TreeNode) -> TreeNode | None:
+        return self._parents.get(id(node))
 
     def parent_class(self, node: TreeNode) -> str | None:
         parent = self._parents.get(id(node))

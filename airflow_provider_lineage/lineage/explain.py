@@ -8,9 +8,9 @@ Shaped after Ushas' printed lineage (``c#2 <- Alias(substring(cast((a#0 + 1)…)
 """
 from __future__ import annotations
 
-from airflow_provider_lineage.capture.records import CaptureRecord
 from airflow_provider_lineage.lineage.engine import Analysis, analyze
 from airflow_provider_lineage.lineage.graph import Vertex
+from airflow_provider_lineage.lineage.record import CaptureRecord
 
 MAX_LINES = 400
 

@@ -25,12 +25,12 @@ from openlineage.client.generated import symlinks_dataset as sy
 from openlineage.client.generated.base import DatasetFacet
 
 from airflow_provider_lineage import PRODUCER as _PRODUCER
-from airflow_provider_lineage.lineage.datasets import (
+from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
+from airflow_provider_lineage.lineage.naming import (
     DatasetRef,
     symlink_namespace,
     table_name_without_catalog,
 )
-from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
 
 #: ``_producer`` of every facet (the package's one producer URI, also the events' ``producer``).
 PRODUCER = _PRODUCER

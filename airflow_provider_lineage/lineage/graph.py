@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef
+from airflow_provider_lineage.lineage.naming import DatasetRef
 
 DIRECT = "DIRECT"
 INDIRECT = "INDIRECT"

@@ -1,9 +1,9 @@
-"""The engine's result types: :class:`WriteLineage` and :class:`FieldEdge`."""
+"""The engine's result types: :class:`WriteLineage` and :class:`FieldEdge`; :class:`ParentRun` of run events."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef
+from airflow_provider_lineage.lineage.naming import DatasetRef
 
 
 class LineageError(ValueError):
@@ -63,3 +63,15 @@ class WriteLineage:
     def sources_of(self, column: str) -> set[tuple[str, str, str]]:
         """``{(namespace, name, field)}`` of every edge of ``column`` (handy in tests/benchmarks)."""
         return {(e.dataset.namespace, e.dataset.name, e.field) for e in self.columns.get(column, [])}
+
+
+@dataclass
+class ParentRun:
+    """The run the driver's events hang under (the Airflow task run), plus its root (the DAG run)."""
+
+    namespace: str
+    name: str
+    run_id: str
+    root_namespace: str | None = None
+    root_name: str | None = None
+    root_run_id: str | None = None

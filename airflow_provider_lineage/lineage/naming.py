@@ -135,3 +135,17 @@ def _clean_path(path: str) -> str:
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
     return norm
+
+
+def catalog_identifier(name: str) -> str:
+    """A catalog table name in Spark's full form: ``t`` / ``db.t`` / ``cat.db.t`` -> ``spark_catalog.default.t``.
+
+    Backticks are dropped and the name is lower-cased (Spark's identifiers are case-insensitive), so
+    two spellings of one table compare equal.
+    """
+    parts = [p.strip("`").lower() for p in name.split(".")]
+    if len(parts) == 1:
+        parts = ["spark_catalog", "default", *parts]
+    elif len(parts) == 2:
+        parts = ["spark_catalog", *parts]
+    return ".".join(parts)

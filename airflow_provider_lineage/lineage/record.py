@@ -1,4 +1,4 @@
-"""The capture record: what the Spark driver keeps of one write, and where records go.
+"""The capture record: what the Spark driver keeps of one write; the lineage engine's input.
 
 A :class:`CaptureRecord` crosses a process boundary (Spark driver -> Airflow worker), so it is a plain
 dataclass serialised as JSON with a ``format_version``. One record per write command the application
@@ -7,23 +7,25 @@ ran: the Catalyst plans as ``toJSON()`` lists (exprIds intact), the identities o
 descriptor (path, table, format, save mode, partitioning, column names), which the plan JSON also
 nulls out.
 
-No Airflow and no Spark imports here: the lineage engine reads these records on its own.
+No Airflow and no Spark imports here. The driver side (``capture/``) fills and writes records
+(:mod:`airflow_provider_lineage.capture.sink`); everything else reads them from here.
 """
 from __future__ import annotations
 
 import json
-import logging
 import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_lineage.lineage.logs import get_logger
+from airflow_provider_lineage.lineage.naming import catalog_identifier
+
 FORMAT_VERSION = 1
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Simple class names of the logical commands that write data (resolved, as the listener sees them,
 #: plus the unresolved statements a failed analysis leaves in ``QueryExecution.logical``).
@@ -177,26 +179,6 @@ class CaptureRecord:
         return cls.from_dict(json.loads(text))
 
 
-class RecordSink:
-    """Writes records as one JSON file each into a run-scoped folder; atomic per record.
-
-    The folder is the hand-over point between the Spark driver (client deploy mode) and the
-    operator: the operator lists it after spark-submit returns.
-    """
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-
-    def write(self, record: CaptureRecord) -> Path:
-        target = self.directory / f"{record.sequence:06d}-{record.record_id}.json"
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(record.to_json())
-        os.replace(tmp, target)
-        return target
-
-
 def read_records(directory: str | os.PathLike[str], errors: list[str] | None = None) -> list[CaptureRecord]:
     """Read every record of a run folder in write order.
 
@@ -212,7 +194,7 @@ def read_records(directory: str | os.PathLike[str], errors: list[str] | None = N
             out.append(CaptureRecord.from_json(path.read_text(encoding="utf-8")))
         except Exception as exc:  # noqa: BLE001 - any bad file is reported, never fatal
             reason = f"{path}: {type(exc).__name__}: {str(exc)[:300]}"
-            log.warning("airflow-provider-lineage: skipped unreadable capture record %s", reason)
+            log.warning("skipped unreadable capture record %s", reason)
             if errors is not None:
                 errors.append(reason)
     return out
@@ -269,7 +251,7 @@ def _same_output(a: CaptureRecord, b: CaptureRecord) -> bool:
     if not a.output or not b.output:
         return False
     if a.output.table and b.output.table:
-        return _norm_table(a.output.table) == _norm_table(b.output.table)
+        return catalog_identifier(a.output.table) == catalog_identifier(b.output.table)
     if a.output.location and b.output.location:
         return _norm_location(a.output.location) == _norm_location(b.output.location)
     return False
@@ -282,12 +264,3 @@ def _norm_location(uri: str) -> str:
             uri = uri[len(prefix):]
             break
     return "/" + uri.strip("/") if uri.startswith("/") else uri.rstrip("/")
-
-
-def _norm_table(name: str) -> str:
-    parts = [p.strip("`").lower() for p in name.split(".")]
-    if len(parts) == 1:
-        parts = ["spark_catalog", "default", *parts]
-    elif len(parts) == 2:
-        parts = ["spark_catalog", *parts]
-    return ".".join(parts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_lineage.lineage.graph import (
     CONDITIONAL,
@@ -26,7 +26,8 @@ from airflow_provider_lineage.lineage.graph import (
 from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
 
 if TYPE_CHECKING:
-    from airflow_provider_lineage.lineage.engine import Analysis
+    from airflow_provider_lineage.lineage.graph import ColumnGraph, Trans, Vertex
+    from airflow_provider_lineage.lineage.record import CaptureRecord
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,34 @@ class Attr:
     type: str | None = None
 
 
-Rule = Callable[["Analysis", TreeNode, list[list[Attr]]], list[Attr]]
+class Analysis(Protocol):
+    """What a rule may read and do while the engine walks a plan (the engine's ``Analysis`` is one).
+
+    Like sqlglot's optimizer rules, a rule is a small pure function: it gets this context, the node
+    and its children's outputs, adds edges through the context, and returns the node's outputs.
+    """
+
+    WRITE_ROOTS: frozenset[str]
+    record: CaptureRecord
+    graph: ColumnGraph
+    depth: int
+    distinct_inputs: set[int]
+    ctes: dict[str, list[Attr]]
+    loop_refs: dict[str, list[list[Attr]]]
+
+    def expr(self, target: Vertex, tree: TreeNode, start: Trans = ...) -> None: ...
+    def influence(self, tree: TreeNode, trans: Trans) -> None: ...
+    def influence_attr(self, eid: int, trans: Trans) -> None: ...
+    def is_inferred_not_null(self, cond: TreeNode) -> bool: ...
+    def subquery_outputs(self, expr: TreeNode) -> list[Attr]: ...
+    def register_leaf(self, node: TreeNode, out: list[Attr]) -> None: ...
+    def trace_cache(self, out: list[Attr]) -> None: ...
+    def note_unknown(self, what: str) -> None: ...
+    def parent_of(self, node: TreeNode) -> TreeNode | None: ...
+    def parent_class(self, node: TreeNode) -> str | None: ...
+
+
+Rule = Callable[[Analysis, TreeNode, list[list[Attr]]], list[Attr]]
 RULES: dict[str, Rule] = {}
 
 
@@ -252,9 +280,9 @@ def aggregate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[A
 def _pivot_columns_above(ctx: Analysis, node: TreeNode) -> set[int]:
     """exprIds of the pivot columns of a ``PivotFirst`` aggregate directly above ``node``: ``pivot()`` is
     planned as Aggregate(keys + pivot column) under Aggregate(keys, PivotFirst(pivot column, value))."""
-    parent = ctx._parents.get(id(node))
+    parent = ctx.parent_of(node)
     if parent is not None and parent.cls == "Project":
-        parent = ctx._parents.get(id(parent))
+        parent = ctx.parent_of(parent)
     if parent is None or parent.cls != "Aggregate":
         return set()
     out = set()

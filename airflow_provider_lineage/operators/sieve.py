@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_lineage import _compat, emit
+from airflow_provider_lineage import _compat
+from airflow_provider_lineage.lineage import events, transport
+from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
+from airflow_provider_lineage.operators.spark_lineage import XCOM_OUTPUTS_KEY
 from airflow_provider_lineage.sieve import job as job_module
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.job import IndexJob
@@ -118,7 +121,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         indexes: Sequence[Mapping[str, Any]] | str | None = None,
         index_columns: Mapping[str, str | Sequence[str]] | None = None,
         lineage_task_ids: str | Sequence[str] | None = None,
-        lineage_xcom_key: str = emit.XCOM_OUTPUTS_KEY,
+        lineage_xcom_key: str = XCOM_OUTPUTS_KEY,
         mode: str = "auto",
         update_strategy: str | None = None,
         error_bound: int | None = None,
@@ -181,6 +184,12 @@ class SieveIndexOperator(SparkSubmitOperator):
     # airflow internal: SparkSubmitOperator keeps the connection id in ``_conn_id``; this property makes
     # it a template field under its public argument name.
     @property
+
+    @property
+    def lineage_log(self) -> PrefixedLogger:
+        """The task log with the provider's prefix in front of every line."""
+        return get_logger(self.log)
+
     def conn_id(self) -> str:
         return self._conn_id
 
@@ -348,7 +357,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         from openlineage.client.generated import column_lineage_dataset as cl
         from openlineage.client.generated import schema_dataset as sd
 
-        from airflow_provider_lineage.lineage.datasets import dataset_for_location
+        from airflow_provider_lineage.lineage.naming import dataset_for_location
 
         in_fields: dict[tuple[str, str], dict[str, str]] = {}
         outputs: list[Any] = []
@@ -396,16 +405,16 @@ class SieveIndexOperator(SparkSubmitOperator):
 
         try:
             task_run = _task_run_identity(context.get("ti"), self)  # type: ignore[arg-type]
-            client, where = emit.client_for(self.openlineage_config)
-            event = emit.build_event("START", job_namespace=task_run.namespace, job_name=task_run.name,
-                                     run_id=task_run.run_id, run_facets=emit.run_facets(None, parent=_dag_parent(task_run)),
-                                     job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"))
-            for msg in emit.emit_all(client, [event]):
-                self.log.warning("airflow-provider-lineage: %s", msg)
+            client, where = transport.client_for(self.openlineage_config)
+            event = events.build_event("START", job_namespace=task_run.namespace, job_name=task_run.name,
+                                     run_id=task_run.run_id, run_facets=events.run_facets(None, parent=_dag_parent(task_run)),
+                                     job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"))
+            for msg in transport.emit_all(client, [event]):
+                self.lineage_log.warning("%s", msg)
             self.log.info("lineage: OpenLineage events go to %s", where)
             return task_run, client
         except Exception as exc:  # noqa: BLE001 - never fail the task for lineage
-            self.log.warning("airflow-provider-lineage: cannot emit OpenLineage events: %r", exc)
+            self.lineage_log.warning("cannot emit OpenLineage events: %r", exc)
             return None, None
 
     def _self_emit_end(self, client: Any, task_run: Any, error: BaseException | None) -> None:
@@ -413,14 +422,14 @@ class SieveIndexOperator(SparkSubmitOperator):
 
         try:
             inputs, outputs = self.openlineage_datasets()
-            event = emit.build_event("FAIL" if error is not None else "COMPLETE", job_namespace=task_run.namespace,
+            event = events.build_event("FAIL" if error is not None else "COMPLETE", job_namespace=task_run.namespace,
                                      job_name=task_run.name, run_id=task_run.run_id, inputs=inputs, outputs=outputs,
-                                     run_facets=emit.run_facets(None, parent=_dag_parent(task_run), error=error),
-                                     job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"))
-            for msg in emit.emit_all(client, [event]):
-                self.log.warning("airflow-provider-lineage: %s", msg)
+                                     run_facets=events.run_facets(None, parent=_dag_parent(task_run), error=error),
+                                     job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"))
+            for msg in transport.emit_all(client, [event]):
+                self.lineage_log.warning("%s", msg)
         except Exception as exc:  # noqa: BLE001 - never fail the task for lineage
-            self.log.warning("airflow-provider-lineage: lineage publication failed: %r", exc)
+            self.lineage_log.warning("lineage publication failed: %r", exc)
 
 
 def _matches(key: str, d: Mapping[str, Any]) -> bool:

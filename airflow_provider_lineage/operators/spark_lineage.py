@@ -29,16 +29,21 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_lineage import emit
+from airflow_provider_lineage import _compat
 from airflow_provider_lineage.capture import launcher as launcher_module
-from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig, ParentRun
-from airflow_provider_lineage.capture.records import read_records
+from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
+from airflow_provider_lineage.lineage import events, transport
+from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
+from airflow_provider_lineage.lineage.model import ParentRun
+from airflow_provider_lineage.lineage.record import read_records
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
 EMISSION_MODES = ("auto", "self", "off")
+#: XCom key under which the operator pushes the datasets a task wrote.
+XCOM_OUTPUTS_KEY = "lineage_outputs"
 
 
 def launcher_path() -> str:
@@ -48,14 +53,7 @@ def launcher_path() -> str:
 
 def openlineage_provider_active() -> bool:
     """Whether Airflow's OpenLineage provider is installed and has a transport (i.e. will emit)."""
-    try:
-        from airflow.providers.openlineage import conf as ol_conf
-    except ImportError:
-        return False
-    try:
-        return not ol_conf.is_disabled()
-    except Exception:
-        return False
+    return _compat.openlineage_provider_active()
 
 
 class SparkLineageSubmitOperator(SparkSubmitOperator):
@@ -90,7 +88,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         openlineage_config: dict[str, Any] | None = None,
         capture_dir: str | None = None,
         capture_drain_timeout: float = 60.0,
-        lineage_xcom_key: str | None = emit.XCOM_OUTPUTS_KEY,
+        lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -104,13 +102,19 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.capture_dir = capture_dir
         self.capture_drain_timeout = capture_drain_timeout
         self.lineage_xcom_key = lineage_xcom_key
-        self.lineage_result: emit.LineageResult | None = None
+        self.lineage_result: events.LineageResult | None = None
         self._ol_inputs: list[Any] = []
         self._ol_outputs: list[Any] = []
         self._ol_run_facets: dict[str, Any] = {}
         self.lineage_destination: str | None = None
 
     # -- decisions ------------------------------------------------------------------------------
+
+    @property
+    def lineage_log(self) -> PrefixedLogger:
+        """The task log with the provider's prefix in front of every line."""
+        return get_logger(self.log)
+
     def resolved_emission(self) -> str:
         """``"provider"``, ``"self"`` or ``"off"`` for this run."""
         if self.lineage_emission == "off":
@@ -120,8 +124,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         return "provider" if openlineage_provider_active() else "self"
 
     def resolved_deploy_mode(self) -> str:
-        hook = self._get_hook()
-        return (hook._connection.get("deploy_mode") or "client").lower()
+        return _compat.spark_submit_deploy_mode(self)
 
     # -- execution ------------------------------------------------------------------------------
     def execute(self, context: Context) -> None:
@@ -157,11 +160,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.application = launcher_path()
         self.application_args = [user_app, *user_args]
         self.conf = {**(self.conf or {}), **launcher_cfg.to_spark_conf()}
-        self._hook = None
+        _compat.reset_spark_submit_hook(self)
         error: BaseException | None = None
         try:
             super().execute(context)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - lineage never fails the task
             error = exc
         finally:
             self.application, self.application_args = user_app, user_args
@@ -174,77 +177,77 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                     task_run.name,
                     task_run.run_id,
                 )
-                result = emit.LineageResult()
+                result = events.LineageResult()
                 self.lineage_result = result
-                self._ol_run_facets = emit.run_facets(result)
+                self._ol_run_facets = events.run_facets(result)
             else:
                 result = self.process_capture_dir(launcher_cfg.capture_dir or "", error)
             self._publish(context, result, emission, client, task_run, error)
-        except Exception as exc:  # never fail the task for lineage
-            self.log.warning("airflow-provider-lineage: lineage publication failed: %r (the task is not affected)", exc)
+        except Exception as exc:  # never fail the task for lineage  # noqa: BLE001 - lineage never fails the task
+            self.lineage_log.warning("lineage publication failed: %r (the task is not affected)", exc)
         finally:
             if created_dir:
                 shutil.rmtree(created_dir, ignore_errors=True)
         if error is not None:
             raise error
 
-    def process_capture_dir(self, capture_dir: str, error: BaseException | None = None) -> emit.LineageResult:
+    def process_capture_dir(self, capture_dir: str, error: BaseException | None = None) -> events.LineageResult:
         """Read the launcher's records in ``capture_dir`` and compute this run's lineage and datasets.
 
         Sets :attr:`lineage_result` and what :meth:`get_openlineage_facets_on_complete` returns.
         """
         result = self._collect(capture_dir, error)
         self.lineage_result = result
-        self._ol_inputs, self._ol_outputs = emit.datasets(result)
-        self._ol_run_facets = emit.run_facets(result)
+        self._ol_inputs, self._ol_outputs = events.datasets(result)
+        self._ol_run_facets = events.run_facets(result)
         return result
 
-    def _collect(self, capture_dir: str, error: BaseException | None) -> emit.LineageResult:
-        problems: list[emit.Problem] = []
+    def _collect(self, capture_dir: str, error: BaseException | None) -> events.LineageResult:
+        problems: list[events.Problem] = []
         unreadable: list[str] = []
         try:
             records = read_records(capture_dir, unreadable)
-        except Exception as exc:
-            problems.append(emit.Problem(f"cannot read capture records in {capture_dir}: {exc!r}"))
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            problems.append(events.Problem(f"cannot read capture records in {capture_dir}: {exc!r}"))
             records = []
         for reason in unreadable:  # one bad file never costs the other records
-            problems.append(emit.Problem(f"unreadable capture record (skipped) {reason}", task=reason.split(": ", 1)[0]))
+            problems.append(events.Problem(f"unreadable capture record (skipped) {reason}", task=reason.split(": ", 1)[0]))
         status_path = Path(capture_dir) / STATUS_FILE
         if status_path.is_file():
             import json
 
             try:
                 status = json.loads(status_path.read_text(encoding="utf-8"))
-                problems += [emit.Problem(p) for p in status.get("problems") or []]
-            except Exception as exc:
-                problems.append(emit.Problem(f"unreadable launcher status {status_path}: {exc!r}"))
+                problems += [events.Problem(p) for p in status.get("problems") or []]
+            except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+                problems.append(events.Problem(f"unreadable launcher status {status_path}: {exc!r}"))
         elif error is None:
             problems.append(
-                emit.Problem(
+                events.Problem(
                     f"the launcher left no status file in {capture_dir}: the application created no SparkSession, "
                     "or the driver could not write there (check the task log for 'airflow-provider-lineage:' lines)"
                 )
             )
-        result = emit.analyze(records, problems)
+        result = events.analyze(records, problems)
         result.unreadable = len(unreadable)
         return result
 
     def _publish(
         self,
         context: Context,
-        result: emit.LineageResult,
+        result: events.LineageResult,
         emission: str,
         client: Any,
         task_run: ParentRun,
         error: BaseException | None,
     ) -> None:
-        self.log.info("column lineage of %s:\n%s", task_run.name, emit.summaries(result))
+        self.log.info("column lineage of %s:\n%s", task_run.name, events.summaries(result))
         if self.lineage_xcom_key:
-            written = emit.written_datasets(result)
+            written = events.written_datasets(result)
             try:
                 context["ti"].xcom_push(key=self.lineage_xcom_key, value=written)
-            except Exception as exc:
-                self.log.warning("airflow-provider-lineage: could not push %s to XCom: %r", self.lineage_xcom_key, exc)
+            except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+                self.lineage_log.warning("could not push %s to XCom: %r", self.lineage_xcom_key, exc)
         if emission == "provider":
             self.lineage_destination = "Airflow's OpenLineage provider"
             self.log.info(
@@ -253,18 +256,18 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 len(self._ol_inputs),
             )
         elif emission == "self" and client is not None:
-            event = emit.build_event(
+            event = events.build_event(
                 "FAIL" if error is not None else "COMPLETE",
                 job_namespace=task_run.namespace,
                 job_name=task_run.name,
                 run_id=task_run.run_id,
                 inputs=self._ol_inputs,
                 outputs=self._ol_outputs,
-                run_facets=emit.run_facets(result, parent=_dag_parent(task_run), error=error),
-                job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"),
+                run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=error),
+                job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
             )
-            for msg in emit.emit_all(client, [event]):
-                self.log.warning("airflow-provider-lineage: %s", msg)
+            for msg in transport.emit_all(client, [event]):
+                self.lineage_log.warning("%s", msg)
             self.log.info("lineage: OpenLineage events written to %s", self.lineage_destination)
         else:
             self.lineage_destination = None
@@ -272,21 +275,21 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
 
     def _self_emit_start(self, task_run: ParentRun) -> Any:
         try:
-            client, where = emit.client_for(self.openlineage_config)
+            client, where = transport.client_for(self.openlineage_config)
             self.lineage_destination = where
-            event = emit.build_event(
+            event = events.build_event(
                 "START",
                 job_namespace=task_run.namespace,
                 job_name=task_run.name,
                 run_id=task_run.run_id,
-                run_facets=emit.run_facets(None, parent=_dag_parent(task_run)),
-                job_facets=emit.job_facets(integration="AIRFLOW", job_type="TASK"),
+                run_facets=events.run_facets(None, parent=_dag_parent(task_run)),
+                job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
             )
-            for msg in emit.emit_all(client, [event]):
-                self.log.warning("airflow-provider-lineage: %s", msg)
+            for msg in transport.emit_all(client, [event]):
+                self.lineage_log.warning("%s", msg)
             return client
-        except Exception as exc:
-            self.log.warning("airflow-provider-lineage: cannot emit OpenLineage events: %r (the task is not affected)", exc)
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            self.lineage_log.warning("cannot emit OpenLineage events: %r (the task is not affected)", exc)
             return None
 
     def _driver_openlineage_config(self, emission: str) -> dict[str, Any] | None:
@@ -300,11 +303,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 transport = ol_conf.transport()
                 if transport:
                     return {"transport": transport}
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - lineage never fails the task
                 pass
             return None
-        if not emit.environment_configured():
-            return emit.default_file_config()
+        if not transport.environment_configured():
+            return transport.default_file_config()
         return None  # the driver resolves OPENLINEAGE_* / openlineage.yml in its own environment
 
     # -- OpenLineage provider hooks -------------------------------------------------------------
@@ -346,7 +349,7 @@ def _task_run_identity(ti: Any, op: SparkLineageSubmitOperator) -> ParentRun:
             root_name=macros.lineage_root_job_name(ti),
             root_run_id=macros.lineage_root_run_id(ti),
         )
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - lineage never fails the task
         pass
     import os
 

@@ -182,7 +182,7 @@ class CostResults:
 
 def _capture_one(spark: SparkSession, write: Callable[[], None]) -> Any:
     from airflow_provider_lineage.capture.listener import CaptureSession, drain
-    from airflow_provider_lineage.capture.records import collapse_nested
+    from airflow_provider_lineage.lineage.record import collapse_nested
 
     drain(spark)  # events of earlier writes still queued would reach the new listener
     with CaptureSession(spark) as cap:

@@ -79,7 +79,7 @@ class ScenarioResult:
 def run_scenario(ctx: Ctx, sc: Scenario, analyze: Analyzer, records_dir: Path | None = None) -> ScenarioResult:
     """Run ``sc`` inside a ``CaptureSession``, analyse every successful write, score against the reference."""
     from airflow_provider_lineage.capture.listener import CaptureSession, drain
-    from airflow_provider_lineage.capture.records import collapse_nested
+    from airflow_provider_lineage.lineage.record import collapse_nested
 
     started = time.perf_counter()
     problems: list[str] = []

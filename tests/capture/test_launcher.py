@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_lineage.capture.config import STATUS_FILE
 from airflow_provider_lineage.capture.launcher import CaptureRuntime
-from airflow_provider_lineage.capture.records import collapse_nested, read_records
+from airflow_provider_lineage.lineage.record import collapse_nested, read_records
 from airflow_provider_lineage.operators.spark_lineage import launcher_path
 
 APPS = Path(__file__).parent / "apps"

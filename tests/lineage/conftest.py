@@ -16,7 +16,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 from airflow_provider_lineage.capture.listener import CaptureSession, drain
-from airflow_provider_lineage.capture.records import CaptureRecord, collapse_nested
+from airflow_provider_lineage.lineage.record import CaptureRecord, collapse_nested
 
 
 @dataclass

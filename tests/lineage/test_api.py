@@ -10,10 +10,10 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 from airflow_provider_lineage.capture.listener import CaptureSession
-from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, collapse_nested
 from airflow_provider_lineage.lineage import LineageError, analyze_record
 from airflow_provider_lineage.lineage.explain import explain
 from airflow_provider_lineage.lineage.facets import datasets_for
+from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo, collapse_nested
 from tests.lineage.synthetic import node
 from tests.lineage.test_engine import HIVE_REL, hive_relation, record
 

@@ -5,7 +5,7 @@ import json
 
 from pyspark.sql import functions as F
 
-from airflow_provider_lineage.capture.records import RecordSink
+from airflow_provider_lineage.capture.sink import RecordSink
 from airflow_provider_lineage.lineage import analyze_record
 from airflow_provider_lineage.lineage.__main__ import main
 from airflow_provider_lineage.lineage.explain import explain

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from airflow_provider_lineage.capture.records import CaptureRecord, OutputInfo, RelationInfo
 from airflow_provider_lineage.lineage import LineageError, analyze_record
+from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo, RelationInfo
 from tests.lineage.helpers import check_properties, direct, ds_edges, edges
 from tests.lineage.synthetic import alias, attr, call, lit, node, relation
 

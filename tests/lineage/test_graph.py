@@ -1,7 +1,6 @@
 """Composition of transformation types along a path, and resolution on cyclic / shared graphs."""
 from __future__ import annotations
 
-from airflow_provider_lineage.lineage.datasets import DatasetRef
 from airflow_provider_lineage.lineage.graph import (
     AGGREGATION,
     CONDITIONAL,
@@ -12,6 +11,7 @@ from airflow_provider_lineage.lineage.graph import (
     Trans,
     compose,
 )
+from airflow_provider_lineage.lineage.naming import DatasetRef
 
 
 def test_indirect_step_wins_and_outer_indirect_wins_over_inner():

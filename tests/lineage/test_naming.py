@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_lineage.lineage.datasets import (
+from airflow_provider_lineage.lineage.naming import (
     DatasetRef,
     dataset_for_jdbc,
     dataset_for_location,

@@ -1,4 +1,4 @@
-"""Test helper: validate emitted events with :mod:`airflow_provider_lineage.lineage.validate`, or skip.
+"""Test helper: validate emitted events with :mod:`tests.support.ol_validate`, or skip.
 
 The spec folder is ``shared/openlineage-spec`` beside the checkout (or ``$OPENLINEAGE_SPEC_DIR``);
 without it the calling test skips with a message saying how to point at it.
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lineage.lineage.validate import facet_schemas_used, find_spec_dir, validate_event
+from tests.support.ol_validate import facet_schemas_used, find_spec_dir, validate_event
 
 
 def validate_or_skip(events: list[dict[str, Any]]) -> list[str]:

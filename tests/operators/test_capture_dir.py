@@ -8,10 +8,12 @@ from typing import Any
 
 from openlineage.client.serde import Serde
 
-from airflow_provider_lineage import PRODUCER, emit
-from airflow_provider_lineage.capture.config import ParentRun
+from airflow_provider_lineage import PRODUCER
 from airflow_provider_lineage.capture.listener import CaptureSession
-from airflow_provider_lineage.capture.records import RecordSink, read_records
+from airflow_provider_lineage.capture.sink import RecordSink
+from airflow_provider_lineage.lineage import events
+from airflow_provider_lineage.lineage.model import ParentRun
+from airflow_provider_lineage.lineage.record import read_records
 from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator
 from tests.operators.ol_schema import validate_or_skip
 
@@ -70,16 +72,16 @@ def test_every_event_and_facet_has_the_one_producer(spark, tmp_path: Path) -> No
     files[0].write_text("{")  # an extractionError facet too
     op = SparkLineageSubmitOperator(task_id="t", application="a.py")
     result = op.process_capture_dir(str(folder))
-    ins, outs = emit.datasets(result)
+    ins, outs = events.datasets(result)
     parent = ParentRun("ns", "dag.task", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd3f", "ns", "dag", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd40")
-    events = [
-        json.loads(Serde.to_json(emit.build_event(
+    emitted = [
+        json.loads(Serde.to_json(events.build_event(
             kind, job_namespace="ns", job_name="dag.task", run_id=parent.run_id, inputs=ins, outputs=outs,
-            run_facets=emit.run_facets(result, parent=parent, error=RuntimeError("boom") if kind == "FAIL" else None,
+            run_facets=events.run_facets(result, parent=parent, error=RuntimeError("boom") if kind == "FAIL" else None,
                                        spark_version="4.1.3"),
-            job_facets=emit.job_facets())))
+            job_facets=events.job_facets())))
         for kind in ("START", "COMPLETE", "FAIL")
     ]
-    validate_or_skip(events)
-    assert all({"extractionError", "processing_engine", "parent"} <= set(e["run"]["facets"]) for e in events)
-    assert _producers(events) == {PRODUCER}
+    validate_or_skip(emitted)
+    assert all({"extractionError", "processing_engine", "parent"} <= set(e["run"]["facets"]) for e in emitted)
+    assert _producers(emitted) == {PRODUCER}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_lineage.capture.listener import CaptureSession
-from airflow_provider_lineage.capture.records import RecordSink
+from airflow_provider_lineage.capture.sink import RecordSink
 from airflow_provider_lineage.operators.spark_lineage import (
     SparkLineageSubmitOperator,
     launcher_path,

@@ -1,4 +1,4 @@
-"""``python -m airflow_provider_lineage.demo`` (``./dev.sh demo``): the example pipeline, end to end.
+"""``python dev/demo.py`` (``./dev.sh demo``): the example pipeline, end to end (checkout only, not in the wheel).
 
 Runs the example DAG ``lineage_c1_transactions_mart`` (``dags/`` of the checkout) with ``dag.test()``
 on local Spark: generates the transactions table, runs the C1 mart job through
@@ -96,7 +96,7 @@ def format_column_lineage(event: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_provider_lineage.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="dev/demo.py", description=__doc__.splitlines()[0])
     parser.add_argument("--airflow-home", help="AIRFLOW_HOME to use (default: $AIRFLOW_HOME or ./.airflow)")
     parser.add_argument("--data-dir", help="where the demo tables go (default: $AIRFLOW_HOME/lineage_demo)")
     args = parser.parse_args(argv)
@@ -105,11 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LINEAGE_DEMO_DATA_DIR"] = data_dir
     migrate_db(home)
 
-    from airflow_provider_lineage import emit
+    from airflow_provider_lineage.lineage import transport
     from airflow_provider_lineage.operators.spark_lineage import openlineage_provider_active
 
     provider = openlineage_provider_active()
-    events_path = emit.default_events_path()
+    events_path = transport.default_events_path()
     before = len(read_events(events_path))
     dag = load_dag()
     print(f"demo: running DAG {DAG_ID} with dag.test() (local Spark; data in {data_dir})", flush=True)
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if provider:
         print("demo: Airflow's OpenLineage provider is configured: the events went through it (its transport).")
         return 0 if "success" in state else 1
-    if emit.environment_configured():
+    if transport.environment_configured():
         print("demo: events went to the destination in your OPENLINEAGE_* settings / openlineage.yml")
         return 0 if "success" in state else 1
     events = read_events(events_path)[before:]

@@ -10,11 +10,12 @@ from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
 from openlineage.client.serde import Serde
 from pyspark.sql import functions as F
 
+from airflow_provider_lineage import PRODUCER
 from airflow_provider_lineage.lineage import analyze_record
-from airflow_provider_lineage.lineage.facets import PRODUCER, datasets_for
-from airflow_provider_lineage.lineage.validate import find_spec_dir, validate_event
+from airflow_provider_lineage.lineage.facets import datasets_for
 from tests.lineage.synthetic import alias, attr, call, lit, node, relation
 from tests.lineage.test_engine import record, write
+from tests.support.ol_validate import find_spec_dir, validate_event
 
 
 def event(ins, outs) -> dict:

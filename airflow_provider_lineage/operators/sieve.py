@@ -181,15 +181,14 @@ class SieveIndexOperator(SparkSubmitOperator):
         self.results: list[MaintainResult] = []
         assert set(self.index_options) == set(BUILD_OPTIONS)
 
-    # airflow internal: SparkSubmitOperator keeps the connection id in ``_conn_id``; this property makes
-    # it a template field under its public argument name.
-    @property
-
     @property
     def lineage_log(self) -> PrefixedLogger:
         """The task log with the provider's prefix in front of every line."""
         return get_logger(self.log)
 
+    # airflow internal: SparkSubmitOperator keeps the connection id in ``_conn_id``; this property makes
+    # it a template field under its public argument name.
+    @property
     def conn_id(self) -> str:
         return self._conn_id
 

@@ -183,7 +183,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             else:
                 result = self.process_capture_dir(launcher_cfg.capture_dir or "", error)
             self._publish(context, result, emission, client, task_run, error)
-        except Exception as exc:  # never fail the task for lineage  # noqa: BLE001 - lineage never fails the task
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("lineage publication failed: %r (the task is not affected)", exc)
         finally:
             if created_dir:

@@ -193,6 +193,27 @@ class TestExampleDagSelfEmission:
         ]
 
 
+    def test_written_table_published_as_an_asset_event(self, self_emit_run: dict[str, Any]) -> None:
+        """The mart becomes an asset event through the alias, its URI equal to the OpenLineage dataset."""
+        from airflow.models.asset import AssetAliasModel, AssetEvent, AssetModel
+        from airflow.utils.session import create_session
+
+        mart = str(self_emit_run["data_dir"] / "mart" / "transactions_c1")
+        dag_run = self_emit_run["dag_run"]
+        with create_session() as session:
+            rows = (
+                session.query(AssetModel.uri, AssetEvent.extra)
+                .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                .filter(AssetEvent.source_dag_id == DAG_ID, AssetEvent.source_run_id == dag_run.run_id,
+                        AssetEvent.source_task_id == "build_mart")
+                .all()
+            )
+            aliases = [a.name for a in session.query(AssetAliasModel).all()]
+        assert [uri for uri, _ in rows] == [f"file://{mart}"]
+        assert rows[0][1].get("format") == "parquet"
+        assert "spark_lineage_writes" in aliases
+
+
 class TestExampleDagThroughOpenLineageProvider:
     def test_provider_emits_and_operator_does_not(self, provider_run: subprocess.Popen[str], self_emit_run: dict[str, Any]) -> None:
         output, _ = provider_run.communicate(timeout=900)

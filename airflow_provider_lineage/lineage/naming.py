@@ -149,3 +149,17 @@ def catalog_identifier(name: str) -> str:
     elif len(parts) == 2:
         parts = ["spark_catalog", *parts]
     return ".".join(parts)
+
+
+def asset_uri(namespace: str, name: str) -> str:
+    """The Airflow asset URI of an OpenLineage dataset identity (the inverse of Airflow's converters).
+
+    ``file`` + ``/data/t`` -> ``file:///data/t``; ``hdfs://nn:8020`` + ``/data/t`` ->
+    ``hdfs://nn:8020/data/t``; ``s3://bucket`` + ``key/t`` -> ``s3://bucket/key/t``. Airflow's
+    ``file`` asset converter (apache-airflow-providers-common-io) maps the URI back to the same
+    namespace and name, so an asset and the OpenLineage dataset are one thing.
+    """
+    if "://" not in namespace:
+        return f"{namespace}://{name if name.startswith('/') else '/' + name}"
+    return f"{namespace.rstrip('/')}/{name.lstrip('/')}"
+

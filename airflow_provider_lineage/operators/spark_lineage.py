@@ -33,8 +33,10 @@ from airflow_provider_lineage import _compat
 from airflow_provider_lineage.capture import launcher as launcher_module
 from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
 from airflow_provider_lineage.lineage import events, transport
+from airflow_provider_lineage.lineage.facets import INDIRECT_PLACEMENTS
 from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
 from airflow_provider_lineage.lineage.model import ParentRun
+from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import read_records
 
 if TYPE_CHECKING:
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 EMISSION_MODES = ("auto", "self", "off")
 #: XCom key under which the operator pushes the datasets a task wrote.
 XCOM_OUTPUTS_KEY = "lineage_outputs"
+#: Asset alias under which the operator publishes an asset event per table it wrote.
+DEFAULT_ASSET_ALIAS = "spark_lineage_writes"
 
 
 def launcher_path() -> str:
@@ -76,6 +80,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     :param capture_drain_timeout: seconds the driver waits at stop/exit for Spark's listener bus to
         deliver the last writes.
     :param lineage_xcom_key: XCom key of the written datasets (``None`` to not push).
+    :param asset_alias: name of the :class:`~airflow.sdk.AssetAlias` this task adds to its
+        ``outlets``; on success the operator publishes one asset event per table it wrote, with the
+        asset URI equal to the OpenLineage dataset (``file:///data/mart``), so DAGs can be scheduled
+        on those tables (``schedule=[Asset("file:///data/mart")]``) or on the alias. ``None``: no
+        asset events.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
@@ -89,9 +98,15 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         capture_dir: str | None = None,
         capture_drain_timeout: float = 60.0,
         lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
+        asset_alias: str | None = DEFAULT_ASSET_ALIAS,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.asset_alias = asset_alias
+        if asset_alias:
+            from airflow.sdk import AssetAlias
+
+            self.outlets = [*self.outlets, AssetAlias(asset_alias)]
         if lineage_emission not in EMISSION_MODES:
             raise ValueError(
                 f"lineage_emission={lineage_emission!r} is not one of {EMISSION_MODES}: use 'auto' unless "
@@ -102,6 +117,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.capture_dir = capture_dir
         self.capture_drain_timeout = capture_drain_timeout
         self.lineage_xcom_key = lineage_xcom_key
+        self.indirect_lineage = indirect_lineage
         self.lineage_result: events.LineageResult | None = None
         self._ol_inputs: list[Any] = []
         self._ol_outputs: list[Any] = []
@@ -139,7 +155,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         task_run = _task_run_identity(ti, self)
         user_app, user_args = self.application, list(self.application_args or [])
         created_dir: str | None = None
-        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout)
+        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.indirect_lineage)
         if deploy_mode == "cluster":
             launcher_cfg.emit = emission != "off"
             launcher_cfg.openlineage_config = self._driver_openlineage_config(emission)
@@ -198,7 +214,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         """
         result = self._collect(capture_dir, error)
         self.lineage_result = result
-        self._ol_inputs, self._ol_outputs = events.datasets(result)
+        self._ol_inputs, self._ol_outputs = events.datasets(result, indirect=self.indirect_lineage)
         self._ol_run_facets = events.run_facets(result)
         return result
 
@@ -232,6 +248,19 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         result.unreadable = len(unreadable)
         return result
 
+    def _publish_assets(self, context: Context, written: list[dict[str, Any]]) -> None:
+        """One asset event per written table under :attr:`asset_alias` (sent by Airflow on success)."""
+        from airflow.sdk import Asset, AssetAlias
+
+        for ds in written:
+            try:
+                uri = asset_uri(ds["namespace"], ds["name"])
+                extra = {k: ds[k] for k in ("table", "format", "mode") if ds.get(k)}
+                context["outlet_events"][AssetAlias(self.asset_alias)].add(Asset(uri=uri), extra=extra)
+                self.log.info("asset event for %s (alias %s)", uri, self.asset_alias)
+            except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+                self.lineage_log.warning("could not publish an asset event for %s: %r", ds.get("name"), exc)
+
     def _publish(
         self,
         context: Context,
@@ -242,8 +271,10 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         error: BaseException | None,
     ) -> None:
         self.log.info("column lineage of %s:\n%s", task_run.name, events.summaries(result))
+        written = events.written_datasets(result)
+        if self.asset_alias and error is None:
+            self._publish_assets(context, written)
         if self.lineage_xcom_key:
-            written = events.written_datasets(result)
             try:
                 context["ti"].xcom_push(key=self.lineage_xcom_key, value=written)
             except Exception as exc:  # noqa: BLE001 - lineage never fails the task

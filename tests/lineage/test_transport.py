@@ -6,6 +6,7 @@ cannot run here).
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from airflow_provider_lineage.lineage import events, transport
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(__import__("os").environ):
+    for key in list(os.environ):
         if key.startswith("OPENLINEAGE"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)  # no ./openlineage.yml

@@ -14,6 +14,7 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.jobNamespace``             ``AIRFLOW_LINEAGE_JOB_NAMESPACE``           job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
 ``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
 ``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
+``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``both`` (default), ``fields``, ``dataset``
 ``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 =================================================  ==========================================  =====================================================
 
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_lineage.lineage.facets import INDIRECT_PLACEMENTS
 from airflow_provider_lineage.lineage.model import ParentRun
 
 PREFIX = "spark.airflow_lineage."
@@ -40,6 +42,7 @@ _KEYS = {
     "jobNamespace": "JOB_NAMESPACE",
     "jobName": "JOB_NAME",
     "drainTimeoutSeconds": "DRAIN_TIMEOUT_SECONDS",
+    "indirectLineage": "INDIRECT_LINEAGE",
 }
 
 #: Name of the status file the launcher leaves in the capture folder (client deploy mode).
@@ -58,6 +61,7 @@ class LauncherConfig:
     job_name: str | None = None
     drain_timeout_s: float = 60.0
     parent: ParentRun | None = None
+    indirect: str = "both"
     spark_openlineage: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -79,6 +83,8 @@ class LauncherConfig:
         if self.job_name:
             conf[PREFIX + "jobName"] = self.job_name
         conf[PREFIX + "drainTimeoutSeconds"] = f"{self.drain_timeout_s:g}"
+        if self.indirect != "both":
+            conf[PREFIX + "indirectLineage"] = self.indirect
         if self.parent is not None:
             p = self.parent
             conf["spark.openlineage.parentJobNamespace"] = p.namespace
@@ -131,6 +137,9 @@ class LauncherConfig:
             timeout = float(timeout_raw) if timeout_raw else 60.0
         except ValueError as exc:
             raise ValueError(f"{PREFIX}drainTimeoutSeconds must be a number of seconds, got {timeout_raw!r}") from exc
+        indirect = (get("indirectLineage") or "both").strip().lower()
+        if indirect not in INDIRECT_PLACEMENTS:
+            raise ValueError(f"{PREFIX}indirectLineage must be one of {INDIRECT_PLACEMENTS}, got {indirect!r}")
         return cls(
             capture_dir=get("captureDir"),
             emit=(get("emit") or "").strip().lower() in ("1", "true", "yes"),
@@ -139,6 +148,7 @@ class LauncherConfig:
             job_name=get("jobName"),
             drain_timeout_s=timeout,
             parent=_parent(get_conf, env),
+            indirect=indirect,
             spark_openlineage=dict(spark_openlineage or {}),
         )
 

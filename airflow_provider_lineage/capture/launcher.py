@@ -328,7 +328,7 @@ class CaptureRuntime:
             if self.run_id is None:  # no session was ever created: nothing ran on Spark
                 return
             result = events.analyze(self.records, [events.Problem(p) for p in self.problems])
-            inputs, outputs = events.datasets(result)
+            inputs, outputs = events.datasets(result, indirect=self.config.indirect if self.config else "both")
             namespace, name = self._job()
             failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))
             event = events.build_event(

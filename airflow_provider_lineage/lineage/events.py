@@ -89,12 +89,15 @@ def analyze(records: Iterable[CaptureRecord], problems: Iterable[Problem] = ()) 
     return result
 
 
-def datasets(result: LineageResult) -> tuple[list[InputDataset], list[OutputDataset]]:
-    """OpenLineage datasets with schema/columnLineage/symlinks facets (empty when nothing was analysed)."""
+def datasets(result: LineageResult, indirect: str = "both") -> tuple[list[InputDataset], list[OutputDataset]]:
+    """OpenLineage datasets with schema/columnLineage/symlinks facets (empty when nothing was analysed).
+
+    :param indirect: where dataset-wide INDIRECT edges go (see :func:`.facets.datasets_for`).
+    """
     if not result.lineages:
         return [], []
     try:
-        inputs, outputs = datasets_for(result.lineages)
+        inputs, outputs = datasets_for(result.lineages, indirect=indirect)
         return list(inputs), list(outputs)
     except Exception as exc:  # noqa: BLE001 - facets are reported as a problem, never fail the job
         result.problems.append(Problem(f"building OpenLineage datasets failed: {exc!r}", stack=traceback.format_exc()))

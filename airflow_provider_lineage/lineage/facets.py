@@ -5,9 +5,15 @@ Rules the events follow (so that Marquez keeps every edge):
 * every output column that has lineage is a field of the output's ``schema`` facet;
 * every input field an edge names belongs to an input dataset of the same event whose ``schema``
   facet lists that field (fields referenced but missing from a captured schema are added);
-* dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go to the facet's top-level ``dataset``
-  list (openlineage-spark's ``datasetLineageEnabled=true`` shape); per-column INDIRECT edges that
-  only concern one column (CONDITIONAL, WINDOW) stay under that column;
+* dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go, by default (``indirect="both"``), to
+  every output field (openlineage-spark's default shape, the only one Marquez shows) *and* to the
+  facet's top-level ``dataset`` list (``datasetLineageEnabled=true`` shape, which keeps the fact
+  that they concern all rows); ``"fields"`` or ``"dataset"`` picks one place. Per-column INDIRECT
+  edges that only concern one column (CONDITIONAL, WINDOW) stay under that column;
+* every field of every ``fields`` entry also carries the deprecated ``transformationType`` /
+  ``transformationDescription`` (what Marquez displays; it does not read ``transformations``);
+* every schema field has a ``type`` (Marquez keys field rows on name + type: a missing type makes a
+  new row per event): the Spark type, else :data:`UNKNOWN_TYPE`;
 * several writes of the same output within one job are merged (union of fields and edges);
 * an approximate lineage (some plan node fell back to the conservative rule) says so in every
   transformation's ``description``: ``"approximate: conservative rule for <classes>"`` — the
@@ -34,6 +40,11 @@ from airflow_provider_lineage.lineage.naming import (
 
 #: ``_producer`` of every facet (the package's one producer URI, also the events' ``producer``).
 PRODUCER = _PRODUCER
+#: Where dataset-wide INDIRECT edges go: every output field and the ``dataset`` list (default), or one of them.
+INDIRECT_PLACEMENTS = ("both", "fields", "dataset")
+#: Schema type of a field whose type was not captured (a stable value: Marquez keys fields on name + type).
+UNKNOWN_TYPE = "unknown"
+_DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
 
 def _edge_key(e: FieldEdge) -> tuple[str, str, str]:
     return (e.dataset.namespace, e.dataset.name, e.field)
@@ -69,6 +80,38 @@ def _input_fields(edges: set[FieldEdge], description: str | None) -> list[cl.Inp
     return out
 
 
+def field_summary(edges: set[FieldEdge], approximate: str | None = None) -> tuple[str, str]:
+    """The deprecated field-level ``(transformationType, transformationDescription)`` of one output field.
+
+    Type (the spec's ``IDENTITY|MASKED`` vocabulary, extended): ``MASKED`` when a DIRECT input is masked,
+    else the strongest DIRECT subtype (``IDENTITY`` < ``TRANSFORMATION`` < ``AGGREGATION``), else
+    ``INDIRECT`` (only influences, e.g. ``count(*)`` under a filter). Description: every
+    ``type/subtype`` with its input fields, e.g. ``DIRECT/TRANSFORMATION: amount, fx_rate; INDIRECT/FILTER: status``.
+    """
+    direct = [e for e in edges if e.type == "DIRECT"]
+    if any(e.masking for e in direct):
+        kind = "MASKED"
+    elif direct:
+        kind = max((e.subtype for e in direct), key=lambda s: _DIRECT_RANK.get(s, 1))
+    else:
+        kind = "INDIRECT"
+    several = len({e.dataset for e in edges}) > 1
+    groups: OrderedDict[str, list[str]] = OrderedDict()
+    for e in sorted(edges, key=lambda x: (x.type != "DIRECT", x.type, x.subtype, _edge_key(x))):
+        label = f"{e.type}/{e.subtype}" + (" masked" if e.masking else "")
+        name = f"{_short(e.dataset)}.{e.field}" if several else e.field
+        if name not in groups.setdefault(label, []):
+            groups[label].append(name)
+    text = "; ".join(f"{label}: {', '.join(names)}" for label, names in groups.items())
+    return kind, f"{approximate}; {text}" if approximate else text
+
+
+def _short(ref: DatasetRef) -> str:
+    if ref.table:
+        return table_name_without_catalog(ref.table)
+    return ref.name.rstrip("/").rsplit("/", 1)[-1] or ref.name
+
+
 def lifecycle_of(lin: WriteLineage) -> str | None:
     """The ``lifecycleStateChange`` of the write (computed by the engine, see :func:`.engine.lifecycle_for`)."""
     return lin.lifecycle
@@ -84,15 +127,19 @@ def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:
 
 
 def datasets_for(
-    lineages: list[WriteLineage], indirect_in_fields: bool = False
+    lineages: list[WriteLineage], indirect: str = "both"
 ) -> tuple[list[InputDataset], list[OutputDataset]]:
     """Input and output datasets (with facets) for one job run covering ``lineages``.
 
-    :param indirect_in_fields: also copy the dataset-wide influences (FILTER, JOIN, ...) into every
-        output field, as openlineage-spark does by default (``datasetLineageEnabled=false``). Marquez
-        ignores the top-level ``dataset`` list, so this is the way to see those edges there; it costs
-        one edge per (output field x influencing input field).
+    :param indirect: where the dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go:
+        ``"both"`` (default): into every output field, as openlineage-spark does by default
+        (``datasetLineageEnabled=false``; the only place Marquez reads), and into the facet's
+        top-level ``dataset`` list; ``"fields"``: only into the fields; ``"dataset"``: only the
+        ``dataset`` list (openlineage-spark's ``datasetLineageEnabled=true``; invisible in Marquez).
+        Copying into fields costs one edge per (output field x influencing input field).
     """
+    if indirect not in INDIRECT_PLACEMENTS:
+        raise ValueError(f"indirect={indirect!r} is not one of {INDIRECT_PLACEMENTS}")
     ins: OrderedDict[DatasetRef, OrderedDict[str, str]] = OrderedDict()
     tables: dict[DatasetRef, str] = {}
     outs: OrderedDict[DatasetRef, _Out] = OrderedDict()
@@ -114,8 +161,9 @@ def datasets_for(
             o.fields[name] = typ or o.fields.get(name, "")
         for col, edges in lin.columns.items():
             o.columns.setdefault(col, set()).update(edges)
-        o.dataset.update(lin.dataset_edges)
-        if indirect_in_fields:
+        if indirect != "fields":
+            o.dataset.update(lin.dataset_edges)
+        if indirect != "dataset":
             for name, _typ in lin.output_fields:
                 o.columns.setdefault(name, set()).update(lin.dataset_edges)
         for u in lin.unknown:
@@ -134,7 +182,8 @@ def datasets_for(
         ref = DatasetRef(ref.namespace, ref.name, tables.get(ref, ref.table))
         facets: dict[str, DatasetFacet] = {
             "schema": sd.SchemaDatasetFacet(
-                fields=[sd.SchemaDatasetFacetFields(name=n, type=t or None) for n, t in fields.items()], producer=PRODUCER
+                fields=[sd.SchemaDatasetFacetFields(name=n, type=t or UNKNOWN_TYPE) for n, t in fields.items()],
+                producer=PRODUCER,
             )
         }
         sym = _symlinks(ref)
@@ -147,17 +196,21 @@ def datasets_for(
     return inputs, outputs
 
 
+def _fields_entry(edges: set[FieldEdge], desc: str | None) -> cl.Fields:
+    kind, text = field_summary(edges, desc)
+    return cl.Fields(inputFields=_input_fields(edges, desc), transformationType=kind, transformationDescription=text)
+
+
 def output_facets(o: _Out) -> dict[str, DatasetFacet]:
     desc = f"approximate: conservative rule for {', '.join(o.unknown)}" if o.unknown else None
     facets: dict[str, DatasetFacet] = {
         "schema": sd.SchemaDatasetFacet(
-            fields=[sd.SchemaDatasetFacetFields(name=n, type=t or None) for n, t in o.fields.items()], producer=PRODUCER
+            fields=[sd.SchemaDatasetFacetFields(name=n, type=t or UNKNOWN_TYPE) for n, t in o.fields.items()],
+            producer=PRODUCER,
         ),
         "columnLineage": cl.ColumnLineageDatasetFacet(
             fields={
-                col: cl.Fields(inputFields=_input_fields(edges, desc))
-                for col, edges in o.columns.items()
-                if edges and col in o.fields
+                col: _fields_entry(edges, desc) for col, edges in o.columns.items() if edges and col in o.fields
             },
             dataset=_input_fields(o.dataset, desc),
             producer=PRODUCER,

@@ -85,6 +85,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         asset URI equal to the OpenLineage dataset (``file:///data/mart``), so DAGs can be scheduled
         on those tables (``schedule=[Asset("file:///data/mart")]``) or on the alias. ``None``: no
         asset events.
+    :param indirect_lineage: where dataset-wide INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT) go in the
+        ``columnLineage`` facet: ``"both"`` (default: every output field, which Marquez shows, and the
+        facet's ``dataset`` list), ``"fields"``, or ``"dataset"`` (invisible in Marquez).
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
@@ -99,9 +102,12 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         capture_drain_timeout: float = 60.0,
         lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
         asset_alias: str | None = DEFAULT_ASSET_ALIAS,
+        indirect_lineage: str = "both",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if indirect_lineage not in INDIRECT_PLACEMENTS:
+            raise ValueError(f"indirect_lineage={indirect_lineage!r} is not one of {INDIRECT_PLACEMENTS}")
         self.asset_alias = asset_alias
         if asset_alias:
             from airflow.sdk import AssetAlias

@@ -90,9 +90,49 @@ def test_validator_reports_a_broken_facet():
     assert problems and "'field' is a required property" in problems[0]
 
 
-def test_indirect_in_fields_copies_dataset_influences_into_every_field():
+def _filter_lineage():
     q = node("Filter", [relation([("a", 1), ("b", 2)])], condition=call("GreaterThan", attr("b", 2), lit(0)), child=0)
-    lin = analyze_record(record(write(node("Project", [q], projectList=[attr("a", 1)], child=0)), ["a"]))
-    _, [out] = datasets_for([lin], indirect_in_fields=True)
-    subtypes = {(f.field, t.subtype) for f in out.facets["columnLineage"].fields["a"].inputFields for t in f.transformations}
-    assert subtypes == {("a", "IDENTITY"), ("b", "FILTER")}
+    return analyze_record(record(write(node("Project", [q], projectList=[attr("a", 1)], child=0)), ["a"]))
+
+
+def _placement(out) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    facet = out.facets["columnLineage"]
+    in_field = {(f.field, t.subtype) for f in facet.fields["a"].inputFields for t in f.transformations}
+    in_dataset = {(f.field, t.subtype) for f in facet.dataset for t in f.transformations}
+    return in_field, in_dataset
+
+
+def test_dataset_wide_influences_go_to_every_field_and_the_dataset_list_by_default():
+    _, [out] = datasets_for([_filter_lineage()])
+    assert _placement(out) == ({("a", "IDENTITY"), ("b", "FILTER")}, {("b", "FILTER")})
+
+
+@pytest.mark.parametrize(("indirect", "expected"), [
+    ("fields", ({("a", "IDENTITY"), ("b", "FILTER")}, set())),
+    ("dataset", ({("a", "IDENTITY")}, {("b", "FILTER")})),
+])
+def test_indirect_placement_options(indirect, expected):
+    _, [out] = datasets_for([_filter_lineage()], indirect=indirect)
+    assert _placement(out) == expected
+    with pytest.raises(ValueError, match="indirect="):
+        datasets_for([_filter_lineage()], indirect="columns")
+
+
+def test_deprecated_field_level_type_and_description_and_typed_schemas():
+    _, [out] = datasets_for([_filter_lineage()])
+    f = out.facets["columnLineage"].fields["a"]
+    assert (f.transformationType, f.transformationDescription) == ("IDENTITY", "DIRECT/IDENTITY: a; INDIRECT/FILTER: b")
+    assert all(x.type for x in out.facets["schema"].fields)
+
+
+def test_field_summary_kinds():
+    from airflow_provider_lineage.lineage.facets import field_summary
+    from airflow_provider_lineage.lineage.model import FieldEdge
+    from airflow_provider_lineage.lineage.naming import DatasetRef
+
+    t, u = DatasetRef("file", "/w/t"), DatasetRef("file", "/w/u")
+    agg = {FieldEdge(t, "x", "DIRECT", "AGGREGATION"), FieldEdge(t, "y", "DIRECT", "TRANSFORMATION")}
+    assert field_summary(agg)[0] == "AGGREGATION"
+    assert field_summary({FieldEdge(t, "x", "DIRECT", "TRANSFORMATION", True)})[0] == "MASKED"
+    kind, text = field_summary({FieldEdge(t, "k", "INDIRECT", "JOIN"), FieldEdge(u, "k", "INDIRECT", "JOIN")}, "approximate: x")
+    assert kind == "INDIRECT" and text == "approximate: x; INDIRECT/JOIN: t.k, u.k"

@@ -1,0 +1,185 @@
+"""The example DAGs ``lineage_etl`` (twice: the second run appends a day) and ``sieve_maintenance`` end to end,
+with real local Spark under ``dag.test()``.
+
+After the ETL's second run every index matches its table: not stale, candidates contain every file
+that holds the key (checked against the data, key by key), and a pruned ``sieve.read`` returns the same
+rows as a full read. The maintenance DAG then notices a file written behind the pipeline's back and
+syncs the index it affects.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_lineage import sieve as S
+
+ROOT = Path(__file__).resolve().parents[1]
+DAGS = ROOT / "dags"
+INDEXED = [  # (table under data_dir, column)
+    ("warehouse/transactions", "txn_date"),
+    ("warehouse/transactions", "customer_id"),
+    ("marts/transactions_enriched", "txn_date"),
+    ("marts/customer_monthly", "customer_id"),
+]
+
+
+def _index_path(data_dir: Path, table: str, column: str) -> str:
+    return str(data_dir / "indexes" / table.rsplit("/", 1)[-1] / column)
+
+
+def _env_for_spark() -> None:
+    os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
+
+
+def _dag(dag_id: str) -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py"))
+    assert not bag.import_errors, bag.import_errors
+    return bag.get_dag(dag_id)
+
+
+def _xcom(dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.query(XComModel).filter_by(dag_id=dag_id, run_id=run_id, task_id=task_id, key=key).one()
+        return row.value if not isinstance(row.value, str) else json.loads(row.value)
+
+
+def _states(dag_run: Any) -> dict[str, str]:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(TaskInstance.task_id, TaskInstance.state).filter(
+            TaskInstance.dag_id == dag_run.dag_id, TaskInstance.run_id == dag_run.run_id).all()
+    return {t: str(s) for t, s in rows}
+
+
+@pytest.fixture(scope="module")
+def airflow_db() -> Path:
+    home = Path(os.environ["AIRFLOW_HOME"])
+    marker = home / ".apl-db-migrated"
+    if not marker.exists():
+        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
+        marker.touch()
+    return home
+
+
+@pytest.fixture(scope="module")
+def etl_runs(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two runs of lineage_etl on one data folder, then one run of sieve_maintenance."""
+    _env_for_spark()
+    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
+    data_dir = tmp_path_factory.mktemp("etl-data")
+    etl = _dag("lineage_etl")
+    runs = [etl.test(run_conf={"data_dir": str(data_dir)}) for _ in range(2)]
+    return {"data_dir": data_dir, "runs": runs}
+
+
+def _exact(table: str, column: str, value: Any) -> set[str]:
+    out = set()
+    for f in S.list_table_files(table):
+        if value in set(pq.read_table(f.path, columns=[column]).column(column).to_pylist()):
+            out.add(f.path)
+    return out
+
+
+class TestLineageEtl:
+    def test_both_runs_succeed_and_append_a_day(self, etl_runs: dict[str, Any]) -> None:
+        for dr in etl_runs["runs"]:
+            assert "success" in str(dr.state), _states(dr)
+        days = sorted(p.name for p in (etl_runs["data_dir"] / "landing" / "transactions").iterdir())
+        assert days == ["day=2024-01-01", "day=2024-01-02"]
+
+    def test_index_results_in_xcom(self, etl_runs: dict[str, Any]) -> None:
+        data_dir = etl_runs["data_dir"]
+        first, second = (_xcom("lineage_etl", dr.run_id, "index") for dr in etl_runs["runs"])
+        expected = {(str(data_dir / t), c) for t, c in INDEXED}
+        assert {(r["table"], r["column"]) for r in first} == expected
+        assert {r["action"] for r in first} == {"build"}
+        by_key = {(r["table"], r["column"]): r for r in second}
+        txn = by_key[(str(data_dir / "warehouse/transactions"), "txn_date")]
+        assert (txn["action"], txn["files_added"], txn["files_removed"], txn["version"]) == ("sync", 2, 0, 2)
+        mart = by_key[(str(data_dir / "marts/customer_monthly"), "customer_id")]
+        assert mart["action"] == "sync" and mart["files_removed"] > 0  # the overwrite replaced its files
+        for r in second:
+            assert r["status"] == "ok" and r["index_path"] == _index_path(data_dir, r["table"].split(str(data_dir) + "/")[1], r["column"])
+            assert r["index_bytes"] > 0 and r["bytes_per_key"] > 0
+
+    def test_every_index_matches_its_table(self, etl_runs: dict[str, Any]) -> None:
+        data_dir = etl_runs["data_dir"]
+        for table, column in INDEXED:
+            root = str(data_dir / table)
+            idx = S.open_index(root, column, index_path=_index_path(data_dir, table, column))
+            assert not idx.is_stale(), (table, column)
+            values = set()
+            for f in S.list_table_files(root):
+                values |= set(pq.read_table(f.path, columns=[column]).column(column).to_pylist())
+            for v in sorted(values)[:: max(1, len(values) // 15)]:
+                exact = _exact(root, column, v)
+                got = set(idx.candidates(S.Eq(v)))
+                assert exact <= got, (table, column, v)
+
+    def test_pruned_read_equals_full_read(self, etl_runs: dict[str, Any], spark: Any) -> None:
+        import datetime as dt
+
+        data_dir = etl_runs["data_dir"]
+        cases = [("warehouse/transactions", "txn_date", S.Eq(dt.date(2024, 1, 2))),
+                 ("warehouse/transactions", "customer_id", S.Range(5, 25)),
+                 ("marts/transactions_enriched", "txn_date", S.Eq(dt.date(2024, 1, 1))),
+                 ("marts/customer_monthly", "customer_id", S.In([3, 30, 39]))]
+        for table, column, pred in cases:
+            root = str(data_dir / table)
+            pruned = S.read(spark, root, column, pred, index_path=_index_path(data_dir, table, column))
+            full = spark.read.parquet(root)
+            cond = S.reader.spark_condition(column, pred, S.open_index(
+                root, column, index_path=_index_path(data_dir, table, column)).key_type)
+            a, b = sorted(map(tuple, pruned.collect())), sorted(map(tuple, full.filter(cond).collect()))
+            assert a == b and a, (table, column)
+
+    def test_index_datasets_in_the_lineage_events(self, etl_runs: dict[str, Any]) -> None:
+        from airflow_provider_lineage.lineage import transport
+
+        events = [json.loads(line) for line in transport.default_events_path().read_text().splitlines() if line.strip()]
+        complete = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == "lineage_etl.index"]
+        assert len(complete) == 2
+        data_dir = etl_runs["data_dir"]
+        outputs = {o["name"] for o in complete[-1]["outputs"]}
+        inputs = {i["name"] for i in complete[-1]["inputs"]}
+        assert outputs == {_index_path(data_dir, t, c) for t, c in INDEXED}
+        assert inputs == {str(data_dir / t) for t, _ in INDEXED}
+
+
+class TestSieveMaintenance:
+    def test_notices_an_external_write_and_syncs(self, etl_runs: dict[str, Any]) -> None:
+        data_dir = etl_runs["data_dir"]
+        dr = _dag("sieve_maintenance").test(run_conf={"data_dir": str(data_dir)})
+        assert "success" in str(dr.state), _states(dr)
+        needs = _xcom("sieve_maintenance", dr.run_id, "wait")
+        txn = str(data_dir / "warehouse/transactions")
+        assert {(n["table"], n["column"], n["action"]) for n in needs} == {
+            (txn, "txn_date", "sync"), (txn, "customer_id", "sync")}
+        done = _xcom("sieve_maintenance", dr.run_id, "maintain")
+        assert {(r["column"], r["action"], r["files_added"]) for r in done} == {("txn_date", "sync", 1), ("customer_id", "sync", 1)}
+        for table, column in INDEXED:
+            idx = S.open_index(str(data_dir / table), column, index_path=_index_path(data_dir, table, column))
+            assert not idx.is_stale()
+        import datetime as dt
+
+        idx = S.open_index(txn, "txn_date", index_path=_index_path(data_dir, "warehouse/transactions", "txn_date"))
+        assert [Path(p).name for p in idx.candidates(S.Eq(dt.date(2023, 12, 31)))] == ["manual-fix-0000.parquet"]

@@ -97,8 +97,22 @@ def _kinds(inp: dict[str, Any]) -> str:
     return ", ".join(sorted({f"{t.get('type')}/{t.get('subtype')}" + (", masked" if t.get("masking") else "") for t in ts})) or "?"
 
 
-def _field_lines(spec: dict[str, Any], indent: str) -> list[str]:
-    return [f"{indent}{i['namespace']}:{i['name']}.{i['field']} ({_kinds(i)})" for i in spec.get("inputFields") or []]
+def _field_lines(spec: dict[str, Any], indent: str, all_rows: list[dict[str, Any]] | None = None) -> list[str]:
+    """One line per input field; transformations repeated from the ``dataset`` list (``all_rows``) are left
+    out, as they are printed once under ``[all rows]`` (the facet carries them in both places by default)."""
+    shared = {
+        (d["namespace"], d["name"], d["field"], t.get("type"), t.get("subtype"))
+        for d in all_rows or []
+        for t in d.get("transformations") or []
+    }
+    lines = []
+    for i in spec.get("inputFields") or []:
+        ts = [t for t in i.get("transformations") or []
+              if (i["namespace"], i["name"], i["field"], t.get("type"), t.get("subtype")) not in shared]
+        if shared and i.get("transformations") and not ts:
+            continue
+        lines.append(f"{indent}{i['namespace']}:{i['name']}.{i['field']} ({_kinds({'transformations': ts})})")
+    return lines
 
 
 def _analyze_events(events: list[dict[str, Any]]) -> str:
@@ -109,7 +123,7 @@ def _analyze_events(events: list[dict[str, Any]]) -> str:
     for ns, name, facet in outs:
         lines = [f"column lineage of {ns}:{name} (from the columnLineage facet)"]
         for col, spec in facet["fields"].items():
-            got = _field_lines(spec, "      ")
+            got = _field_lines(spec, "      ", facet["dataset"])
             lines.append(f"  {col} <-" + ("" if got else " (no input field)"))
             lines.extend(got)
         if facet["dataset"]:
@@ -125,7 +139,7 @@ def _explain_events(events: list[dict[str, Any]], column: str) -> str:
         for col, spec in facet["fields"].items():
             if col.lower() == column.lower():
                 lines = [f"{ns}:{name}.{col} <- (one hop, from the columnLineage facet)"]
-                lines += _field_lines(spec, "  ")
+                lines += _field_lines(spec, "  ", facet["dataset"])
                 if facet["dataset"]:
                     lines.append("rows of the output are influenced by:")
                     lines += _field_lines({"inputFields": facet["dataset"]}, "  ")

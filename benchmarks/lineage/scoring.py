@@ -9,7 +9,8 @@ Edge keys:
   ``dataset`` list). Precision/recall on the keys, subtype-set agreement separately.
 
 The scorer reads the engine's result only through attributes (``output``, ``columns``,
-``dataset_edges``, ``approximate``), so it can score anything shaped like ``WriteLineage``.
+``dataset_edges``, ``approximate``), so it can score anything shaped like ``WriteLineage``;
+:func:`facet_edges` scores an emitted ``columnLineage`` facet instead (any INDIRECT placement).
 """
 from __future__ import annotations
 
@@ -60,6 +61,44 @@ def engine_edges(lin: Any, output_name: str | None = None) -> EngineEdges:
         inp = f"{dataset_key(e.dataset)}.{e.field}"
         res.indirect.setdefault((inp, out), set()).add(str(e.subtype).upper())
     return res
+
+
+def facet_edges(output: dict[str, Any], output_name: str | None = None) -> EngineEdges:
+    """Flatten an emitted OpenLineage output dataset (JSON) into the same maps, whatever the INDIRECT placement.
+
+    DIRECT transformations under ``fields`` are DIRECT edges; INDIRECT ones under ``fields`` and every
+    entry of the top-level ``dataset`` list are ``(input column, output dataset)`` INDIRECT edges, so the
+    ``"both"``, ``"fields"`` and ``"dataset"`` placements of :func:`~airflow_provider_lineage.lineage.facets.datasets_for`
+    score the same. Datasets are named by the last segment of their name (the facet's inputs carry no table).
+    """
+    def key(ns_name: dict[str, Any]) -> str:
+        return dataset_key(_Named(str(ns_name.get("name", ""))))
+
+    out = output_name or key(output)
+    facet = (output.get("facets") or {}).get("columnLineage") or {}
+    res = EngineEdges(output=out, approximate=any(
+        str(t.get("description", "")).startswith("approximate:")
+        for spec in (facet.get("fields") or {}).values() for i in spec.get("inputFields") or []
+        for t in i.get("transformations") or []))
+    for col, spec in (facet.get("fields") or {}).items():
+        for i in spec.get("inputFields") or []:
+            inp = f"{key(i)}.{i['field']}"
+            for t in i.get("transformations") or []:
+                if str(t.get("type")).upper() == "DIRECT":
+                    res.direct.setdefault((inp, f"{out}.{col}"), set()).add(
+                        (str(t.get("subtype")).upper(), bool(t.get("masking"))))
+                else:
+                    res.indirect.setdefault((inp, out), set()).add(str(t.get("subtype")).upper())
+    for i in facet.get("dataset") or []:
+        for t in i.get("transformations") or []:
+            res.indirect.setdefault((f"{key(i)}.{i['field']}", out), set()).add(str(t.get("subtype")).upper())
+    return res
+
+
+@dataclass
+class _Named:
+    name: str
+    table: str | None = None
 
 
 def expect_edges(exp: Expect) -> EngineEdges:

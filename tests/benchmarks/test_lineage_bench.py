@@ -64,6 +64,29 @@ def test_per_field_indirect_counts_as_dataset_wide() -> None:
     assert score_outputs([EXP], [engine_edges(lin)]).perfect
 
 
+@pytest.mark.parametrize("indirect", ["both", "fields", "dataset"])
+def test_emitted_facet_scores_like_the_engine_result_whatever_the_placement(indirect: str) -> None:
+    import json
+
+    from openlineage.client.serde import Serde
+
+    from airflow_provider_lineage.lineage import analyze_record
+    from airflow_provider_lineage.lineage.facets import datasets_for
+    from benchmarks.lineage.scoring import facet_edges
+    from tests.lineage.synthetic import attr, call, lit, node, relation
+    from tests.lineage.test_engine import record, write
+
+    q = node("Filter", [relation([("a", 1), ("b", 2)])], condition=call("GreaterThan", attr("b", 2), lit(0)), child=0)
+    proj = node("Project", [q], projectList=[attr("a", 1)], child=0)
+    lin = analyze_record(record(write(proj), ["a"]))
+    _, [out] = datasets_for([lin], indirect=indirect)
+    from_facet = facet_edges(json.loads(Serde.to_json(out)))
+    from_engine = engine_edges(lin)
+    assert (from_facet.output, from_facet.direct, from_facet.indirect) == (
+        from_engine.output, from_engine.direct, from_engine.indirect)
+    assert any(sub == {"FILTER"} for sub in from_facet.indirect.values())
+
+
 def test_dataset_key() -> None:
     assert dataset_key(SimpleNamespace(namespace="file", name="/w/out/c1_mart/", table=None)) == "c1_mart"
     assert dataset_key(SimpleNamespace(namespace="file", name="/w/wh/x", table="spark_catalog.default.T1")) == "t1"

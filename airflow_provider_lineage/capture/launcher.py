@@ -83,6 +83,7 @@ class CaptureRuntime:
         self.started = dt.datetime.now(dt.UTC)
         self._finished = False
         self.emitted: str | None = None
+        self._ol_client: Any = None
         #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
         #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
         self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0}
@@ -285,6 +286,12 @@ class CaptureRuntime:
         return namespace, name
 
     def _client(self) -> Any:
+        """The run's one client (START and the final event share it: a dead endpoint is reported once)."""
+        if self._ol_client is None:
+            self._ol_client = self._new_client()
+        return self._ol_client
+
+    def _new_client(self) -> Any:
         from airflow_provider_lineage.capture.config import transport_from_spark_properties
         from airflow_provider_lineage.lineage import transport
 
@@ -317,7 +324,8 @@ class CaptureRuntime:
             for msg in transport.emit_all(client, [event]):
                 self.problem(msg)
             self.emitted = where
-            log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
+            if transport.failure(client) is None:
+                log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not emit the OpenLineage START event", exc)
 
@@ -348,7 +356,8 @@ class CaptureRuntime:
             for msg in transport.emit_all(client, [event]):
                 self.problem(msg)
             log.info("column lineage:\n%s", events.summaries(result))
-            log.info("OpenLineage %s event of %s.%s sent to %s", event.eventType.value, namespace, name, where)
+            if transport.failure(client) is None:
+                log.info("OpenLineage %s event of %s.%s sent to %s", event.eventType.value, namespace, name, where)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not emit the final OpenLineage event", exc)
 

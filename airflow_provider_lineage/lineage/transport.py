@@ -6,8 +6,12 @@ settings / ``openlineage.yml``, else the embedded default file ``$AIRFLOW_HOME/l
 """
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +69,32 @@ def client_for(config: dict[str, Any] | None = None) -> tuple[OpenLineageClient,
         client = OpenLineageClient(config=config)
     else:
         client = OpenLineageClient()
+    fit_retries(client)
     return client, describe_transport(client)
+
+
+def fit_retries(client: OpenLineageClient) -> None:
+    """Make an HTTP transport left at openlineage-python's default retries fit its own timeout.
+
+    The default (5 retries, exponential back-off, read timeouts retried too) can block several times
+    the configured ``timeout`` and hides the cause behind the deadline of :func:`emit_all`. Instead:
+    at most 2 connection/5xx retries with a back-off of a tenth of the timeout (at most 0.3 s), no
+    read retry (a read timeout has already used the time). An explicit ``retry`` setting is kept
+    (the deadline still applies).
+    """
+    from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
+
+    cfg = getattr(client.transport, "config", None)
+    if getattr(client.transport, "kind", None) != "http" or cfg is None or getattr(cfg, "retry", None) != DEFAULT_RETRY_CONFIG:
+        return
+    cfg.retry = {
+        **DEFAULT_RETRY_CONFIG,
+        "total": 2,
+        "connect": 2,
+        "read": 0,
+        "status": 2,
+        "backoff_factor": min(0.3, emit_timeout(client) / 10),
+    }
 
 
 def describe_transport(client: OpenLineageClient) -> str:
@@ -79,18 +108,84 @@ def describe_transport(client: OpenLineageClient) -> str:
     return str(kind)
 
 
-def emit_all(client: OpenLineageClient, events: Iterable[RunEvent]) -> list[str]:
-    """Emit events; a transport error is returned (and logged), never raised."""
+#: Bound on one :func:`emit_all` call when the transport has no timeout of its own (file, console ...).
+DEFAULT_EMIT_TIMEOUT_S = 30.0
+#: Name of the thread an emission runs in (urllib3's retry warnings from it are not logged: one line per failure).
+EMIT_THREAD = "airflow-provider-lineage-emit"
+#: clients whose endpoint already failed -> the failure (later events of that client are not sent)
+_FAILED: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+class _QuietRetries(logging.Filter):
+    """Drop urllib3's per-attempt ``Retrying (...)`` warnings raised inside an emission thread."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.threadName == EMIT_THREAD and record.getMessage().startswith("Retrying"))
+
+
+_retry_filter = _QuietRetries()
+logging.getLogger("urllib3.connectionpool").addFilter(_retry_filter)
+
+
+def emit_timeout(client: OpenLineageClient) -> float:
+    """The transport's own ``timeout`` (HTTP: seconds per request), else :data:`DEFAULT_EMIT_TIMEOUT_S`."""
+    timeout = getattr(getattr(client.transport, "config", None), "timeout", None)
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+        return float(timeout)
+    return DEFAULT_EMIT_TIMEOUT_S
+
+
+def emit_all(client: OpenLineageClient, events: Iterable[RunEvent], timeout: float | None = None) -> list[str]:
+    """Emit events; never raises, never blocks longer than ``timeout``, reports a failing endpoint once.
+
+    :param timeout: bound on the whole call (sending every event, then closing the client); default
+        :func:`emit_timeout` (the configured transport timeout). Each send runs in a daemon thread: an
+        endpoint that hangs, or whose retries outlast the bound, is given up on at the deadline (the
+        thread finishes in the background, bounded by the transport's own timeout).
+    :returns: at most one message per client, for its first failure (down, refused, HTTP error,
+        timeout), naming the destination and the cause. Later events of a client that failed are
+        not sent (they would wait for the same dead endpoint) and add no message, so the caller logs
+        the failure exactly once. This function logs nothing itself.
+    """
+    budget = emit_timeout(client) if timeout is None else timeout
+    deadline = time.monotonic() + budget
     problems: list[str] = []
     for event in events:
-        try:
-            client.emit(event)
-        except Exception as exc:  # noqa: BLE001 - a transport failure never fails the job: reported instead
-            msg = f"emitting the {event.eventType.value} event failed: {exc!r}"
-            log.warning("%s", msg)
-            problems.append(msg)
-    try:
-        client.close(timeout=30)
-    except Exception:  # noqa: BLE001, S110 - closing a failed transport has nothing left to report
-        pass
+        if client in _FAILED:
+            continue
+        finished, error = _bounded(lambda e=event: client.emit(e), deadline - time.monotonic())
+        if finished and error is None:
+            continue
+        cause = f"{error!r}" if error is not None else f"no answer within {budget:g}s (timeout)"
+        _FAILED[client] = cause
+        problems.append(
+            f"OpenLineage {event.eventType.value} event not delivered to {describe_transport(client)}: {cause}; "
+            "later events of this run are not sent (the task is not affected)"
+        )
+    _bounded(lambda: client.close(timeout=max(deadline - time.monotonic(), 0.1)), max(deadline - time.monotonic(), 0.1))
     return problems
+
+
+def failure(client: OpenLineageClient) -> str | None:
+    """The cause of the first failed emission of ``client`` (``None``: every event so far was delivered)."""
+    return _FAILED.get(client)
+
+
+def _bounded(fn: Callable[[], object], seconds: float) -> tuple[bool, BaseException | None]:
+    """Run ``fn`` in a daemon thread for at most ``seconds``: (finished?, its exception)."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller, which reports it
+            box["error"] = exc
+
+    if seconds <= 0:
+        return False, None
+    worker = threading.Thread(target=target, name=EMIT_THREAD, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        return False, None
+    return True, box.get("error")

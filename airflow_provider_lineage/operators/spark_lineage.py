@@ -305,7 +305,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             )
             for msg in transport.emit_all(client, [event]):
                 self.lineage_log.warning("%s", msg)
-            self.log.info("lineage: OpenLineage events written to %s", self.lineage_destination)
+            if transport.failure(client) is None:
+                self.log.info("lineage: OpenLineage events written to %s", self.lineage_destination)
         else:
             self.lineage_destination = None
             self.log.info("lineage: emission is off (lineage_emission='off')")

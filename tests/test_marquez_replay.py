@@ -1,0 +1,213 @@
+"""The example pipelines' events replayed through Marquez's column-lineage rules: no edge may be dropped.
+
+Marquez itself is MOCKED (it cannot run here): :mod:`tests.support.marquez_rules` applies its
+ingestion rules (edges only from outputs' ``fields``, output column in the same event's schema, input
+field a known field of an input of the same run, exact name or ``symlinks`` alias, typed fields,
+field-level type/description, namespaces, ``eventTime``, ``_producer``/``_schemaURL``). Everything
+else is real: the DAGs ``lineage_c1_transactions_mart`` and ``lineage_etl`` (twice: the second run
+appends a day) run under ``dag.test()`` with local Spark, and their operators self-emit to
+``$AIRFLOW_HOME/lineage/events.jsonl``, which is replayed in order.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.operators.ol_schema import validate_or_skip
+from tests.support.marquez_rules import MarquezModel
+
+ROOT = Path(__file__).resolve().parents[1]
+DAGS = ROOT / "dags"
+
+
+def _env_for_spark() -> None:
+    os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+#: Set to a file written by an earlier run (``<pytest basetemp>/marquez-replay.json``) to replay it
+#: without running the DAGs again (for working on the checker).
+RECORDED = "APL_MARQUEZ_REPLAY"
+
+
+@pytest.fixture(scope="module")
+def pipeline_events(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run the example pipelines once (C1) and twice (ETL); return the events they emitted, in order."""
+    if os.environ.get(RECORDED):
+        saved = json.loads(Path(os.environ[RECORDED]).read_text())
+        return {"events": saved["events"], "etl_dir": Path(saved["etl_dir"]), "c1_dir": Path(saved["c1_dir"])}
+    home = Path(os.environ["AIRFLOW_HOME"])
+    marker = home / ".apl-db-migrated"
+    if not marker.exists():
+        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
+        marker.touch()
+    _env_for_spark()
+    for key in ("AIRFLOW__OPENLINEAGE__TRANSPORT", "OPENLINEAGE_URL", "OPENLINEAGE_CONFIG"):
+        assert not os.environ.get(key), f"{key} is set: unset it so that the operators self-emit to the default file"
+    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
+    from airflow.dag_processing.dagbag import DagBag
+
+    from airflow_provider_lineage.lineage import transport
+
+    path = transport.default_events_path()
+    before = len(_read_events(path))
+    c1_dir, etl_dir = tmp_path_factory.mktemp("c1-data"), tmp_path_factory.mktemp("etl-data")
+    runs = []
+    c1 = DagBag(dag_folder=str(DAGS / "lineage_c1_transactions_mart.py")).get_dag("lineage_c1_transactions_mart")
+    runs.append(c1.test(run_conf={"data_dir": str(c1_dir)}))
+    etl = DagBag(dag_folder=str(DAGS / "lineage_etl.py")).get_dag("lineage_etl")
+    runs += [etl.test(run_conf={"data_dir": str(etl_dir)}) for _ in range(2)]
+    for dr in runs:
+        assert "success" in str(dr.state), dr
+    out = {"events": _read_events(path)[before:], "etl_dir": etl_dir, "c1_dir": c1_dir}
+    (tmp_path_factory.getbasetemp() / "marquez-replay.json").write_text(json.dumps(out, default=str))
+    return out
+
+
+SIEVE_JOB = "COMPLETE lineage_etl.index:"
+
+
+def _completes(events: list[dict[str, Any]], job_suffix: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"].endswith(job_suffix)]
+
+
+class TestExamplePipelinesInMarquez:
+    def test_every_edge_is_stored_and_no_rule_is_broken(self, pipeline_events: dict[str, Any]) -> None:
+        events = pipeline_events["events"]
+        model = MarquezModel().ingest_all(events)
+        assert [v for v in model.violations if not v.startswith(SIEVE_JOB)] == []
+        assert model.dropped == []
+        assert model.lost() == []
+        assert len(model.stored) > 50  # C1 + two marts + load + indexes
+        assert model.type_conflicts() == {}
+
+    @pytest.mark.xfail(strict=True, reason="operators/sieve.py (Sieve layer, not this change) sets the field-level "
+                       "transformationType/Description to '': Marquez shows an untyped edge from table to index")
+    def test_sieve_index_edges_carry_a_field_level_type(self, pipeline_events: dict[str, Any]) -> None:
+        model = MarquezModel().ingest_all(pipeline_events["events"])
+        assert [v for v in model.violations if v.startswith(SIEVE_JOB)] == []
+
+    def test_dataset_wide_edges_and_types_are_visible_on_the_mart(self, pipeline_events: dict[str, Any]) -> None:
+        model = MarquezModel().ingest_all(pipeline_events["events"])
+        mart = str(pipeline_events["c1_dir"] / "mart" / "transactions_c1")
+        up = model.upstream("file", mart, "amount_eur")
+        src = str(pipeline_events["c1_dir"] / "transactions")
+        assert {e.input for e in up} == {("file", src, f) for f in ("amount", "fx_rate", "txn_date", "status")}
+        [edge] = {e for e in up if e.input[2] == "amount"}
+        assert edge.type == "TRANSFORMATION"
+        assert edge.description == "DIRECT/TRANSFORMATION: amount, fx_rate; INDIRECT/FILTER: status, txn_date"
+        assert {e.type for e in model.upstream("file", mart, "account_hash")} == {"MASKED"}
+
+    def test_one_dataset_per_table_across_tasks_and_runs(self, pipeline_events: dict[str, Any]) -> None:
+        events, data = pipeline_events["events"], pipeline_events["etl_dir"]
+
+        def names(job: str, side: str, run: int) -> set[str]:
+            return {d["name"] for d in _completes(events, f"lineage_etl.{job}")[run][side]}
+
+        for run in (0, 1):
+            loaded = names("load", "outputs", run)
+            assert loaded == {str(data / "warehouse" / t) for t in ("transactions", "customers")}
+            assert loaded <= names("build_marts", "inputs", run)  # written by one task, read by the next
+            marts = names("build_marts", "outputs", run)
+            assert {str(data / "marts" / m) for m in ("transactions_enriched", "customer_monthly")} == marts
+            assert names("index", "inputs", run) == {str(data / "warehouse" / "transactions")} | marts
+        for job in ("load", "build_marts", "index"):  # stable across runs
+            for side in ("inputs", "outputs"):
+                got = [{n for n in names(job, side, r) if "/landing/" not in n} for r in (0, 1)]
+                assert got[0] == got[1], (job, side)
+        # each run of ``load`` reads that day's landing folder (``landing/transactions/day=...``): one dataset per day
+        assert names("load", "inputs", 0) != names("load", "inputs", 1)
+        namespaces = {d["namespace"] for e in events for side in ("inputs", "outputs") for d in e.get(side) or []}
+        assert namespaces == {"file"}
+
+    def test_each_index_links_to_its_table(self, pipeline_events: dict[str, Any]) -> None:
+        events, data = pipeline_events["events"], pipeline_events["etl_dir"]
+        model = MarquezModel().ingest_all(events)
+        written = {(d["namespace"], d["name"]) for e in _completes(events, "lineage_etl.build_marts") + _completes(
+            events, "lineage_etl.load") for d in e["outputs"]}
+        for table, column in [("warehouse/transactions", "txn_date"), ("warehouse/transactions", "customer_id"),
+                              ("marts/transactions_enriched", "txn_date"), ("marts/customer_monthly", "customer_id")]:
+            index = str(data / "indexes" / table.rsplit("/", 1)[-1] / column)
+            [edge] = model.upstream("file", index, column)
+            assert edge.input == ("file", str(data / table), column)
+            assert edge.input[:2] in written  # the same Marquez dataset the Spark task wrote
+
+    def test_events_validate_against_the_spec(self, pipeline_events: dict[str, Any]) -> None:
+        validate_or_skip(pipeline_events["events"])
+
+
+# -- the checker itself (no Spark): it must catch what Marquez would drop --------------------------
+def _event(fields: dict[str, Any], dataset: list[dict[str, Any]] | None = None, in_fields: list[str] = ("a", "b"),
+           out_schema: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    facet = {"_producer": "p", "_schemaURL": "s"}
+    return {
+        "eventType": "COMPLETE", "eventTime": "2026-01-01T00:00:00+00:00", "run": {"runId": "r1", "facets": {}},
+        "job": {"namespace": "default", "name": "j", "facets": {}},
+        "inputs": [{"namespace": "file", "name": "/in", "facets": {"schema": {
+            **facet, "fields": [{"name": n, "type": "int"} for n in in_fields]}}}],
+        "outputs": [{"namespace": "file", "name": "/out", "facets": {
+            "schema": {**facet, "fields": out_schema if out_schema is not None else [{"name": "x", "type": "int"}]},
+            "columnLineage": {**facet, "fields": fields, "dataset": dataset or []}}}],
+    }
+
+
+def _inp(field: str, subtype: str = "IDENTITY") -> dict[str, Any]:
+    kind = "DIRECT" if subtype in ("IDENTITY", "TRANSFORMATION", "AGGREGATION") else "INDIRECT"
+    return {"namespace": "file", "name": "/in", "field": field, "transformations": [{"type": kind, "subtype": subtype}]}
+
+
+FIELD = {"inputFields": [_inp("a")], "transformationType": "IDENTITY", "transformationDescription": "DIRECT/IDENTITY: a"}
+
+
+class TestMarquezRulesChecker:
+    def test_a_good_event_stores_every_edge(self) -> None:
+        m = MarquezModel().ingest_all([_event({"x": {**FIELD, "inputFields": [_inp("a"), _inp("b", "FILTER")]}},
+                                              dataset=[_inp("b", "FILTER")])])
+        assert (m.violations, m.dropped, m.lost()) == ([], [], [])
+        assert {e.input[2] for e in m.upstream("file", "/out", "x")} == {"a", "b"}
+
+    def test_dataset_list_only_edges_are_lost(self) -> None:
+        m = MarquezModel().ingest_all([_event({"x": FIELD}, dataset=[_inp("b", "FILTER")])])
+        assert m.lost() == [(("file", "/in", "b"), ("file", "/out", "x"))]
+
+    def test_drops_and_violations(self) -> None:
+        ev = _event({"x": {"inputFields": [_inp("zz")]}, "y": FIELD}, out_schema=[{"name": "x"}])
+        ev["eventTime"] = "2026-01-01 00:00:00"
+        ev["job"]["namespace"] = "my namespace"
+        del ev["outputs"][0]["facets"]["schema"]["_producer"]
+        m = MarquezModel().ingest_all([ev])
+        reasons = {(d.output[2], d.reason.split(" ")[0] + " " + d.reason.split(" ")[1]) for d in m.dropped}
+        assert reasons == {("x", "input field"), ("y", "output column")}
+        text = "\n".join(m.violations)
+        for needle in ("eventTime", "'my namespace'", "lacks _producer", "has no type", "no field-level transformationType"):
+            assert needle in text
+
+    def test_input_of_another_run_is_not_enough_but_a_symlink_alias_is(self) -> None:
+        first = _event({"x": FIELD})
+        second = copy.deepcopy(first)
+        second["run"]["runId"] = "r2"
+        second["inputs"] = []
+        m = MarquezModel().ingest_all([first, second])
+        assert [d.reason for d in m.dropped] == ["input dataset is not an input of this run"]
+        aliased = _event({"x": {**FIELD, "inputFields": [{**_inp("a"), "namespace": "file:/wh", "name": "db.t"}]}})
+        aliased["inputs"][0]["facets"]["symlinks"] = {"_producer": "p", "_schemaURL": "s", "identifiers": [
+            {"namespace": "file:/wh", "name": "db.t", "type": "TABLE"}]}
+        m = MarquezModel().ingest_all([aliased])
+        assert m.dropped == [] and m.lost() == []

@@ -99,6 +99,34 @@ def _exact(table: str, column: str, value: Any) -> set[str]:
     return out
 
 
+def _asset_uris(condition: Any) -> list[str]:
+    """Every asset URI in a schedule's condition (``Asset``, or ``AssetAny``/``AssetAll`` of them)."""
+    if hasattr(condition, "uri"):
+        return [condition.uri]
+    return [uri for part in getattr(condition, "objects", []) for uri in _asset_uris(part)]
+
+
+class TestAssetDrivenMaintenance:
+    def test_etl_writes_schedule_the_maintenance_dag(self, etl_runs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        """The tables lineage_etl writes come out as asset events whose URIs sieve_maintenance is scheduled on."""
+        from airflow.dag_processing.dagbag import DagBag
+        from airflow.models.asset import AssetEvent, AssetModel
+        from airflow.utils.session import create_session
+
+        data_dir = etl_runs["data_dir"]
+        last = etl_runs["runs"][-1]
+        with create_session() as session:
+            published = {uri for (uri,) in session.query(AssetModel.uri)
+                         .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                         .filter(AssetEvent.source_dag_id == "lineage_etl", AssetEvent.source_run_id == last.run_id)}
+        monkeypatch.setenv("LINEAGE_DEMO_DATA_DIR", str(data_dir))
+        dag = DagBag(dag_folder=str(DAGS / "sieve_maintenance.py")).get_dag("sieve_maintenance")
+        scheduled = set(_asset_uris(dag.timetable.asset_condition))
+        assert scheduled == {f"file://{data_dir}/{t}" for t in
+                             ("warehouse/transactions", "marts/transactions_enriched", "marts/customer_monthly")}
+        assert scheduled <= published, (scheduled, published)
+
+
 class TestLineageEtl:
     def test_both_runs_succeed_and_append_a_day(self, etl_runs: dict[str, Any]) -> None:
         for dr in etl_runs["runs"]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -235,8 +236,14 @@ def _impact(args: argparse.Namespace) -> int:
     return 0
 
 
+
+def _prog() -> str:
+    """``spark-lineage`` when run as the console script, else ``python -m airflow_provider_lineage.lineage``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") else "python -m airflow_provider_lineage.lineage"
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m airflow_provider_lineage.lineage", description=__doc__.split("\n")[0])
+    parser = _Parser(prog=_prog(), description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="column lineage of capture records (a file or a run folder) or of an events file")
     a.add_argument("path")

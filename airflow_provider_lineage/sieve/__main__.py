@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -68,7 +69,7 @@ def _confs(items: list[str]) -> list[tuple[str, str]]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m airflow_provider_lineage.sieve",
+    p = argparse.ArgumentParser(prog=_prog(),
                                 description="Sieve learned data-skipping index for Parquet tables.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -180,6 +181,12 @@ def _glue_negative_range(argv: list[str]) -> list[str]:
         i += 1
     return out
 
+
+
+def _prog() -> str:
+    """``sieve`` when run as the console script, else ``python -m airflow_provider_lineage.sieve``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") else "python -m airflow_provider_lineage.sieve"
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(_glue_negative_range(list(sys.argv[1:] if argv is None else argv)))

@@ -84,6 +84,7 @@ class CaptureRuntime:
         self._finished = False
         self.emitted: str | None = None
         self._ol_client: Any = None
+        self.emission_problems: list[str] = []
         #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
         #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
         self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0}
@@ -97,6 +98,11 @@ class CaptureRuntime:
             log.warning("%s (the application is not affected)", text, exc_info=exc is not None and log.isEnabledFor(logging.DEBUG))
         except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
             pass
+
+    def emission_problem(self, message: str) -> None:
+        """A transport failure: logged once here, kept for the status file, not repeated in the lineage summary."""
+        self.emission_problems.append(message)
+        log.warning("%s (the application is not affected)", message)
 
     # -- patches --------------------------------------------------------------------------------
     def patch(self) -> None:
@@ -271,6 +277,7 @@ class CaptureRuntime:
             "application_error": f"{type(error).__name__}: {error}" if error is not None else None,
             "exit_code": exit_code,
             "emitted": self.emitted,
+            "emission_problems": self.emission_problems,
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         try:
@@ -322,7 +329,7 @@ class CaptureRuntime:
                 event_time=self.started,
             )
             for msg in transport.emit_all(client, [event]):
-                self.problem(msg)
+                self.emission_problem(msg)
             self.emitted = where
             if transport.failure(client) is None:
                 log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
@@ -354,7 +361,7 @@ class CaptureRuntime:
             )
             client, where = self._client()
             for msg in transport.emit_all(client, [event]):
-                self.problem(msg)
+                self.emission_problem(msg)
             log.info("column lineage:\n%s", events.summaries(result))
             if transport.failure(client) is None:
                 log.info("OpenLineage %s event of %s.%s sent to %s", event.eventType.value, namespace, name, where)

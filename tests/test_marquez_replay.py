@@ -98,8 +98,6 @@ class TestExamplePipelinesInMarquez:
         assert len(model.stored) > 50  # C1 + two marts + load + indexes
         assert model.type_conflicts() == {}
 
-    @pytest.mark.xfail(strict=True, reason="operators/sieve.py (Sieve layer, not this change) sets the field-level "
-                       "transformationType/Description to '': Marquez shows an untyped edge from table to index")
     def test_sieve_index_edges_carry_a_field_level_type(self, pipeline_events: dict[str, Any]) -> None:
         model = MarquezModel().ingest_all(pipeline_events["events"])
         assert [v for v in model.violations if v.startswith(SIEVE_JOB)] == []

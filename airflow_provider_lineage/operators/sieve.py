@@ -366,16 +366,18 @@ class SieveIndexOperator(SparkSubmitOperator):
             src = dataset_for_location(r.table_root)
             dst = dataset_for_location(r.index_path)
             in_fields.setdefault(src.key, {})[r.column] = r.key_type or ""
-            schema = sd.SchemaDatasetFacet(fields=[sd.SchemaDatasetFacetFields(name=r.column, type=r.key_type)])
+            schema = sd.SchemaDatasetFacet(fields=[sd.SchemaDatasetFacetFields(name=r.column, type=r.key_type or "unknown")])
             lineage = cl.ColumnLineageDatasetFacet(fields={r.column: cl.Fields(
                 inputFields=[cl.InputField(namespace=src.namespace, name=src.name, field=r.column, transformations=[
                     cl.Transformation(type="DIRECT", subtype="TRANSFORMATION", description="Sieve index keys",
                                       masking=False)])],
-                transformationType="", transformationDescription="")})
+                # the deprecated field-level pair is what Marquez shows (it ignores ``transformations``)
+                transformationType="TRANSFORMATION",
+                transformationDescription=f"DIRECT/TRANSFORMATION: {r.column} (Sieve index keys)")})
             outputs.append(OutputDataset(namespace=dst.namespace, name=dst.name,
                                          facets={"schema": schema, "columnLineage": lineage}))
         inputs = [InputDataset(namespace=ns, name=name, facets={"schema": sd.SchemaDatasetFacet(fields=[
-            sd.SchemaDatasetFacetFields(name=c, type=t or None) for c, t in cols.items()])})
+            sd.SchemaDatasetFacetFields(name=c, type=t or "unknown") for c, t in cols.items()])})
             for (ns, name), cols in in_fields.items()]
         return inputs, outputs
 

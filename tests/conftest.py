@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +51,19 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pyspark.sql.Spar
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def example_c1(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``lineage_c1_transactions_mart`` once (see :mod:`tests.support.pipelines`)."""
+    from tests.support.pipelines import run_self_emitting
+
+    return run_self_emitting("lineage_c1_transactions_mart", tmp_path_factory.mktemp("c1-data"))
+
+
+@pytest.fixture(scope="session")
+def example_etl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``lineage_etl`` twice on one data folder (see :mod:`tests.support.pipelines`)."""
+    from tests.support.pipelines import run_self_emitting
+
+    return run_self_emitting("lineage_etl", tmp_path_factory.mktemp("etl-data"), times=2)

@@ -52,13 +52,6 @@ MART_COLUMNS = [
 EXPECTED_COLUMN_EDGES |= {(col, f, t, sub, False) for col in MART_COLUMNS for f, t, sub in EXPECTED_DATASET_EDGES}
 
 
-def _env_for_spark() -> None:
-    os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", SPARK_CONN)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
 
 
 @pytest.fixture(scope="session")
@@ -104,22 +97,10 @@ def provider_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subproces
 
 
 @pytest.fixture(scope="module")
-def self_emit_run(airflow_db: Path, provider_run: subprocess.Popen[str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run the example DAG in this process; OpenLineage provider not configured."""
-    _env_for_spark()
-    for key in ("AIRFLOW__OPENLINEAGE__TRANSPORT", "OPENLINEAGE_URL", "OPENLINEAGE_CONFIG"):
-        assert not os.environ.get(key), f"{key} is set: unset it to run the self-emission test"
-    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
-    from airflow.dag_processing.dagbag import DagBag
-
-    from airflow_provider_lineage.lineage import transport
-
-    events_path = transport.default_events_path()
-    before = len(_read_events(events_path))
-    data_dir = tmp_path_factory.mktemp("c1-data")
-    dag = DagBag(dag_folder=str(DAGS / "lineage_c1_transactions_mart.py")).get_dag(DAG_ID)
-    dag_run = dag.test(run_conf={"data_dir": str(data_dir)})
-    return {"dag_run": dag_run, "events": _read_events(events_path)[before:], "data_dir": data_dir, "events_path": events_path}
+def self_emit_run(airflow_db: Path, provider_run: subprocess.Popen[str], example_c1: dict[str, Any]) -> dict[str, Any]:
+    """The example DAG in this process, OpenLineage provider not configured (shared with other tests);
+    ``provider_run`` is started first so that the two runs overlap."""
+    return example_c1
 
 
 def _mart_event(events: list[dict[str, Any]], event_type: str) -> dict[str, Any]:

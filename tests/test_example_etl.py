@@ -34,13 +34,6 @@ def _index_path(data_dir: Path, table: str, column: str) -> str:
     return str(data_dir / "indexes" / table.rsplit("/", 1)[-1] / column)
 
 
-def _env_for_spark() -> None:
-    os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
 
 
 def _dag(dag_id: str) -> Any:
@@ -81,14 +74,9 @@ def airflow_db() -> Path:
 
 
 @pytest.fixture(scope="module")
-def etl_runs(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Two runs of lineage_etl on one data folder, then one run of sieve_maintenance."""
-    _env_for_spark()
-    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
-    data_dir = tmp_path_factory.mktemp("etl-data")
-    etl = _dag("lineage_etl")
-    runs = [etl.test(run_conf={"data_dir": str(data_dir)}) for _ in range(2)]
-    return {"data_dir": data_dir, "runs": runs}
+def etl_runs(airflow_db: Path, example_etl: dict[str, Any]) -> dict[str, Any]:
+    """Two runs of lineage_etl on one data folder (shared with other tests); sieve_maintenance runs in its tests."""
+    return example_etl
 
 
 def _exact(table: str, column: str, value: Any) -> set[str]:

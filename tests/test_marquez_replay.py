@@ -13,8 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
 
 
-def _env_for_spark() -> None:
-    os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
 
 
-def _read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 #: Set to a file written by an earlier run (``<pytest basetemp>/marquez-replay.json``) to replay it
@@ -48,35 +35,16 @@ RECORDED = "APL_MARQUEZ_REPLAY"
 
 
 @pytest.fixture(scope="module")
-def pipeline_events(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run the example pipelines once (C1) and twice (ETL); return the events they emitted, in order."""
+def pipeline_events(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The events of the example pipelines (C1 once, ETL twice), in order: the session's shared runs
+    (``example_c1`` / ``example_etl`` in tests/conftest.py), or a recording (``$APL_MARQUEZ_REPLAY``)."""
     if os.environ.get(RECORDED):
         saved = json.loads(Path(os.environ[RECORDED]).read_text())
         return {"events": saved["events"], "etl_dir": Path(saved["etl_dir"]), "c1_dir": Path(saved["c1_dir"])}
-    home = Path(os.environ["AIRFLOW_HOME"])
-    marker = home / ".apl-db-migrated"
-    if not marker.exists():
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
-        marker.touch()
-    _env_for_spark()
-    for key in ("AIRFLOW__OPENLINEAGE__TRANSPORT", "OPENLINEAGE_URL", "OPENLINEAGE_CONFIG"):
-        assert not os.environ.get(key), f"{key} is set: unset it so that the operators self-emit to the default file"
-    os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
-    from airflow.dag_processing.dagbag import DagBag
-
-    from airflow_provider_lineage.lineage import transport
-
-    path = transport.default_events_path()
-    before = len(_read_events(path))
-    c1_dir, etl_dir = tmp_path_factory.mktemp("c1-data"), tmp_path_factory.mktemp("etl-data")
-    runs = []
-    c1 = DagBag(dag_folder=str(DAGS / "lineage_c1_transactions_mart.py")).get_dag("lineage_c1_transactions_mart")
-    runs.append(c1.test(run_conf={"data_dir": str(c1_dir)}))
-    etl = DagBag(dag_folder=str(DAGS / "lineage_etl.py")).get_dag("lineage_etl")
-    runs += [etl.test(run_conf={"data_dir": str(etl_dir)}) for _ in range(2)]
-    for dr in runs:
+    c1, etl = request.getfixturevalue("example_c1"), request.getfixturevalue("example_etl")
+    for dr in [*c1["runs"], *etl["runs"]]:
         assert "success" in str(dr.state), dr
-    out = {"events": _read_events(path)[before:], "etl_dir": etl_dir, "c1_dir": c1_dir}
+    out = {"events": c1["events"] + etl["events"], "etl_dir": etl["data_dir"], "c1_dir": c1["data_dir"]}
     (tmp_path_factory.getbasetemp() / "marquez-replay.json").write_text(json.dumps(out, default=str))
     return out
 

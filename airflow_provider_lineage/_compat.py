@@ -8,10 +8,11 @@ lazily, so importing this module costs nothing.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.providers.openlineage.extractors import OperatorLineage
 
 
 def spark_submit_deploy_mode(operator: SparkSubmitOperator) -> str:
@@ -40,3 +41,14 @@ def openlineage_provider_active() -> bool:
         return not ol_conf.is_disabled()
     except Exception:  # noqa: BLE001 - a broken provider config means "not active": we then emit ourselves
         return False
+
+
+def operator_lineage(**fields: Any) -> OperatorLineage | None:
+    """An ``OperatorLineage`` for the ``get_openlineage_facets_*`` hooks, or ``None`` when Airflow's
+    OpenLineage provider is not installed (then nobody calls the hooks for emission anyway)."""
+    try:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+    except ImportError:
+        return None
+    return OperatorLineage(**fields)
+

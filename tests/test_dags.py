@@ -20,6 +20,7 @@ import pyspark
 import pytest
 
 from tests.operators.ol_schema import validate_or_skip
+from tests.support.pipelines import migrate_db, read_events
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
@@ -56,19 +57,7 @@ EXPECTED_COLUMN_EDGES |= {(col, f, t, sub, False) for col in MART_COLUMNS for f,
 
 @pytest.fixture(scope="session")
 def airflow_db() -> Path:
-    """Migrate the metadata DB of this test run's AIRFLOW_HOME (tests/conftest.py made it) once."""
-    home = Path(os.environ["AIRFLOW_HOME"])
-    marker = home / ".apl-db-migrated"
-    if not marker.exists():
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
-        marker.touch()
-    return home
-
-
-def _read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return migrate_db()
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +193,7 @@ class TestExampleDagThroughOpenLineageProvider:
         base: Path = provider_run.base  # type: ignore[attr-defined]
         assert "through it" in output
         assert not (base / "home" / "lineage" / "events.jsonl").exists()  # the operator did not self-emit
-        events = _read_events(base / "provider-events.jsonl")
+        events = read_events(base / "provider-events.jsonl")
         complete = _mart_event(events, "COMPLETE")
         columns, datasets, _ = _edges(complete["outputs"][0])
         assert columns == EXPECTED_COLUMN_EDGES and datasets == EXPECTED_DATASET_EDGES

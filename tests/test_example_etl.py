@@ -9,9 +9,6 @@ syncs the index it affects.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_lineage import sieve as S
+from tests.support.pipelines import load_dag, migrate_db
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
@@ -34,14 +32,6 @@ def _index_path(data_dir: Path, table: str, column: str) -> str:
     return str(data_dir / "indexes" / table.rsplit("/", 1)[-1] / column)
 
 
-
-
-def _dag(dag_id: str) -> Any:
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py"))
-    assert not bag.import_errors, bag.import_errors
-    return bag.get_dag(dag_id)
 
 
 def _xcom(dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
@@ -65,12 +55,7 @@ def _states(dag_run: Any) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def airflow_db() -> Path:
-    home = Path(os.environ["AIRFLOW_HOME"])
-    marker = home / ".apl-db-migrated"
-    if not marker.exists():
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
-        marker.touch()
-    return home
+    return migrate_db()
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +169,7 @@ class TestLineageEtl:
 class TestSieveMaintenance:
     def test_notices_an_external_write_and_syncs(self, etl_runs: dict[str, Any]) -> None:
         data_dir = etl_runs["data_dir"]
-        dr = _dag("sieve_maintenance").test(run_conf={"data_dir": str(data_dir)})
+        dr = load_dag("sieve_maintenance").test(run_conf={"data_dir": str(data_dir)})
         assert "success" in str(dr.state), _states(dr)
         needs = _xcom("sieve_maintenance", dr.run_id, "wait")
         txn = str(data_dir / "warehouse/transactions")

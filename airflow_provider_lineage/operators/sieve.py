@@ -382,20 +382,12 @@ class SieveIndexOperator(SparkSubmitOperator):
         return inputs, outputs
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage | None:
-        try:
-            from airflow.providers.openlineage.extractors import OperatorLineage
-        except ImportError:
-            return None
-        return OperatorLineage()
+        return _compat.operator_lineage()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
         """Inputs: the indexed tables (schema: the indexed columns); outputs: the index folders."""
-        try:
-            from airflow.providers.openlineage.extractors import OperatorLineage
-        except ImportError:
-            return None
         inputs, outputs = self.openlineage_datasets()
-        return OperatorLineage(inputs=inputs, outputs=outputs)
+        return _compat.operator_lineage(inputs=inputs, outputs=outputs)
 
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> OperatorLineage | None:
         return self.get_openlineage_facets_on_complete(task_instance)

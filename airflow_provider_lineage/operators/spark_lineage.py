@@ -350,19 +350,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
 
     # -- OpenLineage provider hooks -------------------------------------------------------------
     def get_openlineage_facets_on_start(self) -> OperatorLineage | None:
-        try:
-            from airflow.providers.openlineage.extractors import OperatorLineage
-        except ImportError:
-            return None
-        return OperatorLineage()
+        return _compat.operator_lineage()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
         """Datasets (schema + columnLineage + symlinks) of every write of this run."""
-        try:
-            from airflow.providers.openlineage.extractors import OperatorLineage
-        except ImportError:
-            return None
-        return OperatorLineage(
+        return _compat.operator_lineage(
             inputs=list(self._ol_inputs),
             outputs=list(self._ol_outputs),
             run_facets=dict(self._ol_run_facets),

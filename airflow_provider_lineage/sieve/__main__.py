@@ -27,7 +27,8 @@ EPILOG = """examples:
 
 TABLE is a directory path, a file: URI, or a catalog table name (needs Spark; for query/stats/
 compact/status pass --index-path). Values are parsed by the column type: integers, ISO dates
-(2024-01-31), ISO timestamps (2024-01-31T12:00:00, naive = UTC for TIMESTAMP columns), decimals.
+(2024-01-31), ISO timestamps (2024-01-31T12:00:00, naive = UTC for TIMESTAMP columns), decimals,
+text for strings (--eq C-000123; ranges --range C-1..C-2 or --range C-1 C-2), hex for binary.
 
 query answers are stale-safe: files added or rewritten since the index version are listed too
 (they are unindexed), removed files never; stderr gets one line such as
@@ -41,6 +42,7 @@ QUERY_EPILOG = """ranges (a side may be empty to leave it unbounded):
   --range 10:20   --range 10,20   --range 10..20   --range 10 20
   --range -10 -5  --range -10:-5  --range=-10,-5   (negative numbers)
   --range 2024-01-01T00:00:00..2024-01-02T00:00:00  (timestamps: LOW..HIGH or LOW HIGH)
+  --range C-000100..C-000199   --range "C 1" "C 2"   (strings: LOW..HIGH or LOW HIGH)
 output: one {"file": ...} JSON line per candidate on stdout, then on stderr one line such as
   sieve: 3 of 200 files (3 from the index, 0 unindexed)
 Files added or rewritten since the index version are candidates (unindexed), removed files never;
@@ -134,16 +136,18 @@ def _predicate(args: argparse.Namespace, idx: Any) -> Predicate:
             return Eq(kt.parse(args.eq))
         if args.in_ is not None:
             return In([kt.parse(v.strip()) for v in args.in_.split(",") if v.strip()])
-        lo, hi = _split_range(args.range, kt.kind in ("timestamp", "timestamp_ntz"))
+        lo, hi = _split_range(args.range, kt.kind in ("timestamp", "timestamp_ntz", "string"))
         return Range(kt.parse(lo) if lo else None, kt.parse(hi) if hi else None,
                      not args.exclusive, not args.exclusive)
     except (ValueError, ArithmeticError) as exc:
         raise SieveError(f"cannot parse the query value for a {kt.type_name} column ({exc}): "
-                         "use integers, ISO dates/timestamps or decimals; ranges as LOW:HIGH") from None
+                         "use integers, ISO dates/timestamps, decimals, text or hex bytes; ranges as "
+                         "LOW:HIGH (LOW..HIGH or LOW HIGH for timestamps and strings)") from None
 
 
 def _split_range(parts: list[str], timestamps: bool) -> tuple[str, str]:
-    """LOW HIGH (two values), LOW..HIGH, or (not timestamps: they contain ':') LOW:HIGH / LOW,HIGH."""
+    """LOW HIGH (two values), LOW..HIGH, or (not timestamps or strings: they may contain ':' or ',')
+    LOW:HIGH / LOW,HIGH."""
     if len(parts) == 2:
         return parts[0].strip(), parts[1].strip()
     if len(parts) != 1:
@@ -153,7 +157,7 @@ def _split_range(parts: list[str], timestamps: bool) -> tuple[str, str]:
         lo, hi = text.split("..", 1)
         return lo.strip(), hi.strip()
     if timestamps:
-        raise ValueError("timestamp ranges are written LOW..HIGH or as two values LOW HIGH")
+        raise ValueError("timestamp and string ranges are written LOW..HIGH or as two values LOW HIGH")
     for sep in (":", ","):
         if sep in text:
             lo, hi = text.split(sep, 1)

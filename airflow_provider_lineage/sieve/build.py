@@ -22,10 +22,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import IndexUnavailable, SieveError
-from .keys import KeyType, _unscaled, key_type_from_arrow, key_type_from_spark
+from .keys import (
+    HIGH_KEY,
+    LEN_BITS,
+    LOW_KEY,
+    WINDOW,
+    KeyType,
+    _unscaled,
+    key_type_from_arrow,
+    key_type_from_spark,
+    with_bounds,
+)
 from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
@@ -142,10 +154,63 @@ def arrow_key_type(files: list[FileEntry], column: str) -> KeyType:
     for f in files:
         schema = pq.read_schema(f.path)
         if column in schema.names:
-            return key_type_from_arrow(schema.field(column).type, column)
+            return learn_key_type(key_type_from_arrow(schema.field(column).type, column), files, column)
     names = sorted({n for f in files for n in pq.read_schema(f.path).names})
     raise SieveError(f"no file of the table has a column {column!r}; its columns are {', '.join(names)}: "
                      "check the column name")
+
+
+def learn_key_type(kt: KeyType, files: list[FileEntry], column: str) -> KeyType:
+    """String/binary columns: the byte prefix every value shares and the mean value width, from the
+    Parquet footers' min/max (a file without statistics has its column read, batch by batch)."""
+    if not kt.shares_keys:
+        return kt
+    low: bytes | None = None
+    high: bytes | None = None
+    widths: list[int] = []
+    for f in files:
+        bounds = file_bounds(f.path, column)
+        if bounds is None:
+            continue
+        low = bounds[0] if low is None else min(low, bounds[0])
+        high = bounds[1] if high is None else max(high, bounds[1])
+        widths += [len(bounds[0]), len(bounds[1])]
+    return with_bounds(kt, low, high, round(sum(widths) / len(widths)) if widths else None)
+
+
+def file_bounds(path: str, column: str) -> tuple[bytes, bytes] | None:
+    """(min, max) of a string/binary column's non-null values in one file (unsigned byte order)."""
+    pf = pq.ParquetFile(path)
+    md = pf.metadata
+    leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
+    if leaf is None:
+        return None
+    low: bytes | None = None
+    high: bytes | None = None
+    for rg in range(md.num_row_groups):
+        chunk = md.row_group(rg).column(leaf)
+        st = chunk.statistics if chunk.is_stats_set else None
+        if st is not None and st.has_null_count and st.null_count >= chunk.num_values:
+            continue  # only NULLs
+        if st is None or not st.has_min_max:
+            return _read_bounds(pf, column)
+        lo, hi = bytes(st.min_raw), bytes(st.max_raw)
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+    return None if low is None or high is None else (low, high)
+
+
+def _read_bounds(pf: pq.ParquetFile, column: str) -> tuple[bytes, bytes] | None:
+    low: bytes | None = None
+    high: bytes | None = None
+    for batch in pf.iter_batches(columns=[column], batch_size=65_536):
+        col = pc.cast(batch.column(0).drop_null(), pa.large_binary())
+        if len(col):
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            low = lo if low is None else min(low, lo)
+            high = hi if high is None else max(high, hi)
+    return None if low is None or high is None else (low, high)
 
 
 def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[KeyType, set[int], None]:
@@ -186,7 +251,27 @@ def spark_key_expr(column: str, kt: KeyType) -> Any:
         return (F.unix_date(c.cast("date")).cast("long") * 86_400_000_000
                 + (F.hour(c) * 3600 + F.minute(c) * 60).cast("long") * 1_000_000
                 + (F.expr(f"extract(SECOND FROM `{column}`)") * 1_000_000).cast("long"))
+    if kt.shares_keys:
+        return spark_window_key(c.cast("binary"), kt.prefix_bytes)
     return c
+
+
+def spark_window_key(raw: Any, prefix: bytes) -> Any:
+    """:func:`~.keys.window_key` as a JVM-only Spark expression over a binary column."""
+    from pyspark.sql import functions as F
+
+    p = len(prefix)
+    rest = F.substring(raw, p + 1, WINDOW)
+    big_endian = F.conv(F.rpad(F.hex(rest), 2 * WINDOW, "0"), 16, 10).cast("long")
+    length = F.least(F.octet_length(raw) - F.lit(p), F.lit(WINDOW)).cast("long")
+    key = F.lit(1).cast("long") + F.shiftleft(big_endian, LEN_BITS) + length
+    if not p:
+        return key
+    pre = F.unhex(F.lit(prefix.hex()))
+    return (F.when(raw.isNull(), F.lit(None).cast("long"))
+            .when(F.substring(raw, 1, p) == pre, key)
+            .when(raw < pre, F.lit(LOW_KEY).cast("long"))
+            .otherwise(F.lit(HIGH_KEY).cast("long")))
 
 
 def table_schema(spark: Any, ref: TableRef) -> Any:
@@ -206,7 +291,7 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
     if column not in schema.names:
         raise SieveError(f"{ref.name} has no column {column!r}; its columns are {', '.join(schema.names)}: "
                          "check the column name")
-    kt = key_type_from_spark(schema[column].dataType, column)
+    kt = learn_key_type(key_type_from_spark(schema[column].dataType, column), files, column)
     for f in files:
         f.num_rows = num_rows(f.path)
     total_rows = sum(f.num_rows or 0 for f in files)

@@ -7,6 +7,18 @@ Supported column types and their keys:
 * TIMESTAMP (instant, Parquet ``isAdjustedToUTC=true``)      -> microseconds since the epoch (UTC)
 * TIMESTAMP_NTZ (wall clock, Parquet ``isAdjustedToUTC=false``) -> microseconds of the wall clock read as UTC
 * DECIMAL(p, s)                                              -> the unscaled value at the column's scale
+* STRING / BINARY (Arrow string, large_string, string_view, binary, large_binary, fixed_size_binary)
+  -> a *window key* of the value's bytes (UTF-8 for strings, compared unsigned as Spark and Parquet do)
+
+Window keys. Every value of a string column is ``prefix + rest`` or lies below/above all such
+values, where ``prefix`` is the common prefix of the column's values learned at build time (from the
+Parquet footers' min/max) and stored in the index's KeyType. A value starting with the prefix maps
+to ``1 + (BE(rest[:7] zero-padded) << 3 | min(len(rest), 7))``; a value below the prefix's range to
+``LOW_KEY`` (0), above it to ``HIGH_KEY`` (2**59 + 1). The map is monotone (a <= b => key(a) <=
+key(b)) for every prefix, so a value appended later that does not share the prefix only lands on a
+sentinel (false positives, never a lost file). It is one-to-one on values whose rest is shorter
+than 7 bytes (short codes: ``exact``); longer values share their key with every value of the same
+first 7 bytes after the prefix (``encode`` returns ``exact=False``; ranges widen to whole keys).
 
 Keys are Python ints (DECIMAL(38, s) needs more than 64 bits); arrays of keys are numpy ``int64``
 arrays when every key fits, else numpy ``object`` arrays of Python ints.
@@ -15,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -25,25 +37,48 @@ import pyarrow.compute as pc
 
 from .errors import UnsupportedKeyType
 
-SUPPORTED = "integer types (tinyint, smallint, int, bigint), date, timestamp, timestamp_ntz, decimal"
+SUPPORTED = ("integer types (tinyint, smallint, int, bigint), date, timestamp, timestamp_ntz, decimal, "
+             "string, binary")
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH_NAIVE = dt.datetime(1970, 1, 1)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MICRO = dt.timedelta(microseconds=1)
+BYTE_KINDS = ("string", "binary")
+WINDOW = 7  # bytes of a value (after the learned prefix) that its key tells apart
+LEN_BITS = 3  # the low bits of a window key: min(len(rest), WINDOW)
+LOW_KEY = 0  # values below every value starting with the prefix
+HIGH_KEY = (1 << (8 * WINDOW + LEN_BITS)) + 1  # values above every value starting with the prefix
 
 
 @dataclass(frozen=True)
 class KeyType:
-    """How one column maps to integer keys. ``kind`` is int | date | timestamp | timestamp_ntz | decimal."""
+    """How one column maps to integer keys.
+
+    ``kind`` is int | date | timestamp | timestamp_ntz | decimal | string | binary. ``prefix`` (hex)
+    is the byte prefix a string/binary column's values shared at build time (see the module doc).
+    """
 
     kind: str
     type_name: str
     precision: int = 0
     scale: int = 0
     width: int = 8  # bytes one value of the attribute takes (for "share of attribute size")
+    prefix: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["prefix"]:
+            del d["prefix"]  # manifests of non-string indexes stay as older releases wrote them
+        return d
+
+    @property
+    def prefix_bytes(self) -> bytes:
+        return bytes.fromhex(self.prefix)
+
+    @property
+    def shares_keys(self) -> bool:
+        """True when several values can map to one key (string/binary window keys)."""
+        return self.kind in BYTE_KINDS
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KeyType:
@@ -79,19 +114,39 @@ class KeyType:
                 raise TypeError(f"column type {self.type_name} needs decimal.Decimal values, "
                                 f"got {type(value).__name__}")
             return _floor_exact(Fraction(value) * 10**self.scale)
+        if self.kind in BYTE_KINDS:
+            raw = self._value_bytes(value)
+            return window_key(raw, self.prefix_bytes), window_exact(raw, self.prefix_bytes)
         raise UnsupportedKeyType(f"unknown key kind {self.kind!r}")
 
     def interval(self, low: Any, high: Any, low_inclusive: bool = True,
                  high_inclusive: bool = True) -> tuple[int | None, int | None]:
-        """Inclusive integer key bounds covering every value in the range (None = unbounded)."""
+        """Inclusive integer key bounds covering every value in the range (None = unbounded).
+
+        ``interval(v, v)`` is empty (low > high) when no value equal to ``v`` has a key. For window
+        keys a non-exact bound keeps its whole key (other values share it), an exact one is dropped
+        only when the bound is exclusive.
+        """
         lo = hi = None
         if low is not None:
             k, exact = self.encode(low)
-            lo = k if (exact and low_inclusive) else k + 1
+            if self.shares_keys:
+                lo = k + 1 if (exact and not low_inclusive) else k
+            else:
+                lo = k if (exact and low_inclusive) else k + 1
         if high is not None:
             k, exact = self.encode(high)
             hi = k if (high_inclusive or not exact) else k - 1
         return lo, hi
+
+    def _value_bytes(self, value: Any) -> bytes:
+        if self.kind == "string":
+            if not isinstance(value, str):
+                raise TypeError(f"column type {self.type_name} needs str values, got {type(value).__name__}")
+            return value.encode("utf-8", "surrogatepass")
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError(f"column type {self.type_name} needs bytes values, got {type(value).__name__}")
+        return bytes(value)
 
     def decode(self, key: int) -> Any:
         """Inverse of :meth:`encode` for exact keys (used by the CLI and reports)."""
@@ -102,6 +157,9 @@ class KeyType:
         if self.kind in ("timestamp", "timestamp_ntz"):
             value = EPOCH_NAIVE + key * _MICRO
             return value.replace(tzinfo=dt.UTC) if self.kind == "timestamp" else value
+        if self.kind in BYTE_KINDS:
+            raw = window_bytes(key, self.prefix_bytes)
+            return raw.decode("utf-8", "replace") if self.kind == "string" else raw
         return decimal.Decimal(key).scaleb(-self.scale)
 
     def parse(self, text: str) -> Any:
@@ -112,6 +170,10 @@ class KeyType:
             return dt.date.fromisoformat(text)
         if self.kind in ("timestamp", "timestamp_ntz"):
             return dt.datetime.fromisoformat(text)
+        if self.kind == "string":
+            return text
+        if self.kind == "binary":  # hex digits, optionally 0x-prefixed
+            return bytes.fromhex(text.removeprefix("0x").removeprefix("0X"))
         return decimal.Decimal(text)
 
     # ---- Arrow arrays -> keys ----------------------------------------------------------------
@@ -122,6 +184,11 @@ class KeyType:
         nulls = arr.null_count
         arr = arr.drop_null() if nulls else arr
         t = arr.type
+        if self.kind in BYTE_KINDS:
+            if not _is_bytes_type(t):
+                raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
+                                         f"{self.type_name}: rebuild the index (sieve rebuild)")
+            return np.unique(window_keys(arr.unique(), self.prefix_bytes)), nulls
         if self.kind == "decimal":
             vals = [_unscaled(v, self.scale) for v in arr.unique().to_pylist()]
             return as_key_array(sorted(vals)), nulls
@@ -157,6 +224,93 @@ def _unscaled(v: decimal.Decimal, scale: int) -> int:
     return -n if sign else n
 
 
+# ---- window keys (string / binary) ------------------------------------------------------------
+def window_key(raw: bytes, prefix: bytes) -> int:
+    """The key of a byte string: monotone in unsigned lexicographic byte order, for any ``prefix``."""
+    p = len(prefix)
+    if raw[:p] != prefix:
+        return LOW_KEY if raw < prefix else HIGH_KEY
+    rest = raw[p:p + WINDOW]
+    return 1 + (int.from_bytes(rest.ljust(WINDOW, b"\0"), "big") << LEN_BITS | len(rest))
+
+
+def window_exact(raw: bytes, prefix: bytes) -> bool:
+    """True when no other byte string has ``raw``'s key (it starts with ``prefix`` and its rest is short)."""
+    return raw[:len(prefix)] == prefix and len(raw) - len(prefix) < WINDOW
+
+
+def window_bytes(key: int, prefix: bytes) -> bytes:
+    """The least byte string with this key (the value itself for an exact key)."""
+    if key <= LOW_KEY:
+        return b""
+    if key >= HIGH_KEY:
+        raise ValueError(f"key {key} stands for every value above prefix {prefix!r}: it has no least value")
+    body = key - 1
+    return prefix + (body >> LEN_BITS).to_bytes(WINDOW, "big")[: body & ((1 << LEN_BITS) - 1)]
+
+
+def window_keys(arr: pa.Array, prefix: bytes) -> np.ndarray:
+    """Vectorised :func:`window_key` of a null-free string/binary Arrow array (int64, unsorted)."""
+    if len(arr) == 0:
+        return np.empty(0, np.int64)
+    raw = pc.cast(arr, pa.large_binary())
+    p = len(prefix)
+    rest = pc.binary_slice(raw, p, p + WINDOW) if p else pc.binary_slice(raw, 0, WINDOW)
+    keys = 1 + (_big_endian(rest) << LEN_BITS | _lengths(rest))
+    if p:
+        pre = pa.scalar(prefix, pa.large_binary())
+        starts = pc.equal(pc.binary_slice(raw, 0, p), pre).to_numpy(zero_copy_only=False)
+        below = pc.less(raw, pre).to_numpy(zero_copy_only=False)
+        keys = np.where(starts, keys, np.where(below, LOW_KEY, HIGH_KEY))
+    return keys.astype(np.int64)
+
+
+def _lengths(arr: pa.Array) -> np.ndarray:
+    offsets = np.frombuffer(arr.buffers()[1], np.int64, count=len(arr) + 1, offset=8 * arr.offset)
+    return np.diff(offsets)
+
+
+def _big_endian(arr: pa.Array) -> np.ndarray:
+    """BE value of each (at most WINDOW-byte) element, zero-padded on the right to WINDOW bytes."""
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], np.int64, count=n + 1, offset=8 * arr.offset)
+    lens = np.diff(offsets)
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+    col = np.arange(WINDOW)
+    idx = np.minimum(offsets[:-1, None] + col, len(data) - 1)
+    mat = np.zeros((n, 8), np.uint8)
+    mat[:, 8 - WINDOW:] = np.where(col < lens[:, None], data[idx], 0)
+    return mat.view(">u8").ravel().astype(np.int64)
+
+
+def common_prefix(a: bytes, b: bytes) -> bytes:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
+
+
+def with_bounds(kt: KeyType, low: bytes | None, high: bytes | None, width: int | None = None) -> KeyType:
+    """``kt`` with the prefix every value in ``[low, high]`` shares (and the mean value width).
+
+    Any prefix gives correct answers (the map is monotone for each), so bounds that are off, or a
+    later value outside them, only cost false positives.
+    """
+    if kt.kind not in BYTE_KINDS:
+        return kt
+    prefix = common_prefix(low, high) if low is not None and high is not None else b""
+    return replace(kt, prefix=prefix.hex(), width=max(1, width) if width else kt.width)
+
+
+def _is_bytes_type(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+            or pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+            or pa.types.is_fixed_size_binary(t))
+
+
 def as_key_array(values: Any) -> np.ndarray:
     """A numpy array of keys: int64 when all fit, else object (Python ints)."""
     vals = list(values)
@@ -189,6 +343,16 @@ def key_type_from_spark(data_type: Any, column: str) -> KeyType:
     if isinstance(data_type, T.DecimalType):
         return KeyType("decimal", name, data_type.precision, data_type.scale,
                        _decimal_width(data_type.precision))
+    if isinstance(data_type, T.StringType):
+        collation = getattr(data_type, "collation", "UTF8_BINARY")
+        if collation != "UTF8_BINARY":
+            raise UnsupportedKeyType(
+                f"column {column!r} has type {name} with collation {collation}, which Sieve cannot index: "
+                "only UTF8_BINARY strings (compared by their bytes) are supported; index a column "
+                "cast to the default collation")
+        return KeyType("string", "string")
+    if isinstance(data_type, T.BinaryType):
+        return KeyType("binary", "binary")
     raise UnsupportedKeyType(
         f"column {column!r} has type {name}, which Sieve cannot index: supported are {SUPPORTED}; "
         "index another column or cast this one into a new column of a supported type")
@@ -206,6 +370,10 @@ def key_type_from_arrow(t: pa.DataType, column: str) -> KeyType:
     if pa.types.is_decimal(t):
         return KeyType("decimal", f"decimal({t.precision},{t.scale})", t.precision, t.scale,
                        _decimal_width(t.precision))
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return KeyType("string", "string")
+    if _is_bytes_type(t):
+        return KeyType("binary", "binary", width=t.byte_width if pa.types.is_fixed_size_binary(t) else 8)
     raise UnsupportedKeyType(
         f"column {column!r} has type {t}, which Sieve cannot index: supported are {SUPPORTED}; "
         "index another column or cast this one into a new column of a supported type")

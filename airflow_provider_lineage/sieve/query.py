@@ -44,23 +44,23 @@ def index_location(table: str | TableRef, column: str, index_path: str | None, s
 def intervals_of(pred: Predicate, kt: KeyType) -> list[tuple[int | None, int | None]]:
     """Inclusive integer key intervals a predicate can match (empty list = nothing)."""
     if isinstance(pred, Eq):
-        k, exact = kt.encode(pred.value)
-        return [(k, k)] if exact else []
+        return _point(pred.value, kt)
     if isinstance(pred, In):
-        out = []
-        for v in pred.values:
-            if v is None:
-                continue  # x IN (NULL) is never true
-            k, exact = kt.encode(v)
-            if exact:
-                out.append((k, k))
-        return sorted(set(out))
+        # x IN (NULL) is never true
+        return sorted({iv for v in pred.values if v is not None for iv in _point(v, kt)})
     if isinstance(pred, Range):
         lo, hi = kt.interval(pred.low, pred.high, pred.low_inclusive, pred.high_inclusive)
         if lo is not None and hi is not None and lo > hi:
             return []
         return [(lo, hi)]
     raise SieveError(f"unsupported predicate {pred!r}: use Eq, In, Range or IsNull")
+
+
+def _point(value: Any, kt: KeyType) -> list[tuple[int | None, int | None]]:
+    """The keys ``column = value`` can match: none when no key equals the value (e.g. 1.5 on an
+    integer column), the value's own key otherwise, even when other values share it (strings)."""
+    lo, hi = kt.interval(value, value)
+    return [(lo, hi)] if lo is not None and hi is not None and lo <= hi else []
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ def _dates_table(root: Path, parts: int = 3, start: int = 0) -> str:
     for i in range(start, start + parts):
         days = [dt.date(2024, 1, 1) + dt.timedelta(days=i * 10 + d) for d in range(5)]
         pq.write_table(pa.table({"day": pa.array(days, pa.date32()), "id": pa.array(range(i * 5, i * 5 + 5), pa.int64()),
-                                 "name": pa.array([f"n{i}"] * 5)}), root / f"part-{i:03d}.parquet")
+                                 "name": pa.array([f"n{i}"] * 5), "tags": pa.array([[f"t{i}"]] * 5)}),
+                       root / f"part-{i:03d}.parquet")
     return str(root)
 
 
@@ -136,7 +137,7 @@ class TestExecute:
         op = _op(indexes=[
             {"table": str(tmp_path / "nope"), "column": "day"},
             {"table": table, "column": "amount"},
-            {"table": table, "column": "name"},
+            {"table": table, "column": "tags"},  # a list: no order-preserving key
             {"table": table, "column": "id", "index_path": str(tmp_path / "a-file" / "id")},
             {"table": table, "column": "day"},
         ])
@@ -146,7 +147,7 @@ class TestExecute:
         assert "4 of 5 Sieve index job(s) failed" in msg
         assert "does not exist" in msg and "check the table path or name" in msg
         assert "no column 'amount'" in msg and "check the column name" in msg
-        assert "UnsupportedKeyType" in msg and "name" in msg
+        assert "UnsupportedKeyType" in msg and "'tags'" in msg
         assert "IndexNotWritable" in msg and "pass index_path=" in msg
         ok = [r for r in op.results if r.status == "ok"]
         assert [(r.column, r.action, r.version) for r in ok] == [("day", "none", good.version)]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,7 +11,7 @@ import pyarrow.parquet as pq
 _counter = [0]
 
 
-def write_file(path: str, keys: Sequence[int | None], typ: pa.DataType | None = None) -> None:
+def write_file(path: str, keys: Sequence[Any], typ: pa.DataType | None = None) -> None:
     """Write one Parquet file with columns ``k`` (the key) and ``v`` (a payload); bump its mtime."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path)
@@ -24,3 +25,52 @@ def exact_files(layout: dict[str, list[int | None]], lo: int | None, hi: int | N
     """Files holding a non-null key in [lo, hi]."""
     return {p for p, ks in layout.items()
             if any(k is not None and (lo is None or k >= lo) and (hi is None or k <= hi) for k in ks)}
+
+
+def matches(pred: object, key: Any) -> bool:
+    """Whether one column value satisfies a predicate (any orderable key type; NULL is None)."""
+    from airflow_provider_lineage import sieve as S
+
+    if isinstance(pred, S.IsNull):
+        return key is None
+    if key is None:
+        return False
+    if isinstance(pred, S.Eq):
+        return key == pred.value
+    if isinstance(pred, S.In):
+        return key in pred.values
+    lo_ok = pred.low is None or (key >= pred.low if pred.low_inclusive else key > pred.low)
+    hi_ok = pred.high is None or (key <= pred.high if pred.high_inclusive else key < pred.high)
+    return lo_ok and hi_ok
+
+
+def exact_for(layout: dict[str, list[Any]], pred: object) -> set[str]:
+    """Files holding a row that matches ``pred`` (the ideal answer an index approximates)."""
+    return {p for p, ks in layout.items() if any(matches(pred, k) for k in ks)}
+
+
+def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step: int,
+             typ: pa.DataType | None = None) -> str:
+    """Apply one random table operation to the files under ``root`` and to ``layout``.
+
+    ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)`` or ``("compact",)``
+    (``i`` picks an existing file modulo their number). Returns what the caller must do next:
+    ``"sync"`` after a change of the table, ``"compact"`` to compact the index, ``"none"``.
+    """
+    names = sorted(layout)
+    if op[0] == "append":
+        path = f"{root}/g{step}.parquet"
+        layout[path] = list(op[1])
+        write_file(path, op[1], typ)
+        return "sync"
+    if op[0] == "overwrite" and names:
+        path = names[op[1] % len(names)]
+        layout[path] = list(op[2])
+        write_file(path, op[2], typ)
+        return "sync"
+    if op[0] == "delete" and names:
+        path = names[op[1] % len(names)]
+        del layout[path]
+        os.remove(path)
+        return "sync"
+    return "compact" if op[0] == "compact" else "none"

@@ -25,7 +25,7 @@ def typed_table(spark, tmp_path_factory) -> str:
         F.to_timestamp_ntz(F.timestamp_micros(F.col("id") * 999_983).cast("string")).alias("ntz"),
         (F.col("id") / F.lit(7)).cast("decimal(12,3)").alias("dec"),
         F.when(F.col("id") % 97 == 0, None).otherwise(F.col("id")).alias("kn"),
-        F.col("id").cast("string").alias("s"))
+        F.col("id").cast("string").alias("s"), F.array(F.col("id")).alias("arr"))
     df.repartition(4).write.partitionBy("p").parquet(root)
     return root
 
@@ -38,6 +38,8 @@ CASES = [
     ("dec", S.Eq(decimal.Decimal("176.286"))),
     ("kn", S.IsNull()),
     ("kn", S.In([5, 97, 98])),
+    ("s", S.Eq("1234")),
+    ("s", S.Range("12", "13", True, False)),
 ]
 
 
@@ -73,8 +75,8 @@ def test_spark_build_matches_pyarrow_and_data(spark, typed_table, built, column,
 
 
 def test_unsupported_and_partition_columns(spark, typed_table, tmp_path) -> None:
-    with pytest.raises(S.UnsupportedKeyType, match="type string.*supported are"):
-        S.build(spark, typed_table, "s", index_path=str(tmp_path / "x"))
+    with pytest.raises(S.UnsupportedKeyType, match="type array<bigint>.*supported are"):
+        S.build(spark, typed_table, "arr", index_path=str(tmp_path / "x"))
     with pytest.raises(S.SieveError, match="partition column"):
         S.build(spark, typed_table, "p", index_path=str(tmp_path / "y"))
     with pytest.raises(S.SieveError, match="no column 'nope'"):

@@ -37,5 +37,13 @@ def test_arrow_keys_all_types() -> None:
 
 
 def test_unsupported_type_names_type_and_supported() -> None:
-    with pytest.raises(UnsupportedKeyType, match="string.*supported are integer"):
-        key_type_from_arrow(pa.string(), "name")
+    with pytest.raises(UnsupportedKeyType, match="list<item: string>.*supported are integer.*string, binary"):
+        key_type_from_arrow(pa.list_(pa.string()), "tags")
+
+
+def test_old_key_type_dicts_load_and_non_string_dicts_keep_their_shape() -> None:
+    old = {"kind": "int", "type_name": "bigint", "precision": 0, "scale": 0, "width": 8}  # no "prefix"
+    assert KeyType.from_dict(old) == KeyType("int", "bigint")
+    assert KeyType("int", "bigint").to_dict() == old  # readable by releases without string keys
+    s = KeyType("string", "string", width=15, prefix=b"Clerk#".hex())
+    assert KeyType.from_dict(s.to_dict()) == s and s.prefix_bytes == b"Clerk#"

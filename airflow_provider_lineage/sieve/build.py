@@ -16,7 +16,6 @@ fine for small tables and tests, not bounded in memory.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -49,7 +48,10 @@ from .table import (
     local_path,
     num_rows,
     read_file_keys,
+    read_schema,
     resolve_table,
+    root_exists,
+    spark_path,
     spark_uri,
 )
 
@@ -136,8 +138,9 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
 
 def require_root(ref: TableRef) -> None:
     """A table whose root directory is missing is an error (not an empty table)."""
-    if not os.path.isdir(ref.root):
-        what = "is not a directory" if os.path.exists(ref.root) else "does not exist"
+    found = root_exists(ref.root)  # a local directory, or a prefix with objects on a store
+    if not found:
+        what = "is not a directory" if found is None else "does not exist"
         raise SieveError(f"table path {ref.root} {what}: pass the table's root directory")
 
 
@@ -152,10 +155,10 @@ def commit_retrying(store: IndexStore, manifest: Manifest) -> int:
 # ---- pyarrow engine ---------------------------------------------------------------------------
 def arrow_key_type(files: list[FileEntry], column: str) -> KeyType:
     for f in files:
-        schema = pq.read_schema(f.path)
+        schema = read_schema(f.path)
         if column in schema.names:
             return learn_key_type(key_type_from_arrow(schema.field(column).type, column), files, column)
-    names = sorted({n for f in files for n in pq.read_schema(f.path).names})
+    names = sorted({n for f in files for n in read_schema(f.path).names})
     raise SieveError(f"no file of the table has a column {column!r}; its columns are {', '.join(names)}: "
                      "check the column name")
 
@@ -277,7 +280,7 @@ def spark_window_key(raw: Any, prefix: bytes) -> Any:
 def table_schema(spark: Any, ref: TableRef) -> Any:
     if ref.kind == "catalog":
         return spark.table(ref.name).schema
-    return spark.read.parquet(ref.root).schema
+    return spark.read.parquet(spark_path(ref.root)).schema
 
 
 def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str, seg: Segmenter,
@@ -297,7 +300,7 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
     total_rows = sum(f.num_rows or 0 for f in files)
     n_parts = max(1, math.ceil(total_rows / max(1, rows_per_partition)))
     stats.update(rows=total_rows, partitions=n_parts)
-    key_df = spark.read.schema(T.StructType([schema[column]])).parquet(*[f.path for f in files])
+    key_df = spark.read.schema(T.StructType([schema[column]])).parquet(*[spark_path(f.path) for f in files])
 
     def run(file_ids: list[tuple[str, int]]) -> set[int]:
         fid_df = spark.createDataFrame(file_ids, "f string, fid int")

@@ -18,19 +18,19 @@ No Airflow imports here (the arrow points from the Airflow layer into this packa
 """
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from . import fs
 from .build import build
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable, SieveError
 from .maintenance import COMPACT_DELTAS, REBUILD_BUDGET, maintenance_status
 from .query import open_index
 from .records import IndexStats, MaintenanceStatus, SyncReport
 from .sync import compact, rebuild, sync
-from .table import is_catalog_name, local_path, resolve_table
+from .table import is_catalog_name, resolve_table, root_exists, table_path
 
 RESULT_VERSION = 1
 MODES = ("auto", "build", "sync", "compact", "rebuild")
@@ -97,9 +97,9 @@ class Need:
 
 
 def table_root(table: str, spark: Any = None) -> str:
-    """Absolute local directory of a path/URI table (no Spark) or a catalog table (needs ``spark``)."""
+    """Root of a path/URI table (no Spark) or a catalog table (needs ``spark``): a local path or a URI."""
     if not is_catalog_name(table):
-        return local_path(table)
+        return table_path(table)
     return resolve_table(table, spark).root
 
 
@@ -128,18 +128,27 @@ def decide(st: MaintenanceStatus, thresholds: Thresholds, *, table_files: int | 
 
 
 def check(table: str, column: str, *, index_path: str | None = None, thresholds: Thresholds | None = None,
-          update_strategy: str | None = None) -> Need:
+          update_strategy: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Need:
     """What one index needs, from the table listing and the index files only (no Spark).
 
     A missing table directory needs nothing yet (the reason says so); a catalog table name needs
-    ``index_path`` (the manifest records the table's location).
+    ``index_path`` (the manifest records the table's location). Tables and indexes may live on an
+    object store (:mod:`.fs`); ``storage_options`` are that store's options (default: its usual
+    environment). A store that cannot be reached raises :class:`.fs.StoreError` (names the fix).
     """
-    thresholds = thresholds or Thresholds()
-    if not is_catalog_name(table) and not os.path.isdir(local_path(table)):
+    with fs.storage_options(storage_options):
+        return _check(table, column, index_path, thresholds or Thresholds(), update_strategy)
+
+
+def _check(table: str, column: str, index_path: str | None, thresholds: Thresholds,
+           update_strategy: str | None) -> Need:
+    if not is_catalog_name(table) and not root_exists(table_path(table)):
         return Need(table, column, index_path, "none",
-                    f"table path {local_path(table)} does not exist (yet): nothing to index")
+                    f"table path {table_path(table)} does not exist (yet): nothing to index")
     try:
         st = maintenance_status(table, column, index_path=index_path)
+    except fs.StoreError:
+        raise
     except OSError as exc:  # an unreadable index folder: rebuilding it names the fix (not writable)
         return Need(table, column, index_path, "rebuild", f"cannot read the index ({exc})")
     n_files = None
@@ -272,14 +281,16 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
     res = MaintainResult(table=table, column=column, requested=mode, index_path=index_path)
     root = table_root(table, spark)
     res.table_root = root
-    if not os.path.isdir(root):
+    if not root_exists(root):
         raise SieveError(f"table {table} does not exist ({root} is not a directory): check the table "
                          "path or name")
     # Status checks by path (a catalog table's default index sits under its location as well).
     try:
         st = maintenance_status(root, column, index_path=index_path)
+    except fs.StoreError:
+        raise
     except OSError as exc:  # e.g. the index folder is a file, or cannot be listed
-        where = index_path or os.path.join(root, "_sieve", column)
+        where = index_path or fs.join(root, "_sieve", column)
         raise IndexNotWritable(f"cannot use the Sieve index folder {where} ({exc.strerror or exc}): make it a "
                                "writable folder, or pass index_path= to a writable folder") from exc
     res.index_path = index_path or st.index_path

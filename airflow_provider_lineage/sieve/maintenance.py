@@ -1,6 +1,10 @@
 """Maintenance decisions from the file listing and the index files only (no Spark, no data reads)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from . import fs
 from .errors import IndexUnavailable
 from .model import over_budget
 from .query import diff_files, index_location
@@ -16,13 +20,20 @@ REBUILD_BUDGET = 0.5  # rebuild when this share of the total error budget is use
 REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over budget (mor)
 
 
-def maintenance_status(table: str, column: str, *, index_path: str | None = None) -> MaintenanceStatus:
+def maintenance_status(table: str, column: str, *, index_path: str | None = None,
+                       storage_options: Mapping[str, Any] | None = None) -> MaintenanceStatus:
     """Index health and a recommendation in {none, sync, compact, rebuild, build}.
 
     Pure Python: lists the table directory, reads the manifest and verifies the checksums of every
     index file, as a reader would (a corrupt index recommends ``rebuild``). A catalog table name
-    needs ``index_path`` (the manifest records the table's location).
+    needs ``index_path`` (the manifest records the table's location). Table and index may be on an
+    object store (:mod:`.fs`; ``storage_options``: that store's options, default its environment).
     """
+    with fs.storage_options(storage_options):
+        return _status(table, column, index_path)
+
+
+def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatus:
     path = index_location(table, column, index_path)
     store = IndexStore(path)
     st = MaintenanceStatus(table=table, column=column, index_path=path, present=False)

@@ -14,7 +14,6 @@ listing (for callers that just synced); ``listing=`` passes one the caller alrea
 from __future__ import annotations
 
 import bisect
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +26,13 @@ from .model import Segment, over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .records import IndexStats
 from .storage import IndexStore, Manifest, SegmentMeta, default_index_path
-from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table
+from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table, table_path
 
 
 def index_location(table: str | TableRef, column: str, index_path: str | None, spark: Any = None) -> str:
     """The index folder: ``index_path`` if given, else ``<table_root>/_sieve/<column>``."""
     if index_path:
-        return os.path.abspath(index_path)
+        return table_path(index_path)  # a local path or an object-store URI (fs.normalize)
     if isinstance(table, str) and is_catalog_name(table) and spark is None:
         raise SieveError(f"{table!r} is a catalog table name: pass index_path= (or a SparkSession where "
                          "the call accepts one) so the index folder can be found without Spark")

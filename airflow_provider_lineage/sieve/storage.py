@@ -12,10 +12,17 @@ Folder (default ``<table_root>/_sieve/<column>/``)::
     .tmp-*                    in-flight writes (ignored; a crash leaves only these)
 
 Every data file is immutable and named by a random token; a commit publishes manifest N+1 by
-hard-linking a fully written temp file to ``manifest-{N+1}.json`` (link fails if the name exists:
-rename-if-absent), so of two writers racing from base N exactly one wins, and a crash at any point
-leaves version N intact. After a commit the last ``keep_versions`` manifests are kept and files no
-kept manifest references are deleted.
+put-if-absent (:func:`.fs.put_if_absent`): on a local/mounted folder a hard link of a fully written
+temp file to ``manifest-{N+1}.json`` (the link fails if the name exists: rename-if-absent), on S3 a
+``PutObject`` with ``If-None-Match: *``, on GCS an upload with ``if_generation_match=0``; stores
+without a conditional create refuse to commit (:class:`.fs.UnsafeCommit`). So of two writers
+racing from base N exactly one wins, and a crash at any point leaves version N intact. After a
+commit the last ``keep_versions`` manifests are kept and files no kept manifest references are
+deleted (files no manifest references at all only after an hour: another writer's in-flight files).
+
+The folder may be a local path or an object-store URI (``s3://bucket/table/_sieve/col``); on an
+object store data files are written with one PUT each (an object appears whole or not at all), so
+no temp names are needed there.
 """
 from __future__ import annotations
 
@@ -32,8 +39,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow.fs as pafs
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from . import fs
 from .codec import Reader, Writer, seal, unseal
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable
 from .keys import KeyType
@@ -177,22 +186,75 @@ def now_iso() -> str:
 
 
 def default_index_path(root: str, column: str) -> str:
-    return os.path.join(root, "_sieve", column)
+    return fs.join(fs.normalize(root), "_sieve", column)
 
 
 class IndexStore:
-    """Reads and writes the files of one index folder."""
+    """Reads and writes the files of one index folder (a local path or an object-store URI)."""
 
     def __init__(self, path: str) -> None:
-        self.path = os.path.abspath(path)
+        self.path = fs.normalize(path)
+        self.local = fs.is_local(self.path)
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
+
+    # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
+    def _full(self, name: str) -> str:
+        return fs.join(self.path, name)
+
+    def _remote(self, name: str | None = None) -> tuple[Any, str]:
+        filesystem, inner = fs.filesystem(self.path)
+        return filesystem, (inner if name is None else f"{inner.rstrip('/')}/{name}")
+
+    def _listing(self) -> dict[str, float]:
+        """Names in the folder -> modification time (epoch seconds); a missing folder lists empty."""
+        if self.local:
+            try:
+                names = os.listdir(self.path)
+            except FileNotFoundError:
+                return {}
+            out: dict[str, float] = {}
+            for n in names:
+                try:
+                    out[n] = os.stat(os.path.join(self.path, n)).st_mtime
+                except FileNotFoundError:
+                    continue
+            return out
+        filesystem, inner = self._remote()
+        try:
+            infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+        except OSError as exc:
+            raise fs.store_error(self.path, exc) from exc
+        return {i.base_name: (i.mtime.timestamp() if i.mtime else time.time())
+                for i in infos if i.type == pafs.FileType.File}
+
+    def _read_bytes(self, name: str) -> bytes:
+        """The bytes of one file; FileNotFoundError when it is missing, OSError when unreadable."""
+        if self.local:
+            with open(self._full(name), "rb") as fh:
+                return fh.read()
+        filesystem, inner = self._remote(name)
+        try:
+            with filesystem.open_input_stream(inner) as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise fs.store_error(self._full(name), exc) from exc
+
+    def _delete(self, name: str) -> None:
+        """Delete one file (already gone is fine)."""
+        if self.local:
+            _unlink(self._full(name))
+            return
+        filesystem, inner = self._remote(name)
+        try:
+            filesystem.delete_file(inner)
+        except FileNotFoundError:
+            pass
 
     # ---- versions ----------------------------------------------------------------------------
     def versions(self) -> list[int]:
-        try:
-            names = os.listdir(self.path)
-        except FileNotFoundError:
-            return []
+        names = self._listing()
         return sorted(int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n)))
 
     def latest_version(self) -> int | None:
@@ -204,13 +266,15 @@ class IndexStore:
 
     def load_manifest(self, version: int | None = None) -> Manifest:
         if version is None:
-            version = self.latest_version()
+            try:
+                version = self.latest_version()
+            except fs.StoreError as exc:  # an unreachable store: readers fall back to a full read
+                raise IndexUnavailable(str(exc)) from exc
             if version is None:
                 raise IndexUnavailable(f"no Sieve index at {self.path}: build one (sieve build)")
-        name = os.path.join(self.path, self.manifest_name(version))
+        name = self._full(self.manifest_name(version))
         try:
-            with open(name, encoding="utf-8") as fh:
-                text = fh.read()
+            text = self._read_bytes(self.manifest_name(version)).decode("utf-8")
         except FileNotFoundError as exc:
             raise IndexUnavailable(f"index version {version} vanished from {self.path} (pruned by a "
                                    "concurrent writer?): open the index again") from exc
@@ -235,13 +299,23 @@ class IndexStore:
                 "or pass index_path= (CLI: --index-path) to a writable folder") from exc
 
     def check_writable(self) -> None:
-        """Create the folder and a probe file (before any expensive work); raises IndexNotWritable."""
+        """Create the folder and a probe file (before any expensive work); raises IndexNotWritable.
+
+        On an object store the probe is one small object, written and deleted; a store without a
+        conditional create raises :class:`.fs.UnsafeCommit` here, before any work.
+        """
+        probe = f".tmp-probe-{secrets.token_hex(6)}"
+        if not self.local:
+            fs.check_commit_supported(self.path)
+            with self.writing():
+                self._put(probe, b"")
+                self._delete(probe)
+            return
         with self.writing():
             os.makedirs(self.path, exist_ok=True)
-            probe = os.path.join(self.path, f".tmp-probe-{secrets.token_hex(6)}")
-            with open(probe, "wb"):
+            with open(self._full(probe), "wb"):
                 pass
-            os.unlink(probe)
+            os.unlink(self._full(probe))
 
     def verify(self, manifest: Manifest) -> None:
         """Read and checksum every file of a version, as a reader would (raises IndexUnavailable)."""
@@ -253,22 +327,30 @@ class IndexStore:
     # ---- immutable files ---------------------------------------------------------------------
     def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:
         name = f"{prefix}-{secrets.token_hex(8)}{suffix}"
-        tmp = os.path.join(self.path, f".tmp-{name}")
         with self.writing():
-            os.makedirs(self.path, exist_ok=True)
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, os.path.join(self.path, name))
+            self._put(name, data)
         self.written.append(name)
         return FileRef(name, len(data), zlib.crc32(data), records)
 
+    def _put(self, name: str, data: bytes) -> None:
+        """Write a new file so that it appears whole or not at all (temp + rename; one PUT remotely)."""
+        if not self.local:
+            filesystem, inner = self._remote(name)
+            with filesystem.open_output_stream(inner) as out:
+                out.write(data)
+            return
+        tmp = self._full(f".tmp-{name}")
+        os.makedirs(self.path, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self._full(name))
+
     def _read(self, ref: FileRef, magic: bytes) -> bytes:
-        full = os.path.join(self.path, ref.name)
+        full = self._full(ref.name)
         try:
-            with open(full, "rb") as fh:
-                data = fh.read()
+            data = self._read_bytes(ref.name)
         except OSError as exc:
             raise IndexUnavailable(f"index file {full} is missing or unreadable ({exc}): rebuild the index")
         if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
@@ -285,7 +367,7 @@ class IndexStore:
         w = Writer()
         w.uvarint(len(items))
         w.uints(np.diff(ids, prepend=np.int64(-1)) - 1)
-        w.blob(b"\0".join(os.path.relpath(f.path, root).encode() for _, f in items))
+        w.blob(b"\0".join(fs.relative(f.path, root).encode() for _, f in items))
         w.uints(np.fromiter((f.size for _, f in items), np.int64, len(items)))
         w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
         w.uints(np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for _, f in items), np.int64,
@@ -307,7 +389,7 @@ class IndexStore:
         if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == len(parts) == n:
             raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
-        return {int(ids[i]): FileEntry(os.path.join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
+        return {int(ids[i]): FileEntry(fs.join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
                                        parts[i], None if rows[i] == 0 else int(rows[i]) - 1)
                 for i in range(n)}
 
@@ -411,37 +493,48 @@ class IndexStore:
     def commit(self, manifest: Manifest, base_version: int | None) -> int:
         """Publish ``manifest`` as version ``base_version + 1`` (1 if none), or raise CommitConflict.
 
-        Hard-linking a complete temp file is atomic and fails if the target exists, so two writers
-        from the same base cannot both win, and readers never see a partial manifest.
+        Put-if-absent of the complete manifest (a hard link of a temp file locally, a conditional
+        PUT on S3/GCS) is atomic and fails if the target exists, so two writers from the same base
+        cannot both win, and readers never see a partial manifest.
         """
         version = (base_version or 0) + 1
         manifest.version = version
         manifest.created = now_iso()
         manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
         data = manifest.to_json().encode()
-        tmp = os.path.join(self.path, f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
-        with self.writing(), open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        target = os.path.join(self.path, self.manifest_name(version))
-        try:
+        if self.local:
+            created = self._publish_local(version, data)
+        else:
             with self.writing():
-                _link_if_absent(tmp, target)
-        except FileExistsError:
-            os.unlink(tmp)
-            _unlink(os.path.join(self.path, manifest.file_table.name))
+                created = fs.put_if_absent(self._full(self.manifest_name(version)), data)
+        if not created:
+            self._delete(manifest.file_table.name)
             self.written.remove(manifest.file_table.name)
             raise CommitConflict(f"index version {version} at {self.path} was committed by another "
-                                 "writer first: retry on the new version") from None
-        os.unlink(tmp)
-        _fsync_dir(self.path)
+                                 "writer first: retry on the new version")
         self.written.clear()
         try:
             self.prune(manifest.keep_versions)
         except OSError:  # the commit stands; old versions are pruned by the next writer
             pass
         return version
+
+    def _publish_local(self, version: int, data: bytes) -> bool:
+        tmp = self._full(f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
+        with self.writing(), open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            with self.writing():
+                _link_if_absent(tmp, self._full(self.manifest_name(version)))
+        except FileExistsError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _fsync_dir(self.path)
+        return True
 
     @contextlib.contextmanager
     def discarding_on_error(self) -> Iterator[None]:
@@ -459,7 +552,7 @@ class IndexStore:
         """Delete the files this writer created (after a lost commit)."""
         for name in self.written:
             try:
-                os.unlink(os.path.join(self.path, name))
+                self._delete(name)
             except OSError:  # gone already, or the folder turned read-only: nothing more to do
                 pass
         self.written.clear()
@@ -489,19 +582,14 @@ class IndexStore:
                 pass
         removed: list[str] = []
         for v in dropped:
-            _unlink(os.path.join(self.path, self.manifest_name(v)))
+            self._delete(self.manifest_name(v))
             removed.append(self.manifest_name(v))
         now = time.time()
-        for name in os.listdir(self.path):
+        for name, mtime in self._listing().items():
             if _MANIFEST_RE.match(name) or name in referenced:
                 continue
-            full = os.path.join(self.path, name)
-            try:
-                age = now - os.stat(full).st_mtime
-            except FileNotFoundError:
-                continue
-            if name in old_refs or age > ORPHAN_GRACE_SECONDS:
-                _unlink(full)
+            if name in old_refs or now - mtime > ORPHAN_GRACE_SECONDS:
+                self._delete(name)
                 removed.append(name)
         return removed
 
@@ -514,10 +602,14 @@ class IndexStore:
     def total_bytes(self, m: Manifest) -> int:
         """Bytes of everything version ``m`` references (manifest included)."""
         names = m.referenced() | self._segment_files(m) | {self.manifest_name(m.version)}
+        if not self.local:  # one listing instead of a request per file
+            filesystem, inner = self._remote()
+            infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+            return sum(i.size or 0 for i in infos if i.base_name in names)
         total = 0
         for n in names:
             try:
-                total += os.path.getsize(os.path.join(self.path, n))
+                total += os.path.getsize(self._full(n))
             except FileNotFoundError:
                 pass
         return total

@@ -1,16 +1,19 @@
 """Tables and their files: resolving a table name/path, listing Parquet files, reading keys.
 
 Locations are files. A file is identified by its **absolute local path** (no scheme, no percent
-encoding), e.g. ``/data/sales/day=2024-01-01/part-0000.parquet``; :meth:`SieveIndex.candidates`
-returns exactly these strings, and Spark reads them as given. Tables must live on a local/POSIX
-file system (a path, a ``file:`` URI, or a catalog table whose location is one of those).
+encoding), e.g. ``/data/sales/day=2024-01-01/part-0000.parquet``, or, on an object store, by its
+URI in :func:`.fs.normalize` spelling, e.g. ``s3://bucket/sales/day=2024-01-01/part-0000.parquet``
+(``s3a://`` is spelled ``s3://``, percent-decoded); :meth:`SieveIndex.candidates` returns exactly
+these strings. Spark reads them through :func:`spark_path` (``s3://`` -> ``s3a://``, the Hadoop
+connector). A table is a path, a URI of a store :mod:`.fs` reaches, or a catalog table whose
+location is one of those.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -18,13 +21,14 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from . import fs
 from .errors import SieveError
 from .keys import KeyType
 
 
 @dataclass(frozen=True)
 class TableRef:
-    """A resolved table: ``kind`` is "path" or "catalog"; ``root`` an absolute local directory."""
+    """A resolved table: ``kind`` is "path" or "catalog"; ``root`` an absolute local directory or a URI."""
 
     kind: str
     name: str
@@ -56,20 +60,30 @@ def is_catalog_name(table: str) -> bool:
     return "/" not in table and not table.startswith("file:")
 
 
-def local_path(path_or_uri: str) -> str:
-    """Absolute local path of a path or ``file:`` URI (percent-decoded for URIs)."""
-    if path_or_uri.startswith("file:"):
-        return os.path.abspath(unquote(urlparse(path_or_uri).path))
-    if "://" in path_or_uri:
-        raise SieveError(f"{path_or_uri!r}: only local/POSIX tables are supported (a path or a file: URI); "
-                         "copy the table to a local or mounted file system")
-    return os.path.abspath(path_or_uri)
+def table_path(path_or_uri: str) -> str:
+    """The location of a path or URI as the index spells it (:func:`.fs.normalize`).
+
+    An absolute local path for a path or ``file:`` URI, else ``scheme://bucket/key`` (``s3a://`` and
+    ``s3n://`` become ``s3://``; URIs are percent-decoded, as Hadoop writes them). An unknown scheme
+    raises SieveError naming the supported ones.
+    """
+    return fs.normalize(path_or_uri)
+
+
+local_path = table_path  # the former name (local paths only); kept for callers and tests
+
+
+def spark_path(path: str) -> str:
+    """The path Spark reads a location by: local paths as they are, ``s3://`` as ``s3a://``."""
+    if path.startswith("s3://"):
+        return "s3a://" + path[len("s3://"):]
+    return path
 
 
 def resolve_table(table: str, spark: Any = None) -> TableRef:
     """Resolve a path/URI (no Spark needed) or a catalog name (needs ``spark``)."""
     if not is_catalog_name(table):
-        return TableRef("path", table, local_path(table))
+        return TableRef("path", table, table_path(table))
     if spark is None:
         raise SieveError(f"{table!r} looks like a catalog table name: pass a SparkSession to resolve its "
                          "location, or pass the table's directory path / an explicit index_path")
@@ -86,7 +100,7 @@ def resolve_table(table: str, spark: Any = None) -> TableRef:
     location = info.get("Location")
     if not location:
         raise SieveError(f"catalog table {table!r} has no Location: Sieve needs a file-based Parquet table")
-    return TableRef("catalog", table, local_path(location))
+    return TableRef("catalog", table, table_path(location))
 
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -110,54 +124,79 @@ def partition_values(relative_dir: str) -> dict[str, str]:
 def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry]:
     """All ``*.parquet`` data files under the table root, sorted by path, without Spark for paths.
 
-    Listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes come with it).
-    Directories and files whose names start with ``_`` or ``.`` are skipped (Spark does the same),
-    which also skips the default index folder ``_sieve``. A missing root lists as no files.
+    Listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes come with it), on a
+    local file system or an object store (:mod:`.fs`). Directories and files whose names start with
+    ``_`` or ``.`` are skipped (Spark does the same), which also skips the default index folder
+    ``_sieve``. A missing root lists as no files; an unreachable store raises :class:`.fs.StoreError`.
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
     root = ref.root
-    fs = pafs.LocalFileSystem()
-    if fs.get_file_info(root).type != pafs.FileType.Directory:
-        return []
+    filesystem, inner = fs.filesystem(root)
+    local = fs.is_local(root)
     try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+        if local and filesystem.get_file_info(inner).type != pafs.FileType.Directory:
+            return []
+        infos = filesystem.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
     except FileNotFoundError:  # the root vanished while listing
         return []
+    except OSError as exc:
+        raise fs.store_error(root, exc) from exc
+    inner = inner.rstrip("/")
     out: list[FileEntry] = []
     for info in infos:
         if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
             continue
-        rel_dir, _, name = os.path.relpath(info.path, root).replace(os.sep, "/").rpartition("/")
+        rel = os.path.relpath(info.path, inner).replace(os.sep, "/") if local else info.path[len(inner) + 1:]
+        rel_dir, _, name = rel.rpartition("/")
         if any(piece.startswith(("_", ".")) for piece in [*rel_dir.split("/"), name] if piece):
             continue
-        out.append(FileEntry(info.path, info.size, info.mtime_ns, partition_values(rel_dir) if rel_dir else {}))
+        path = info.path if local else f"{root}/{rel}"
+        out.append(FileEntry(path, info.size, info.mtime_ns or 0, partition_values(rel_dir) if rel_dir else {}))
     out.sort(key=lambda f: f.path)
     return out
 
 
+def root_exists(root: str) -> bool | None:
+    """True: a directory (a prefix with objects on a store); False: missing; None: a file, not a folder."""
+    if fs.is_dir(root):
+        return True
+    return None if fs.is_local(root) and os.path.exists(root) else False
+
+
+def read_schema(path: str) -> pa.Schema:
+    """The Arrow schema of one Parquet file (footer only), local or on a store."""
+    return pq.read_schema(fs.open_input(path))
+
+
 def spark_uri(path: str) -> str:
-    """The string Spark's ``input_file_name()`` gives for a local file (Hadoop Path.toUri form)."""
+    """The string Spark's ``input_file_name()`` gives for a file (Hadoop Path.toUri form).
+
+    ``file://`` + the encoded path for a local file; ``s3a://bucket/key`` (encoded) for ``s3://``,
+    ``scheme://`` + the encoded rest for other stores.
+    """
+    scheme = fs.scheme_of(path)
+    prefix, body = (spark_path(f"{scheme}://"), path.split("://", 1)[1]) if scheme else ("file://", path)
     safe = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'(),;:$&+=/@")
     out = []
-    for ch in path:
+    for ch in body:
         if ch in safe or ord(ch) > 127:
             out.append(ch)
         else:
             out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-    return "file://" + "".join(out)
+    return prefix + "".join(out)
 
 
 def num_rows(path: str) -> int | None:
     """Row count from the Parquet footer (None if unreadable)."""
     try:
-        return pq.ParquetFile(path).metadata.num_rows
+        return pq.ParquetFile(fs.open_input(path)).metadata.num_rows
     except Exception:  # noqa: BLE001 - an unreadable footer only loses the row count
         return None
 
 
 def read_file_keys(path: str, column: str, key_type: KeyType) -> tuple[np.ndarray, int, int]:
     """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column)."""
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(fs.open_input(path))
     if column not in pf.schema_arrow.names:
         # Schema evolution: a file without the column holds only NULLs for it.
         n = pf.metadata.num_rows

@@ -1,0 +1,366 @@
+"""Sieve indexes on an object store: a real S3 API (moto's server) on 127.0.0.1, pyarrow build path.
+
+The server runs in this process on a free loopback port for this module and is always stopped.
+Credentials and the endpoint come from the environment (AWS_* variables), as they would in
+production; one test passes them as ``storage_options`` instead.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_lineage import sieve as S
+from airflow_provider_lineage.sieve import fs
+from airflow_provider_lineage.sieve import storage as storage_mod
+from airflow_provider_lineage.sieve.errors import CommitConflict
+from airflow_provider_lineage.sieve.maintain import check, maintain
+from airflow_provider_lineage.sieve.storage import IndexStore
+
+from .helpers import exact_files
+
+pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
+boto3 = pytest.importorskip("boto3")
+
+_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 and the AWS_* environment pointing at it (restored after)."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in [*_ENV, "AWS_ENDPOINT_URL"]}
+    os.environ.update(_ENV, AWS_ENDPOINT_URL=endpoint)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture()
+def bucket(s3_endpoint: str) -> str:
+    name = f"sieve-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+def put_parquet(uri: str, keys: list[int | None]) -> None:
+    filesystem, inner = fs.filesystem(uri)
+    pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}),
+                   inner, filesystem=filesystem)
+
+
+def delete(uri: str) -> None:
+    filesystem, inner = fs.filesystem(uri)
+    filesystem.delete_file(inner)
+
+
+@pytest.fixture()
+def table(bucket: str) -> tuple[str, dict[str, list[int | None]]]:
+    """s3://<bucket>/sales: four files with overlapping key ranges, one with a NULL; index built."""
+    root = f"s3://{bucket}/sales"
+    layout: dict[str, list[int | None]] = {}
+    for i in range(4):
+        keys: list[int | None] = list(range(i * 10, i * 10 + 15)) + ([None] if i == 1 else [])
+        path = f"{root}/day=2024-01-0{i + 1}/part-{i}.parquet"
+        put_parquet(path, keys)
+        layout[path] = keys
+    S.build(None, root, "k", error_bound=2, max_segment_keys=8)
+    return root, layout
+
+
+def _assert_sound(root: str, layout: dict[str, list[int | None]], **lookup: object) -> None:
+    idx = S.open_index(root, "k")
+    for lo, hi in [(0, 0), (12, 12), (14, 21), (33, 44), (None, 5), (40, None), (100, 200)]:
+        got = set(idx.candidates(S.Range(lo, hi), **lookup))  # type: ignore[arg-type]
+        assert exact_files(layout, lo, hi) <= got <= set(layout), (lo, hi)
+    assert set(idx.candidates(S.IsNull(), **lookup)) <= set(layout)  # type: ignore[arg-type]
+
+
+def test_moto_honours_if_none_match(bucket: str) -> None:
+    client = boto3.client("s3")
+    client.put_object(Bucket=bucket, Key="once", Body=b"1", IfNoneMatch="*")
+    with pytest.raises(client.exceptions.ClientError) as err:
+        client.put_object(Bucket=bucket, Key="once", Body=b"2", IfNoneMatch="*")
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert err.value.response["Error"]["Code"] == "PreconditionFailed"
+    assert client.get_object(Bucket=bucket, Key="once")["Body"].read() == b"1"
+    assert fs.put_if_absent(f"s3://{bucket}/twice", b"a") is True
+    assert fs.put_if_absent(f"s3://{bucket}/twice", b"b") is False
+
+
+def test_build_and_lookup_on_s3(table: tuple[str, dict[str, list[int | None]]]) -> None:
+    root, layout = table
+    files = S.list_table_files(root)
+    assert [f.path for f in files] == sorted(layout)
+    assert files[0].partition == {"day": "2024-01-01"} and files[0].size > 0 and files[0].mtime_ns > 0
+    names = set(IndexStore(f"{root}/_sieve/k")._listing())
+    assert "manifest-00000001.json" in names and any(n.startswith("seg-") for n in names)
+    assert not any(n.startswith(".tmp") for n in names)
+    idx = S.open_index(root, "k")
+    idx.verify()
+    assert idx.candidates(S.Eq(0)) == [f"{root}/day=2024-01-01/part-0.parquet"]
+    assert idx.candidates(S.IsNull()) == [f"{root}/day=2024-01-02/part-1.parquet"]
+    assert idx.candidates(S.Eq(1000)) == []
+    _assert_sound(root, layout)
+    # s3a:// (how Spark spells it) and a trailing slash name the same table and index
+    assert S.open_index(f"s3a://{root[5:]}/", "k").manifest.version == 1
+    assert idx.stats().index_bytes > 0
+
+
+@pytest.mark.parametrize("mode", ["cow", "mor"])
+def test_sync_after_appends_and_deletes(bucket: str, mode: str) -> None:
+    root = f"s3://{bucket}/t"
+    layout: dict[str, list[int | None]] = {}
+    for i in range(3):
+        layout[f"{root}/f{i}.parquet"] = list(range(i * 100, i * 100 + 50))
+        put_parquet(f"{root}/f{i}.parquet", layout[f"{root}/f{i}.parquet"])
+    S.build(None, root, "k", mode=mode)
+    # append two files (one inside existing key ranges, one beyond them), delete one
+    layout[f"{root}/new-a.parquet"] = [5, 140, 141]
+    layout[f"{root}/new-b.parquet"] = [5000, 5001]
+    for p in (f"{root}/new-a.parquet", f"{root}/new-b.parquet"):
+        put_parquet(p, layout[p])
+    delete(f"{root}/f1.parquet")
+    del layout[f"{root}/f1.parquet"]
+    # before the sync: the stale index still answers soundly (unindexed files are candidates)
+    answer = S.open_index(root, "k").lookup(S.Eq(5000))
+    assert answer.stale and f"{root}/new-b.parquet" in answer.files
+    assert f"{root}/f1.parquet" not in S.open_index(root, "k").candidates(S.Eq(120))
+    _assert_sound(root, layout)
+    report = S.sync(None, root, "k")
+    assert (report.action, report.files_added, report.files_removed, report.version) == ("sync", 2, 1, 2)
+    idx = S.open_index(root, "k")
+    assert not idx.is_stale()
+    assert idx.candidates(S.Eq(5000), assume_fresh=True) == [f"{root}/new-b.parquet"]
+    assert set(idx.candidates(S.Eq(5), assume_fresh=True)) == {f"{root}/f0.parquet", f"{root}/new-a.parquet"}
+    assert idx.candidates(S.Eq(120), assume_fresh=True) == []
+    _assert_sound(root, layout, assume_fresh=True)
+    if mode == "mor":
+        assert S.compact(root, "k").action == "compact"
+        _assert_sound(root, layout, assume_fresh=True)
+
+
+def test_two_writers_same_base_one_wins_on_s3(table: tuple[str, dict[str, list[int | None]]]) -> None:
+    root, _ = table
+    store = IndexStore(f"{root}/_sieve/k")
+    base = store.load_manifest()
+    results: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def writer() -> None:
+        mine = IndexStore(store.path)
+        m = mine.load_manifest(base.version)
+        barrier.wait()
+        try:
+            results.append(mine.commit(m, base.version))
+        except CommitConflict as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r for r in results if isinstance(r, int)) == [2]
+    conflicts = [r for r in results if isinstance(r, CommitConflict)]
+    assert len(conflicts) == 1 and "retry" in str(conflicts[0])
+    assert store.versions() == [1, 2]
+    S.open_index(root, "k").verify()
+
+
+def test_sync_retries_after_losing_a_race_on_s3(table: tuple[str, dict[str, list[int | None]]],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    root, layout = table
+    put_parquet(f"{root}/day=2024-01-09/late.parquet", [500, 501])
+    layout[f"{root}/day=2024-01-09/late.parquet"] = [500, 501]
+    real_put = fs.put_if_absent
+    calls = {"n": 0}
+
+    def racing_put(path: str, data: bytes) -> bool:  # another writer publishes the same version first
+        calls["n"] += 1
+        if calls["n"] == 1:
+            other = IndexStore(f"{root}/_sieve/k")
+            assert other.commit(other.load_manifest(1), 1) == 2  # its own put goes through (call 2)
+        return real_put(path, data)
+
+    monkeypatch.setattr(fs, "put_if_absent", racing_put)
+    report = S.sync(None, root, "k")
+    assert report.attempts == 2 and report.version == 3
+    assert S.open_index(root, "k").candidates(S.Eq(500)) == [f"{root}/day=2024-01-09/late.parquet"]
+
+
+def test_crash_mid_commit_leaves_previous_version(table: tuple[str, dict[str, list[int | None]]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root, layout = table
+    put_parquet(f"{root}/day=2024-01-09/late.parquet", [7, 900])
+    layout[f"{root}/day=2024-01-09/late.parquet"] = [7, 900]
+    store = IndexStore(f"{root}/_sieve/k")
+    before = set(store._listing())
+
+    def crash(path: str, data: bytes) -> bool:
+        raise KeyboardInterrupt("the writer died before publishing its manifest")
+
+    monkeypatch.setattr(fs, "put_if_absent", crash)
+    monkeypatch.setattr(IndexStore, "discard_written", lambda self: None)  # a dead process cleans nothing
+    with pytest.raises(KeyboardInterrupt):
+        S.sync(None, root, "k")
+    monkeypatch.undo()
+    left = set(store._listing()) - before
+    assert left and not any(n.startswith("manifest-") for n in left)  # data files written, no manifest
+    assert store.versions() == [1]
+    idx = S.open_index(root, "k")
+    assert idx.manifest.version == 1
+    assert idx.candidates(S.Eq(7)) == sorted([f"{root}/day=2024-01-01/part-0.parquet",
+                                              f"{root}/day=2024-01-09/late.parquet"])  # the late file: unindexed
+    _assert_sound(root, layout)
+    # the next writer commits on top; orphans survive the grace period, then pruning removes them
+    assert S.sync(None, root, "k").version == 2
+    assert left <= set(store._listing())
+    monkeypatch.setattr(storage_mod, "ORPHAN_GRACE_SECONDS", -1.0)
+    removed = store.prune(3)
+    assert left <= set(removed)
+    S.open_index(root, "k").verify()
+    _assert_sound(root, layout)
+
+
+def test_corrupt_index_on_s3_means_full_read_then_rebuild(table: tuple[str, dict[str, list[int | None]]]) -> None:
+    root, layout = table
+    store = IndexStore(f"{root}/_sieve/k")
+    seg = min(n for n in store._listing() if n.startswith("seg-"))
+    filesystem, inner = fs.filesystem(f"{root}/_sieve/k/{seg}")
+    with filesystem.open_output_stream(inner) as out:
+        out.write(b"garbage")
+    with pytest.raises(S.IndexUnavailable, match="corrupt|checksum|valid"):
+        S.open_index(root, "k").verify()
+    st = S.maintenance_status(root, "k")
+    assert st.recommendation == "rebuild"
+    assert check(root, "k").action == "rebuild"
+    with pytest.warns(UserWarning, match="unusable"):
+        assert S.sync(None, root, "k").action == "build"
+    S.open_index(root, "k").verify()
+    _assert_sound(root, layout)
+
+
+def test_maintenance_checks_on_s3(table: tuple[str, dict[str, list[int | None]]], bucket: str) -> None:
+    root, layout = table
+    st = S.maintenance_status(root, "k")
+    assert (st.present, st.version, st.recommendation) == (True, 1, "none")
+    assert check(root, "k").action == "none"
+    put_parquet(f"{root}/day=2024-01-09/late.parquet", [800])
+    st = S.maintenance_status(root, "k")
+    assert (st.recommendation, st.files_added) == ("sync", 1)
+    need = check(root, "k")
+    assert (need.action, need.files_added, need.version) == ("sync", 1, 1)
+    res = maintain(None, root, "k")  # what the Spark job runs, here on the pyarrow path
+    assert (res.status, res.action, res.version, res.table_root) == ("ok", "sync", 2, root)
+    assert check(root, "k").action == "none"
+    # no table yet: nothing to do; a table but no index: build
+    assert check(f"s3://{bucket}/nothing-here", "k").action == "none"
+    put_parquet(f"s3://{bucket}/fresh/a.parquet", [1, 2])
+    assert check(f"s3://{bucket}/fresh", "k").action == "build"
+    assert maintain(None, f"s3://{bucket}/fresh", "k").action == "build"
+    assert S.open_index(f"s3://{bucket}/fresh", "k").candidates(S.Eq(2)) == [f"s3://{bucket}/fresh/a.parquet"]
+
+
+def test_index_path_elsewhere_and_storage_options(table: tuple[str, dict[str, list[int | None]]],
+                                                  s3_endpoint: str, bucket: str, tmp_path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root, layout = table
+    # an index in another bucket prefix, and one on local disk for a table on S3
+    for where in (f"s3://{bucket}/indexes/sales_k", str(tmp_path / "local_idx")):
+        S.build(None, root, "k", index_path=where)
+        assert S.open_index(root, "k", index_path=where).candidates(S.Eq(0)) == [
+            f"{root}/day=2024-01-01/part-0.parquet"]
+    # credentials and endpoint passed as storage_options instead of the environment
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k)
+    opts = {"access_key": "testing", "secret_key": "testing", "region": "us-east-1",
+            "endpoint_override": s3_endpoint.split("://")[1], "scheme": "http"}
+    assert check(root, "k", storage_options=opts).action == "none"
+    assert S.maintenance_status(root, "k", storage_options=opts).present
+    with fs.storage_options(opts):
+        put_parquet(f"{root}/day=2024-01-09/late.parquet", [77])
+        assert S.sync(None, root, "k").version == 2
+        assert S.open_index(root, "k").candidates(S.Eq(77)) == [f"{root}/day=2024-01-09/late.parquet"]
+
+
+def test_unreachable_store_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with fs.storage_options({"retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1),
+                             "connect_timeout": 1, "request_timeout": 1}):
+        with pytest.raises(fs.StoreError, match="AWS_ENDPOINT_URL"):
+            check("s3://sieve-nowhere/t", "k")
+        with pytest.raises(S.IndexUnavailable):  # a reader falls back to a full read on this
+            S.open_index("s3://sieve-nowhere/t", "k")
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(S.SieveError, match=r"ftp:// is not supported.*s3://"):
+        S.list_table_files("ftp://host/t")
+    with pytest.raises(S.SieveError, match="names no bucket"):
+        fs.normalize("s3:///t")
+    with pytest.raises(fs.UnsafeCommit, match="SIEVE_ALLOW_UNSAFE_COMMITS"):
+        fs.check_commit_supported("abfs://c@acct.dfs.core.windows.net/t/_sieve/k")
+    with pytest.raises(fs.UnsafeCommit, match="conditional"):
+        fs.put_if_absent("hdfs://namenode:8020/t/_sieve/k/manifest-00000001.json", b"{}")
+
+
+def test_missing_boto3_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    with pytest.raises(S.SieveError, match=r"needs boto3.*pip install"):
+        fs.check_commit_supported("s3://b/t/_sieve/k")
+
+
+def test_unsafe_opt_in_and_registered_put_if_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fs.UNSAFE_COMMITS_ENV, "1")
+    fs.check_commit_supported("hdfs://namenode:8020/t/_sieve/k")  # opted in: no error
+    monkeypatch.delenv(fs.UNSAFE_COMMITS_ENV)
+    seen: list[str] = []
+    monkeypatch.setitem(fs._put_if_absent, "abfs", lambda p, d: seen.append(p) or True)
+    assert fs.put_if_absent("abfs://c@acct.dfs.core.windows.net/x/manifest-00000001.json", b"{}") is True
+    assert seen == ["abfs://c@acct.dfs.core.windows.net/x/manifest-00000001.json"]
+
+
+def test_spark_paths_for_s3() -> None:
+    from airflow_provider_lineage.sieve.table import spark_path, spark_uri, table_path
+
+    assert spark_path("s3://b/t/x.parquet") == "s3a://b/t/x.parquet"
+    assert spark_path("/data/t/x.parquet") == "/data/t/x.parquet"
+    assert spark_uri("s3://b/t/p=a b/x.parquet") == "s3a://b/t/p=a%20b/x.parquet"
+    assert table_path("s3a://b/t/p=a%20b/x.parquet") == "s3://b/t/p=a b/x.parquet"
+    assert table_path("gcs://b/t/") == "gs://b/t"

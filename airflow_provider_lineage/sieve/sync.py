@@ -36,7 +36,7 @@ import numpy as np
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
-from .model import Segmenter, over_budget
+from .model import Segment, Segmenter, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
 from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts
@@ -94,6 +94,71 @@ def _segments_from(store: IndexStore, m: Manifest, pairs: dict[int, list[int]]) 
     return sink.metas
 
 
+# A segment is re-segmented from its own blocks (no data read) only up to this many present keys.
+EXACT_RESEGMENT_MAX_KEYS = 1 << 20
+
+
+def present_offsets(seg: Segment, limit: int = EXACT_RESEGMENT_MAX_KEYS) -> np.ndarray | None:
+    """Offsets from ``s_min`` of the keys outside every hole, ascending (None when too many or unknown)."""
+    width = int(seg.s_max) - int(seg.s_min) + 1
+    if width >= 1 << 62:  # huge decimal spans keep no holes
+        return None
+    if width - int(seg.hole_len.sum()) > limit:
+        return None
+    if not len(seg.hole_at):
+        return np.arange(width, dtype=np.int64)
+    starts = np.concatenate([[0], seg.hole_at + seg.hole_len]).astype(np.int64)
+    ends = np.concatenate([seg.hole_at, [width]]).astype(np.int64)
+    lens = np.maximum(ends - starts, 0)
+    total = int(lens.sum())
+    # arange per run [start, end), concatenated without a Python loop
+    run_of = np.repeat(np.arange(len(lens)), lens)
+    first = np.cumsum(lens) - lens
+    return (starts[run_of] + np.arange(total, dtype=np.int64) - first[run_of]).astype(np.int64)
+
+
+def exact_pairs(seg: Segment) -> dict[int, list[int]] | None:
+    """Every key of a segment with its files, when the blocks say so exactly; else None.
+
+    A block is exact when each of its files holds every present key of the block (its counter
+    equals the number of keys of the block outside the holes): then every present key of the block
+    is in exactly the block's files. With ``error_bound=0`` every block is exact (the cone forces a
+    flat or exactly linear R(k)), so an update can re-segment such a segment without reading data.
+    Counters never exceed the true number of keys, so a hole list that missed some absent keys can
+    only make a block look inexact (the data is then read), never give a wrong answer. Keys whose
+    files were all removed are left out.
+    """
+    off = present_offsets(seg)
+    if off is None:
+        return None
+    per_block = np.bincount(off // seg.b_size, minlength=seg.b_count)
+    if len(seg.fid) and not np.array_equal(seg.cnt.astype(np.int64), per_block[seg.blk.astype(np.int64)]):
+        return None
+    blocks_of = off // seg.b_size
+    starts = np.searchsorted(seg.blk, np.arange(seg.b_count), "left")
+    ends = np.searchsorted(seg.blk, np.arange(seg.b_count), "right")
+    fids = seg.fid.tolist()
+    out: dict[int, list[int]] = {}
+    s_min = int(seg.s_min)
+    for o, b in zip(off.tolist(), blocks_of.tolist()):
+        i0, i1 = int(starts[b]), int(ends[b])
+        if i1 > i0:
+            out[s_min + o] = fids[i0:i1]
+    return out
+
+
+def _resegment(store: IndexStore, m: Manifest, seg: Segment, adds: list[tuple[int, np.ndarray]]
+               ) -> list[SegmentMeta] | None:
+    """The segment with the added (file id, keys) re-segmented from its exact blocks (no data read)."""
+    pairs = exact_pairs(seg)
+    if pairs is None:
+        return None
+    for fid, ks in adds:
+        for k in ks.tolist():
+            pairs.setdefault(int(k), []).append(fid)
+    return _segments_from(store, m, pairs) if pairs else []
+
+
 def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
                       adds: Iterable[tuple[int, np.ndarray]], dead: set[int], charge: bool,
                       cache: _KeyCache) -> list[SegmentMeta]:
@@ -118,6 +183,15 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
             continue
         seg = store.read_segment(meta.file)
         seg.drop_locations(dead)
+        adds_here = pending.get(i, [])
+        if adds_here and seg.b_size > 1:
+            # New (block, file) pairs would add false positives: re-segment exactly instead, from
+            # the segment's own blocks when they are exact (no data read); else the budget decides.
+            exact = _resegment(store, m, seg, adds_here)
+            if exact is not None:
+                out.extend(exact)
+                counts.rebuilt += 1
+                continue
         used, n_keys = meta.used, seg.n_keys
         for fid, ks in pending.get(i, []):
             new_pairs = seg.add_keys(ks, fid)

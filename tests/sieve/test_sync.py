@@ -67,6 +67,22 @@ def test_budget_spent_rebuilds_segment(tmp_path) -> None:
     assert sorted(idx.candidates(S.Eq(500))) == [f"{root}/a.parquet", f"{root}/b.parquet"]
 
 
+def test_exact_segment_is_resegmented_without_reading_data(tmp_path, monkeypatch) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(0, 200, 2)), "b.parquet": list(range(0, 200, 2))})
+    S.build(None, root, "k", error_bound=0)  # one flat segment, exact blocks
+    write_file(f"{root}/c.parquet", [50, 51])
+    read: list[str] = []
+    real = sync_mod.read_file_keys
+    monkeypatch.setattr(sync_mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
+    report = S.sync(None, root, "k")
+    assert read == [f"{root}/c.parquet"] and report.keys_read == 2  # only the new file was read
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(10)) == [f"{root}/a.parquet", f"{root}/b.parquet"]  # no false positive
+    assert idx.candidates(S.Eq(50)) == [f"{root}/a.parquet", f"{root}/b.parquet", f"{root}/c.parquet"]
+    assert idx.candidates(S.Eq(51)) == [f"{root}/c.parquet"]  # filled a hole
+    assert idx.candidates(S.Eq(53)) == []
+
+
 def test_mor_deltas_then_compact(tmp_path) -> None:
     root = _table(tmp_path, {"a.parquet": list(range(100)), "b.parquet": list(range(100, 200))})
     S.build(None, root, "k", mode="mor", error_bound=1000)

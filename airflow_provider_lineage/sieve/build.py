@@ -207,7 +207,7 @@ def _read_bounds(pf: pq.ParquetFile, column: str) -> tuple[bytes, bytes] | None:
     low: bytes | None = None
     high: bytes | None = None
     for batch in pf.iter_batches(columns=[column], batch_size=65_536):
-        col = pc.cast(batch.column(0).drop_null(), pa.large_binary())
+        col = pc.cast(batch.column(0), pa.large_binary()).drop_null()  # string_view cannot drop_null
         if len(col):
             mm = pc.min_max(col)
             lo, hi = mm["min"].as_py(), mm["max"].as_py()

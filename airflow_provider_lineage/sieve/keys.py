@@ -179,16 +179,13 @@ class KeyType:
     # ---- Arrow arrays -> keys ----------------------------------------------------------------
     def keys_of_arrow(self, arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
         """Sorted unique keys of an Arrow column and its NULL count."""
+        if self.kind in BYTE_KINDS:
+            return self._window_keys_of(arr)
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=arr.type)
         nulls = arr.null_count
         arr = arr.drop_null() if nulls else arr
         t = arr.type
-        if self.kind in BYTE_KINDS:
-            if not _is_bytes_type(t):
-                raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
-                                         f"{self.type_name}: rebuild the index (sieve rebuild)")
-            return np.unique(window_keys(arr.unique(), self.prefix_bytes)), nulls
         if self.kind == "decimal":
             vals = [_unscaled(v, self.scale) for v in arr.unique().to_pylist()]
             return as_key_array(sorted(vals)), nulls
@@ -209,6 +206,17 @@ class KeyType:
             raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
                                      f"{self.type_name}: rebuild the index (sieve rebuild)")
         return np.unique(out), nulls
+
+    def _window_keys_of(self, arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
+        if not _is_bytes_type(arr.type):
+            raise UnsupportedKeyType(f"column holds Arrow type {arr.type} but the index was built for "
+                                     f"{self.type_name}: rebuild the index (sieve rebuild)")
+        raw = pc.cast(arr, pa.large_binary())  # string_view has no filter/unique kernels
+        if isinstance(raw, pa.ChunkedArray):
+            raw = raw.combine_chunks() if raw.num_chunks else pa.array([], pa.large_binary())
+        nulls = raw.null_count
+        raw = raw.drop_null() if nulls else raw
+        return np.unique(window_keys(raw.unique(), self.prefix_bytes)), nulls
 
 
 def _floor_exact(x: Fraction) -> tuple[int, bool]:

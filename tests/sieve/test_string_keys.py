@@ -129,6 +129,12 @@ def test_arrow_types_and_learned_prefix(tmp_path) -> None:
     assert (kt.kind, kt.prefix_bytes, kt.width) == ("string", b"Clerk#00000", 15)
     keys, nulls = kt.keys_of_arrow(pa.chunked_array([pa.array(["Clerk#000000951", None, "Clerk#000000951"])]))
     assert keys.tolist() == [kt.encode("Clerk#000000951")[0]] and nulls == 1
+    for t in (pa.string_view(), pa.large_string()):  # tpchgen-cli writes string_view columns
+        view = pa.chunked_array([pa.array(["Clerk#000000951", None], t), pa.array(["A"], t)])
+        got, n = kt.keys_of_arrow(view)
+        assert got.tolist() == [LOW_KEY, *keys.tolist()] and n == 1
+    write_file(f"{root}/v.parquet", ["Clerk#000000002", None], pa.string_view())
+    assert arrow_key_type(list_table_files(root), "k").prefix_bytes == b"Clerk#00000"
 
 
 # ---- end to end ---------------------------------------------------------------------------------

@@ -43,6 +43,10 @@ class SieveMaintenanceSensor(BaseSensorOperator):
     :param max_budget_fraction: work is needed when this share of an index's error budget is used
         (default: the core's, 0.5).
     :param update_strategy: the strategy the indexes should have; another one needs a rebuild.
+    :param storage_options: for tables/indexes on an object store (``s3://``, ``gs://``, ...): keyword
+        arguments of the store's pyarrow file system, e.g. ``{"access_key": "{{ conn.s3.login }}",
+        "secret_key": "{{ conn.s3.password }}", "endpoint_override": ..., "region": ...}`` (templated,
+        so an Airflow connection can supply them); default: the store's usual environment (AWS_* ...).
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
         ``[operators] default_deferrable``).
     :param poke_interval: time between checks, seconds or a ``timedelta`` / pendulum duration.
@@ -50,7 +54,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         ``soft_fail=True`` a timeout skips the task (nothing needed work) instead of failing it.
     """
 
-    template_fields: Sequence[str] = ("indexes", "table", "columns", "index_path")
+    template_fields: Sequence[str] = ("indexes", "table", "columns", "index_path", "storage_options")
     ui_color = "#d9ead3"
 
     def __init__(
@@ -63,6 +67,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         max_deltas: int | None = None,
         max_budget_fraction: float | None = None,
         update_strategy: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
@@ -83,6 +88,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         self.columns = columns
         self.index_path = index_path
         self.update_strategy = update_strategy
+        self.storage_options = dict(storage_options) if storage_options else None
         self.deferrable = deferrable
 
     def index_specs(self) -> list[dict[str, Any]]:
@@ -108,7 +114,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         from airflow.sdk.exceptions import AirflowException
 
         try:
-            needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy)
+            needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy, self.storage_options)
         except (SieveError, ValueError) as exc:
             raise AirflowException(f"cannot check the Sieve indexes: {exc}") from exc
         for n in needs:
@@ -127,6 +133,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
                 indexes=self.index_specs(),
                 thresholds=self.thresholds,
                 update_strategy=self.update_strategy,
+                storage_options=self.storage_options,
                 poke_interval=self.poke_interval,
                 deadline=time.time() + self.timeout,
             ),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 import warnings
 from typing import Any
 
@@ -18,7 +17,7 @@ from .errors import IndexUnavailable, SieveError
 from .keys import KeyType
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .query import open_index
-from .table import TableRef, resolve_table
+from .table import TableRef, resolve_table, root_exists, spark_path
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ def spark_condition(column: str, pred: Predicate, kt: KeyType) -> Any:
 
 
 def _full(spark: Any, ref: TableRef) -> Any:
-    return spark.table(ref.name) if ref.kind == "catalog" else spark.read.parquet(ref.root)
+    return spark.table(ref.name) if ref.kind == "catalog" else spark.read.parquet(spark_path(ref.root))
 
 
 def _warn(msg: str) -> None:
@@ -137,7 +136,7 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
     from pyspark.sql import types as T
 
     ref = resolve_table(table, spark)
-    if ref.kind == "path" and not os.path.exists(ref.root):
+    if ref.kind == "path" and root_exists(ref.root) is False:
         raise SieveError(f"table path {ref.root} does not exist: check the path")
     try:
         idx = open_index(table, column, index_path=index_path, spark=spark)
@@ -162,7 +161,7 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
     elif idx.manifest.schema_json:
         schema = T.StructType.fromJson(__import__("json").loads(idx.manifest.schema_json))
     else:
-        table_df = spark.read.parquet(ref.root)
+        table_df = spark.read.parquet(spark_path(ref.root))
         schema = table_df.schema
     # The filter follows the column's Spark type (keys are the same micros for TIMESTAMP and NTZ).
     from .keys import key_type_from_spark
@@ -174,6 +173,6 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
     if whole:
         # (Nearly) every file is needed: read the table as a full read would.
         if table_df is None:
-            table_df = spark.read.schema(schema).parquet(ref.root)
+            table_df = spark.read.schema(schema).parquet(spark_path(ref.root))
         return table_df.filter(cond)
-    return _read_paths(spark, schema, ref.root, files).filter(cond)
+    return _read_paths(spark, schema, spark_path(ref.root), [spark_path(f) for f in files]).filter(cond)

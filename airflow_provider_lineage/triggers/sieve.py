@@ -24,11 +24,15 @@ CLASSPATH = "airflow_provider_lineage.triggers.sieve.SieveMaintenanceTrigger"
 
 
 def pending_work(indexes: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any] | None = None,
-                 update_strategy: str | None = None) -> list[Need]:
-    """Every index's need (blocking: file listings and manifest reads). Raises on bad input."""
+                 update_strategy: str | None = None, storage_options: Mapping[str, Any] | None = None) -> list[Need]:
+    """Every index's need (blocking: file listings and manifest reads). Raises on bad input.
+
+    ``storage_options``: object-store options for tables/indexes on ``s3://`` etc. (see the core's
+    ``sieve.fs``); None uses the store's usual environment.
+    """
     limits = Thresholds(**dict(thresholds or {}))
     return [check(str(i["table"]), str(i["column"]), index_path=i.get("index_path") or None, thresholds=limits,
-                  update_strategy=update_strategy) for i in indexes]
+                  update_strategy=update_strategy, storage_options=storage_options) for i in indexes]
 
 
 class SieveMaintenanceTrigger(BaseTrigger):
@@ -39,6 +43,7 @@ class SieveMaintenanceTrigger(BaseTrigger):
     :param update_strategy: the strategy the indexes should have (another one needs a rebuild).
     :param poke_interval: seconds between checks.
     :param deadline: epoch seconds after which a ``timeout`` event fires (None: never).
+    :param storage_options: object-store options (JSON values only; None: the store's environment).
     """
 
     def __init__(
@@ -48,8 +53,10 @@ class SieveMaintenanceTrigger(BaseTrigger):
         update_strategy: str | None = None,
         poke_interval: float = 60.0,
         deadline: float | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        self.storage_options = dict(storage_options) if storage_options else None
         self.indexes = [dict(i) for i in indexes]
         self.thresholds = dict(thresholds or {})
         self.update_strategy = update_strategy
@@ -65,13 +72,15 @@ class SieveMaintenanceTrigger(BaseTrigger):
                 "update_strategy": self.update_strategy,
                 "poke_interval": self.poke_interval,
                 "deadline": self.deadline,
+                "storage_options": self.storage_options,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         while True:
             try:
-                needs = await asyncio.to_thread(pending_work, self.indexes, self.thresholds, self.update_strategy)
+                needs = await asyncio.to_thread(pending_work, self.indexes, self.thresholds, self.update_strategy,
+                                            self.storage_options)
             except Exception as exc:  # noqa: BLE001 - reported as an event; the sensor fails with it
                 yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                 return

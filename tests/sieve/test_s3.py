@@ -6,15 +6,10 @@ production; one test passes them as ``storage_options`` instead.
 """
 from __future__ import annotations
 
-import os
-import socket
 import threading
-import uuid
 from collections.abc import Iterator
 
-import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_lineage import sieve as S
@@ -23,59 +18,25 @@ from airflow_provider_lineage.sieve import storage as storage_mod
 from airflow_provider_lineage.sieve.errors import CommitConflict
 from airflow_provider_lineage.sieve.maintain import check, maintain
 from airflow_provider_lineage.sieve.storage import IndexStore
+from tests.support.s3 import free_port as _free_port
+from tests.support.s3 import new_bucket, put_parquet, s3_server
 
 from .helpers import exact_files
 
 pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
 boto3 = pytest.importorskip("boto3")
 
-_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server on 127.0.0.1 and the AWS_* environment pointing at it (restored after)."""
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    saved = {k: os.environ.get(k) for k in [*_ENV, "AWS_ENDPOINT_URL"]}
-    os.environ.update(_ENV, AWS_ENDPOINT_URL=endpoint)
-    try:
+    with s3_server() as endpoint:
         yield endpoint
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture()
 def bucket(s3_endpoint: str) -> str:
-    name = f"sieve-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3").create_bucket(Bucket=name)
-    return name
-
-
-def put_parquet(uri: str, keys: list[int | None]) -> None:
-    filesystem, inner = fs.filesystem(uri)
-    pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}),
-                   inner, filesystem=filesystem)
+    return new_bucket()
 
 
 def delete(uri: str) -> None:
@@ -271,7 +232,7 @@ def test_corrupt_index_on_s3_means_full_read_then_rebuild(table: tuple[str, dict
 
 
 def test_maintenance_checks_on_s3(table: tuple[str, dict[str, list[int | None]]], bucket: str) -> None:
-    root, layout = table
+    root, _ = table
     st = S.maintenance_status(root, "k")
     assert (st.present, st.version, st.recommendation) == (True, 1, "none")
     assert check(root, "k").action == "none"
@@ -294,7 +255,7 @@ def test_maintenance_checks_on_s3(table: tuple[str, dict[str, list[int | None]]]
 def test_index_path_elsewhere_and_storage_options(table: tuple[str, dict[str, list[int | None]]],
                                                   s3_endpoint: str, bucket: str, tmp_path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    root, layout = table
+    root, _ = table
     # an index in another bucket prefix, and one on local disk for a table on S3
     for where in (f"s3://{bucket}/indexes/sales_k", str(tmp_path / "local_idx")):
         S.build(None, root, "k", index_path=where)

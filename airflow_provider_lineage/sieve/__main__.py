@@ -25,8 +25,9 @@ EPILOG = """examples:
   python -m airflow_provider_lineage.sieve sync /data/lineitem l_shipdate
   python -m airflow_provider_lineage.sieve stats /data/lineitem l_shipdate
 
-TABLE is a directory path, a file: URI, or a catalog table name (needs Spark; for query/stats/
-compact/status pass --index-path). Values are parsed by the column type: integers, ISO dates
+TABLE is a directory path, a file: URI, an object-store URI (s3://, gs://, abfs://, hdfs://;
+credentials from the environment, e.g. AWS_*), or a catalog table name (needs Spark; for
+query/stats/compact/status pass --index-path). Values are parsed by the column type: integers, ISO dates
 (2024-01-31), ISO timestamps (2024-01-31T12:00:00, naive = UTC for TIMESTAMP columns), decimals,
 text for strings (--eq C-000123; ranges --range C-1..C-2 or --range C-1 C-2), hex for binary.
 
@@ -77,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("table", help="table directory, file: URI or catalog table name")
+        sp.add_argument("table", help="table directory, file: or s3:// (gs://, ...) URI, or catalog table name")
         sp.add_argument("column", help="indexed column")
         sp.add_argument("--index-path", help="index folder (default <table>/_sieve/<column>)")
 

@@ -317,6 +317,23 @@ def test_unsafe_opt_in_and_registered_put_if_absent(monkeypatch: pytest.MonkeyPa
     assert seen == ["abfs://c@acct.dfs.core.windows.net/x/manifest-00000001.json"]
 
 
+def test_cli_on_s3(table: tuple[str, dict[str, list[int | None]]], capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from airflow_provider_lineage.sieve.__main__ import main
+
+    root, _ = table
+    put_parquet(f"{root}/day=2024-01-09/late.parquet", [9999])
+    assert main(["status", root, "k"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommendation"] == "sync"
+    assert main(["sync", root, "k", "--no-spark"]) == 0
+    capsys.readouterr()
+    assert main(["query", root, "k", "--eq", "9999"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["file"] for line in out.splitlines()] == [f"{root}/day=2024-01-09/late.parquet"]
+    assert "1 of 5 files" in err
+
+
 def test_spark_paths_for_s3() -> None:
     from airflow_provider_lineage.sieve.table import spark_path, spark_uri, table_path
 

@@ -125,7 +125,7 @@ def _s3_endpoint_from_env() -> dict[str, Any]:
     return {"endpoint_override": parts.netloc or parts.path, "scheme": parts.scheme or "https"}
 
 
-def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+def resolve(path: str) -> tuple[pafs.FileSystem, str]:
     """(pyarrow file system, path inside it) of a location (normalized first)."""
     path = normalize(path)
     scheme = scheme_of(path)
@@ -190,7 +190,7 @@ def store_error(path: str, exc: BaseException) -> StoreError:
 
 
 def info(path: str) -> pafs.FileInfo:
-    fs, inner = filesystem(path)
+    fs, inner = resolve(path)
     try:
         return fs.get_file_info(inner)
     except OSError as exc:
@@ -201,7 +201,7 @@ def is_dir(path: str) -> bool:
     """True for a local directory; for an object store, a prefix with at least one object below it."""
     if is_local(path):
         return os.path.isdir(normalize(path))
-    fs, inner = filesystem(path)
+    fs, inner = resolve(path)
     try:
         if fs.get_file_info(inner).type == pafs.FileType.Directory:
             return True
@@ -220,7 +220,7 @@ def open_input(path: str) -> Any:
     """A seekable pyarrow input file (for Parquet footers and column reads)."""
     if is_local(path):
         return path
-    fs, inner = filesystem(path)
+    fs, inner = resolve(path)
     return fs.open_input_file(inner)
 
 
@@ -277,7 +277,7 @@ def check_commit_supported(path: str) -> None:
 
 
 def _check_then_write(path: str, data: bytes) -> bool:
-    fs, inner = filesystem(path)
+    fs, inner = resolve(path)
     try:
         if fs.get_file_info(inner).type != pafs.FileType.NotFound:
             return False

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from . import fs
 from .build import build
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable, SieveError
+from .fs import StoreError, join
+from .fs import storage_options as scoped_options
 from .maintenance import COMPACT_DELTAS, REBUILD_BUDGET, maintenance_status
 from .query import open_index
 from .records import IndexStats, MaintenanceStatus, SyncReport
@@ -136,7 +137,7 @@ def check(table: str, column: str, *, index_path: str | None = None, thresholds:
     object store (:mod:`.fs`); ``storage_options`` are that store's options (default: its usual
     environment). A store that cannot be reached raises :class:`.fs.StoreError` (names the fix).
     """
-    with fs.storage_options(storage_options):
+    with scoped_options(storage_options):
         return _check(table, column, index_path, thresholds or Thresholds(), update_strategy)
 
 
@@ -147,7 +148,7 @@ def _check(table: str, column: str, index_path: str | None, thresholds: Threshol
                     f"table path {table_path(table)} does not exist (yet): nothing to index")
     try:
         st = maintenance_status(table, column, index_path=index_path)
-    except fs.StoreError:
+    except StoreError:
         raise
     except OSError as exc:  # an unreadable index folder: rebuilding it names the fix (not writable)
         return Need(table, column, index_path, "rebuild", f"cannot read the index ({exc})")
@@ -287,10 +288,10 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
     # Status checks by path (a catalog table's default index sits under its location as well).
     try:
         st = maintenance_status(root, column, index_path=index_path)
-    except fs.StoreError:
+    except StoreError:
         raise
     except OSError as exc:  # e.g. the index folder is a file, or cannot be listed
-        where = index_path or fs.join(root, "_sieve", column)
+        where = index_path or join(root, "_sieve", column)
         raise IndexNotWritable(f"cannot use the Sieve index folder {where} ({exc.strerror or exc}): make it a "
                                "writable folder, or pass index_path= to a writable folder") from exc
     res.index_path = index_path or st.index_path

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import fs
 from .errors import IndexUnavailable
+from .fs import storage_options as scoped_options
 from .model import over_budget
 from .query import diff_files, index_location
 from .records import MaintenanceStatus
@@ -29,7 +29,7 @@ def maintenance_status(table: str, column: str, *, index_path: str | None = None
     needs ``index_path`` (the manifest records the table's location). Table and index may be on an
     object store (:mod:`.fs`; ``storage_options``: that store's options, default its environment).
     """
-    with fs.storage_options(storage_options):
+    with scoped_options(storage_options):
         return _status(table, column, index_path)
 
 

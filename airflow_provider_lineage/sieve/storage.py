@@ -42,9 +42,19 @@ import numpy as np
 import pyarrow.fs as pafs
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from . import fs
 from .codec import Reader, Writer, seal, unseal
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable
+from .fs import (
+    StoreError,
+    check_commit_supported,
+    is_local,
+    join,
+    normalize,
+    put_if_absent,
+    relative,
+    resolve,
+    store_error,
+)
 from .keys import KeyType
 from .model import Segment
 from .table import FileEntry, TableRef
@@ -186,23 +196,23 @@ def now_iso() -> str:
 
 
 def default_index_path(root: str, column: str) -> str:
-    return fs.join(fs.normalize(root), "_sieve", column)
+    return join(normalize(root), "_sieve", column)
 
 
 class IndexStore:
     """Reads and writes the files of one index folder (a local path or an object-store URI)."""
 
     def __init__(self, path: str) -> None:
-        self.path = fs.normalize(path)
-        self.local = fs.is_local(self.path)
+        self.path = normalize(path)
+        self.local = is_local(self.path)
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
 
     # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
     def _full(self, name: str) -> str:
-        return fs.join(self.path, name)
+        return join(self.path, name)
 
     def _remote(self, name: str | None = None) -> tuple[Any, str]:
-        filesystem, inner = fs.filesystem(self.path)
+        filesystem, inner = resolve(self.path)
         return filesystem, (inner if name is None else f"{inner.rstrip('/')}/{name}")
 
     def _listing(self) -> dict[str, float]:
@@ -223,7 +233,7 @@ class IndexStore:
         try:
             infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
         except OSError as exc:
-            raise fs.store_error(self.path, exc) from exc
+            raise store_error(self.path, exc) from exc
         return {i.base_name: (i.mtime.timestamp() if i.mtime else time.time())
                 for i in infos if i.type == pafs.FileType.File}
 
@@ -239,7 +249,7 @@ class IndexStore:
         except FileNotFoundError:
             raise
         except OSError as exc:
-            raise fs.store_error(self._full(name), exc) from exc
+            raise store_error(self._full(name), exc) from exc
 
     def _delete(self, name: str) -> None:
         """Delete one file (already gone is fine)."""
@@ -268,7 +278,7 @@ class IndexStore:
         if version is None:
             try:
                 version = self.latest_version()
-            except fs.StoreError as exc:  # an unreachable store: readers fall back to a full read
+            except StoreError as exc:  # an unreachable store: readers fall back to a full read
                 raise IndexUnavailable(str(exc)) from exc
             if version is None:
                 raise IndexUnavailable(f"no Sieve index at {self.path}: build one (sieve build)")
@@ -306,7 +316,7 @@ class IndexStore:
         """
         probe = f".tmp-probe-{secrets.token_hex(6)}"
         if not self.local:
-            fs.check_commit_supported(self.path)
+            check_commit_supported(self.path)
             with self.writing():
                 self._put(probe, b"")
                 self._delete(probe)
@@ -367,7 +377,7 @@ class IndexStore:
         w = Writer()
         w.uvarint(len(items))
         w.uints(np.diff(ids, prepend=np.int64(-1)) - 1)
-        w.blob(b"\0".join(fs.relative(f.path, root).encode() for _, f in items))
+        w.blob(b"\0".join(relative(f.path, root).encode() for _, f in items))
         w.uints(np.fromiter((f.size for _, f in items), np.int64, len(items)))
         w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
         w.uints(np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for _, f in items), np.int64,
@@ -389,7 +399,7 @@ class IndexStore:
         if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == len(parts) == n:
             raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
-        return {int(ids[i]): FileEntry(fs.join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
+        return {int(ids[i]): FileEntry(join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
                                        parts[i], None if rows[i] == 0 else int(rows[i]) - 1)
                 for i in range(n)}
 
@@ -506,7 +516,7 @@ class IndexStore:
             created = self._publish_local(version, data)
         else:
             with self.writing():
-                created = fs.put_if_absent(self._full(self.manifest_name(version)), data)
+                created = put_if_absent(self._full(self.manifest_name(version)), data)
         if not created:
             self._delete(manifest.file_table.name)
             self.written.remove(manifest.file_table.name)

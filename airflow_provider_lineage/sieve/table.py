@@ -21,8 +21,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from . import fs
 from .errors import SieveError
+from .fs import is_dir, is_local, normalize, open_input, resolve, scheme_of, store_error
 from .keys import KeyType
 
 
@@ -67,7 +67,7 @@ def table_path(path_or_uri: str) -> str:
     ``s3n://`` become ``s3://``; URIs are percent-decoded, as Hadoop writes them). An unknown scheme
     raises SieveError naming the supported ones.
     """
-    return fs.normalize(path_or_uri)
+    return normalize(path_or_uri)
 
 
 local_path = table_path  # the former name (local paths only); kept for callers and tests
@@ -131,8 +131,8 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
     root = ref.root
-    filesystem, inner = fs.filesystem(root)
-    local = fs.is_local(root)
+    filesystem, inner = resolve(root)
+    local = is_local(root)
     try:
         if local and filesystem.get_file_info(inner).type != pafs.FileType.Directory:
             return []
@@ -140,7 +140,7 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
     except FileNotFoundError:  # the root vanished while listing
         return []
     except OSError as exc:
-        raise fs.store_error(root, exc) from exc
+        raise store_error(root, exc) from exc
     inner = inner.rstrip("/")
     out: list[FileEntry] = []
     for info in infos:
@@ -158,14 +158,14 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
 
 def root_exists(root: str) -> bool | None:
     """True: a directory (a prefix with objects on a store); False: missing; None: a file, not a folder."""
-    if fs.is_dir(root):
+    if is_dir(root):
         return True
-    return None if fs.is_local(root) and os.path.exists(root) else False
+    return None if is_local(root) and os.path.exists(root) else False
 
 
 def read_schema(path: str) -> pa.Schema:
     """The Arrow schema of one Parquet file (footer only), local or on a store."""
-    return pq.read_schema(fs.open_input(path))
+    return pq.read_schema(open_input(path))
 
 
 def spark_uri(path: str) -> str:
@@ -174,7 +174,7 @@ def spark_uri(path: str) -> str:
     ``file://`` + the encoded path for a local file; ``s3a://bucket/key`` (encoded) for ``s3://``,
     ``scheme://`` + the encoded rest for other stores.
     """
-    scheme = fs.scheme_of(path)
+    scheme = scheme_of(path)
     prefix, body = (spark_path(f"{scheme}://"), path.split("://", 1)[1]) if scheme else ("file://", path)
     safe = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'(),;:$&+=/@")
     out = []
@@ -189,14 +189,14 @@ def spark_uri(path: str) -> str:
 def num_rows(path: str) -> int | None:
     """Row count from the Parquet footer (None if unreadable)."""
     try:
-        return pq.ParquetFile(fs.open_input(path)).metadata.num_rows
+        return pq.ParquetFile(open_input(path)).metadata.num_rows
     except Exception:  # noqa: BLE001 - an unreadable footer only loses the row count
         return None
 
 
 def read_file_keys(path: str, column: str, key_type: KeyType) -> tuple[np.ndarray, int, int]:
     """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column)."""
-    pf = pq.ParquetFile(fs.open_input(path))
+    pf = pq.ParquetFile(open_input(path))
     if column not in pf.schema_arrow.names:
         # Schema evolution: a file without the column holds only NULLs for it.
         n = pf.metadata.num_rows

@@ -40,7 +40,7 @@ def bucket(s3_endpoint: str) -> str:
 
 
 def delete(uri: str) -> None:
-    filesystem, inner = fs.filesystem(uri)
+    filesystem, inner = fs.resolve(uri)
     filesystem.delete_file(inner)
 
 
@@ -163,7 +163,7 @@ def test_sync_retries_after_losing_a_race_on_s3(table: tuple[str, dict[str, list
     root, layout = table
     put_parquet(f"{root}/day=2024-01-09/late.parquet", [500, 501])
     layout[f"{root}/day=2024-01-09/late.parquet"] = [500, 501]
-    real_put = fs.put_if_absent
+    real_put = storage_mod.put_if_absent
     calls = {"n": 0}
 
     def racing_put(path: str, data: bytes) -> bool:  # another writer publishes the same version first
@@ -173,7 +173,7 @@ def test_sync_retries_after_losing_a_race_on_s3(table: tuple[str, dict[str, list
             assert other.commit(other.load_manifest(1), 1) == 2  # its own put goes through (call 2)
         return real_put(path, data)
 
-    monkeypatch.setattr(fs, "put_if_absent", racing_put)
+    monkeypatch.setattr(storage_mod, "put_if_absent", racing_put)
     report = S.sync(None, root, "k")
     assert report.attempts == 2 and report.version == 3
     assert S.open_index(root, "k").candidates(S.Eq(500)) == [f"{root}/day=2024-01-09/late.parquet"]
@@ -190,7 +190,7 @@ def test_crash_mid_commit_leaves_previous_version(table: tuple[str, dict[str, li
     def crash(path: str, data: bytes) -> bool:
         raise KeyboardInterrupt("the writer died before publishing its manifest")
 
-    monkeypatch.setattr(fs, "put_if_absent", crash)
+    monkeypatch.setattr(storage_mod, "put_if_absent", crash)
     monkeypatch.setattr(IndexStore, "discard_written", lambda self: None)  # a dead process cleans nothing
     with pytest.raises(KeyboardInterrupt):
         S.sync(None, root, "k")
@@ -217,7 +217,7 @@ def test_corrupt_index_on_s3_means_full_read_then_rebuild(table: tuple[str, dict
     root, layout = table
     store = IndexStore(f"{root}/_sieve/k")
     seg = min(n for n in store._listing() if n.startswith("seg-"))
-    filesystem, inner = fs.filesystem(f"{root}/_sieve/k/{seg}")
+    filesystem, inner = fs.resolve(f"{root}/_sieve/k/{seg}")
     with filesystem.open_output_stream(inner) as out:
         out.write(b"garbage")
     with pytest.raises(S.IndexUnavailable, match="corrupt|checksum|valid"):
@@ -315,6 +315,44 @@ def test_unsafe_opt_in_and_registered_put_if_absent(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(fs._put_if_absent, "abfs", lambda p, d: seen.append(p) or True)
     assert fs.put_if_absent("abfs://c@acct.dfs.core.windows.net/x/manifest-00000001.json", b"{}") is True
     assert seen == ["abfs://c@acct.dfs.core.windows.net/x/manifest-00000001.json"]
+
+
+def test_gcs_put_if_absent_is_a_generation_match_upload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GCS emulator here: a stand-in client checks the call (if_generation_match=0) and its outcomes."""
+    import sys
+    import types
+
+    class PreconditionFailed(Exception):
+        pass
+
+    objects: dict[tuple[str, str], bytes] = {}
+
+    class Blob:
+        def __init__(self, bucket: str, key: str) -> None:
+            self.where = (bucket, key)
+
+        def upload_from_string(self, data: bytes, if_generation_match: int | None = None) -> None:
+            assert if_generation_match == 0
+            if self.where in objects:
+                raise PreconditionFailed("412")
+            objects[self.where] = data
+
+    class Client:
+        def bucket(self, name: str) -> types.SimpleNamespace:
+            return types.SimpleNamespace(blob=lambda key: Blob(name, key))
+
+    google = types.ModuleType("google")
+    cloud = types.ModuleType("google.cloud")
+    api_core = types.ModuleType("google.api_core")
+    exceptions = types.ModuleType("google.api_core.exceptions")
+    exceptions.PreconditionFailed = PreconditionFailed  # type: ignore[attr-defined]
+    cloud.storage = types.SimpleNamespace(Client=Client)  # type: ignore[attr-defined]
+    for name, mod in {"google": google, "google.cloud": cloud, "google.api_core": api_core,
+                      "google.api_core.exceptions": exceptions}.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    assert fs.put_if_absent("gs://lake/t/_sieve/k/manifest-00000002.json", b"one") is True
+    assert fs.put_if_absent("gs://lake/t/_sieve/k/manifest-00000002.json", b"two") is False
+    assert objects == {("lake", "t/_sieve/k/manifest-00000002.json"): b"one"}
 
 
 def test_cli_on_s3(table: tuple[str, dict[str, list[int | None]]], capsys: pytest.CaptureFixture[str]) -> None:

@@ -60,6 +60,6 @@ def put_parquet(uri: str, keys: list[int | None]) -> None:
     """One Parquet file with columns ``k`` (int64 keys) and ``v`` at ``uri`` (s3://bucket/key)."""
     from airflow_provider_lineage.sieve import fs
 
-    filesystem, inner = fs.filesystem(uri)
+    filesystem, inner = fs.resolve(uri)
     pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}),
                    inner, filesystem=filesystem)

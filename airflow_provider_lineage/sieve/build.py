@@ -2,22 +2,28 @@
 
 Stage 1 (Spark): ``select(key, input_file_name()) -> join a small broadcast file-id table ->
 distinct -> group by key -> sort_array(collect_set(file id)) -> range-partition by key and sort``.
-Partitions are sized from the Parquet footers' row counts (``rows_per_partition``); the pipeline
-is JVM-only (no Python workers, so executors need neither this package nor pyarrow).
+At most one range partition per ``rows_per_partition`` rows (from the Parquet footers, read in
+threads), which adaptive query execution coalesces up to its advisory partition size (so a
+low-cardinality key streams as one partition: one Spark job, not one per million rows); the
+pipeline is JVM-only (no Python workers, so executors need neither this package nor pyarrow).
 
 Stage 2 (driver): ``toLocalIterator(prefetchPartitions=False)`` streams one partition at a time in
 key order into :class:`~.model.Segmenter`; each closed segment is cut into blocks, written to its
-own file and dropped. Driver memory is bounded by one partition plus one segment
-(``max_segment_keys`` keys) plus the small segment list.
+own file and dropped. Driver memory is bounded by one partition (``rows_per_partition`` rows, or
+AQE's advisory size when it coalesces) plus one segment (``max_segment_keys`` keys) plus the small
+segment list.
 
 Without Spark (``spark=None``, path tables only) keys are gathered with pyarrow on the driver:
 fine for small tables and tests, not bounded in memory.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +63,7 @@ from .table import (
 
 DEFAULT_MAX_SEGMENT_KEYS = 65_536
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
+FOOTER_THREADS = 8
 # Error bound e: how far R(k) may stray from a segment's straight line, and the update budget
 # E = e * b_count. 0 (an exact cone) was chosen from the SF1 benchmark data: files read / exact
 # files went 1.52x (e=8), 1.65x (e=4, e=2), 1.61x (e=1) -> 1.00x (e=0) on the adversarial layout,
@@ -283,6 +290,31 @@ def table_schema(spark: Any, ref: TableRef) -> Any:
     return spark.read.parquet(spark_path(ref.root)).schema
 
 
+def footer_rows(files: list[FileEntry]) -> None:
+    """Set every file's row count from its Parquet footer (read in a few threads: it is I/O)."""
+    if not files:
+        return
+    with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files))) as pool:
+        for f, n in zip(files, pool.map(num_rows, [f.path for f in files])):
+            f.num_rows = n
+
+
+@contextlib.contextmanager
+def session_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Set Spark session settings inside the block and restore the caller's values after it."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str, seg: Segmenter,
                  rows_per_partition: int, stats: dict[str, Any]) -> tuple[KeyType, set[int], str]:
     from pyspark.sql import functions as F
@@ -295,8 +327,7 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
         raise SieveError(f"{ref.name} has no column {column!r}; its columns are {', '.join(schema.names)}: "
                          "check the column name")
     kt = learn_key_type(key_type_from_spark(schema[column].dataType, column), files, column)
-    for f in files:
-        f.num_rows = num_rows(f.path)
+    footer_rows(files)
     total_rows = sum(f.num_rows or 0 for f in files)
     n_parts = max(1, math.ceil(total_rows / max(1, rows_per_partition)))
     stats.update(rows=total_rows, partitions=n_parts)
@@ -309,12 +340,15 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
                .select("k", F.coalesce(F.col("fid"), F.lit(-1)).alias("fid"))
                .distinct()
                .groupBy("k").agg(F.sort_array(F.collect_set("fid")).alias("fids"))
-               .repartitionByRange(n_parts, "k").sortWithinPartitions("k"))
+               .repartitionByRange("k").sortWithinPartitions("k"))
         nulls: set[int] = set()
         decimal = kt.kind == "decimal"
         push = seg.push
         # JVM-only pipeline (no Python workers): rows stream to the driver partition by partition.
-        for k, fs in agg.toLocalIterator(prefetchPartitions=False):
+        # At most n_parts range partitions, which adaptive execution coalesces (one Spark job each).
+        with session_conf(spark, {"spark.sql.shuffle.partitions": str(n_parts)}):
+            rows = agg.toLocalIterator(prefetchPartitions=False)  # plans and runs the shuffles now
+        for k, fs in rows:
             if fs and fs[0] == -1:
                 raise _UnknownFile()
             if k is None:

@@ -2,7 +2,8 @@
 
 Values are Python values of the column's domain: ``int`` for integer columns, ``datetime.date`` for
 DATE, ``datetime.datetime`` for TIMESTAMP (a naive datetime is taken as UTC for TIMESTAMP and as the
-wall-clock value for TIMESTAMP_NTZ) and ``decimal.Decimal`` (or ``int``) for DECIMAL.
+wall-clock value for TIMESTAMP_NTZ), ``decimal.Decimal`` (or ``int``) for DECIMAL, ``str`` for
+STRING and ``bytes`` for BINARY (both compared by their bytes, UTF-8 for strings, as Spark does).
 """
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ def datasets_for_relation(rel: RelationInfo) -> list[DatasetRef]:
         dbtable = opts.get("dbtable") or ("(query)" if "query" in opts else None)
         return [dataset_for_jdbc(url, dbtable, table=rel.table)]
     if rel.locations:
-        return [dataset_for_location(loc, table=rel.table) for loc in rel.locations]
+        # several partition folders of one table (``t/day=1``, ``t/day=2``) are one dataset
+        return list(dict.fromkeys(dataset_for_location(loc, table=rel.table) for loc in rel.locations))
     if rel.table:
         return [dataset_for_table(rel.table)]
     return []

@@ -8,10 +8,14 @@
 * a catalog table with a storage location is identified by its location (so that readers by path
   and readers by table name meet on the same dataset); the table name travels as ``table`` and
   becomes a ``symlinks`` facet.
+* Hive-style partition folders at the end of a path (``.../events/day=2024-01-01/hour=3``) name a
+  part of the table above them, not a dataset of their own: they are folded into it (``.../events``),
+  so a job reading one day's partition per run reads the same dataset every run.
 """
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -45,6 +49,7 @@ class DatasetRef:
         return f"{self.namespace}:{self.name}"
 
 
+_PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$")
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfs": "abfss", "wasb": "wasbs"}
 _JDBC_ALIASES = {"postgresql": "postgres", "sqlserver": "mssql", "mariadb": "mysql"}
 
@@ -56,6 +61,8 @@ def dataset_for_location(uri: str, table: str | None = None) -> DatasetRef:
     DatasetRef(namespace='file', name='/tmp/out', table=None)
     >>> dataset_for_location("s3a://bucket/a/b/")
     DatasetRef(namespace='s3://bucket', name='a/b', table=None)
+    >>> dataset_for_location("/lake/events/day=2024-01-01/hour=3")
+    DatasetRef(namespace='file', name='/lake/events', table=None)
     """
     uri = uri.strip()
     if uri.startswith("jdbc:"):
@@ -134,7 +141,15 @@ def _clean_path(path: str) -> str:
     norm = posixpath.normpath(path)
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
-    return norm
+    return without_partition_dirs(norm)
+
+
+def without_partition_dirs(path: str) -> str:
+    """``/t/day=2024-01-01/hour=3`` -> ``/t``: trailing Hive partition folders name part of the table above."""
+    parts = path.split("/")
+    while len(parts) > 1 and _PARTITION_DIR.match(parts[-1]):
+        parts.pop()
+    return "/".join(parts) or "/"
 
 
 def catalog_identifier(name: str) -> str:

@@ -24,6 +24,11 @@ from airflow_provider_lineage.lineage.naming import (
         ("gs://bkt/p/q", "gs://bkt", "p/q"),
         ("abfss://cont@acct.dfs.core.windows.net/dir/f", "abfss://cont@acct.dfs.core.windows.net", "dir/f"),
         ("file://host1/data", "file://host1", "/data"),
+        # Hive partition folders at the end fold into their table; elsewhere they are just names
+        ("/lake/events/day=2024-01-01/hour=3", "file", "/lake/events"),
+        ("file:/lake/events/day=2024-01-01/", "file", "/lake/events"),
+        ("s3a://b/events/day=2024-01-01", "s3://b", "events"),
+        ("/lake/a=b/events", "file", "/lake/a=b/events"),
     ],
 )
 def test_dataset_for_location(uri, namespace, name):

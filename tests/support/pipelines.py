@@ -54,8 +54,11 @@ def load_dag(dag_id: str) -> Any:
     return bag.get_dag(dag_id)
 
 
-def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1) -> dict[str, Any]:
-    """Run ``dag_id`` ``times`` times on ``data_dir``; the runs and the events they self-emitted."""
+def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: str | None = None) -> dict[str, Any]:
+    """Run ``dag_id`` ``times`` times on ``data_dir``; the runs and the events they self-emitted.
+
+    ``spark_conn``: ``spark_default`` for these runs only (an ``AIRFLOW_CONN_*`` JSON value; default local[2]).
+    """
     migrate_db()
     env_for_spark()
     for key in ("AIRFLOW__OPENLINEAGE__TRANSPORT", "OPENLINEAGE_URL", "OPENLINEAGE_CONFIG"):
@@ -66,6 +69,11 @@ def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1) -> dict[str, 
     path = transport.default_events_path()
     before = len(read_events(path))
     dag = load_dag(dag_id)
-    runs = [dag.test(run_conf={"data_dir": str(data_dir)}) for _ in range(times)]
+    saved = os.environ["AIRFLOW_CONN_SPARK_DEFAULT"]
+    os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_conn or saved
+    try:
+        runs = [dag.test(run_conf={"data_dir": str(data_dir)}) for _ in range(times)]
+    finally:
+        os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = saved
     return {"runs": runs, "dag_run": runs[-1], "data_dir": data_dir, "events": read_events(path)[before:],
             "events_path": path}

@@ -247,3 +247,19 @@ def test_string_candidates_superset_of_exact_after_updates(initial, ops, mode, e
                 assert exact_for(layout, pred) <= got <= set(layout), (pred, layout, idx.key_type.prefix)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_binary_keys_build_query_and_pruned_read(spark, tmp_path) -> None:
+    root = str(tmp_path / "b")
+    layout = {f"{root}/a.parquet": [b"\x00\x01", b"\xff\xfe", None], f"{root}/b.parquet": [b"\x00\x02", b"\x80"]}
+    for path, keys in layout.items():
+        write_file(path, keys, pa.binary())
+    S.build(spark, root, "k")  # Spark build: binary keys computed on executors
+    idx = S.open_index(root, "k")
+    assert idx.key_type.kind == "binary" and idx.key_type.prefix == ""
+    for pred in (S.Eq(b"\x00\x02"), S.Range(b"\x80", None), S.In([b"\xff\xfe", b"\x00"]), S.IsNull()):
+        assert set(idx.candidates(pred, assume_fresh=True)) == exact_for(layout, pred), pred
+    r = run("query", root, "k", "--eq", "0x0002")
+    assert [json.loads(x)["file"] for x in r.stdout.splitlines()] == [f"{root}/b.parquet"], r.stderr
+    rows = S.read(spark, root, "k", S.Eq(b"\xff\xfe"), full_read_share=1.0).collect()
+    assert [bytes(x.k) for x in rows] == [b"\xff\xfe"]

@@ -30,6 +30,7 @@ import contextvars
 import json
 import os
 import posixpath
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -189,14 +190,6 @@ def store_error(path: str, exc: BaseException) -> StoreError:
                       f"{_fix(scheme_of(path))}")
 
 
-def info(path: str) -> pafs.FileInfo:
-    fs, inner = resolve(path)
-    try:
-        return fs.get_file_info(inner)
-    except OSError as exc:
-        raise store_error(path, exc) from exc
-
-
 def is_dir(path: str) -> bool:
     """True for a local directory; for an object store, a prefix with at least one object below it."""
     if is_local(path):
@@ -208,12 +201,6 @@ def is_dir(path: str) -> bool:
         return bool(fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True)))
     except OSError as exc:
         raise store_error(path, exc) from exc
-
-
-def exists(path: str) -> bool:
-    if is_local(path):
-        return os.path.exists(normalize(path))
-    return info(path).type != pafs.FileType.NotFound or is_dir(path)
 
 
 def open_input(path: str) -> Any:
@@ -307,6 +294,10 @@ def _gcs() -> tuple[Any, Any]:
     return storage, PreconditionFailed
 
 
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
 def _s3_client() -> Any:
     boto3 = _boto3()
     opts = {**_s3_endpoint_from_env(), **(_options.get() or {})}
@@ -318,7 +309,12 @@ def _s3_client() -> Any:
     if opts.get("endpoint_override"):
         endpoint = str(opts["endpoint_override"])
         kwargs["endpoint_url"] = endpoint if "://" in endpoint else f"{opts.get('scheme') or 'https'}://{endpoint}"
-    return boto3.client("s3", **kwargs)
+    key = json.dumps(kwargs, sort_keys=True) + "|" + "|".join(os.environ.get(v, "") for v in _ENV_KEYS)
+    with _clients_lock:  # boto3's default session is not thread-safe: one session per client, made once
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = boto3.session.Session().client("s3", **kwargs)
+    return client
 
 
 def _s3_put_if_absent(path: str, data: bytes) -> bool:

@@ -234,12 +234,25 @@ def put_if_absent(path: str, data: bytes) -> bool:
     scheme = scheme_of(path)
     check_commit_supported(path)
     if scheme in _put_if_absent:
-        return _put_if_absent[scheme](path, data)
-    if scheme == "s3":
-        return _s3_put_if_absent(path, data)
-    if scheme == "gs":
-        return _gcs_put_if_absent(path, data)
-    return _check_then_write(path, data)  # opted in (check_commit_supported)
+        created = _put_if_absent[scheme](path, data)
+    elif scheme == "s3":
+        created = _s3_put_if_absent(path, data)
+    elif scheme == "gs":
+        created = _gcs_put_if_absent(path, data)
+    else:
+        created = _check_then_write(path, data)  # opted in (check_commit_supported)
+    # A client retry of a put that did land (a lost reply) finds its own object: that is a success,
+    # not a lost race (the bytes name this writer's own random file table, so no other writer's match).
+    return created or _holds(path, data)
+
+
+def _holds(path: str, data: bytes) -> bool:
+    fs, inner = resolve(path)
+    try:
+        with fs.open_input_stream(inner) as fh:
+            return fh.read() == data
+    except OSError:
+        return False
 
 
 def check_commit_supported(path: str) -> None:

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import IndexUnavailable, SieveError
+from .fs import open_input
 from .keys import (
     HIGH_KEY,
     LEN_BITS,
@@ -41,6 +42,8 @@ from .keys import (
     _unscaled,
     key_type_from_arrow,
     key_type_from_spark,
+    learn_alphabet,
+    radix_tables,
     with_bounds,
 )
 from .model import Segment, Segmenter, budget_for
@@ -185,12 +188,33 @@ def learn_key_type(kt: KeyType, files: list[FileEntry], column: str) -> KeyType:
         low = bounds[0] if low is None else min(low, bounds[0])
         high = bounds[1] if high is None else max(high, bounds[1])
         widths += [len(bounds[0]), len(bounds[1])]
-    return with_bounds(kt, low, high, round(sum(widths) / len(widths)) if widths else None)
+    kt = with_bounds(kt, low, high, round(sum(widths) / len(widths)) if widths else None)
+    return learn_alphabet(kt, sample_column(files, column))
+
+
+SAMPLE_VALUES = 100_000
+
+
+def sample_column(files: list[FileEntry], column: str, limit: int = SAMPLE_VALUES) -> pa.ChunkedArray:
+    """Up to about ``limit`` values of a column, from the first files (to learn a key alphabet: any
+    sample gives correct answers, a representative one gives finer keys)."""
+    chunks: list[pa.Array] = []
+    seen = 0
+    for f in files:
+        pf = pq.ParquetFile(open_input(f.path))
+        if column not in pf.schema_arrow.names:
+            continue
+        for batch in pf.iter_batches(columns=[column], batch_size=min(limit, 65_536)):
+            chunks.append(pc.cast(batch.column(0), pa.large_binary()))
+            seen += len(batch)
+            if seen >= limit:
+                return pa.chunked_array(chunks, pa.large_binary())
+    return pa.chunked_array(chunks, pa.large_binary())
 
 
 def file_bounds(path: str, column: str) -> tuple[bytes, bytes] | None:
     """(min, max) of a string/binary column's non-null values in one file (unsigned byte order)."""
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(open_input(path))
     md = pf.metadata
     leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
     if leaf is None:
@@ -261,9 +285,34 @@ def spark_key_expr(column: str, kt: KeyType) -> Any:
         return (F.unix_date(c.cast("date")).cast("long") * 86_400_000_000
                 + (F.hour(c) * 3600 + F.minute(c) * 60).cast("long") * 1_000_000
                 + (F.expr(f"extract(SECOND FROM `{column}`)") * 1_000_000).cast("long"))
+    if kt.shares_keys and kt.alphabet:
+        return spark_radix_key(column, kt.prefix_bytes, bytes.fromhex(kt.alphabet))
     if kt.shares_keys:
         return spark_window_key(c.cast("binary"), kt.prefix_bytes)
     return c
+
+
+def spark_radix_key(column: str, prefix: bytes, alphabet: bytes) -> Any:
+    """:func:`~.keys.radix_key` as a JVM-only Spark SQL expression (a fold over the digits)."""
+    from pyspark.sql import functions as F
+
+    code, mode, r, w = radix_tables(alphabet)
+    p = len(prefix)
+    raw = f"CAST(`{column}` AS BINARY)"
+    rest = f"substring({raw}, {p + 1}, {w})"
+    byte = f"(CAST(conv(hex(substring({rest}, j + 1, 1)), 16, 10) AS INT) + 1)"
+    codes = "array(" + ", ".join(str(int(x)) for x in code) + ")"
+    modes = "array(" + ", ".join(str(int(x)) for x in mode) + ")"
+    fold = (f"aggregate(sequence(0, {w - 1}), named_struct('k', CAST(0 AS BIGINT), 'm', 0), (acc, j) -> CASE "
+            f"WHEN acc.m = 1 THEN named_struct('k', acc.k * {r} + {r - 1}, 'm', 1) "
+            f"WHEN acc.m = 2 OR j >= octet_length({rest}) THEN named_struct('k', acc.k * {r}, 'm', 2) "
+            f"ELSE named_struct('k', acc.k * {r} + element_at({codes}, {byte}), 'm', element_at({modes}, {byte})) "
+            "END, acc -> acc.k + 1)")
+    if not p:
+        return F.expr(f"CASE WHEN `{column}` IS NULL THEN NULL ELSE {fold} END")
+    pre = f"unhex('{prefix.hex()}')"
+    return F.expr(f"CASE WHEN `{column}` IS NULL THEN NULL WHEN substring({raw}, 1, {p}) = {pre} THEN {fold} "
+                  f"WHEN {raw} < {pre} THEN CAST({LOW_KEY} AS BIGINT) ELSE CAST({HIGH_KEY} AS BIGINT) END")
 
 
 def spark_window_key(raw: Any, prefix: bytes) -> Any:

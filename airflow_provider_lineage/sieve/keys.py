@@ -20,6 +20,13 @@ sentinel (false positives, never a lost file). It is one-to-one on values whose 
 than 7 bytes (short codes: ``exact``); longer values share their key with every value of the same
 first 7 bytes after the prefix (``encode`` returns ``exact=False``; ranges widen to whole keys).
 
+Radix keys. When a sample of the column (read at build time) uses at most ``ALPHABET_MAX`` distinct
+bytes after the prefix (digits, hex, ``-``), the KeyType also stores that sorted ``alphabet`` and
+the bytes after the prefix become digits of base ``|alphabet|``: 17 decimal digits instead of 7
+bytes, and consecutive codes get consecutive keys (regular spacing keeps segments long). Bytes
+outside the alphabet keep the map monotone (see :func:`radix_tables`), so values appended later
+with other bytes only cost false positives.
+
 Keys are Python ints (DECIMAL(38, s) needs more than 64 bits); arrays of keys are numpy ``int64``
 arrays when every key fits, else numpy ``object`` arrays of Python ints.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -64,11 +72,13 @@ class KeyType:
     scale: int = 0
     width: int = 8  # bytes one value of the attribute takes (for "share of attribute size")
     prefix: str = ""
+    alphabet: str = ""  # hex of the sorted bytes seen after the prefix at build time ("" = every byte)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if not d["prefix"]:
-            del d["prefix"]  # manifests of non-string indexes stay as older releases wrote them
+        for name in ("prefix", "alphabet"):
+            if not d[name]:
+                del d[name]  # manifests of non-string indexes stay as older releases wrote them
         return d
 
     @property
@@ -116,6 +126,8 @@ class KeyType:
             return _floor_exact(Fraction(value) * 10**self.scale)
         if self.kind in BYTE_KINDS:
             raw = self._value_bytes(value)
+            if self.alphabet:
+                return radix_key(raw, self.prefix_bytes, bytes.fromhex(self.alphabet)), False
             return window_key(raw, self.prefix_bytes), window_exact(raw, self.prefix_bytes)
         raise UnsupportedKeyType(f"unknown key kind {self.kind!r}")
 
@@ -136,6 +148,8 @@ class KeyType:
                 lo = k if (exact and low_inclusive) else k + 1
         if high is not None:
             k, exact = self.encode(high)
+            if not high_inclusive and self.alphabet:  # no smaller value shares the key: drop it
+                exact = radix_least(self._value_bytes(high), self.prefix_bytes, bytes.fromhex(self.alphabet))
             hi = k if (high_inclusive or not exact) else k - 1
         return lo, hi
 
@@ -158,7 +172,8 @@ class KeyType:
             value = EPOCH_NAIVE + key * _MICRO
             return value.replace(tzinfo=dt.UTC) if self.kind == "timestamp" else value
         if self.kind in BYTE_KINDS:
-            raw = window_bytes(key, self.prefix_bytes)
+            raw = (radix_bytes(key, self.prefix_bytes, bytes.fromhex(self.alphabet)) if self.alphabet
+                   else window_bytes(key, self.prefix_bytes))
             return raw.decode("utf-8", "replace") if self.kind == "string" else raw
         return decimal.Decimal(key).scaleb(-self.scale)
 
@@ -216,7 +231,10 @@ class KeyType:
             raw = raw.combine_chunks() if raw.num_chunks else pa.array([], pa.large_binary())
         nulls = raw.null_count
         raw = raw.drop_null() if nulls else raw
-        return np.unique(window_keys(raw.unique(), self.prefix_bytes)), nulls
+        uniq = raw.unique()
+        if self.alphabet:
+            return np.unique(radix_keys(uniq, self.prefix_bytes, bytes.fromhex(self.alphabet))), nulls
+        return np.unique(window_keys(uniq, self.prefix_bytes)), nulls
 
 
 def _floor_exact(x: Fraction) -> tuple[int, bool]:
@@ -290,6 +308,136 @@ def _big_endian(arr: pa.Array) -> np.ndarray:
     mat = np.zeros((n, 8), np.uint8)
     mat[:, 8 - WINDOW:] = np.where(col < lens[:, None], data[idx], 0)
     return mat.view(">u8").ravel().astype(np.int64)
+
+
+# ---- radix keys (string / binary over a learned alphabet) --------------------------------------
+# Codes over few distinct bytes (digits, hex, '-') waste most of a byte. With the sorted alphabet A
+# learned at build time, the bytes after the prefix are digits of base R = |A| (a_i -> i), so 17
+# decimal digits fit where the byte window holds 7, and consecutive codes get consecutive keys.
+# An end of value counts as a_0; a byte c outside A counts as the largest member below it followed
+# by R-1 digits to the end (or, below a_0, as 0 digits to the end). That keeps the map monotone for
+# every alphabet (a byte outside it only adds false positives), never one-to-one (exact is False).
+ALPHABET_MAX = 48  # larger alphabets keep the byte window
+ALPHABET_MIN = 2
+
+
+@functools.lru_cache(maxsize=64)
+def radix_tables(alphabet: bytes) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(code, mode) per byte value, the base R and the digits W (R**W <= 2**59).
+
+    mode 0: a member (code = its rank); 1: outside, between members (code = rank of the largest member
+    below it, then R-1 digits); 2: outside, below every member (code 0, then 0 digits).
+    """
+    members = sorted(set(alphabet))
+    rank = np.searchsorted(np.asarray(members), np.arange(256), "left")  # members below each byte
+    member = np.isin(np.arange(256), members)
+    code = np.where(member, rank, np.maximum(rank - 1, 0)).astype(np.int64)
+    mode = np.where(member, 0, np.where(rank == 0, 2, 1)).astype(np.int64)
+    r = len(members)
+    w = 1
+    while r ** (w + 1) <= 1 << (8 * WINDOW + LEN_BITS):
+        w += 1
+    return code, mode, r, w
+
+
+def radix_key(raw: bytes, prefix: bytes, alphabet: bytes) -> int:
+    """The key of a byte string over ``alphabet``: monotone in unsigned byte order (see above)."""
+    p = len(prefix)
+    if raw[:p] != prefix:
+        return LOW_KEY if raw < prefix else HIGH_KEY
+    code, mode, r, w = radix_tables(alphabet)
+    rest = raw[p:p + w]
+    key, state = 0, 0
+    for j in range(w):
+        if state == 1:
+            digit = r - 1
+        elif state == 2 or j >= len(rest):
+            digit, state = 0, 2
+        else:
+            digit, state = int(code[rest[j]]), int(mode[rest[j]])
+        key = key * r + digit
+    return 1 + key
+
+
+def radix_least(raw: bytes, prefix: bytes, alphabet: bytes) -> bool:
+    """True when every value with ``raw``'s radix key is >= ``raw`` (members only, at most W of them
+    after the prefix, not ending in a_0), so an exclusive upper bound may drop the key."""
+    if raw[:len(prefix)] != prefix:
+        return False
+    rest = raw[len(prefix):]
+    _, _, _, w = radix_tables(alphabet)
+    members = set(alphabet)
+    return len(rest) <= w and all(b in members for b in rest) and (not rest or rest[-1] != min(members))
+
+
+def radix_bytes(key: int, prefix: bytes, alphabet: bytes) -> bytes:
+    """The members spelled by a radix key (trailing a_0 dropped): for display."""
+    if key <= LOW_KEY:
+        return b""
+    if key >= HIGH_KEY:
+        raise ValueError(f"key {key} stands for every value above prefix {prefix!r}: it has no least value")
+    members = sorted(set(alphabet))
+    _, _, r, w = radix_tables(alphabet)
+    body, digits = key - 1, []
+    for _ in range(w):
+        body, d = divmod(body, r)
+        digits.append(members[d])
+    return prefix + bytes(reversed(digits)).rstrip(bytes([members[0]]))
+
+
+def radix_keys(arr: pa.Array, prefix: bytes, alphabet: bytes) -> np.ndarray:
+    """Vectorised :func:`radix_key` of a null-free string/binary Arrow array (int64, unsorted)."""
+    if len(arr) == 0:
+        return np.empty(0, np.int64)
+    code, mode, r, w = radix_tables(alphabet)
+    raw = pc.cast(arr, pa.large_binary())
+    p = len(prefix)
+    rest = pc.binary_slice(raw, p, p + w)
+    mat, lens = _byte_matrix(rest, w)
+    col = np.arange(w)
+    inside = col < lens[:, None]
+    digit = np.where(inside, code[mat], 0)
+    state = np.where(inside, mode[mat], 2)  # the end of a value: 0 digits from there on
+    escaped = state != 0
+    first = np.where(escaped.any(axis=1), escaped.argmax(axis=1), w)
+    rows = np.arange(len(arr))
+    tail = np.where(state[rows, np.minimum(first, w - 1)] == 1, r - 1, 0)
+    digit = np.where(col > first[:, None], tail[:, None], digit)
+    powers = np.asarray([r ** (w - 1 - j) for j in range(w)], np.int64)
+    keys = 1 + digit.astype(np.int64) @ powers
+    if p:
+        pre = pa.scalar(prefix, pa.large_binary())
+        starts = pc.equal(pc.binary_slice(raw, 0, p), pre).to_numpy(zero_copy_only=False)
+        below = pc.less(raw, pre).to_numpy(zero_copy_only=False)
+        keys = np.where(starts, keys, np.where(below, LOW_KEY, HIGH_KEY))
+    return keys.astype(np.int64)
+
+
+def _byte_matrix(arr: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, width) uint8 matrix of each element's first bytes (0 past its end) and the lengths."""
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], np.int64, count=n + 1, offset=8 * arr.offset)
+    lens = np.diff(offsets)
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
+    col = np.arange(width)
+    idx = np.minimum(offsets[:-1, None] + col, len(data) - 1)
+    return np.where(col < lens[:, None], data[idx], 0).astype(np.int64), lens
+
+
+def learn_alphabet(kt: KeyType, sample: pa.Array | pa.ChunkedArray) -> KeyType:
+    """``kt`` with the alphabet of the bytes after its prefix in ``sample`` (when it is small)."""
+    if kt.kind not in BYTE_KINDS or len(sample) == 0:
+        return kt
+    raw = pc.cast(sample, pa.large_binary())
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
+    rest = pc.binary_slice(raw.drop_null().unique(), len(kt.prefix_bytes), len(kt.prefix_bytes) + 32)
+    mat, lens = _byte_matrix(rest, 32)
+    seen = np.unique(mat[np.arange(32) < lens[:, None]])
+    if not ALPHABET_MIN <= len(seen) <= ALPHABET_MAX:
+        return kt
+    return replace(kt, alphabet=bytes(seen.astype(np.uint8).tolist()).hex())
 
 
 def common_prefix(a: bytes, b: bytes) -> bytes:

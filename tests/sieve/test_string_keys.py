@@ -20,6 +20,9 @@ from airflow_provider_lineage.sieve.keys import (
     WINDOW,
     KeyType,
     key_type_from_arrow,
+    radix_key,
+    radix_keys,
+    radix_least,
     window_bytes,
     window_exact,
     window_key,
@@ -36,9 +39,17 @@ def utf8(s: str) -> bytes:
     return s.encode("utf-8")
 
 
-def string_kt(prefix: str | bytes) -> KeyType:
+def string_kt(prefix: str | bytes, alphabet: bytes = b"") -> KeyType:
     raw = prefix if isinstance(prefix, bytes) else utf8(prefix)
-    return KeyType("string", "string", prefix=raw.hex())
+    return KeyType("string", "string", prefix=raw.hex(), alphabet=alphabet.hex())
+
+
+def key_of(raw: bytes, prefix: bytes, alphabet: bytes) -> int:
+    return radix_key(raw, prefix, alphabet) if alphabet else window_key(raw, prefix)
+
+
+def keys_of(arr: pa.Array, prefix: bytes, alphabet: bytes) -> list[int]:
+    return (radix_keys(arr, prefix, alphabet) if alphabet else window_keys(arr, prefix)).tolist()
 
 
 # Values that exercise the window: empty, prefixes of each other, NUL bytes, window-length edges,
@@ -48,20 +59,27 @@ TEXT = st.one_of(
     st.text(alphabet="Ca#0\x00é\uffff", max_size=2 * WINDOW + 2),
     st.builds(lambda n, tail: f"Clerk#{n:09d}{tail}", st.integers(0, 2000), st.sampled_from(["", "x", "\x00"])),
 )
+# b"" = the byte window; else radix keys over a learned alphabet (decimal, phone, hex codes, any).
+ALPHABET = st.one_of(st.just(b""), st.sampled_from([b"0123456789", b"-0123456789", b"-0123456789abcdef", b"#0Cae"]),
+                     st.binary(min_size=2, max_size=6).map(lambda b: bytes(sorted(set(b)))).filter(lambda b: len(b) >= 2))
 PREFIX = st.one_of(st.just(""), st.sampled_from(["C", "Clerk#0000", "a", "é", "\uffff"]), st.text(max_size=4))
 
 
 # ---- the map ------------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
-@given(a=TEXT, b=TEXT, prefix=PREFIX)
-def test_window_key_is_monotone_in_utf8_byte_order(a, b, prefix) -> None:
+@settings(max_examples=300, deadline=None)
+@given(a=TEXT, b=TEXT, prefix=PREFIX, alphabet=ALPHABET)
+def test_keys_are_monotone_in_utf8_byte_order(a, b, prefix, alphabet) -> None:
     p = utf8(prefix)
-    ka, kb = window_key(utf8(a), p), window_key(utf8(b), p)
+    ka, kb = key_of(utf8(a), p, alphabet), key_of(utf8(b), p, alphabet)
     if utf8(a) <= utf8(b):
         assert ka <= kb, (a, b, prefix)
     if utf8(a) >= utf8(b):
         assert ka >= kb, (a, b, prefix)
     assert LOW_KEY <= ka <= HIGH_KEY < 2**63
+    if alphabet:
+        if ka == kb and utf8(b) < utf8(a):
+            assert not radix_least(utf8(a), p, alphabet)  # an exclusive bound at a may drop its key
+        return
     if ka == kb and window_exact(utf8(a), p):
         assert a == b  # an exact key belongs to one value only
     if window_exact(utf8(a), p):
@@ -69,22 +87,22 @@ def test_window_key_is_monotone_in_utf8_byte_order(a, b, prefix) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(values=st.lists(TEXT, max_size=30), prefix=PREFIX, cut=st.integers(0, 5))
-def test_vectorised_keys_equal_the_python_map(values, prefix, cut) -> None:
+@given(values=st.lists(TEXT, max_size=30), prefix=PREFIX, cut=st.integers(0, 5), alphabet=ALPHABET)
+def test_vectorised_keys_equal_the_python_map(values, prefix, cut, alphabet) -> None:
     p = utf8(prefix)
     arr = pa.array(values, pa.string())
-    assert window_keys(arr, p).tolist() == [window_key(utf8(v), p) for v in values]
+    assert keys_of(arr, p, alphabet) == [key_of(utf8(v), p, alphabet) for v in values]
     sliced = arr.slice(min(cut, len(values)))  # a non-zero array offset
-    assert window_keys(sliced, p).tolist() == [window_key(utf8(v), p) for v in values[min(cut, len(values)):]]
+    assert keys_of(sliced, p, alphabet) == [key_of(utf8(v), p, alphabet) for v in values[min(cut, len(values)):]]
     raw = [utf8(v) for v in values]
-    assert window_keys(pa.array(raw, pa.binary()), p).tolist() == [window_key(r, p) for r in raw]
+    assert keys_of(pa.array(raw, pa.binary()), p, alphabet) == [key_of(r, p, alphabet) for r in raw]
 
 
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(TEXT, min_size=1, max_size=20), prefix=PREFIX, low=st.none() | TEXT,
-       high=st.none() | TEXT, li=st.booleans(), hi=st.booleans(), probe=TEXT)
-def test_points_and_ranges_over_approximate(values, prefix, low, high, li, hi, probe) -> None:
-    kt = string_kt(prefix)
+       high=st.none() | TEXT, li=st.booleans(), hi=st.booleans(), probe=TEXT, alphabet=ALPHABET)
+def test_points_and_ranges_over_approximate(values, prefix, low, high, li, hi, probe, alphabet) -> None:
+    kt = string_kt(prefix, alphabet)
     keyed = {v: kt.encode(v)[0] for v in values}
     rng = S.Range(low, high, li, hi)
     ivs = intervals_of(rng, kt)
@@ -94,7 +112,8 @@ def test_points_and_ranges_over_approximate(values, prefix, low, high, li, hi, p
         assert intervals_of(S.Eq(v), kt) == [(k, k)]
     assert set(intervals_of(S.In([*values, None]), kt)) == {(k, k) for k in keyed.values()}
     k, exact = kt.encode(probe)
-    assert exact == (utf8(probe).startswith(utf8(prefix)) and len(utf8(probe)) - len(utf8(prefix)) < WINDOW)
+    window = utf8(probe).startswith(utf8(prefix)) and len(utf8(probe)) - len(utf8(prefix)) < WINDOW
+    assert exact == (window and not alphabet)  # radix keys are never one value's alone
 
 
 def test_encode_examples_and_errors() -> None:
@@ -126,7 +145,7 @@ def test_arrow_types_and_learned_prefix(tmp_path) -> None:
     write_file(f"{root}/b.parquet", ["Clerk#000001000", "Clerk#000000500"], pa.string())
     write_file(f"{root}/n.parquet", [None, None], pa.string())  # only NULLs: no bounds
     kt = arrow_key_type(list_table_files(root), "k")
-    assert (kt.kind, kt.prefix_bytes, kt.width) == ("string", b"Clerk#00000", 15)
+    assert (kt.kind, kt.prefix_bytes, kt.width, kt.alphabet) == ("string", b"Clerk#00000", 15, b"0159".hex())
     keys, nulls = kt.keys_of_arrow(pa.chunked_array([pa.array(["Clerk#000000951", None, "Clerk#000000951"])]))
     assert keys.tolist() == [kt.encode("Clerk#000000951")[0]] and nulls == 1
     for t in (pa.string_view(), pa.large_string()):  # tpchgen-cli writes string_view columns
@@ -156,10 +175,17 @@ def test_string_index_prunes_points_in_lists_and_ranges(tmp_path) -> None:
     idx = S.open_index(root, "k")
     assert idx.key_type.prefix_bytes == b"C-" and stats.key_type == "string"
     for pred in (S.Eq("C-000013"), S.Eq("C-000099"), S.Eq("C-5"), S.In(["C-000001", "C-000042", None]),
-                 S.Range("C-000010", "C-000020", True, False), S.Range("C-000500", "C-899999"),
+                 S.Range("C-000010", "C-000019", True, False), S.Range("C-000500", "C-899999"),
                  S.Range("C-900001", None), S.Range(None, "B"), S.Range("D", None), S.IsNull()):
         got = set(idx.candidates(pred, assume_fresh=True))
-        assert got == exact_for(layout, pred), pred  # short codes: exact keys, tight answers
+        assert got == exact_for(layout, pred), pred  # short codes: one key each, tight answers
+    # Decimal codes are digits of base 10 after the prefix (consecutive codes, consecutive keys); an
+    # end of value counts as '0', so 'C-00002' < 'C-000020' share a key and an exclusive bound ending
+    # in '0' keeps that key's files.
+    assert idx.key_type.alphabet == b"0123456789".hex()
+    half_open = S.Range("C-000010", "C-000020", True, False)
+    got = set(idx.candidates(half_open, assume_fresh=True))
+    assert exact_for(layout, half_open) <= got <= exact_for(layout, half_open) | exact_for(layout, S.Eq("C-000020"))
     r = run("query", root, "k", "--eq", "C-000013")
     assert r.returncode == 0, r.stderr
     assert [json.loads(x)["file"] for x in r.stdout.splitlines()] == [f"{root}/f1.parquet"]
@@ -180,13 +206,16 @@ def test_spark_keys_equal_python_keys(spark) -> None:
     values += ["".join(rnd.choice("C-0é\x00z") for _ in range(rnd.randint(0, 12))) for _ in range(200)]
     df = spark.createDataFrame([(v, utf8(v)) for v in values] + [(None, None)], "s string, b binary")
     prefixes = [utf8(p) for p in ("", "C-", "Clerk#00000", "日本")] + [utf8("é")[:1]]  # the last cut mid-character
-    cases = [(i, p, col, kind) for i, p in enumerate(prefixes) for col, kind in (("s", "string"), ("b", "binary"))]
-    exprs = [spark_key_expr(col, KeyType(kind, kind, prefix=p.hex())).alias(f"k{i}{col}") for i, p, col, kind in cases]
+    alphabets = [b"", b"0123456789", b"-0C", bytes(sorted(set(utf8("C-0é"))))]
+    cases = [(i, p, a, col, kind) for i, (p, a) in enumerate((p, a) for p in prefixes for a in alphabets)
+             for col, kind in (("s", "string"), ("b", "binary"))]
+    exprs = [spark_key_expr(col, KeyType(kind, kind, prefix=p.hex(), alphabet=a.hex())).alias(f"k{i}{col}")
+             for i, p, a, col, kind in cases]
     rows = df.select("s", *exprs).collect()  # one Spark job for every case
-    for i, p, col, _ in cases:
+    for i, p, a, col, _ in cases:
         got = {(r.s, r[f"k{i}{col}"]) for r in rows}
-        want = {(v, window_key(utf8(v), p)) for v in values} | {(None, None)}
-        assert got == want, (p, col, sorted(got ^ want, key=str)[:4])
+        want = {(v, key_of(utf8(v), p, a)) for v in values} | {(None, None)}
+        assert got == want, (p, a, col, sorted(got ^ want, key=str)[:4])
 
 
 def test_spark_build_and_pruned_read_on_strings(spark, tmp_path) -> None:

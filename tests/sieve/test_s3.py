@@ -301,6 +301,16 @@ def test_bad_input_is_named() -> None:
         fs.put_if_absent("hdfs://namenode:8020/t/_sieve/k/manifest-00000001.json", b"{}")
 
 
+def test_unsafe_store_is_refused_before_any_work(table: tuple[str, dict[str, list[int | None]]],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = table
+    with pytest.raises(fs.UnsafeCommit, match="hdfs://.*SIEVE_ALLOW_UNSAFE_COMMITS"):
+        S.build(None, root, "k", index_path="hdfs://namenode:8020/indexes/sales_k")
+    # the opt-in's check-then-write, exercised on S3 (where the conditional put is used otherwise)
+    assert fs._check_then_write(f"{root}/_probe/once", b"1") is True
+    assert fs._check_then_write(f"{root}/_probe/once", b"2") is False
+
+
 def test_missing_boto3_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 

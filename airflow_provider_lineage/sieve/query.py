@@ -25,7 +25,7 @@ from .keys import KeyType
 from .model import Segment, over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .records import IndexStats
-from .storage import IndexStore, Manifest, SegmentMeta, default_index_path
+from .storage import FileTable, IndexStore, Manifest, SegmentMeta, default_index_path
 from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table, table_path
 
 
@@ -233,6 +233,8 @@ class SieveIndex:
 
 def diff_files(manifest: Manifest, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
     """Compare a listing with the manifest: (new files, removed ids, rewritten ids)."""
+    if isinstance(manifest.files, FileTable):
+        return _diff_columns(manifest.files, listing)
     by_path = {f.path: fid for fid, f in manifest.files.items()}
     seen: set[int] = set()
     added: list[FileEntry] = []
@@ -246,6 +248,25 @@ def diff_files(manifest: Manifest, listing: list[FileEntry]) -> tuple[list[FileE
         if not f.same_version(manifest.files[fid]):
             changed.append(fid)
     removed = [fid for fid in manifest.files if fid not in seen]
+    return added, sorted(removed), sorted(changed)
+
+
+def _diff_columns(table: FileTable, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
+    """:func:`diff_files` on the decoded columns of a file table (every stale-safe lookup runs it)."""
+    ids, paths, sizes, mtimes = table.columns()
+    by_path = dict(zip(paths, range(len(ids))))
+    seen = [False] * len(ids)
+    added: list[FileEntry] = []
+    changed: list[int] = []
+    for f in listing:
+        i = by_path.get(f.path)
+        if i is None:
+            added.append(f)
+            continue
+        seen[i] = True
+        if f.size != sizes[i] or f.mtime_ns != mtimes[i]:
+            changed.append(ids[i])
+    removed = [fid for fid, s in zip(ids, seen) if not s]
     return added, sorted(removed), sorted(changed)
 
 

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import os
 import re
 import secrets
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -63,6 +64,41 @@ MANIFEST_FORMAT = "sieve-manifest"
 MANIFEST_VERSION = 3  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
+
+
+class FileTable(Mapping[int, FileEntry]):
+    """The live files of one version by file id, as decoded columns; a :class:`FileEntry` is made
+    (once) when an id is looked up, so a point lookup builds only its candidates' entries."""
+
+    def __init__(self, ids: list[int], base: str, paths: list[bytes], sizes: list[int], mtimes: list[int],
+                 rows: list[int], parts: list[dict[str, str]]) -> None:
+        self._pos = {fid: i for i, fid in enumerate(ids)}
+        self._base, self._paths, self._sizes, self._mtimes = base, paths, sizes, mtimes
+        self._rows, self._parts = rows, parts
+        self._made: dict[int, FileEntry] = {}
+
+    def __getitem__(self, fid: int) -> FileEntry:
+        entry = self._made.get(fid)
+        if entry is None:
+            i = self._pos[fid]
+            r = self._rows[i]
+            entry = FileEntry(self._base + self._paths[i].decode(), self._sizes[i], self._mtimes[i],
+                              self._parts[i], None if r == 0 else r - 1)
+            self._made[fid] = entry
+        return entry
+
+    def __contains__(self, fid: object) -> bool:
+        return fid in self._pos
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._pos)
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def columns(self) -> tuple[list[int], list[str], list[int], list[int]]:
+        """(ids, absolute paths, sizes, mtimes) of every file, in one order, without FileEntry objects."""
+        return list(self._pos), [self._base + p.decode() for p in self._paths], self._sizes, self._mtimes
 
 
 @dataclass(frozen=True)
@@ -107,7 +143,7 @@ class Manifest:
     max_segment_keys: int
     gap_factor: float
     keep_versions: int
-    files: dict[int, FileEntry]  # live files by file id (paths relative to table root on disk)
+    files: Mapping[int, FileEntry]  # live files by file id (paths relative to table root on disk)
     next_file_id: int
     null_files: list[int]
     segment_list: FileRef | None
@@ -264,7 +300,13 @@ class IndexStore:
 
     # ---- versions ----------------------------------------------------------------------------
     def versions(self) -> list[int]:
-        names = self._listing()
+        if self.local:  # names only: no stat per segment file on every open
+            try:
+                names: Any = os.listdir(self.path)
+            except FileNotFoundError:
+                names = []
+        else:
+            names = self._listing()
         return sorted(int(m.group(1)) for n in names if (m := _MANIFEST_RE.match(n)))
 
     def latest_version(self) -> int | None:
@@ -368,7 +410,7 @@ class IndexStore:
                                    "rebuild the index")
         return unseal(magic, data, full)
 
-    def write_file_table(self, files: dict[int, FileEntry], root: str) -> FileRef:
+    def write_file_table(self, files: Mapping[int, FileEntry], root: str) -> FileRef:
         """The live files of one version, column by column (ids, paths, sizes, mtimes, rows)."""
         items = sorted(files.items())
         ids = np.fromiter((fid for fid, _ in items), np.int64, len(items))
@@ -385,7 +427,7 @@ class IndexStore:
         w.blob(json.dumps([f.partition for _, f in items], separators=(",", ":")).encode())
         return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(items))
 
-    def read_file_table(self, ref: FileRef, root: str) -> dict[int, FileEntry]:
+    def read_file_table(self, ref: FileRef, root: str) -> FileTable:
         r = Reader(self._read(ref, b"SVF1"))
         n = r.uvarint()
         ids = np.cumsum(r.uints() + 1, dtype=np.int64) - 1
@@ -399,9 +441,7 @@ class IndexStore:
         if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == len(parts) == n:
             raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
-        return {int(ids[i]): FileEntry(join(root, paths[i].decode()), int(sizes[i]), int(mtimes[i]),
-                                       parts[i], None if rows[i] == 0 else int(rows[i]) - 1)
-                for i in range(n)}
+        return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)
 
     def write_segment(self, seg: Segment) -> FileRef:
         """Segment file (format 3): header varints, then five byte-plane columns (see codec).
@@ -470,21 +510,11 @@ class IndexStore:
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
         if ref is None:
             return []
-        r = Reader(self._read(ref, b"SVL1"))
-        out: list[SegmentMeta] = []
-        prev = 0
-        for _ in range(r.uvarint()):
-            s_min = prev + r.svarint()
-            s_max = s_min + r.uvarint()
-            prev = s_max
-            b_size, b_count, budget, used, n_keys, nbytes, crc, records = (r.uvarint() for _ in range(8))
-            ln = r.uvarint()
-            name = bytes(r.buf[r.pos:r.pos + ln]).decode()
-            r.pos += ln
-            locs = np.cumsum(r.uints(), dtype=np.int64).astype(np.uint32)
-            out.append(SegmentMeta(s_min, s_max, b_size, b_count, budget, used, n_keys,
-                                   FileRef(name, nbytes, crc, records), locs))
-        return out
+        data = self._read(ref, b"SVL1")
+        try:
+            return _decode_segment_list(data)
+        except (IndexError, UnicodeDecodeError) as exc:
+            raise IndexUnavailable(f"segment list {ref.name} is truncated (corrupt): rebuild the index") from exc
 
     def write_delta(self, keys: np.ndarray, fids: np.ndarray) -> FileRef:
         """Merge-on-read delta: records (key, file id) sorted by key."""
@@ -623,6 +653,60 @@ class IndexStore:
             except FileNotFoundError:
                 pass
         return total
+
+
+def _uvarint_at(data: bytes, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, pos
+        shift += 7
+
+
+_SMALL_COLUMN = 64  # location columns up to this length are decoded in Python (numpy's per-call cost)
+
+
+def _decode_segment_list(data: bytes) -> list[SegmentMeta]:
+    """What :meth:`IndexStore.write_segment_list` wrote. Every open reads it, so it is a tight loop:
+    varints decoded from ``bytes`` directly, short location columns without numpy."""
+    out: list[SegmentMeta] = []
+    count, pos = _uvarint_at(data, 0)
+    prev = 0
+    for _ in range(count):
+        z, pos = _uvarint_at(data, pos)
+        s_min = prev + ((z >> 1) if not (z & 1) else -((z + 1) >> 1))
+        span, pos = _uvarint_at(data, pos)
+        s_max = prev = s_min + span
+        vals = []
+        for _ in range(8):
+            v, pos = _uvarint_at(data, pos)
+            vals.append(v)
+        b_size, b_count, budget, used, n_keys, nbytes, crc, records = vals
+        ln, pos = _uvarint_at(data, pos)
+        name = data[pos:pos + ln].decode()
+        pos += ln
+        n, pos = _uvarint_at(data, pos)
+        width = data[pos]
+        pos += 1
+        if width not in (1, 2, 4, 8):
+            raise IndexUnavailable(f"bad integer width {width} in a segment list (corrupt): rebuild the index")
+        end = pos + n * width
+        if end > len(data):
+            raise IndexUnavailable("truncated location column in a segment list (corrupt): rebuild the index")
+        if n <= _SMALL_COLUMN:
+            deltas = [sum(data[pos + p * n + i] << (8 * p) for p in range(width)) for i in range(n)]
+            locs = np.fromiter(itertools.accumulate(deltas), np.uint32, n)
+        else:
+            planes = np.frombuffer(data, np.uint8, n * width, pos).reshape(width, n)
+            d = np.ascontiguousarray(planes.T).view(np.dtype(f"<u{width}")).reshape(n).astype(np.int64)
+            locs = np.cumsum(d, dtype=np.int64).astype(np.uint32)
+        pos = end
+        out.append(SegmentMeta(s_min, s_max, b_size, b_count, budget, used, n_keys,
+                               FileRef(name, nbytes, crc, records), locs))
+    return out
 
 
 def _link_if_absent(src: str, dst: str) -> None:

@@ -142,13 +142,17 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
     except OSError as exc:
         raise store_error(root, exc) from exc
     inner = inner.rstrip("/")
+    prefix = inner + "/"
     out: list[FileEntry] = []
     for info in infos:
-        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+        full = info.path
+        if not full.endswith(".parquet") or not info.is_file:
             continue
-        rel = os.path.relpath(info.path, inner).replace(os.sep, "/") if local else info.path[len(inner) + 1:]
+        # Slicing, not os.path.relpath: a listing of thousands of files is on every stale-safe lookup.
+        rel = full[len(prefix):] if full.startswith(prefix) or not local else \
+            os.path.relpath(full, inner).replace(os.sep, "/")
         rel_dir, _, name = rel.rpartition("/")
-        if any(piece.startswith(("_", ".")) for piece in [*rel_dir.split("/"), name] if piece):
+        if name[:1] in ("_", ".") or (rel_dir and any(p.startswith(("_", ".")) for p in rel_dir.split("/") if p)):
             continue
         path = info.path if local else f"{root}/{rel}"
         out.append(FileEntry(path, info.size, info.mtime_ns or 0, partition_values(rel_dir) if rel_dir else {}))

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from sieve_data import LAYOUTS, Layout, append_keys, build_layout, describe, load_keys
 from sieve_methods import METHODS, Runner, spark_session
 from sieve_queries import SWEEP_FRACTIONS, Query, Truth, make_queries
+from sieve_scale import MemoryProbe, describe_memory, lookup_latency
 
 COLUMNS = {"generated": ("l_orderkey", "l_shipdate"), "adversarial": ("l_shipdate",),
            "late": ("l_shipdate",), "shuffled": ("l_shipdate",), "sparse": ("l_orderkey",)}
@@ -92,7 +93,8 @@ class Case:
         self.runner = Runner(spark, str(layout.root), column, layout.files, layout.sizes, self.index_path)
         self.violations: list[str] = []
         self.out: dict[str, Any] = {"layout": layout.name, "column": column, "files": len(layout.files),
-                                    "rows": layout.rows, "bytes": layout.total_bytes}
+                                    "rows": layout.rows, "bytes": layout.total_bytes,
+                                    "root": str(layout.root), "index_path": self.index_path}
 
     def violation(self, msg: str) -> None:
         msg = f"[{self.name}] {msg}"
@@ -118,10 +120,12 @@ class Case:
 
         shutil.rmtree(self.index_path, ignore_errors=True)
         try:
-            t0 = time.perf_counter()
-            stats = build(self.spark, str(self.layout.root), self.column, index_path=self.index_path,
-                          error_bound=self.args.error_bound)
-            out["sieve_build_seconds"] = time.perf_counter() - t0
+            with MemoryProbe(self.spark) as probe:
+                t0 = time.perf_counter()
+                stats = build(self.spark, str(self.layout.root), self.column, index_path=self.index_path,
+                              error_bound=self.args.error_bound)
+                out["sieve_build_seconds"] = time.perf_counter() - t0
+            out["build_memory"] = probe.result
         except Exception as exc:  # noqa: BLE001 - any failure is reported, not fatal
             self.sieve_error = f"build failed: {type(exc).__name__}: {exc}"
             out["sieve_error"] = self.sieve_error
@@ -140,7 +144,8 @@ class Case:
         }
         log(f"[{self.name}] Sieve build {out['sieve_build_seconds']:.2f}s: {idx_bytes:,} B, "
             f"{st['segments']} segments, {st['blocks']} blocks, "
-            f"{out['index']['share_of_raw_column'] * 100:.3f}% of the raw key column")
+            f"{out['index']['share_of_raw_column'] * 100:.3f}% of the raw key column; "
+            f"{describe_memory(out['build_memory'])}")
 
     # ------------------------------------------------------------------------------------------
     def check(self, method: str, q: Query, res: Any, exact: np.ndarray) -> None:
@@ -158,7 +163,7 @@ class Case:
 
     def run_queries(self) -> None:
         a = self.args
-        sweep = SWEEP_FRACTIONS if not a.quick else (0.01, 1.0)
+        sweep = () if a.no_sweep else SWEEP_FRACTIONS if not a.quick else (0.01, 1.0)
         queries = make_queries(self.layout.name, self.column, self.truth, a.points, a.ranges, sweep)
         # warm-up: JIT, OS page cache, Spark's code caches (untimed)
         for q in queries[: a.warmup]:
@@ -187,16 +192,22 @@ class Case:
                 log(f"[{self.name}] {qi + 1}/{len(queries)} queries ({time.perf_counter() - t_case:.0f}s)")
         self.out["queries"] = rows
         # every file needed: repeat the whole-domain query, alternating full and sieve
-        whole = queries[-1]
-        ex = self.truth.exact_files(whole)
+        whole = queries[-1] if queries and queries[-1].kind == "sweep" else None
         reps: dict[str, list[float]] = {m: [] for m in self.methods}
-        for _ in range(a.repeats_full):
+        ex = self.truth.exact_files(whole) if whole is not None else np.empty(0, np.int64)
+        for _ in range(a.repeats_full if whole is not None else 0):
             for m in self.methods:
                 res = self.safe_run(m, whole, ex)
                 if res is not None:
                     self.check(m, whole, res, ex)
                     reps[m].append(res.seconds)
         self.out["whole_domain_repeats"] = reps
+        if "sieve" in self.methods:
+            points = [self.runner.predicate(q) for q in queries if q.kind == "point"]
+            lk = lookup_latency(str(self.layout.root), self.column, self.index_path, points)
+            self.out["lookup_latency"] = lk
+            log(f"[{self.name}] lookup (open + candidates) median: cold {lk['cold_wall_ms']:.2f} ms "
+                f"(CPU {lk['cold_cpu_ms']:.2f}), warm {lk['warm_wall_ms']:.2f} ms (CPU {lk['warm_cpu_ms']:.2f})")
 
     def safe_run(self, m: str, q: Query, ex: np.ndarray) -> Any:
         try:
@@ -331,11 +342,16 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                    help="arrival days per file in the late layout (default 1; --quick: 30)")
     p.add_argument("--error-bound", type=int, default=None, help="Sieve error bound e (default: the product default)")
     p.add_argument("--no-sieve", action="store_true", help="baselines only")
+    p.add_argument("--no-sweep", action="store_true", help="no selectivity sweep (and no whole-domain repeats)")
     p.add_argument("--data-dir", default=str(HERE / "data"), help="where data and indexes live (cached)")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
     p.add_argument("--chart", default=str(HERE / "sieve_benchmark.png"))
     p.add_argument("--json", default=str(HERE / "out" / "results.json"))
     p.add_argument("--from-json", default=None, help="only re-render the report and chart from a results JSON")
+    p.add_argument("--driver-memory", default="4g", help="spark.driver.memory of the run's session (default 4g)")
+    p.add_argument("--scale-report", default=None,
+                   help="also write the scale report (e.g. REPORT_SF10.md) of this run vs --compare-json")
+    p.add_argument("--compare-json", default=None, help="results JSON of the smaller run (e.g. SF1) to compare with")
     a = p.parse_args(argv)
     if a.error_bound is None:
         from airflow_provider_lineage.sieve.build import DEFAULT_ERROR_BOUND
@@ -348,6 +364,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         write_chart(results, Path(a.chart))
         write_report(results, Path(a.report), Path(a.chart))
         log(f"wrote {a.report}, {a.chart} from {a.from_json}")
+        write_scale(a, results)
         return 1 if results["violations"] else 0
     a.scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
     a.files = a.files or (20 if a.quick else 200)
@@ -368,10 +385,10 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     if sieve_error:
         loud(f"Sieve is not available ({sieve_error}): running the baselines only")
     own_session = spark is None
-    spark = spark or spark_session()
+    spark = spark or spark_session(a.driver_memory)
     listing = spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold")
     results: dict[str, Any] = {
-        "version": 1, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "version": 1, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "json_path": rel(a.json),
         "config": {"scale": a.scale, "files": a.files, "layouts": layouts, "quick": a.quick, "points": a.points,
                    "ranges": a.ranges, "warmup": a.warmup, "repeats_full": a.repeats_full,
                    "late_days_per_file": a.late_days_per_file, "error_bound": a.error_bound,
@@ -418,11 +435,32 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     write_chart(results, Path(a.chart))
     write_report(results, Path(a.report), Path(a.chart))
     log(f"\nwrote {a.report}, {a.chart}, {a.json} in {results['total_seconds'] / 60:.1f} min")
+    write_scale(a, results)
     if results["violations"]:
         loud(f"{len(results['violations'])} CORRECTNESS VIOLATION(S): see the report")
         return 1
     log("correctness: every answer matched the ground truth; every Sieve candidate set contained the exact set")
     return 0
+
+
+def rel(path: str) -> str:
+    """``path`` relative to the checkout when it is inside it (for reports)."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(HERE.parent.parent))
+    except ValueError:
+        return str(p)
+
+
+def write_scale(a: argparse.Namespace, results: dict[str, Any]) -> None:
+    """The scale report (``--scale-report``) of this run against ``--compare-json`` (if given)."""
+    if not a.scale_report:
+        return
+    from sieve_scale import write_scale_report
+
+    small = json.loads(Path(a.compare_json).read_text()) if a.compare_json else None
+    write_scale_report(results, small, Path(a.scale_report))
+    log(f"wrote {a.scale_report}")
 
 
 def print_case(out: dict[str, Any]) -> None:

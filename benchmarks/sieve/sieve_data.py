@@ -57,6 +57,10 @@ APPEND_PER_MILLE = 10  # the sync test appends 1 % of the rows
 ORDERKEY_APPEND_OFFSET = 10**10  # appended rows get fresh order keys
 SEED_ADV, SEED_LATE, SEED_SHUFFLE, SEED_APPEND = 0xA11, 0x1A7E, 0x5FF1, 0xADD
 SEED_SPARSE = 0x5BA5
+# Output files staged together (one staging folder per group of files): the late layout has one
+# file per day, and staging ~2,500 small files per source part is what made its generation slow.
+STAGE_GROUP = {"late": 32}
+_BUCKET = "__bucket"
 SPARSE_CODES = 500  # distinct codes of the sparse layout
 SPARSE_FILES_PER_CODE = 3
 
@@ -275,6 +279,7 @@ def build_layout(name: str, data_dir: Path, scale: float, n_files: int, late_day
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     planner = _Planner(name, parts, n_files, total_rows, late_days)
+    group = STAGE_GROUP.get(name, 1)
     schema = None
     for pi, part in enumerate(parts):
         table = _read_part(part)
@@ -282,23 +287,32 @@ def build_layout(name: str, data_dir: Path, scale: float, n_files: int, late_day
         schema = table.schema
         order = np.argsort(bucket, kind="stable")
         bucket_sorted = bucket[order]
-        table = table.take(pa.array(order))
-        uniq, starts = np.unique(bucket_sorted, return_index=True)
-        ends = np.append(starts[1:], len(bucket_sorted))
-        for b, s, e in zip(uniq, starts, ends):
-            d = stage / f"{int(b):05d}"
+        table = table.take(pa.array(order)).append_column(_BUCKET, pa.array(bucket_sorted, pa.int64()))
+        groups = bucket_sorted // group
+        uniq, starts = np.unique(groups, return_index=True)
+        ends = np.append(starts[1:], len(groups))
+        for g, s, e in zip(uniq, starts, ends):
+            d = stage / f"{int(g):05d}"
             d.mkdir(exist_ok=True)
             _write(table.slice(int(s), int(e - s)), d / f"src-{pi:04d}.parquet")
         del table
     root.mkdir(parents=True)
     files, sizes, rows = [], [], 0
-    for out_i, d in enumerate(sorted(stage.iterdir())):
-        t = pa.concat_tables([pq.read_table(p) for p in sorted(d.glob("*.parquet"))]).cast(schema)
-        path = root / f"part-{out_i:05d}.parquet"
-        _write(t, path)
-        files.append(str(path))
-        sizes.append(path.stat().st_size)
-        rows += t.num_rows
+    for d in sorted(stage.iterdir()):
+        staged = pa.concat_tables([pq.read_table(p) for p in sorted(d.glob("*.parquet"))])
+        b = staged.column(_BUCKET).to_numpy()
+        order = np.argsort(b, kind="stable")  # per bucket: source parts in order, rows in source order
+        staged = staged.take(pa.array(order)).drop_columns([_BUCKET]).cast(schema)
+        b = b[order]
+        uniq, starts = np.unique(b, return_index=True)
+        ends = np.append(starts[1:], len(b))
+        for s, e in zip(starts, ends):
+            t = staged.slice(int(s), int(e - s))
+            path = root / f"part-{len(files):05d}.parquet"
+            _write(t, path)
+            files.append(str(path))
+            sizes.append(path.stat().st_size)
+            rows += t.num_rows
     shutil.rmtree(stage)
     if rows != total_rows:
         raise RuntimeError(f"layout {name}: wrote {rows} rows, source has {total_rows}")

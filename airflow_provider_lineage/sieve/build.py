@@ -196,19 +196,21 @@ SAMPLE_VALUES = 100_000
 
 
 def sample_column(files: list[FileEntry], column: str, limit: int = SAMPLE_VALUES) -> pa.ChunkedArray:
-    """Up to about ``limit`` values of a column, from the first files (to learn a key alphabet: any
-    sample gives correct answers, a representative one gives finer keys)."""
+    """About ``limit`` values of a column, the first ones of every file (to learn a key alphabet:
+    any sample gives correct answers, a representative one gives finer keys)."""
+    per_file = max(1_000, limit // max(1, len(files)))
     chunks: list[pa.Array] = []
     seen = 0
     for f in files:
         pf = pq.ParquetFile(open_input(f.path))
         if column not in pf.schema_arrow.names:
             continue
-        for batch in pf.iter_batches(columns=[column], batch_size=min(limit, 65_536)):
+        batch = next(pf.iter_batches(columns=[column], batch_size=per_file), None)
+        if batch is not None:
             chunks.append(pc.cast(batch.column(0), pa.large_binary()))
             seen += len(batch)
-            if seen >= limit:
-                return pa.chunked_array(chunks, pa.large_binary())
+        if seen >= limit:
+            break
     return pa.chunked_array(chunks, pa.large_binary())
 
 

@@ -21,7 +21,8 @@ than 7 bytes (short codes: ``exact``); longer values share their key with every 
 first 7 bytes after the prefix (``encode`` returns ``exact=False``; ranges widen to whole keys).
 
 Radix keys. When a sample of the column (read at build time) uses at most ``ALPHABET_MAX`` distinct
-bytes after the prefix (digits, hex, ``-``), the KeyType also stores that sorted ``alphabet`` and
+bytes after the prefix (digits, hex, ``-``) and its values are codes rather than random strings
+(:func:`regular_spacing`), the KeyType also stores that sorted ``alphabet`` and
 the bytes after the prefix become digits of base ``|alphabet|``: 17 decimal digits instead of 7
 bytes, and consecutive codes get consecutive keys (regular spacing keeps segments long). Bytes
 outside the alphabet keep the map monotone (see :func:`radix_tables`), so values appended later
@@ -437,7 +438,30 @@ def learn_alphabet(kt: KeyType, sample: pa.Array | pa.ChunkedArray) -> KeyType:
     seen = np.unique(mat[np.arange(32) < lens[:, None]])
     if not ALPHABET_MIN <= len(seen) <= ALPHABET_MAX:
         return kt
-    return replace(kt, alphabet=bytes(seen.astype(np.uint8).tolist()).hex())
+    alphabet = bytes(seen.astype(np.uint8).tolist())
+    if not regular_spacing(radix_keys(raw.drop_null().unique(), kt.prefix_bytes, alphabet)):
+        return kt
+    return replace(kt, alphabet=alphabet.hex())
+
+
+DENSE_SHARE = 0.01  # of the smallest gap's lattice filled
+STEP_SHARE = 0.1  # of the gaps equal to the smallest one
+
+
+def regular_spacing(keys: np.ndarray) -> bool:
+    """True when a sample's distinct keys look like codes: they fill at least ``DENSE_SHARE`` of the
+    lattice of their smallest gap, or at least ``STEP_SHARE`` of their gaps are that smallest step
+    (ids, clerk numbers, clusters of them). Radix keys are then one per value and evenly spaced,
+    which keeps Sieve's segments long. Random values (phone numbers, UUIDs) are spread thinly either
+    way, and the coarser byte window gives a much smaller index for them (measured in
+    benchmarks/sieve/STRING_KEYS.md)."""
+    uniq = np.unique(keys)
+    if len(uniq) < 3:
+        return True
+    gaps = np.diff(uniq)
+    step = int(gaps.min())
+    span = int(uniq[-1]) - int(uniq[0])
+    return (len(uniq) - 1) * step >= DENSE_SHARE * span or float(np.mean(gaps == step)) >= STEP_SHARE
 
 
 def common_prefix(a: bytes, b: bytes) -> bytes:

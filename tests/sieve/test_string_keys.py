@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from uuid import uuid4
 
 import pyarrow as pa
 import pytest
@@ -292,3 +293,21 @@ def test_binary_keys_build_query_and_pruned_read(spark, tmp_path) -> None:
     assert [json.loads(x)["file"] for x in r.stdout.splitlines()] == [f"{root}/b.parquet"], r.stderr
     rows = S.read(spark, root, "k", S.Eq(b"\xff\xfe"), full_read_share=1.0).collect()
     assert [bytes(x.k) for x in rows] == [b"\xff\xfe"]
+
+
+def test_radix_keys_only_for_codes() -> None:
+    """Codes (even a sparse subset, or clusters) get radix keys; random strings keep the byte window."""
+    import random
+
+    from airflow_provider_lineage.sieve.keys import learn_alphabet
+
+    rnd = random.Random(5)
+    kt = string_kt("C-")
+    codes = pa.array([f"C-{n:06d}" for n in rnd.sample(range(1_000_000), 50_000)])
+    assert learn_alphabet(kt, codes).alphabet == b"0123456789".hex()
+    clusters = pa.array([f"C-{n:06d}" for n in (*range(60), *range(900_000, 900_060, 6))])
+    assert learn_alphabet(kt, clusters).alphabet == b"0123456789".hex()
+    phones = pa.array([f"{rnd.randint(10, 34)}-{rnd.randint(100, 999)}-{rnd.randint(100, 999)}-{rnd.randint(1000, 9999)}"
+                       for _ in range(5_000)])
+    assert learn_alphabet(string_kt(""), phones).alphabet == ""
+    assert learn_alphabet(string_kt(""), pa.array([str(uuid4()) for _ in range(2_000)])).alphabet == ""

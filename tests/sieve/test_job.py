@@ -105,7 +105,7 @@ class TestMaintain:
         write_file(f"{tmp_path}/s/a.parquet", [1], pa.int64())
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.table({"s": pa.array(["x"])}), f"{tmp_path}/s/b.parquet")
+        pq.write_table(pa.table({"s": pa.array([0.5])}), f"{tmp_path}/s/b.parquet")  # double: no order-preserving key
         r = maintain_safely(None, f"{tmp_path}/s", "s")
         assert r.status == "error" and r.error_type == "UnsupportedKeyType"
         r = maintain_safely(None, root, "k", mode="compact")

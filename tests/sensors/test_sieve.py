@@ -2,6 +2,7 @@
 deferrable mode (the deferred run executes the trigger inline)."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -175,6 +176,18 @@ def sensor_dags(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 def _when(predicate: Callable[[], bool], then: Callable[[], None]) -> threading.Thread:
     """Run ``then`` once ``predicate`` (polled on the DB) holds: a writer reacting to the sensor's state."""
+
+    # Import and configure every ORM model before the thread queries the DB: otherwise its first
+    # query configures the mappers (holding SQLAlchemy's mutex, importing Airflow's models) while
+    # dag.test() in the main thread imports a model module (holding its import lock, waiting for that
+    # mutex) -- a deadlock whenever this test is the first to touch those models in its process.
+    from airflow.models import import_all_models
+    from sqlalchemy.orm import configure_mappers
+
+    import_all_models()
+    for module in ("airflow.models.dagbag", "airflow.api.common.trigger_dag"):  # what dag.test() imports
+        importlib.import_module(module)
+    configure_mappers()
 
     def loop() -> None:
         import time

@@ -61,7 +61,7 @@ case "$cmd" in
   setup) setup ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
   test) setup; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
-        exec "$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@" ;;
+        exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   *) sed -n '2,9p' "$0"; exit 2 ;;

@@ -31,24 +31,6 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-#: Modules that share the session's example-pipeline runs (``example_c1`` / ``example_etl``).
-EXAMPLE_PIPELINE_MODULES = {"tests.test_dags", "tests.test_example_etl", "tests.test_marquez_replay", "tests.test_cluster"}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist's ``--dist loadgroup`` (``./dev.sh test`` runs two workers).
-
-    Each module runs on one worker, so a module-scoped fixture (a Spark app, a cluster) starts once;
-    the modules sharing the example-pipeline runs run on one worker together, so those run once.
-    """
-    for item in items:
-        if any(item.iter_markers("xdist_group")):
-            continue
-        module = getattr(item.module, "__name__", item.nodeid.split("::", 1)[0])
-        item.add_marker(pytest.mark.xdist_group("example_pipelines" if module in EXAMPLE_PIPELINE_MODULES else module))
-
-
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pyspark.sql.SparkSession]:  # noqa: F821
     """A real ``local[2]`` SparkSession with its own warehouse, shared by the whole run."""

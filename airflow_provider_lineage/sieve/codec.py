@@ -6,8 +6,10 @@ the CRC covers everything before it. Nothing here executes code on load (no pick
 Format 2 stores integer columns as *byte planes* (:meth:`Writer.uints`): the narrowest
 of 1/2/4/8 bytes, written plane by plane, so the small deltas and counters of a segment become
 long runs of zero bytes that zlib (level 9) squeezes away; decoding stays vectorised (numpy).
-Format 3 (current) adds the holes (runs of absent keys) to every segment file. Older formats are
-refused with IndexUnavailable (readers fall back to a full read; ``sieve sync`` or ``sieve build``
+Format 3 added the holes (runs of absent keys) to every segment file. Format 4 (current) pages
+segment files (:func:`seal_raw` containers whose pages are compressed one by one, so a point lookup
+inflates one page of a large segment, not all of it) and stores the segment list column by column.
+Older formats are refused with IndexUnavailable (readers fall back to a full read; ``sieve sync`` or ``sieve build``
 rewrites the index).
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from .errors import IndexUnavailable
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 ZLIB_LEVEL = 9
 
 
@@ -151,6 +153,11 @@ def seal(magic: bytes, payload: bytes) -> bytes:
 
 def unseal(magic: bytes, data: bytes, what: str) -> bytes:
     """Verify and unwrap :func:`seal` output; raises IndexUnavailable on any mismatch."""
+    _check(magic, data, what)
+    return inflate(data[5:-4], what)
+
+
+def _check(magic: bytes, data: bytes, what: str) -> None:
     if len(data) < 9 or data[:4] != magic:
         raise IndexUnavailable(f"{what} is not a Sieve {magic.decode()} file (bad magic): rebuild the index")
     (crc,) = struct.unpack(">I", data[-4:])
@@ -159,7 +166,23 @@ def unseal(magic: bytes, data: bytes, what: str) -> bytes:
     if data[4] != FORMAT_VERSION:
         raise IndexUnavailable(f"{what} has format version {data[4]}, this code reads "
                                f"{FORMAT_VERSION}: rebuild the index with this version")
+
+
+def seal_raw(magic: bytes, payload: bytes) -> bytes:
+    """Like :func:`seal` without the zlib body: for payloads that compress their own parts."""
+    body = magic + bytes([FORMAT_VERSION]) + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def unseal_raw(magic: bytes, data: bytes, what: str) -> memoryview:
+    """Verify and unwrap :func:`seal_raw` output (a view: no copy); raises IndexUnavailable."""
+    _check(magic, data, what)
+    return memoryview(data)[5:-4]
+
+
+def inflate(data: bytes | memoryview, what: str) -> bytes:
+    """zlib-decompress one part of a :func:`seal_raw` payload."""
     try:
-        return zlib.decompress(data[5:-4])
-    except zlib.error as exc:  # pragma: no cover - CRC makes this unlikely
+        return zlib.decompress(data)
+    except zlib.error as exc:  # pragma: no cover - the container's CRC makes this unlikely
         raise IndexUnavailable(f"{what} cannot be decompressed ({exc}): rebuild the index") from exc

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -68,25 +69,8 @@ class Segment:
 
     def fids_for_range(self, lo: int, hi: int) -> np.ndarray:
         """File ids that may hold a key in [lo, hi] (clipped to the segment, shrunk past holes)."""
-        lo, hi = max(lo, self.s_min), min(hi, self.s_max)
-        if lo > hi:
-            return np.empty(0, np.uint32)
-        if len(self.hole_at):
-            lo, hi = self._skip_holes(lo, hi)
-            if lo > hi:
-                return np.empty(0, np.uint32)
-        return self.fids_in_blocks(self.block_of(lo), self.block_of(hi))
-
-    def _skip_holes(self, lo: int, hi: int) -> tuple[int, int]:
-        """Move ``lo`` past a hole holding it and ``hi`` before a hole holding it."""
-        at, ln = self.hole_at, self.hole_len
-        i = int(np.searchsorted(at, lo - self.s_min, "right")) - 1
-        if i >= 0 and lo - self.s_min < at[i] + ln[i]:
-            lo = self.s_min + int(at[i] + ln[i])
-        j = int(np.searchsorted(at, hi - self.s_min, "right")) - 1
-        if j >= 0 and hi - self.s_min < at[j] + ln[j]:
-            hi = self.s_min + int(at[j]) - 1
-        return lo, hi
+        span = block_span(self, lo, hi)
+        return np.empty(0, np.uint32) if span is None else self.fids_in_blocks(*span)
 
     def fill_holes(self, keys: np.ndarray) -> None:
         """Keys now present (``s_min <= k <= s_max``): split every hole that holds one of them."""
@@ -189,6 +173,35 @@ class Segment:
     @property
     def empty(self) -> bool:
         return len(self.fid) == 0
+
+
+class SegmentShape(Protocol):
+    """What :func:`block_span` needs of a segment (a :class:`Segment` or a paged one)."""
+
+    s_min: int
+    s_max: int
+    b_size: int
+    hole_at: np.ndarray
+    hole_len: np.ndarray
+
+
+def block_span(seg: SegmentShape, lo: int, hi: int) -> tuple[int, int] | None:
+    """Blocks ``(b0, b1)`` that may hold a key in [lo, hi]: the range clipped to the segment and
+    shrunk past holes at its ends; None when no key of the segment can match."""
+    lo, hi = max(lo, seg.s_min), min(hi, seg.s_max)
+    if lo > hi:
+        return None
+    at, ln = seg.hole_at, seg.hole_len
+    if len(at):
+        i = int(np.searchsorted(at, lo - seg.s_min, "right")) - 1
+        if i >= 0 and lo - seg.s_min < at[i] + ln[i]:
+            lo = seg.s_min + int(at[i] + ln[i])
+        j = int(np.searchsorted(at, hi - seg.s_min, "right")) - 1
+        if j >= 0 and hi - seg.s_min < at[j] + ln[j]:
+            hi = seg.s_min + int(at[j]) - 1
+        if lo > hi:
+            return None
+    return int((lo - seg.s_min) // seg.b_size), int((hi - seg.s_min) // seg.b_size)
 
 
 def _pair_code(blk: np.ndarray, fid: np.ndarray) -> np.ndarray:

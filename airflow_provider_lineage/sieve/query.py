@@ -22,10 +22,10 @@ import numpy as np
 
 from .errors import IndexUnavailable, SieveError
 from .keys import KeyType
-from .model import Segment, over_budget
+from .model import over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .records import IndexStats
-from .storage import FileTable, IndexStore, Manifest, SegmentMeta, default_index_path
+from .storage import FileTable, IndexStore, Manifest, PagedSegment, SegmentMeta, default_index_path
 from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table, table_path
 
 
@@ -101,7 +101,7 @@ class SieveIndex:
         self.metas: list[SegmentMeta] = store.read_segment_list(manifest.segment_list)
         self._mins = [m.s_min for m in self.metas]
         self._maxs = [m.s_max for m in self.metas]
-        self._cache: OrderedDict[int, Segment] = OrderedDict()
+        self._cache: OrderedDict[int, PagedSegment] = OrderedDict()
         self._cache_size = cache_segments
         self.deltas = [store.read_delta(d) for d in manifest.deltas]
         self.segments_loaded = 0
@@ -114,10 +114,11 @@ class SieveIndex:
     def table(self) -> TableRef:
         return self.manifest.table
 
-    def segment(self, i: int) -> Segment:
+    def segment(self, i: int) -> PagedSegment:
+        """Segment ``i`` (header read; pages inflated as lookups need them), cached."""
         seg = self._cache.get(i)
         if seg is None:
-            seg = self.store.read_segment(self.metas[i].file)
+            seg = self.store.open_segment(self.metas[i].file)
             self.segments_loaded += 1
             self._cache[i] = seg
             if len(self._cache) > self._cache_size:
@@ -258,15 +259,16 @@ def _diff_columns(table: FileTable, listing: list[FileEntry]) -> tuple[list[File
     seen = [False] * len(ids)
     added: list[FileEntry] = []
     changed: list[int] = []
+    get = by_path.get
     for f in listing:
-        i = by_path.get(f.path)
+        i = get(f.path)
         if i is None:
             added.append(f)
-            continue
-        seen[i] = True
-        if f.size != sizes[i] or f.mtime_ns != mtimes[i]:
-            changed.append(ids[i])
-    removed = [fid for fid, s in zip(ids, seen) if not s]
+        else:
+            seen[i] = True
+            if f.size != sizes[i] or f.mtime_ns != mtimes[i]:
+                changed.append(ids[i])
+    removed = [fid for fid, s in zip(ids, seen) if not s] if not all(seen) else []
     return added, sorted(removed), sorted(changed)
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow.fs as pafs
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from .codec import Reader, Writer, seal, unseal
+from .codec import ZLIB_LEVEL, Reader, Writer, inflate, seal, seal_raw, unseal, unseal_raw
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable
 from .fs import (
     StoreError,
@@ -57,11 +57,12 @@ from .fs import (
     store_error,
 )
 from .keys import KeyType
-from .model import Segment
+from .model import Segment, block_span
 from .table import FileEntry, TableRef
 
 MANIFEST_FORMAT = "sieve-manifest"
-MANIFEST_VERSION = 3  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes
+MANIFEST_VERSION = 4  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
+# 4: paged segment files, a columnar segment list
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
 
@@ -76,6 +77,7 @@ class FileTable(Mapping[int, FileEntry]):
         self._base, self._paths, self._sizes, self._mtimes = base, paths, sizes, mtimes
         self._rows, self._parts = rows, parts
         self._made: dict[int, FileEntry] = {}
+        self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
 
     def __getitem__(self, fid: int) -> FileEntry:
         entry = self._made.get(fid)
@@ -98,7 +100,10 @@ class FileTable(Mapping[int, FileEntry]):
 
     def columns(self) -> tuple[list[int], list[str], list[int], list[int]]:
         """(ids, absolute paths, sizes, mtimes) of every file, in one order, without FileEntry objects."""
-        return list(self._pos), [self._base + p.decode() for p in self._paths], self._sizes, self._mtimes
+        if self._columns is None:
+            self._columns = (list(self._pos), [self._base + p.decode() for p in self._paths], self._sizes,
+                             self._mtimes)
+        return self._columns
 
 
 @dataclass(frozen=True)
@@ -444,76 +449,85 @@ class IndexStore:
         return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)
 
     def write_segment(self, seg: Segment) -> FileRef:
-        """Segment file (format 3): header varints, then five byte-plane columns (see codec).
+        """Segment file (format 4): a zlib header, then pages of whole blocks, each compressed alone.
 
-        Triples are sorted by (block, file id). Columns: block deltas (mostly 0/1), file id deltas
-        within a block (the raw id at a block's first triple) and counters; then the holes (runs of
-        absent keys): gaps between holes (start - previous end) and lengths.
+        Header: key range, block width and count, key count, the holes (runs of absent keys: gaps
+        between holes and lengths) and the page table (first block, compressed length and triple
+        count of every page). A page holds the (block, file id, counter) triples of consecutive
+        blocks, about :data:`PAGE_TRIPLES` of them, sorted by (block, file id), as three byte-plane
+        columns: block deltas from the page's first block, file id deltas within a block (the raw
+        id at a block's first triple), counters. A point lookup inflates one page.
         """
-        w = Writer()
-        w.svarint(seg.s_min)
-        for v in (seg.s_max - seg.s_min, seg.b_size, seg.b_count, seg.n_keys):
-            w.uvarint(v)
         blk = seg.blk.astype(np.int64)
         fid = seg.fid.astype(np.int64)
-        first = np.ones(len(blk), bool)
-        first[1:] = blk[1:] != blk[:-1]
-        w.uints(np.diff(blk, prepend=np.int64(0)))
-        w.uints(np.where(first, fid, np.diff(fid, prepend=np.int64(0))))
-        w.uints(seg.cnt)
+        cuts = _page_cuts(blk)
+        pages: list[bytes] = []
+        firsts: list[int] = []
+        triples: list[int] = []
+        for a, b in itertools.pairwise(cuts):
+            pb, pf = blk[a:b], fid[a:b]
+            first = np.ones(len(pb), bool)
+            first[1:] = pb[1:] != pb[:-1]
+            w = Writer()
+            w.uints(np.diff(pb, prepend=pb[0]))
+            w.uints(np.where(first, pf, np.diff(pf, prepend=np.int64(0))))
+            w.uints(seg.cnt[a:b])
+            pages.append(zlib.compress(bytes(w.buf), ZLIB_LEVEL))
+            firsts.append(int(pb[0]))
+            triples.append(b - a)
+        h = Writer()
+        h.svarint(seg.s_min)
+        for v in (seg.s_max - seg.s_min, seg.b_size, seg.b_count, seg.n_keys):
+            h.uvarint(v)
         ends = seg.hole_at + seg.hole_len
-        w.uints(seg.hole_at - np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else seg.hole_at)
-        w.uints(seg.hole_len)
-        return self._write("seg", ".svs", seal(b"SVS1", bytes(w.buf)))
+        h.uints(seg.hole_at - np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else seg.hole_at)
+        h.uints(seg.hole_len)
+        h.uints(np.diff(np.asarray(firsts, np.int64), prepend=np.int64(0)))
+        h.uints(np.asarray([len(x) for x in pages], np.int64))
+        h.uints(np.asarray(triples, np.int64))
+        out = Writer()
+        out.blob(zlib.compress(bytes(h.buf), ZLIB_LEVEL))
+        return self._write("seg", ".svs", seal_raw(b"SVS4", bytes(out.buf) + b"".join(pages)))
 
     def read_segment(self, ref: FileRef) -> Segment:
-        r = Reader(self._read(ref, b"SVS1"))
-        s_min = r.svarint()
-        s_max = s_min + r.uvarint()
-        b_size, b_count, n_keys = r.uvarint(), r.uvarint(), r.uvarint()
-        dblk, dfid, cnt = r.uints(), r.uints(), r.uints()
-        hgap, hlen = r.uints().astype(np.int64), r.uints().astype(np.int64)
-        if len(hgap) != len(hlen):
-            raise IndexUnavailable(f"segment {ref.name} has hole columns of different lengths (corrupt): "
+        """The whole segment (every page decoded): for updates."""
+        return self.open_segment(ref).whole()
+
+    def open_segment(self, ref: FileRef) -> PagedSegment:
+        """The segment's header, checksum verified; pages are inflated when a lookup needs them."""
+        full = self._full(ref.name)
+        try:
+            data = self._read_bytes(ref.name)
+        except OSError as exc:
+            raise IndexUnavailable(f"index file {full} is missing or unreadable ({exc}): rebuild the index")
+        if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
+            raise IndexUnavailable(f"index file {full} does not match its manifest checksum (corrupt): "
                                    "rebuild the index")
-        hole_at = np.cumsum(hgap + np.concatenate([[0], hlen[:-1]]).astype(np.int64)) if len(hgap) else hgap
-        if not len(dblk) == len(dfid) == len(cnt):
-            raise IndexUnavailable(f"segment {ref.name} has columns of different lengths (corrupt): "
-                                   "rebuild the index")
-        blk = np.cumsum(dblk, dtype=np.int64)
-        first = np.ones(len(blk), bool)
-        first[1:] = dblk[1:] != 0
-        run = np.cumsum(dfid, dtype=np.int64)
-        # Restart the running sum at each block's first triple (segmented cumulative sum).
-        starts = np.maximum.accumulate(np.where(first, np.arange(len(blk)), 0)) if len(blk) else blk
-        fid = run - (run[starts] - dfid[starts].astype(np.int64)) if len(blk) else run
-        return Segment(s_min, s_max, b_size, b_count, blk.astype(np.uint32), fid.astype(np.uint32),
-                       cnt.astype(np.uint32), n_keys, hole_at, hlen)
+        return PagedSegment(unseal_raw(b"SVS4", data, full), ref.name)
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
+        """Segment list (format 4), column by column so that opening an index decodes it vectorised:
+        key ranges (ascending), the integer fields, the file names, then every location set as
+        file id deltas (restarting at each segment) with the sets' lengths."""
         w = Writer()
         w.uvarint(len(metas))
-        prev = 0
-        for m in metas:
-            w.svarint(m.s_min - prev)
-            w.uvarint(m.s_max - m.s_min)
-            prev = m.s_max
-            for v in (m.b_size, m.b_count, m.budget, m.used, m.n_keys, m.file.bytes, m.file.crc32,
-                      m.file.records):
-                w.uvarint(v)
-            name = m.file.name.encode()
-            w.uvarint(len(name))
-            w.buf += name
-            w.uints(np.diff(m.locations.astype(np.int64), prepend=np.int64(0)))
-        return self._write("segments", ".svl", seal(b"SVL1", bytes(w.buf)), len(metas))
+        w.keys(_key_column([m.s_min for m in metas]))
+        w.keys(_key_column([m.s_max for m in metas]))
+        for get in _META_INTS:
+            _big_uints(w, [get(m) for m in metas])
+        w.blob("\n".join(m.file.name for m in metas).encode())
+        locs = [m.locations.astype(np.int64) for m in metas]
+        w.uints(np.asarray([len(x) for x in locs], np.int64))
+        w.uints(np.concatenate([np.diff(x, prepend=np.int64(0)) for x in locs]) if locs else np.empty(0, np.int64))
+        return self._write("segments", ".svl", seal(b"SVL4", bytes(w.buf)), len(metas))
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
         if ref is None:
             return []
-        data = self._read(ref, b"SVL1")
+        data = self._read(ref, b"SVL4")
         try:
             return _decode_segment_list(data)
-        except (IndexError, UnicodeDecodeError) as exc:
+        except (IndexError, ValueError, UnicodeDecodeError) as exc:
             raise IndexUnavailable(f"segment list {ref.name} is truncated (corrupt): rebuild the index") from exc
 
     def write_delta(self, keys: np.ndarray, fids: np.ndarray) -> FileRef:
@@ -655,58 +669,168 @@ class IndexStore:
         return total
 
 
-def _uvarint_at(data: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, pos
-        shift += 7
+PAGE_TRIPLES = 2048  # triples per segment page (whole blocks: a page may hold more)
 
 
-_SMALL_COLUMN = 64  # location columns up to this length are decoded in Python (numpy's per-call cost)
+def _page_cuts(blk: np.ndarray, size: int = PAGE_TRIPLES) -> list[int]:
+    """Triple offsets where pages start (at block boundaries, about ``size`` triples apart) + the end."""
+    n = len(blk)
+    if n == 0:
+        return [0, 0]
+    cuts = [0]
+    while n - cuts[-1] > size:
+        at = cuts[-1] + size
+        at = int(np.searchsorted(blk, blk[at], "left"))  # back to the start of that block
+        if at <= cuts[-1]:  # one block larger than a page: the page ends after it
+            at = int(np.searchsorted(blk, blk[cuts[-1]], "right"))
+            if at >= n:
+                break
+        cuts.append(at)
+    cuts.append(n)
+    return cuts
+
+
+class PagedSegment:
+    """A segment file's header with its pages inflated on demand (the query path).
+
+    Answers :meth:`fids_for_range` like :meth:`.model.Segment.fids_for_range`, decoding only the
+    pages that hold the blocks of the range; :meth:`whole` decodes every page.
+    """
+
+    def __init__(self, payload: memoryview, name: str) -> None:
+        self.name = name
+        try:
+            r = Reader(payload)
+            header = inflate(r.blob(), name)
+            h = Reader(header)
+            self.s_min = h.svarint()
+            self.s_max = self.s_min + h.uvarint()
+            self.b_size, self.b_count, self.n_keys = h.uvarint(), h.uvarint(), h.uvarint()
+            hgap, hlen = h.uints().astype(np.int64), h.uints().astype(np.int64)
+            firsts, lengths, triples = h.uints(), h.uints(), h.uints()
+        except IndexError as exc:
+            raise IndexUnavailable(f"segment {name} is truncated (corrupt): rebuild the index") from exc
+        if len(hgap) != len(hlen) or not len(firsts) == len(lengths) == len(triples):
+            raise IndexUnavailable(f"segment {name} has columns of different lengths (corrupt): rebuild the index")
+        self.hole_len = hlen
+        self.hole_at = np.cumsum(hgap + np.concatenate([[0], hlen[:-1]]).astype(np.int64)) if len(hgap) else hgap
+        self.page_first = np.cumsum(firsts.astype(np.int64))
+        ends = r.pos + np.cumsum(lengths.astype(np.int64))
+        if len(ends) and int(ends[-1]) != len(payload):
+            raise IndexUnavailable(f"segment {name} has a page table that does not match its size (corrupt): "
+                                   "rebuild the index")
+        self._bounds = np.concatenate([[r.pos], ends]).astype(np.int64).tolist()
+        self._triples = triples.astype(np.int64).tolist()
+        self._payload = payload
+        self.pages_read = 0
+
+    def page(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(block, file id, counter) triples of page ``i``."""
+        r = Reader(inflate(self._payload[self._bounds[i]:self._bounds[i + 1]], self.name))
+        try:
+            dblk, dfid, cnt = r.uints(), r.uints(), r.uints()
+        except IndexError as exc:
+            raise IndexUnavailable(f"segment {self.name} has a truncated page (corrupt): rebuild the index") from exc
+        n = self._triples[i]
+        if not len(dblk) == len(dfid) == len(cnt) == n:
+            raise IndexUnavailable(f"segment {self.name} has a page of the wrong length (corrupt): rebuild the index")
+        self.pages_read += 1
+        dfid = dfid.astype(np.int64)
+        blk = int(self.page_first[i]) + np.cumsum(dblk, dtype=np.int64)
+        first = np.ones(n, bool)
+        first[1:] = blk[1:] != blk[:-1]
+        run = np.cumsum(dfid, dtype=np.int64)
+        # Restart the running sum at each block's first triple (segmented cumulative sum).
+        starts = np.maximum.accumulate(np.where(first, np.arange(n), 0)) if n else blk
+        fid = run - (run[starts] - dfid[starts]) if n else run
+        return blk, fid, cnt
+
+    def fids_for_range(self, lo: int, hi: int) -> np.ndarray:
+        """File ids that may hold a key in [lo, hi] (see :meth:`.model.Segment.fids_for_range`)."""
+        span = block_span(self, lo, hi)
+        if span is None or not len(self.page_first):
+            return np.empty(0, np.uint32)
+        b0, b1 = span
+        p0 = max(0, int(np.searchsorted(self.page_first, b0, "right")) - 1)
+        p1 = max(0, int(np.searchsorted(self.page_first, b1, "right")) - 1)
+        found = []
+        for i in range(p0, p1 + 1):
+            blk, fid, _ = self.page(i)
+            found.append(fid[(blk >= b0) & (blk <= b1)])
+        return np.unique(np.concatenate(found)).astype(np.uint32)
+
+    def whole(self) -> Segment:
+        parts = [self.page(i) for i in range(len(self._triples))]
+        if parts:
+            blk, fid, cnt = (np.concatenate([p[j] for p in parts]) for j in range(3))
+        else:
+            blk = fid = cnt = np.empty(0, np.int64)
+        if len(blk) and (np.any(blk[1:] < blk[:-1]) or int(blk[-1]) >= self.b_count):
+            raise IndexUnavailable(f"segment {self.name} has blocks out of order or range (corrupt): "
+                                   "rebuild the index")
+        return Segment(self.s_min, self.s_max, self.b_size, self.b_count, blk.astype(np.uint32),
+                       fid.astype(np.uint32), cnt.astype(np.uint32), self.n_keys, self.hole_at, self.hole_len)
+
+
+_META_INTS = (lambda m: m.b_size, lambda m: m.b_count, lambda m: m.budget, lambda m: m.used,
+              lambda m: m.n_keys, lambda m: m.file.bytes, lambda m: m.file.crc32, lambda m: m.file.records)
+
+
+def _key_column(values: list[int]) -> np.ndarray:
+    """Ascending keys as int64, or as Python ints when a delta would not fit (string keys)."""
+    try:
+        arr = np.asarray(values, np.int64)
+        if len(arr) < 2 or int(arr[0]) >= -(1 << 62) and int(arr[-1]) < (1 << 62):
+            return arr
+    except OverflowError:
+        pass
+    return np.asarray(values, dtype=object)
+
+
+def _big_uints(w: Writer, values: list[int]) -> None:
+    """Non-negative integers: byte planes when they fit in 63 bits, else varints (flag byte first)."""
+    if all(v < (1 << 63) for v in values):
+        w.buf.append(0)
+        w.uints(np.asarray(values, np.int64))
+    else:
+        w.buf.append(1)
+        w.uvarint(len(values))
+        for v in values:
+            w.uvarint(v)
+
+
+def _read_big_uints(r: Reader) -> list[int]:
+    flag = r.buf[r.pos]
+    r.pos += 1
+    if flag == 0:
+        return r.uints().tolist()
+    return [r.uvarint() for _ in range(r.uvarint())]
 
 
 def _decode_segment_list(data: bytes) -> list[SegmentMeta]:
-    """What :meth:`IndexStore.write_segment_list` wrote. Every open reads it, so it is a tight loop:
-    varints decoded from ``bytes`` directly, short location columns without numpy."""
-    out: list[SegmentMeta] = []
-    count, pos = _uvarint_at(data, 0)
-    prev = 0
-    for _ in range(count):
-        z, pos = _uvarint_at(data, pos)
-        s_min = prev + ((z >> 1) if not (z & 1) else -((z + 1) >> 1))
-        span, pos = _uvarint_at(data, pos)
-        s_max = prev = s_min + span
-        vals = []
-        for _ in range(8):
-            v, pos = _uvarint_at(data, pos)
-            vals.append(v)
-        b_size, b_count, budget, used, n_keys, nbytes, crc, records = vals
-        ln, pos = _uvarint_at(data, pos)
-        name = data[pos:pos + ln].decode()
-        pos += ln
-        n, pos = _uvarint_at(data, pos)
-        width = data[pos]
-        pos += 1
-        if width not in (1, 2, 4, 8):
-            raise IndexUnavailable(f"bad integer width {width} in a segment list (corrupt): rebuild the index")
-        end = pos + n * width
-        if end > len(data):
-            raise IndexUnavailable("truncated location column in a segment list (corrupt): rebuild the index")
-        if n <= _SMALL_COLUMN:
-            deltas = [sum(data[pos + p * n + i] << (8 * p) for p in range(width)) for i in range(n)]
-            locs = np.fromiter(itertools.accumulate(deltas), np.uint32, n)
-        else:
-            planes = np.frombuffer(data, np.uint8, n * width, pos).reshape(width, n)
-            d = np.ascontiguousarray(planes.T).view(np.dtype(f"<u{width}")).reshape(n).astype(np.int64)
-            locs = np.cumsum(d, dtype=np.int64).astype(np.uint32)
-        pos = end
-        out.append(SegmentMeta(s_min, s_max, b_size, b_count, budget, used, n_keys,
-                               FileRef(name, nbytes, crc, records), locs))
-    return out
+    """What :meth:`IndexStore.write_segment_list` wrote (every open reads it: a few numpy calls)."""
+    r = Reader(data)
+    n = r.uvarint()
+    s_min, s_max = r.keys().tolist(), r.keys().tolist()
+    ints = [_read_big_uints(r) for _ in _META_INTS]
+    blob = r.blob().decode()
+    names = blob.split("\n") if n else []
+    lengths = r.uints().astype(np.int64)
+    deltas = r.uints().astype(np.int64)
+    if not (len(s_min) == len(s_max) == len(names) == len(lengths) == n and all(len(c) == n for c in ints)) \
+            or int(lengths.sum()) != len(deltas):
+        raise IndexUnavailable("segment list has columns of different lengths (corrupt): rebuild the index")
+    if n == 0:
+        return []
+    # Per-segment running sums in one pass: subtract each segment's starting total.
+    run = np.cumsum(deltas, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0) if len(deltas) else starts
+    locs = (run - np.repeat(before, lengths)).astype(np.uint32)
+    parts = np.split(locs, np.cumsum(lengths)[:-1])
+    b_size, b_count, budget, used, n_keys, nbytes, crc, records = ints
+    return [SegmentMeta(s_min[i], s_max[i], b_size[i], b_count[i], budget[i], used[i], n_keys[i],
+                        FileRef(names[i], nbytes[i], crc[i], records[i]), parts[i]) for i in range(n)]
 
 
 def _link_if_absent(src: str, dst: str) -> None:

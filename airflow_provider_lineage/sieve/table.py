@@ -38,7 +38,7 @@ class TableRef:
         return asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class FileEntry:
     """One data file of a table (a location of the index)."""
 
@@ -143,21 +143,35 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
         raise store_error(root, exc) from exc
     inner = inner.rstrip("/")
     prefix = inner + "/"
+    cut = len(prefix)
     out: list[FileEntry] = []
-    for info in infos:
-        full = info.path
-        if not full.endswith(".parquet") or not info.is_file:
+    # Every stale-safe lookup lists the table: per file only string slicing and one FileEntry; the
+    # checks and partition values of a directory are worked out once for all its files.
+    dirs: dict[str, dict[str, str] | None] = {"": {}}
+    # None sizes are directories (a folder may end in .parquet).
+    for full, size, mtime in [(i.path, i.size, i.mtime_ns) for i in infos]:
+        if size is None or not full.endswith(".parquet"):
             continue
-        # Slicing, not os.path.relpath: a listing of thousands of files is on every stale-safe lookup.
-        rel = full[len(prefix):] if full.startswith(prefix) or not local else \
-            os.path.relpath(full, inner).replace(os.sep, "/")
-        rel_dir, _, name = rel.rpartition("/")
-        if name[:1] in ("_", ".") or (rel_dir and any(p.startswith(("_", ".")) for p in rel_dir.split("/") if p)):
+        rel = full[cut:] if full.startswith(prefix) or not local else os.path.relpath(full, inner).replace(os.sep, "/")
+        slash = rel.rfind("/")
+        if slash < 0:
+            rel_dir, name = "", rel
+        else:
+            rel_dir, name = rel[:slash], rel[slash + 1:]
+        if name[0] in "_.":
             continue
-        path = info.path if local else f"{root}/{rel}"
-        out.append(FileEntry(path, info.size, info.mtime_ns or 0, partition_values(rel_dir) if rel_dir else {}))
-    out.sort(key=lambda f: f.path)
+        part = dirs.get(rel_dir, dirs)
+        if part is dirs:
+            hidden = any(p.startswith(("_", ".")) for p in rel_dir.split("/") if p)
+            part = dirs[rel_dir] = None if hidden else partition_values(rel_dir)
+        if part is not None:
+            out.append(FileEntry(full if local else f"{root}/{rel}", size, mtime or 0, part))
+    out.sort(key=_path_of)
     return out
+
+
+def _path_of(f: FileEntry) -> str:
+    return f.path
 
 
 def root_exists(root: str) -> bool | None:

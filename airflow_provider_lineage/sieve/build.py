@@ -1,7 +1,7 @@
 """Building an index: distributed key -> location aggregation, then one ordered bounded-memory pass.
 
-Stage 1 (Spark): ``select(key, input_file_name()) -> join a small broadcast file-id table ->
-distinct -> group by key -> sort_array(collect_set(file id)) -> range-partition by key and sort``.
+Stage 1 (Spark): ``select(key, input_file_name()) -> distinct -> join a small broadcast file-id
+table -> group by key -> sort_array(collect_list(file id)) -> range-partition by key and sort``.
 At most one range partition per ``rows_per_partition`` rows (from the Parquet footers, read in
 threads), which adaptive query execution coalesces up to its advisory partition size (so a
 low-cardinality key streams as one partition: one Spark job, not one per million rows); the
@@ -386,11 +386,12 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
 
     def run(file_ids: list[tuple[str, int]]) -> set[int]:
         fid_df = spark.createDataFrame(file_ids, "f string, fid int")
+        # distinct (key, file) pairs first (a partial aggregation in every scan task), so the file id
+        # join runs once per pair, not once per row; the ids of distinct pairs are distinct.
         agg = (key_df.select(spark_key_expr(column, kt).alias("k"), F.input_file_name().alias("f"))
-               .join(F.broadcast(fid_df), "f", "left")
-               .select("k", F.coalesce(F.col("fid"), F.lit(-1)).alias("fid"))
                .distinct()
-               .groupBy("k").agg(F.sort_array(F.collect_set("fid")).alias("fids"))
+               .join(F.broadcast(fid_df), "f", "left")
+               .groupBy("k").agg(F.sort_array(F.collect_list(F.coalesce(F.col("fid"), F.lit(-1)))).alias("fids"))
                .repartitionByRange("k").sortWithinPartitions("k"))
         nulls: set[int] = set()
         decimal = kt.kind == "decimal"

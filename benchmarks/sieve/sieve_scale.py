@@ -22,6 +22,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import statistics
 import sys
 import threading
@@ -136,7 +137,28 @@ def lookup_latency(root: str, column: str, index_path: str, preds: list[Any], re
             out[f"{tag}{k}_ms"] = med(xs)
         out[f"{tag}cold_wall_p90_ms"] = p90(t["cold_wall"])
         out[f"{tag}warm_wall_p90_ms"] = p90(t["warm_wall"])
+    out.update(listing_floor(root, repeats=5 * repeats))
     return out
+
+
+def listing_floor(root: str, repeats: int = 15) -> dict[str, Any]:
+    """Medians (ms) of what the staleness check costs by itself: the table listing the lookup runs
+    (``list_table_files``: one ``pyarrow.fs`` selector, a stat per file) and a bare ``os.stat`` of
+    every data file (the system calls alone, the floor of any check that looks at every file)."""
+    from airflow_provider_lineage.sieve.table import list_table_files
+
+    files = [f.path for f in list_table_files(root)]
+    listing, stats = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        list_table_files(root)
+        listing.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for f in files:
+            os.stat(f)
+        stats.append(time.perf_counter() - t0)
+    return {"listing_ms": statistics.median(listing) * 1000, "stat_loop_ms": statistics.median(stats) * 1000,
+            "listed_files": len(files)}
 
 
 # ---- report -------------------------------------------------------------------------------------
@@ -199,7 +221,9 @@ def maintenance(case: dict[str, Any] | None) -> dict[str, Any]:
             "sync_report": sy.get("sync_append_report", {}), "keys_read": sy.get("sync_append_report", {}).get("keys_read"),
             "cold": lk.get("cold_wall_ms"), "warm": lk.get("warm_wall_ms"), "cold_cpu": lk.get("cold_cpu_ms"),
             "warm_cpu": lk.get("warm_cpu_ms"), "fresh_cold": lk.get("fresh_cold_wall_ms"),
-            "fresh_warm": lk.get("fresh_warm_wall_ms"), "fresh_cold_cpu": lk.get("fresh_cold_cpu_ms"), "memory": mem, "index_bytes": c.get("index", {}).get("index_bytes"),
+            "fresh_warm": lk.get("fresh_warm_wall_ms"), "fresh_cold_cpu": lk.get("fresh_cold_cpu_ms"),
+            "listing": lk.get("listing_ms"), "stat_loop": lk.get("stat_loop_ms"), "listed": lk.get("listed_files"),
+            "memory": mem, "index_bytes": c.get("index", {}).get("index_bytes"),
             "segments": c.get("index", {}).get("stats", {}).get("segments")}
 
 
@@ -322,6 +346,9 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         row("lookup without the staleness listing (`assume_fresh=True`), cold: wall / CPU; warm: wall",
             [f"{_f(x['fresh_cold'])} / {_f(x['fresh_cold_cpu'])} ms; {_f(x['fresh_warm'])} ms" for x in ms],
             f"< {LOOKUP_TARGET_MS:g} ms")
+        row("the staleness check alone: listing the table / a bare `os.stat` of every file (median)",
+            [f"{_f(x['listing'])} / {_f(x['stat_loop'])} ms ({_f(x['listed'], 0)} files)" if x["listing"] is not None
+             else "–" for x in ms], "")
         row("build: driver JVM heap peak / max heap",
             [f"{_mib(x['memory'].get('jvm_heap_peak'))} / {_mib(x['memory'].get('jvm_heap_max'))}" for x in ms],
             "bounded with `spark.driver.memory=1g`")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import logging
 import os
 import shutil
@@ -29,6 +30,37 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 # py4j logs INFO lines while its connections close at interpreter exit, after pytest has closed the
 # streams logging writes to ("--- Logging error ---"); its warnings still show.
 logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+# The modules that use the example pipelines (the slowest fixtures: several minutes of spark-submits)
+# run on one pytest-xdist worker, started first: with one scope per file (``--dist loadfile``) each
+# worker that got one of them would run the pipelines again.
+EXAMPLE_PIPELINE_MODULES = frozenset({
+    "tests/test_cluster.py", "tests/test_dags.py", "tests/test_example_etl.py", "tests/test_marquez_replay.py"})
+_EXAMPLES_SCOPE = "example-pipelines"
+
+
+def _make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, with :data:`EXAMPLE_PIPELINE_MODULES` as one scope handed out first."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ExamplesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return _EXAMPLES_SCOPE if module in EXAMPLE_PIPELINE_MODULES else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if _EXAMPLES_SCOPE in self.workqueue:
+                self.workqueue.move_to_end(_EXAMPLES_SCOPE, last=False)
+            super()._assign_work_unit(node)
+
+    return ExamplesTogether(config, log)
+
+
+if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows with pytest-xdist
+    pytest_xdist_make_scheduler = _make_scheduler
 
 
 @pytest.fixture(scope="session")

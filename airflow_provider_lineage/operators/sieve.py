@@ -37,6 +37,7 @@ from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
 from airflow_provider_lineage.operators.spark_lineage import XCOM_OUTPUTS_KEY
 from airflow_provider_lineage.sieve import job as job_module
 from airflow_provider_lineage.sieve.errors import SieveError
+from airflow_provider_lineage.sieve.fs import STORAGE_OPTIONS_ENV
 from airflow_provider_lineage.sieve.job import IndexJob
 from airflow_provider_lineage.sieve.maintain import BUILD_OPTIONS, MODES, MaintainResult, update_mode
 
@@ -93,6 +94,14 @@ class SieveIndexOperator(SparkSubmitOperator):
     :param progress_interval: seconds (or a timedelta) between progress lines of a long job.
     :param result_dir: folder for the job's result file (default: a temporary folder); cluster deploy
         mode needs a folder both the driver and this worker see. (templated)
+    :param storage_options: for tables or indexes on an object store (``s3://``, ``gs://``, ...): the
+        keyword arguments of the store's ``pyarrow.fs`` class (e.g. ``region``, ``endpoint_override``,
+        ``access_key``/``secret_key``) the job uses for listing and for the index files; default:
+        the store's usual environment on the Spark driver. They reach the job in its environment
+        (``$SIEVE_STORAGE_OPTIONS``), never on the command line; in YARN or Kubernetes cluster
+        mode Spark passes that environment as a conf entry, so prefer the store's own credential
+        chain (instance roles) there. Spark reads the data through Hadoop's connector, configured
+        with ``conf`` (``spark.hadoop.fs.s3a.*``). (templated)
     :param lineage_emission: ``auto``: through Airflow's OpenLineage provider when configured, else
         emitted by the operator itself (never both); ``self``; ``off``.
     :param openlineage_config: openlineage-python config for self-emission.
@@ -110,6 +119,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         "update_strategy",
         "index_path",
         "result_dir",
+        "storage_options",
     )
     ui_color = "#b7d7a8"
 
@@ -134,6 +144,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         max_budget_fraction: float | None = None,
         progress_interval: float | timedelta = 30.0,
         result_dir: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         lineage_emission: str = "auto",
         openlineage_config: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -176,6 +187,7 @@ class SieveIndexOperator(SparkSubmitOperator):
                                              ("max_budget_fraction", max_budget_fraction)) if v is not None}
         self.progress_interval = _seconds(progress_interval)
         self.result_dir = result_dir
+        self.storage_options = dict(storage_options) if storage_options else None
         self.lineage_emission = lineage_emission
         self.openlineage_config = openlineage_config
         self.results: list[MaintainResult] = []
@@ -284,6 +296,20 @@ class SieveIndexOperator(SparkSubmitOperator):
         return jobs
 
     # -- execution ------------------------------------------------------------------------------
+    def submit_env(self) -> dict[str, Any] | None:
+        """``env_vars`` of the spark-submit: the user's, plus ``$SIEVE_STORAGE_OPTIONS`` (JSON)."""
+        if not self.storage_options:
+            return self.env_vars
+        if isinstance(self.storage_options, str):  # a template rendered as text
+            try:
+                self.storage_options = json.loads(self.storage_options)
+            except json.JSONDecodeError:
+                pass
+        if not isinstance(self.storage_options, Mapping):
+            raise TypeError(f"storage_options={self.storage_options!r} is not a mapping: pass a dict of the "
+                             "store's pyarrow.fs options")
+        return {**(self.env_vars or {}), STORAGE_OPTIONS_ENV: json.dumps(dict(self.storage_options))}
+
     def execute(self, context: Context) -> list[dict[str, Any]]:
         from airflow.sdk.exceptions import AirflowException
 
@@ -308,8 +334,9 @@ class SieveIndexOperator(SparkSubmitOperator):
         task_run, client = None, None
         if emission == "self":
             task_run, client = self._self_emit_start(context)
-        saved = self.application_args
+        saved, saved_env = self.application_args, self.env_vars
         self.application_args = [spec, result_file]
+        self.env_vars = self.submit_env()
         _compat.reset_spark_submit_hook(self)
         submit_error: BaseException | None = None
         try:
@@ -317,7 +344,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         except Exception as exc:  # noqa: BLE001 - the result file, if any, says why; re-raised below
             submit_error = exc
         finally:
-            self.application_args = saved
+            self.application_args, self.env_vars = saved, saved_env
         error: BaseException | None = None
         try:
             self.results = job_module.read_results(result_file)

@@ -19,6 +19,7 @@ fine for small tables and tests, not bounded in memory.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import time
 from collections import defaultdict
@@ -345,8 +346,10 @@ def footer_rows(files: list[FileEntry]) -> None:
     """Set every file's row count from its Parquet footer (read in a few threads: it is I/O)."""
     if not files:
         return
+    # Each read runs in a copy of this context: the caller's storage options (a context variable) hold.
+    ctx = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files))) as pool:
-        for f, n in zip(files, pool.map(num_rows, [f.path for f in files])):
+        for f, n in zip(files, pool.map(lambda p: ctx.copy().run(num_rows, p), [f.path for f in files])):
             f.num_rows = n
 
 

@@ -42,6 +42,9 @@ from .errors import SieveError
 SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs", "abfs": "abfs", "abfss": "abfss",
            "hdfs": "hdfs", "viewfs": "viewfs"}
 UNSAFE_COMMITS_ENV = "SIEVE_ALLOW_UNSAFE_COMMITS"
+# Object-store options for a whole process (JSON), e.g. the Spark job the Airflow operator submits:
+# environment, not command line, so credentials stay out of process listings and submit logs.
+STORAGE_OPTIONS_ENV = "SIEVE_STORAGE_OPTIONS"
 _options: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("sieve_storage_options",
                                                                                  default=None)
 _cache: dict[tuple[str, str, str], pafs.FileSystem] = {}
@@ -116,6 +119,22 @@ def storage_options(options: Mapping[str, Any] | None) -> Iterator[None]:
         yield
     finally:
         _options.reset(token)
+
+
+def options_from_env() -> dict[str, Any] | None:
+    """The storage options in ``$SIEVE_STORAGE_OPTIONS`` (a JSON object), None when unset."""
+    text = os.environ.get(STORAGE_OPTIONS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SieveError(f"${STORAGE_OPTIONS_ENV} is not JSON ({exc.msg}): set it to a JSON object of "
+                         "the store's options, e.g. {\"region\": \"eu-west-1\"}") from None
+    if not isinstance(value, dict):
+        raise SieveError(f"${STORAGE_OPTIONS_ENV} is a JSON {type(value).__name__}, not an object: set it to "
+                         "a JSON object of the store's options")
+    return value
 
 
 def _s3_endpoint_from_env() -> dict[str, Any]:

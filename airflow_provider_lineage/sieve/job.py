@@ -36,6 +36,7 @@ if __package__ in (None, ""):
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
 from airflow_provider_lineage.sieve.errors import SieveError
+from airflow_provider_lineage.sieve.fs import STORAGE_OPTIONS_ENV, options_from_env, storage_options
 from airflow_provider_lineage.sieve.maintain import (
     RESULT_VERSION,
     MaintainResult,
@@ -160,7 +161,14 @@ class Progress:
 def run_jobs(spark: Any, jobs: list[IndexJob], *, progress_seconds: float = PROGRESS_SECONDS) -> list[MaintainResult]:
     """Run every job (failures become error records) and print one summary line per index."""
     results: list[MaintainResult] = []
-    with Progress(spark, progress_seconds) as progress:
+    try:
+        options = options_from_env()
+    except SieveError as exc:
+        return [MaintainResult(table=j.table, column=j.column, requested=j.mode, status="error", error=str(exc),
+                               error_type="SieveError") for j in jobs]
+    if options:
+        print(f"sieve-job: object-store options from ${STORAGE_OPTIONS_ENV}: {', '.join(sorted(options))}", flush=True)
+    with Progress(spark, progress_seconds) as progress, storage_options(options):
         for job in jobs:
             label = f"{job.table}.{job.column}"
             progress.start(label)

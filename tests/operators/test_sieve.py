@@ -91,6 +91,25 @@ class TestArguments:
         jobs = _op(indexes=needs).resolve_jobs()
         assert [(j.table, j.column, j.index_path, j.mode) for j in jobs] == [("/t", "day", "/i/day", "auto")]
 
+    def test_storage_options_go_to_the_job_environment_not_its_arguments(self) -> None:
+        """The job reads them from $SIEVE_STORAGE_OPTIONS (tests/sieve/test_s3.py runs it on S3)."""
+        import json
+
+        opts = {"region": "eu-west-1", "secret_key": "s3cr3t"}
+        op = _op(table="s3://lake/sales", columns="day", storage_options=opts, env_vars={"TZ": "UTC"})
+        assert "storage_options" in op.template_fields
+        env = op.submit_env()
+        assert env is not None and env["TZ"] == "UTC" and json.loads(env["SIEVE_STORAGE_OPTIONS"]) == opts
+        assert op.env_vars == {"TZ": "UTC"}  # the operator's own argument is left as it was
+        assert "s3cr3t" not in json.dumps([j.to_dict() for j in op.resolve_jobs()])
+        assert _op(table="/t", columns="day").submit_env() is None
+        rendered = _op(table="/t", columns="day", storage_options={"x": 1})
+        rendered.storage_options = '{"region": "us-east-1"}'  # a template rendered as JSON text
+        assert json.loads(rendered.submit_env()["SIEVE_STORAGE_OPTIONS"]) == {"region": "us-east-1"}
+        rendered.storage_options = "region=us"
+        with pytest.raises(TypeError, match="not a mapping"):
+            rendered.submit_env()
+
     def test_jobs_from_lineage_outputs(self) -> None:
         from airflow.sdk.exceptions import AirflowException
 

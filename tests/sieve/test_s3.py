@@ -385,6 +385,38 @@ def test_cli_on_s3(table: tuple[str, dict[str, list[int | None]]], capsys: pytes
     assert "1 of 5 files" in err
 
 
+def test_job_takes_storage_options_from_its_environment(table: tuple[str, dict[str, list[int | None]]],
+                                                       s3_endpoint: str, tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The job the operator submits reads ``$SIEVE_STORAGE_OPTIONS`` (never its command line): with
+    no AWS_* credentials or endpoint in the environment it syncs an index on S3, and logs only the
+    option names. A malformed value fails every job with the fix named."""
+    import json
+
+    from airflow_provider_lineage.sieve import job
+
+    root, _ = table
+    put_parquet(f"{root}/day=2024-01-09/late.parquet", [4242])
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k)
+    opts = {"access_key": "testing", "secret_key": "testing", "region": "us-east-1",
+            "endpoint_override": s3_endpoint.split("://")[1], "scheme": "http"}
+    monkeypatch.setenv(fs.STORAGE_OPTIONS_ENV, json.dumps(opts))
+    spec = job.spec_to_json([job.IndexJob(table=root, column="k", mode="auto")])
+    assert job.main([spec, str(tmp_path / "r.json"), "--no-spark"]) == 0
+    (res,) = job.read_results(str(tmp_path / "r.json"))
+    assert (res.status, res.action) == ("ok", "sync")
+    out = capsys.readouterr().out
+    assert "object-store options from $SIEVE_STORAGE_OPTIONS: access_key, endpoint_override, region" in out
+    assert "testing" not in out
+    with fs.storage_options(opts):
+        assert S.open_index(root, "k").candidates(S.Eq(4242)) == [f"{root}/day=2024-01-09/late.parquet"]
+    monkeypatch.setenv(fs.STORAGE_OPTIONS_ENV, "{region: eu}")
+    assert job.main([spec, str(tmp_path / "r2.json"), "--no-spark"]) == 1
+    (res,) = job.read_results(str(tmp_path / "r2.json"))
+    assert res.status == "error" and "is not JSON" in res.error and "JSON object" in res.error
+
+
 def test_spark_paths_for_s3() -> None:
     from airflow_provider_lineage.sieve.table import spark_path, spark_uri, table_path
 

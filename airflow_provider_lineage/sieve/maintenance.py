@@ -6,10 +6,11 @@ from typing import Any
 
 from .errors import IndexUnavailable
 from .fs import storage_options as scoped_options
+from .keys import HIGH_KEY, LOW_KEY
 from .model import over_budget
 from .query import diff_files, index_location
 from .records import MaintenanceStatus
-from .storage import IndexStore
+from .storage import IndexStore, Manifest, SegmentMeta
 from .table import list_table_files
 
 # Thresholds (module constants so an operator can document/override them).
@@ -76,6 +77,11 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
         st.recommendation = "rebuild"
         st.reason = (f"error budget {st.budget_used_fraction:.0%} used, {st.segments_over_budget} of "
                      f"{len(metas)} segments over budget")
+    elif outside := _outside_prefix(m, metas, store):
+        st.recommendation = "rebuild"
+        st.reason = (f"{outside} file(s) hold {m.column} values outside the learned prefix "
+                     f"{m.key_type.prefix_bytes!r}: they share one key, so lookups for them read every such file; "
+                     "a rebuild learns the prefix of the values now")
     elif n_changed:
         st.recommendation = "sync"
         st.reason = f"{len(added)} added, {len(removed)} removed, {len(changed)} rewritten files since v{m.version}"
@@ -87,3 +93,21 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     else:
         st.recommendation, st.reason = "none", "index is current"
     return st
+
+
+def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore) -> int:
+    """Live files with string/binary values outside the key type's learned prefix (keys LOW_KEY or
+    HIGH_KEY, which every such value shares): values a sync added after the build learned it."""
+    kt = m.key_type
+    if not kt.shares_keys or not kt.prefix_bytes:
+        return 0
+    files: set[int] = set()
+    for meta in (metas[0], metas[-1]) if metas else ():
+        if meta.s_min <= LOW_KEY <= meta.s_max or meta.s_min <= HIGH_KEY <= meta.s_max:
+            seg = store.open_segment(meta.file)
+            for k in (LOW_KEY, HIGH_KEY):
+                files.update(seg.fids_for_range(k, k).tolist())
+    for ref in m.deltas:
+        keys, fids = store.read_delta(ref)
+        files.update(fids[(keys == LOW_KEY) | (keys == HIGH_KEY)].tolist())
+    return len(files & set(m.files))

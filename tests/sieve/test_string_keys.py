@@ -29,6 +29,7 @@ from airflow_provider_lineage.sieve.keys import (
     window_key,
     window_keys,
 )
+from airflow_provider_lineage.sieve.maintain import check
 from airflow_provider_lineage.sieve.query import intervals_of
 from airflow_provider_lineage.sieve.table import list_table_files
 
@@ -312,3 +313,26 @@ def test_radix_keys_only_for_codes() -> None:
                        for _ in range(5_000)])
     assert learn_alphabet(string_kt(""), phones).alphabet == ""
     assert learn_alphabet(string_kt(""), pa.array([str(uuid4()) for _ in range(2_000)])).alphabet == ""
+
+
+@pytest.mark.parametrize("mode", ["cow", "mor"])
+def test_values_outside_the_learned_prefix_recommend_a_rebuild(tmp_path, mode: str) -> None:
+    """A sync keeps answers right for values outside the learned prefix (they share one key), and
+    maintenance asks for the rebuild that learns a prefix covering them."""
+    root = str(tmp_path / "t")
+    layout = _codes_table(root)
+    S.build(None, root, "k", mode=mode)
+    layout[f"{root}/g.parquet"] = ["D-000001", "D-000002"]
+    layout[f"{root}/h.parquet"] = ["A-7"]
+    for name in ("g", "h"):
+        write_file(f"{root}/{name}.parquet", layout[f"{root}/{name}.parquet"], pa.string())
+    S.sync(None, root, "k")
+    idx = S.open_index(root, "k")
+    for pred in (S.Eq("D-000001"), S.Eq("A-7"), S.Eq("C-000013"), S.Range("D", None)):
+        assert exact_for(layout, pred) <= set(idx.candidates(pred)), pred
+    st = S.maintenance_status(root, "k")
+    assert st.recommendation == "rebuild" and "2 file(s) hold k values outside the learned prefix b'C-'" in st.reason
+    assert check(root, "k").action == "rebuild"
+    S.rebuild(None, root, "k")
+    assert S.open_index(root, "k").key_type.prefix_bytes == b""
+    assert S.maintenance_status(root, "k").recommendation == "none"

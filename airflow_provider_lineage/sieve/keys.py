@@ -299,15 +299,8 @@ def _lengths(arr: pa.Array) -> np.ndarray:
 
 def _big_endian(arr: pa.Array) -> np.ndarray:
     """BE value of each (at most WINDOW-byte) element, zero-padded on the right to WINDOW bytes."""
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], np.int64, count=n + 1, offset=8 * arr.offset)
-    lens = np.diff(offsets)
-    data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
-    col = np.arange(WINDOW)
-    idx = np.minimum(offsets[:-1, None] + col, len(data) - 1)
-    mat = np.zeros((n, 8), np.uint8)
-    mat[:, 8 - WINDOW:] = np.where(col < lens[:, None], data[idx], 0)
+    mat = np.zeros((len(arr), 8), np.uint8)
+    mat[:, 8 - WINDOW:] = _byte_matrix(arr, WINDOW)[0]
     return mat.view(">u8").ravel().astype(np.int64)
 
 

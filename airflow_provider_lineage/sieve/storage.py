@@ -405,6 +405,10 @@ class IndexStore:
         os.replace(tmp, self._full(name))
 
     def _read(self, ref: FileRef, magic: bytes) -> bytes:
+        return unseal(magic, self._read_checked(ref), self._full(ref.name))
+
+    def _read_checked(self, ref: FileRef) -> bytes:
+        """The bytes of an index file, matched against the size and CRC its manifest recorded."""
         full = self._full(ref.name)
         try:
             data = self._read_bytes(ref.name)
@@ -413,7 +417,7 @@ class IndexStore:
         if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
             raise IndexUnavailable(f"index file {full} does not match its manifest checksum (corrupt): "
                                    "rebuild the index")
-        return unseal(magic, data, full)
+        return data
 
     def write_file_table(self, files: Mapping[int, FileEntry], root: str) -> FileRef:
         """The live files of one version, column by column (ids, paths, sizes, mtimes, rows)."""
@@ -495,15 +499,7 @@ class IndexStore:
 
     def open_segment(self, ref: FileRef) -> PagedSegment:
         """The segment's header, checksum verified; pages are inflated when a lookup needs them."""
-        full = self._full(ref.name)
-        try:
-            data = self._read_bytes(ref.name)
-        except OSError as exc:
-            raise IndexUnavailable(f"index file {full} is missing or unreadable ({exc}): rebuild the index")
-        if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
-            raise IndexUnavailable(f"index file {full} does not match its manifest checksum (corrupt): "
-                                   "rebuild the index")
-        return PagedSegment(unseal_raw(b"SVS4", data, full), ref.name)
+        return PagedSegment(unseal_raw(b"SVS4", self._read_checked(ref), self._full(ref.name)), ref.name)
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
         """Segment list (format 4), column by column so that opening an index decodes it vectorised:

@@ -74,3 +74,12 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
         os.remove(path)
         return "sync"
     return "compact" if op[0] == "compact" else "none"
+
+
+def write_layout(root: str, files: Sequence[Sequence[Any]], typ: pa.DataType | None = None) -> dict[str, list[Any]]:
+    """Files ``f0.parquet``, ``f1.parquet`` ... under ``root`` with these keys; their layout."""
+    layout: dict[str, list[Any]] = {}
+    for i, keys in enumerate(files):
+        layout[f"{root}/f{i}.parquet"] = list(keys)
+        write_file(f"{root}/f{i}.parquet", keys, typ)
+    return layout

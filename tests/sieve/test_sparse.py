@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import os
 import shutil
 import tempfile
 
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 
-from .helpers import write_file
+from .helpers import apply_op, write_file, write_layout
 from .test_sync import exact
 
 codec = importlib.import_module("airflow_provider_lineage.sieve.codec")
@@ -74,21 +73,10 @@ PRED = st.one_of(st.builds(S.Eq, st.integers(-1100, 13100)),
 def test_sparse_no_false_negative_after_updates(initial, ops, mode, e, cap, preds) -> None:
     root = tempfile.mkdtemp(prefix="sieve-sparse-")
     try:
-        layout: dict[str, list[int | None]] = {}
-        for i, keys in enumerate(initial):
-            layout[f"{root}/f{i}.parquet"] = keys
-            write_file(f"{root}/f{i}.parquet", keys)
+        layout: dict[str, list[int | None]] = write_layout(root, initial)
         S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
         for j, op in enumerate(ops):
-            names = sorted(layout)
-            if op[0] == "append":
-                layout[f"{root}/g{j}.parquet"] = op[1]
-                write_file(f"{root}/g{j}.parquet", op[1])
-            elif op[0] == "delete" and names:
-                path = names[op[1] % len(names)]
-                del layout[path]
-                os.remove(path)
-            elif op[0] == "compact":
+            if apply_op(root, layout, op, j) == "compact":
                 S.compact(root, "k")
                 continue
             S.sync(None, root, "k")

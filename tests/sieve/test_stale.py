@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 
-from .helpers import write_file
+from .helpers import apply_op, write_file, write_layout
 from .test_cli import run
 from .test_sync import FILE, PRED, exact
 
@@ -89,24 +89,10 @@ def test_pruned_read_on_stale_index(spark, tmp_path) -> None:
 def test_stale_answers_superset_of_exact_without_sync(initial, ops, mode, preds) -> None:
     root = tempfile.mkdtemp(prefix="sieve-stale-")
     try:
-        layout: dict[str, list[int | None]] = {}
-        for i, keys in enumerate(initial):
-            layout[f"{root}/f{i}.parquet"] = keys
-            write_file(f"{root}/f{i}.parquet", keys)
+        layout: dict[str, list[int | None]] = write_layout(root, initial)
         S.build(None, root, "k", error_bound=1, max_segment_keys=8, mode=mode)
         for j, op in enumerate(ops):
-            names = sorted(layout)
-            if op[0] == "append":
-                layout[f"{root}/g{j}.parquet"] = op[1]
-                write_file(f"{root}/g{j}.parquet", op[1])
-            elif op[0] == "delete" and names:
-                path = names[op[1] % len(names)]
-                del layout[path]
-                os.remove(path)
-            elif op[0] == "overwrite" and names:
-                path = names[op[1] % len(names)]
-                layout[path] = op[2]
-                write_file(path, op[2])
+            apply_op(root, layout, op, j)
         idx = S.open_index(root, "k")  # never synced
         for pred in preds:
             got = set(idx.candidates(pred))

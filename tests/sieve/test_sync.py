@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 
-from .helpers import exact_files, write_file
+from .helpers import apply_op, exact_files, write_file, write_layout
 
 sync_mod = importlib.import_module("airflow_provider_lineage.sieve.sync")
 
@@ -160,28 +160,10 @@ def exact(layout: dict[str, list[int | None]], pred: object) -> set[str]:
 def test_candidates_superset_of_exact(initial, ops, mode, e, cap, preds) -> None:
     root = tempfile.mkdtemp(prefix="sieve-prop-")
     try:
-        layout: dict[str, list[int | None]] = {}
-        for i, keys in enumerate(initial):
-            layout[f"{root}/f{i}.parquet"] = keys
-            write_file(f"{root}/f{i}.parquet", keys)
+        layout: dict[str, list[int | None]] = write_layout(root, initial)
         S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
-        n = len(initial)
-        for op in ops:
-            names = sorted(layout)
-            if op[0] == "append":
-                path = f"{root}/f{n}.parquet"
-                n += 1
-                layout[path] = op[1]
-                write_file(path, op[1])
-            elif op[0] == "overwrite" and names:
-                path = names[op[1] % len(names)]
-                layout[path] = op[2]
-                write_file(path, op[2])
-            elif op[0] == "delete" and names:
-                path = names[op[1] % len(names)]
-                del layout[path]
-                os.remove(path)
-            elif op[0] == "compact":
+        for j, op in enumerate(ops):
+            if apply_op(root, layout, op, j) == "compact":
                 S.compact(root, "k")
                 continue
             S.sync(None, root, "k")

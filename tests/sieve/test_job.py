@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 
 import pyarrow as pa
@@ -198,30 +196,5 @@ class TestJob:
         p.start("/t.k")
         assert p.line().startswith("sieve-job: /t.k: running for")
 
-    def test_spark_submit_of_the_job_script(self, tmp_path) -> None:
-        """The script as spark-submit runs it (a file, not a module), with a real local[2] Spark."""
-        root = str(tmp_path / "dates")
-        import datetime as dt
-
-        import pyarrow.parquet as pq
-
-        os.makedirs(root)
-        for i in range(3):
-            days = [dt.date(2024, 1, 1) + dt.timedelta(days=i * 10 + d) for d in range(5)]
-            pq.write_table(pa.table({"day": pa.array(days, pa.date32()), "v": list(range(5))}), f"{root}/p{i}.parquet")
-        out = tmp_path / "result.json"
-        spec = J.spec_to_json([J.IndexJob(root, "day", mode="auto", options={"rows_per_partition": 4})])
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-        bin_dir = os.path.dirname(sys.executable)
-        proc = subprocess.run(
-            [os.path.join(bin_dir, "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.sql.shuffle.partitions=2", J.__file__, spec, str(out)],
-            check=False, env=env, capture_output=True, text=True, timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "sieve-job: " in proc.stdout
-        (res,) = J.read_results(str(out))
-        assert res.status == "ok" and res.action == "build" and res.key_type == "date"
-        assert res.details["status"]["present"] is False
-        idx = S.open_index(root, "day")
-        assert idx.candidates(S.Eq(dt.date(2024, 1, 12))) == [f"{root}/p1.parquet"]
+    # The script as spark-submit runs it (a file, not a module) with real Spark: tests/operators/test_sieve.py
+    # (a build) and tests/test_example_etl.py (builds, then syncs) submit it through SieveIndexOperator.

@@ -246,10 +246,8 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
           f"driver memory {c['spark']['driver_memory']}; {c['machine']['cpus']} CPUs; "
           f"{len(r['violations'])} correctness violation(s).")
     w("")
-    w("**The machine was shared with three other agents' jobs (builds, test suites, Spark sessions) while "
-      "this ran: the times are noisy, and the load differed between the two runs. File and byte counts are "
-      "exact.** Every answer of every method was checked against a numpy ground truth, and every Sieve "
-      "candidate set against the exact file set." + (f" {note}" if note else ""))
+    w((f"{note} " if note else "") + "File and byte counts are exact. Every answer of every method was "
+      "checked against a numpy ground truth, and every Sieve candidate set against the exact file set.")
     w("")
     w("Reproduce: `benchmarks/sieve/run_scale.sh` (SF1 and SF10 on the adversarial and late layouts, "
       "then this report).")

@@ -36,6 +36,7 @@ import secrets
 import time
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -375,9 +376,12 @@ class IndexStore:
             os.unlink(self._full(probe))
 
     def verify(self, manifest: Manifest) -> None:
-        """Read and checksum every file of a version, as a reader would (raises IndexUnavailable)."""
+        """Read and checksum every file of a version, as a reader would (raises IndexUnavailable).
+
+        Segment files: size, CRC, format and header (pages are zlib streams with their own check,
+        inflated when used)."""
         for meta in self.read_segment_list(manifest.segment_list):
-            self.read_segment(meta.file)
+            self.open_segment(meta.file)
         for ref in manifest.deltas:
             self.read_delta(ref)
 
@@ -400,9 +404,16 @@ class IndexStore:
         os.makedirs(self.path, exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._full(name))
+        os.replace(tmp, self._full(name))  # flushed to disk before the manifest names it (_flush_written)
+
+    def _flush_written(self) -> None:
+        """fsync every file written since the last commit, a few at a time, then the folder: a
+        published manifest only names files that are on disk (one sync per file, in parallel)."""
+        paths = [self._full(n) for n in self.written]
+        if paths:
+            with ThreadPoolExecutor(max_workers=min(FSYNC_THREADS, len(paths))) as pool:
+                list(pool.map(_fsync_file, paths))
+        _fsync_dir(self.path)
 
     def _read(self, ref: FileRef, magic: bytes) -> bytes:
         return unseal(magic, self._read_checked(ref), self._full(ref.name))
@@ -570,6 +581,8 @@ class IndexStore:
         return version
 
     def _publish_local(self, version: int, data: bytes) -> bool:
+        with self.writing():
+            self._flush_written()
         tmp = self._full(f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
         with self.writing(), open(tmp, "wb") as fh:
             fh.write(data)
@@ -843,6 +856,17 @@ def _link_if_absent(src: str, dst: str) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
+
+
+FSYNC_THREADS = 8
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: str) -> None:

@@ -1,0 +1,178 @@
+"""Build and sync cost of Sieve on every cached layout (issue 11): build vs a min/max scan, and a
+sync after a 1 % append vs a full build.
+
+For each layout of ``benchmarks/sieve/data/sf{SCALE}-f200`` (``run.py`` generates and caches them)
+and each indexed column: the table's files are hard-linked into a scratch table (the cache stays
+untouched), then, on one ``local[2]`` Spark session with ``spark.driver.memory=1g``:
+
+1. min/max: ``spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()``;
+2. Sieve build: ``sieve.build(spark, root, column)``, copy-on-write, the default error bound;
+3. sync after a 1 % append: the layout's append file (a 1 % sample of its rows, one file) is linked
+   in and ``sieve.sync(spark, root, column)`` runs; then the file is deleted and synced again;
+4. the same append and delete on a merge-on-read index (``mode="mor"``: deltas, no rewrite).
+
+Both Spark queries run once untimed on a copy of the smallest file first (code generation, JIT), and
+every step runs ``--repeats`` times (median). Prints one line per case and writes ``SYNC.md``.
+
+    .venv/bin/python benchmarks/sieve/sync_cost.py                 # SF1 (all layouts) and SF10
+    .venv/bin/python benchmarks/sieve/sync_cost.py --scales 1 --layouts adversarial
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+COLUMNS = {"generated": ["l_orderkey", "l_shipdate"], "sparse": ["l_orderkey"]}  # as run.py
+DEFAULT_COLUMN = "l_shipdate"
+SYNC_TARGET = 0.05
+BUILD_TARGET = 2.0
+
+
+def _link_table(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True)
+    for f in sorted(src.glob("*.parquet")):
+        os.link(f, dst / f.name)
+
+
+def _median(f: Any, repeats: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def measure(spark: Any, layout_dir: Path, append: Path, column: str, repeats: int, scratch: Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from airflow_provider_lineage import sieve as S
+
+    files = sorted(layout_dir.glob("*.parquet"))
+    small = min(files, key=os.path.getsize)
+    warm = scratch / "warm"
+    warm.mkdir()
+    shutil.copy(small, warm / "part-0.parquet")
+    minmax = lambda root: spark.read.parquet(str(root)).groupBy(F.input_file_name()).agg(
+        F.min(column), F.max(column)).collect()
+    minmax(warm)
+    S.build(spark, str(warm), column, index_path=str(warm / "_i"))
+    root = scratch / "t"
+    _link_table(layout_dir, root)
+    out: dict[str, Any] = {"files": len(files), "column": column}
+    out["minmax_s"], _ = _median(lambda: minmax(root), repeats)
+    builds = []
+    for mode in ("cow", "mor"):
+        idx = str(scratch / f"idx-{mode}")
+        t, stats = _median(lambda: (shutil.rmtree(idx, ignore_errors=True),  # noqa: B023
+                                    S.build(spark, str(root), column, index_path=idx, mode=mode))[1], repeats)  # noqa: B023
+        builds.append(t)
+        added = root / "zz-append.parquet"
+        appends, deletes, reports = [], [], []
+        for _ in range(repeats):
+            os.link(append, added)
+            t0 = time.perf_counter()
+            rep = S.sync(spark, str(root), column, index_path=idx)
+            appends.append(time.perf_counter() - t0)
+            reports.append(rep.to_dict())
+            added.unlink()
+            t0 = time.perf_counter()
+            S.sync(spark, str(root), column, index_path=idx)
+            deletes.append(time.perf_counter() - t0)
+        out[mode] = {"build_s": t, "index_bytes": stats.index_bytes, "segments": stats.segments,
+                     "sync_append_s": statistics.median(appends), "sync_delete_s": statistics.median(deletes),
+                     "append_report": reports[-1]}
+    out["build_s"] = out["cow"]["build_s"]
+    return out
+
+
+def _fmt(case: dict[str, Any]) -> list[str]:
+    cow, mor = case["cow"], case["mor"]
+    r = cow["append_report"]
+    build_ratio = cow["build_s"] / case["minmax_s"]
+    sync_ratio = cow["sync_append_s"] / cow["build_s"]
+    mor_ratio = mor["sync_append_s"] / mor["build_s"]
+    ok = lambda good: "PASS" if good else "MISS"
+    return [f"SF{case['scale']:g}", case["layout"], f"`{case['column']}`", f"{case['files']:,}",
+            f"{case['minmax_s']:.2f}", f"{cow['build_s']:.2f}", f"{build_ratio:.2f}× {ok(build_ratio <= BUILD_TARGET)}",
+            f"{cow['sync_append_s']:.2f}", f"{100 * sync_ratio:.1f} % {ok(sync_ratio <= SYNC_TARGET)}",
+            f"{r.get('segments_rewritten', 0)} / {r.get('segments_rebuilt', 0)} / {r.get('segments_created', 0)}",
+            f"{cow['sync_delete_s']:.2f}", f"{mor['sync_append_s']:.2f} ({100 * mor_ratio:.1f} %)"]
+
+
+def write_report(cases: list[dict[str, Any]], path: Path, meta: dict[str, Any]) -> None:
+    head = ["scale", "layout", "column", "files", "min/max scan s", "Sieve build s", "build ÷ min/max (≤ 2×)",
+            "sync after 1 % append s", "sync ÷ build (≤ 5 %)", "segments rewritten / re-segmented / created",
+            "sync after deleting it s", "merge-on-read: sync after the append s (÷ its build)"]
+    lines = ["# Sieve build and sync cost on every layout", "",
+             (f"Generated by `benchmarks/sieve/sync_cost.py` on {meta['started']} in {meta['minutes']:.1f} min: "
+             f"Spark {meta['spark']} `local[2]`, `spark.driver.memory=1g`, {meta['cpus']} CPUs, Python "
+             f"{platform.python_version()}; median of {meta['repeats']} runs of every step; copy-on-write unless "
+             "said. The machine ran nothing else."), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_fmt(c)) + " |" for c in cases]
+    lines += ["", ("How: the layout's files hard-linked into a scratch table; min/max = "
+              "`spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()`; build = "
+              "`sieve.build(spark, root, column)` (Spark aggregation, the driver's ordered pass, writing and "
+              "committing the index); sync = `sieve.sync(spark, root, column)` after linking in the layout's "
+              "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
+              "Spark queries ran once untimed on a copy of the smallest file first. *re-segmented* segments "
+              "are rebuilt from their own triples plus the new keys (no data file is read again).")]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scales", default="1,10")
+    p.add_argument("--layouts", default="adversarial,late,generated,shuffled,sparse")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--data-dir", type=Path, default=HERE / "data")
+    p.add_argument("--report", type=Path, default=HERE / "SYNC.md")
+    p.add_argument("--json", type=Path, default=HERE / "out" / "sync_cost.json")
+    a = p.parse_args(argv)
+    from sieve_methods import spark_session
+
+    started, t_start = time.strftime("%Y-%m-%d %H:%M"), time.perf_counter()
+    spark = spark_session("1g")
+    cases: list[dict[str, Any]] = []
+    try:
+        for scale in (float(s) for s in a.scales.split(",")):
+            base = a.data_dir / f"sf{scale:g}-f200"
+            for layout in a.layouts.split(","):
+                src, append = base / layout, base / f"{layout}-append.parquet"
+                if not src.is_dir() or not append.is_file():
+                    print(f"[sf{scale:g}/{layout}] not cached (run benchmarks/sieve/run.py first): skipped", flush=True)
+                    continue
+                for column in COLUMNS.get(layout, [DEFAULT_COLUMN]):
+                    with tempfile.TemporaryDirectory(prefix="sieve-sync-", dir=a.data_dir) as tmp:
+                        case = measure(spark, src, append, column, a.repeats, Path(tmp))
+                    case.update(scale=scale, layout=layout)
+                    cases.append(case)
+                    print(" | ".join(_fmt(case)), flush=True)
+    finally:
+        version = spark.version
+        spark.stop()
+    meta = {"started": started, "minutes": (time.perf_counter() - t_start) / 60, "spark": version,
+            "cpus": os.cpu_count(), "repeats": a.repeats}
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps({"meta": meta, "cases": cases}, indent=1, default=str))
+    write_report(cases, a.report, meta)
+    print(f"wrote {a.report} and {a.json}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -268,7 +268,7 @@ def _diff_columns(table: FileTable, listing: list[FileEntry]) -> tuple[list[File
             seen[i] = True
             if f.size != sizes[i] or f.mtime_ns != mtimes[i]:
                 changed.append(ids[i])
-    removed = [fid for fid, s in zip(ids, seen) if not s] if not all(seen) else []
+    removed = [fid for fid, s in zip(ids, seen) if not s]
     return added, sorted(removed), sorted(changed)
 
 

@@ -76,7 +76,10 @@ class Segment:
         """Keys now present (``s_min <= k <= s_max``): split every hole that holds one of them."""
         if not len(self.hole_at) or not len(keys):
             return
-        off = np.asarray([int(k) - self.s_min for k in keys], np.int64)
+        if keys.dtype != object:
+            off = keys.astype(np.int64) - np.int64(self.s_min)
+        else:
+            off = np.asarray([int(k) - self.s_min for k in keys], np.int64)
         at, ln = self.hole_at, self.hole_len
         pos = np.searchsorted(at, off, "right") - 1
         hit = (pos >= 0) & (off < at[np.clip(pos, 0, None)] + ln[np.clip(pos, 0, None)])
@@ -123,22 +126,39 @@ class Segment:
         if len(keys) == 0:
             return 0
         self.fill_holes(keys)
-        blocks = np.asarray([(int(k) - self.s_min) // self.b_size for k in keys], dtype=np.int64)
+        if keys.dtype != object:
+            blocks = (keys.astype(np.int64) - np.int64(self.s_min)) // self.b_size
+        else:  # string keys beyond int64: Python ints
+            blocks = np.asarray([(int(k) - self.s_min) // self.b_size for k in keys], dtype=np.int64)
         ub, counts = np.unique(blocks, return_counts=True)
         return self.add_pairs(ub, np.full(len(ub), file_id, np.int64), counts)
 
     def add_pairs(self, blocks: np.ndarray, fids: np.ndarray, counts: np.ndarray) -> int:
-        """Merge (block, fid, count) triples; returns how many (block, fid) pairs are new."""
+        """Merge (block, fid, count) triples; returns how many (block, fid) pairs are new.
+
+        The segment's triples are sorted by (block, fid), so the new pairs are merged in by binary
+        search (O(triples) copies, no sort of the whole segment)."""
         old = _pair_code(self.blk, self.fid)
-        new = _pair_code(np.asarray(blocks), np.asarray(fids))
-        n_new = len(np.setdiff1d(np.unique(new), old, assume_unique=False))
-        codes = np.concatenate([old, new])
-        weights = np.concatenate([self.cnt.astype(np.int64), np.asarray(counts, np.int64)])
-        uc, inv = np.unique(codes, return_inverse=True)
-        summed = np.bincount(inv, weights=weights).astype(np.int64)
-        self.blk, self.fid = _pair_decode(uc)
-        self.cnt = summed.astype(np.uint32)
-        return n_new
+        new, inv = np.unique(_pair_code(np.asarray(blocks), np.asarray(fids)), return_inverse=True)
+        add = np.bincount(inv.ravel(), weights=np.asarray(counts, np.int64), minlength=len(new)).astype(np.int64)
+        if len(old) > 1 and not bool(np.all(old[1:] > old[:-1])):  # not sorted: merge by sorting
+            codes = np.concatenate([old, new])
+            weights = np.concatenate([self.cnt.astype(np.int64), add])
+            uc, inv2 = np.unique(codes, return_inverse=True)
+            n_new = len(uc) - len(np.unique(old))
+            self.blk, self.fid = _pair_decode(uc)
+            self.cnt = np.bincount(inv2.ravel(), weights=weights).astype(np.uint32)
+            return n_new
+        pos = np.searchsorted(old, new)
+        found = pos < len(old)
+        found[found] = old[pos[found]] == new[found]
+        cnt = self.cnt.astype(np.int64)
+        np.add.at(cnt, pos[found], add[found])
+        fresh = ~found
+        codes = np.insert(old, pos[fresh], new[fresh])
+        self.blk, self.fid = _pair_decode(codes)
+        self.cnt = np.insert(cnt, pos[fresh], add[fresh]).astype(np.uint32)
+        return int(fresh.sum())
 
     def remove_pairs(self, blocks: np.ndarray, fids: np.ndarray, counts: np.ndarray) -> None:
         """Decrement counters of (block, fid) by ``counts``; a location at 0 leaves the block."""

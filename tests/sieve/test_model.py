@@ -76,6 +76,25 @@ def test_add_counts_new_pairs_and_budget() -> None:
     assert not over_budget(0, 0) and over_budget(9, 8) and over_budget(8, 8)
 
 
+def test_add_pairs_merge_equals_a_sorted_union() -> None:
+    """The binary-search merge gives the same triples and new-pair count as sorting everything."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        seg = make_segment(list(range(64)), [tuple(sorted(set(rng.integers(0, 6, 3).tolist()))) for _ in range(64)],
+                           r_changes=40)
+        before = {(int(b), int(f)): int(c) for b, f, c in zip(seg.blk, seg.fid, seg.cnt)}
+        n = int(rng.integers(1, 12))
+        blocks = rng.integers(0, seg.b_count, n)
+        fids = rng.integers(0, 9, n)
+        counts = rng.integers(1, 4, n)
+        want = dict(before)
+        for b, f, c in zip(blocks.tolist(), fids.tolist(), counts.tolist()):
+            want[(b, f)] = want.get((b, f), 0) + c
+        assert seg.add_pairs(blocks, fids, counts) == len(set(want) - set(before))
+        assert list(zip(seg.blk.tolist(), seg.fid.tolist())) == sorted(want)
+        assert seg.cnt.tolist() == [want[k] for k in sorted(want)]
+
+
 def test_drop_and_decrement() -> None:
     seg = make_segment(list(range(4)), [(0, 1), (0,), (1,), (1, 2)], r_changes=3)
     assert seg.drop_locations([1])

@@ -6,9 +6,11 @@ the CRC covers everything before it. Nothing here executes code on load (no pick
 Format 2 stores integer columns as *byte planes* (:meth:`Writer.uints`): the narrowest
 of 1/2/4/8 bytes, written plane by plane, so the small deltas and counters of a segment become
 long runs of zero bytes that zlib (level 9) squeezes away; decoding stays vectorised (numpy).
-Format 3 added the holes (runs of absent keys) to every segment file. Format 4 (current) pages
+Format 3 added the holes (runs of absent keys) to every segment file. Format 4 pages
 segment files (:func:`seal_raw` containers whose pages are compressed one by one, so a point lookup
 inflates one page of a large segment, not all of it) and stores the segment list column by column.
+Format 5 (current) packs the segments one writer writes into one file (the segment list names each
+segment's byte range), so an update that rewrites hundreds of small segments writes one file.
 Older formats are refused with IndexUnavailable (readers fall back to a full read; ``sieve sync`` or ``sieve build``
 rewrites the index).
 """
@@ -21,8 +23,9 @@ import numpy as np
 
 from .errors import IndexUnavailable
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 ZLIB_LEVEL = 9
+SMALL = 64  # Writer.uints encodes columns up to this length without numpy
 
 
 def zigzag(n: int) -> int:
@@ -62,6 +65,13 @@ class Writer:
     def uints(self, arr: np.ndarray) -> None:
         """Non-negative integers as byte planes of the narrowest width (1, 2, 4 or 8 bytes)."""
         a = np.asarray(arr)
+        if len(a) <= SMALL:  # tiny columns (most segments' pages): plain Python is faster than numpy
+            vals = a.tolist()
+            if not vals or (min(vals) >= 0 and max(vals) < 1 << 8):
+                self.uvarint(len(vals))
+                self.buf.append(1)
+                self.buf += bytes(vals)
+                return
         if len(a) and int(a.min()) < 0:
             raise ValueError("uints needs values >= 0")
         mx = int(a.max()) if len(a) else 0
@@ -125,6 +135,10 @@ class Reader:
         end = self.pos + n * width
         if end > len(self.buf):
             raise IndexUnavailable("truncated integer column in an index file (corrupt): rebuild the index")
+        if width == 1:
+            out1 = np.frombuffer(self.buf[self.pos:end], dtype=np.uint8).astype(np.int64)
+            self.pos = end
+            return out1
         planes = np.frombuffer(self.buf[self.pos:end], dtype=np.uint8).reshape(width, n)
         self.pos = end
         out = np.ascontiguousarray(planes.T).view(np.dtype(f"<u{width}")).reshape(n)

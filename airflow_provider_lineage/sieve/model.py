@@ -25,6 +25,7 @@ Pure Python + numpy; no Spark, no I/O.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -254,9 +255,12 @@ def make_segment(keys: Sequence[int], locs: Sequence[Sequence[int]], r_changes: 
     b_size = -(-width // b_count)
     b_count = -(-width // b_size)
     lens = np.fromiter((len(x) for x in locs), dtype=np.int64, count=len(locs))
-    blocks = np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
+    if isinstance(keys, np.ndarray) and keys.dtype != object:
+        blocks = (keys.astype(np.int64) - np.int64(s_min)) // b_size
+    else:
+        blocks = np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
     if lens.sum():
-        fids = np.fromiter((f for x in locs for f in x), dtype=np.int64, count=int(lens.sum()))
+        fids = np.fromiter(itertools.chain.from_iterable(locs), dtype=np.int64, count=int(lens.sum()))
         codes = _pair_code(np.repeat(blocks, lens), fids)
         uc, cnt = np.unique(codes, return_counts=True)
     else:

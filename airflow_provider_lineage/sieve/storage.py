@@ -7,7 +7,9 @@ Folder (default ``<table_root>/_sieve/<column>/``)::
                               rows) of one version (binary, checksummed; named by the manifest)
     segments-<token>.svl      sorted segment list: per segment key range, blocks, budget, file,
                               crc, location set (binary, checksummed)
-    seg-<token>.svs           one file per segment: (block, file id, counter) triples
+    seg-<token>.svs           segment pack: the segments one writer wrote, back to back, each
+                              one self-contained ((block, file id, counter) triples in pages) and
+                              named in the list by (pack, offset, length, crc)
     delta-<token>.svd         merge-on-read deltas: sorted (key, file id) records
     .tmp-*                    in-flight writes (ignored; a crash leaves only these)
 
@@ -62,10 +64,14 @@ from .model import Segment, block_span
 from .table import FileEntry, TableRef
 
 MANIFEST_FORMAT = "sieve-manifest"
-MANIFEST_VERSION = 4  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
-# 4: paged segment files, a columnar segment list
+MANIFEST_VERSION = 5  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
+# 4: paged segment files, a columnar segment list; 5: segments packed into shared files
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
+PACK_BYTES = 8 << 20  # a segment pack is written out when it reaches this size
+REPACK_MIN_LIVE = 0.5  # updates copy the live segments out of packs with less live data than this
+SMALL_PACK_BYTES = 256 << 10  # ... and merge the packs under this size once there are more than
+MAX_SMALL_PACKS = 16  # this many (each update writes one small pack: the file count stays bounded)
 
 
 class FileTable(Mapping[int, FileEntry]):
@@ -109,12 +115,13 @@ class FileTable(Mapping[int, FileEntry]):
 
 @dataclass(frozen=True)
 class FileRef:
-    """A checksummed index file."""
+    """A checksummed index file, or (segments) the byte range ``[offset, offset + bytes)`` of a pack."""
 
     name: str
     bytes: int
     crc32: int
     records: int = 0
+    offset: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +255,8 @@ class IndexStore:
         self.path = normalize(path)
         self.local = is_local(self.path)
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
+        self._pack = bytearray()  # segments written since the last flush (one pack file)
+        self._pack_name: str | None = None
 
     # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
     def _full(self, name: str) -> str:
@@ -380,8 +389,17 @@ class IndexStore:
 
         Segment files: size, CRC, format and header (pages are zlib streams with their own check,
         inflated when used)."""
+        by_pack: dict[str, list[FileRef]] = {}
         for meta in self.read_segment_list(manifest.segment_list):
-            self.open_segment(meta.file)
+            by_pack.setdefault(meta.file.name, []).append(meta.file)
+        for name, refs in by_pack.items():  # one read per pack
+            try:
+                data = self._read_bytes(name)
+            except OSError as exc:
+                raise IndexUnavailable(f"index file {self._full(name)} is missing or unreadable ({exc}): "
+                                       "rebuild the index") from exc
+            for ref in refs:
+                self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
         for ref in manifest.deltas:
             self.read_delta(ref)
 
@@ -464,7 +482,9 @@ class IndexStore:
         return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)
 
     def write_segment(self, seg: Segment) -> FileRef:
-        """Segment file (format 4): a zlib header, then pages of whole blocks, each compressed alone.
+        """Append one segment (format 5) to the open pack; returns its byte range in the pack.
+
+        A segment is a zlib header, then pages of whole blocks, each compressed alone.
 
         Header: key range, block width and count, key count, the holes (runs of absent keys: gaps
         between holes and lengths) and the page table (first block, compressed length and triple
@@ -484,8 +504,8 @@ class IndexStore:
             first = np.ones(len(pb), bool)
             first[1:] = pb[1:] != pb[:-1]
             w = Writer()
-            w.uints(np.diff(pb, prepend=pb[0]))
-            w.uints(np.where(first, pf, np.diff(pf, prepend=np.int64(0))))
+            w.uints(_deltas(pb, int(pb[0])))
+            w.uints(np.where(first, pf, _deltas(pf, 0)))
             w.uints(seg.cnt[a:b])
             pages.append(zlib.compress(bytes(w.buf), ZLIB_LEVEL))
             firsts.append(int(pb[0]))
@@ -497,12 +517,12 @@ class IndexStore:
         ends = seg.hole_at + seg.hole_len
         h.uints(seg.hole_at - np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else seg.hole_at)
         h.uints(seg.hole_len)
-        h.uints(np.diff(np.asarray(firsts, np.int64), prepend=np.int64(0)))
+        h.uints(_deltas(np.asarray(firsts, np.int64), 0))
         h.uints(np.asarray([len(x) for x in pages], np.int64))
         h.uints(np.asarray(triples, np.int64))
         out = Writer()
         out.blob(zlib.compress(bytes(h.buf), ZLIB_LEVEL))
-        return self._write("seg", ".svs", seal_raw(b"SVS4", bytes(out.buf) + b"".join(pages)))
+        return self._add_to_pack(seal_raw(b"SVS4", bytes(out.buf) + b"".join(pages)))
 
     def read_segment(self, ref: FileRef) -> Segment:
         """The whole segment (every page decoded): for updates."""
@@ -510,11 +530,99 @@ class IndexStore:
 
     def open_segment(self, ref: FileRef) -> PagedSegment:
         """The segment's header, checksum verified; pages are inflated when a lookup needs them."""
-        return PagedSegment(unseal_raw(b"SVS4", self._read_checked(ref), self._full(ref.name)), ref.name)
+        return self._segment_from(ref, self.segment_bytes(ref))
+
+    def _segment_from(self, ref: FileRef, data: bytes) -> PagedSegment:
+        return PagedSegment(self._checked(ref, data), f"{self._full(ref.name)}@{ref.offset}")
+
+    def _checked(self, ref: FileRef, data: bytes) -> memoryview:
+        """A segment's payload after checking its size and CRC (segment list) and container."""
+        where = f"{self._full(ref.name)}@{ref.offset}"
+        if len(data) != ref.bytes or zlib.crc32(data) != ref.crc32:
+            raise IndexUnavailable(f"segment {where} does not match its checksum in the segment list "
+                                   "(corrupt or truncated): rebuild the index")
+        return unseal_raw(b"SVS4", data, where)
+
+    def segment_bytes(self, ref: FileRef) -> bytes:
+        """The stored bytes of one segment: its range of a pack (one ranged read), unchecked."""
+        if ref.name == self._pack_name:  # written by this writer, not flushed yet
+            return bytes(self._pack[ref.offset:ref.offset + ref.bytes])
+        try:
+            if self.local:
+                with open(self._full(ref.name), "rb") as fh:
+                    fh.seek(ref.offset)
+                    return fh.read(ref.bytes)
+            filesystem, inner = self._remote(ref.name)
+            with filesystem.open_input_file(inner) as fh:
+                return fh.read_at(ref.bytes, ref.offset)
+        except OSError as exc:
+            raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
+                                   "rebuild the index") from exc
+
+    def _add_to_pack(self, data: bytes) -> FileRef:
+        """Append one sealed segment to the open pack (flushed at :data:`PACK_BYTES` and on commit)."""
+        if self._pack_name is None:
+            self._pack_name = f"seg-{secrets.token_hex(8)}.svs"
+        ref = FileRef(self._pack_name, len(data), zlib.crc32(data), 0, len(self._pack))
+        self._pack += data
+        if len(self._pack) >= PACK_BYTES:
+            self.flush_pack()
+        return ref
+
+    def flush_pack(self) -> None:
+        """Write the open pack (one file; one PUT on an object store)."""
+        if self._pack_name is None:
+            return
+        name, data = self._pack_name, bytes(self._pack)
+        self._pack_name, self._pack = None, bytearray()
+        with self.writing():
+            self._put(name, data)
+        self.written.append(name)
+
+    def repack(self, metas: list[SegmentMeta], min_live: float = REPACK_MIN_LIVE) -> list[SegmentMeta]:
+        """Copy the live segments of some packs into the open pack, byte for byte, so that those
+        packs can be pruned: packs that are mostly dead (live bytes < ``min_live`` of the pack), so
+        an index takes at most about ``1 / min_live`` times its live bytes however many updates
+        rewrote parts of it; and all small packs once there are more than :data:`MAX_SMALL_PACKS`
+        (every update writes one), so the number of files stays bounded too."""
+        live: dict[str, int] = {}
+        for m in metas:
+            live[m.file.name] = live.get(m.file.name, 0) + m.file.bytes
+        sizes = self._sizes([n for n in live if n != self._pack_name])
+        sparse = {n for n, size in sizes.items() if live[n] < min_live * size}
+        small = {n for n, size in sizes.items() if size < SMALL_PACK_BYTES}
+        if len(small) > MAX_SMALL_PACKS:
+            sparse |= small
+        if not sparse:
+            return metas
+        out = []
+        for m in metas:
+            if m.file.name in sparse:
+                data = self.segment_bytes(m.file)
+                self._checked(m.file, data)  # never copy a corrupt segment
+                m = SegmentMeta(**{**vars(m), "file": self._add_to_pack(data)})
+            out.append(m)
+        return out
+
+    def _sizes(self, names: list[str]) -> dict[str, int]:
+        """Sizes of some files of the folder (missing ones left out)."""
+        if not names:
+            return {}
+        if self.local:
+            out = {}
+            for n in names:
+                with contextlib.suppress(FileNotFoundError):
+                    out[n] = os.path.getsize(self._full(n))
+            return out
+        filesystem, inner = self._remote()
+        infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+        wanted = set(names)
+        return {i.base_name: i.size or 0 for i in infos if i.base_name in wanted}
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
-        """Segment list (format 4), column by column so that opening an index decodes it vectorised:
-        key ranges (ascending), the integer fields, the file names, then every location set as
+        """Segment list (format 5), column by column so that opening an index decodes it vectorised:
+        key ranges (ascending), the integer fields (with each segment's byte range in its pack), the
+        pack names, then every location set as
         file id deltas (restarting at each segment) with the sets' lengths."""
         w = Writer()
         w.uvarint(len(metas))
@@ -526,12 +634,12 @@ class IndexStore:
         locs = [m.locations.astype(np.int64) for m in metas]
         w.uints(np.asarray([len(x) for x in locs], np.int64))
         w.uints(np.concatenate([np.diff(x, prepend=np.int64(0)) for x in locs]) if locs else np.empty(0, np.int64))
-        return self._write("segments", ".svl", seal(b"SVL4", bytes(w.buf)), len(metas))
+        return self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
         if ref is None:
             return []
-        data = self._read(ref, b"SVL4")
+        data = self._read(ref, b"SVL5")
         try:
             return _decode_segment_list(data)
         except (IndexError, ValueError, UnicodeDecodeError) as exc:
@@ -559,6 +667,7 @@ class IndexStore:
         cannot both win, and readers never see a partial manifest.
         """
         version = (base_version or 0) + 1
+        self.flush_pack()
         manifest.version = version
         manifest.created = now_iso()
         manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
@@ -612,7 +721,8 @@ class IndexStore:
             raise
 
     def discard_written(self) -> None:
-        """Delete the files this writer created (after a lost commit)."""
+        """Delete the files this writer created (after a lost commit) and drop its open pack."""
+        self._pack_name, self._pack = None, bytearray()
         for name in self.written:
             try:
                 self._delete(name)
@@ -679,6 +789,15 @@ class IndexStore:
 
 
 PAGE_TRIPLES = 2048  # triples per segment page (whole blocks: a page may hold more)
+
+
+def _deltas(a: np.ndarray, before: int) -> np.ndarray:
+    """``a[i] - a[i-1]`` with ``a[-1] = before`` (np.diff with prepend, without its overhead)."""
+    out = np.empty(len(a), np.int64)
+    if len(a):
+        out[0] = a[0] - before
+        np.subtract(a[1:], a[:-1], out=out[1:])
+    return out
 
 
 def _page_cuts(blk: np.ndarray, size: int = PAGE_TRIPLES) -> list[int]:
@@ -782,7 +901,8 @@ class PagedSegment:
 
 
 _META_INTS = (lambda m: m.b_size, lambda m: m.b_count, lambda m: m.budget, lambda m: m.used,
-              lambda m: m.n_keys, lambda m: m.file.bytes, lambda m: m.file.crc32, lambda m: m.file.records)
+              lambda m: m.n_keys, lambda m: m.file.bytes, lambda m: m.file.crc32, lambda m: m.file.records,
+              lambda m: m.file.offset)
 
 
 def _key_column(values: list[int]) -> np.ndarray:
@@ -837,9 +957,9 @@ def _decode_segment_list(data: bytes) -> list[SegmentMeta]:
     before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0) if len(deltas) else starts
     locs = (run - np.repeat(before, lengths)).astype(np.uint32)
     parts = np.split(locs, np.cumsum(lengths)[:-1])
-    b_size, b_count, budget, used, n_keys, nbytes, crc, records = ints
+    b_size, b_count, budget, used, n_keys, nbytes, crc, records, offsets = ints
     return [SegmentMeta(s_min[i], s_max[i], b_size[i], b_count[i], budget[i], used[i], n_keys[i],
-                        FileRef(names[i], nbytes[i], crc[i], records[i]), parts[i]) for i in range(n)]
+                        FileRef(names[i], nbytes[i], crc[i], records[i], offsets[i]), parts[i]) for i in range(n)]
 
 
 def _link_if_absent(src: str, dst: str) -> None:

@@ -292,7 +292,8 @@ def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: lis
     report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
     report.segments_created, report.segments_dropped, report.keys_read = c.created, c.dropped, c.keys_read
     return _new_manifest(base, files=files, next_file_id=next_id, null_files=sorted(nulls),
-                         segment_list=store.write_segment_list(metas), deltas=deltas, dead_files=dead_files)
+                         segment_list=store.write_segment_list(store.repack(metas)), deltas=deltas,
+                         dead_files=dead_files)
 
 
 def _delta_adds(store: IndexStore, m: Manifest, live: dict[int, FileEntry]) -> list[tuple[int, np.ndarray]]:
@@ -393,7 +394,8 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
                 report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
                 report.segments_created, report.segments_dropped = c.created, c.dropped
                 report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
-                new = _new_manifest(base, segment_list=store.write_segment_list(metas), deltas=[], dead_files=[])
+                new = _new_manifest(base, segment_list=store.write_segment_list(store.repack(metas)), deltas=[],
+                                    dead_files=[])
                 report.version = store.commit(new, base.version)
             report.seconds = round(time.monotonic() - t0, 3)
             return report

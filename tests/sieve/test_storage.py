@@ -228,3 +228,75 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
         assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys, a.file) == \
             (b.s_min, b.s_max, b.b_size, b.b_count, b.budget, b.used, b.n_keys, b.file)
         assert a.locations.tolist() == b.locations.tolist()
+
+
+def _segment_packs(root: str) -> list[str]:
+    return sorted(n for n in os.listdir(_idx_dir(root)) if n.startswith("seg-"))
+
+
+def test_segments_share_one_pack_per_write_and_sparse_packs_are_repacked(tmp_path) -> None:
+    """A build writes its segments into one pack; updates that rewrite a few segments write a new
+    pack each, and packs left mostly dead are copied out of, so the folder stays small however many
+    updates ran, while every answer stays a superset of the exact one."""
+    from .helpers import exact_files, write_layout
+
+    root = str(tmp_path / "t")
+    layout = write_layout(root, [list(range(i * 20, i * 20 + 20)) for i in range(30)])
+    stats = S.build(None, root, "k")
+    assert stats.segments >= 20 and len(_segment_packs(root)) == 1
+    for step in range(40):  # each append touches one segment: one small pack per sync
+        key = (step * 7919) % 600
+        path = f"{root}/a{step}.parquet"
+        write_file(path, [key])
+        layout[path] = [key]
+        S.sync(None, root, "k")
+    idx = S.open_index(root, "k")
+    idx.verify()
+    live = {m.file.name for m in idx.metas}
+    assert set(_segment_packs(root)) <= live | _names_of_kept_versions(root)
+    from airflow_provider_lineage.sieve.storage import MAX_SMALL_PACKS
+
+    assert len(live) <= MAX_SMALL_PACKS + 1, f"{len(live)} packs alive for {len(idx.metas)} segments"
+    assert len(_segment_packs(root)) <= 3 * (MAX_SMALL_PACKS + 1)  # kept versions' packs, at most
+    for lo in range(-5, 610, 13):
+        want = exact_files(layout, lo, lo + 3)
+        assert want <= set(idx.candidates(S.Range(lo, lo + 3)))
+
+
+def _names_of_kept_versions(root: str) -> set[str]:
+    store = IndexStore(_idx_dir(root))
+    names: set[str] = set()
+    for v in store.versions():
+        names |= {s.file.name for s in store.read_segment_list(store.load_manifest(v).segment_list)}
+    return names
+
+
+def test_small_pack_limit_splits_packs_and_reads_unflushed_segments(tmp_path, monkeypatch) -> None:
+    """A pack is written out when it reaches PACK_BYTES; segments still in the open pack are read
+    from memory (a cow sync that folds old merge-on-read deltas re-reads what it just wrote)."""
+    from airflow_provider_lineage.sieve import storage
+
+    from .helpers import exact_files, write_layout
+
+    monkeypatch.setattr(storage, "PACK_BYTES", 64)
+    root = str(tmp_path / "t")
+    layout = write_layout(root, [list(range(i * 20, i * 20 + 20)) for i in range(12)])
+    S.build(None, root, "k", mode="mor")
+    assert len(_segment_packs(root)) > 3
+    write_file(f"{root}/x.parquet", [5, 105, 205])
+    layout[f"{root}/x.parquet"] = [5, 105, 205]
+    S.sync(None, root, "k")  # a delta
+    store = IndexStore(_idx_dir(root))
+    m = store.load_manifest()
+    m.mode = "cow"  # switch: the next sync folds the delta into segments written in the same pass
+    write_file(f"{root}/y.parquet", [7, 307])
+    layout[f"{root}/y.parquet"] = [7, 307]
+    from airflow_provider_lineage.sieve.sync import _update
+
+    store.commit(_update(store, m, [f for f in S.list_table_files(root) if f.path.endswith("y.parquet")], [],
+                         S.SyncReport(table=root, column="k", mode="cow", version=0, action="sync")), m.version)
+    idx = S.open_index(root, "k")
+    idx.verify()
+    assert not idx.manifest.deltas
+    for k in (5, 7, 105, 205, 307, 150):
+        assert exact_files(layout, k, k) <= set(idx.candidates(S.Eq(k)))

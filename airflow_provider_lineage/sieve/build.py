@@ -7,11 +7,16 @@ threads), which adaptive query execution coalesces up to its advisory partition 
 low-cardinality key streams as one partition: one Spark job, not one per million rows); the
 pipeline is JVM-only (no Python workers, so executors need neither this package nor pyarrow).
 
-Stage 2 (driver): ``toLocalIterator(prefetchPartitions=False)`` streams one partition at a time in
-key order into :class:`~.model.Segmenter`; each closed segment is cut into blocks, written to its
-own file and dropped. Driver memory is bounded by one partition (``rows_per_partition`` rows, or
-AQE's advisory size when it coalesces) plus one segment (``max_segment_keys`` keys) plus the small
-segment list.
+Stage 2 (driver): integer keys arrive as Arrow record batches (``collectAsArrowToPython``, up to
+:data:`ARROW_BATCH_ROWS` rows each, streamed as Spark's tasks finish, so in no particular partition
+order); each batch is a sorted run of keys of one range partition and is segmented on its own with
+:meth:`~.model.Segmenter.push_many` (vectorised; segments never cross a batch, so they never
+overlap), and the segment list is sorted at the end. Other keys (decimals, keys beyond 64 bits) and
+a PySpark without that path use ``toLocalIterator(prefetchPartitions=False)``: one partition at a
+time in key order into :meth:`~.model.Segmenter.push`. Each closed segment is cut into blocks,
+appended to the open segment pack and dropped. Driver memory is bounded by one batch or partition
+(``rows_per_partition`` rows, or AQE's advisory size when it coalesces) plus one segment
+(``max_segment_keys`` keys) plus the small segment list.
 
 Without Spark (``spark=None``, path tables only) keys are gathered with pyarrow on the driver:
 fine for small tables and tests, not bounded in memory.
@@ -22,12 +27,12 @@ import contextlib
 import contextvars
 import math
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -136,6 +141,7 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             kt, nulls, schema_json = _spark_build(spark, ref, files, column, seg, rows_per_partition, stats)
             stats["engine"] = "spark"
         seg.finish()
+        sink.metas.sort(key=lambda m: m.s_min)  # Arrow batches arrive in no particular order
         stats.update(keys=seg.keys_seen, segments=len(sink.metas), seconds=round(time.monotonic() - t0, 3))
         manifest = Manifest(
             version=0, created=now_iso(), table=ref, column=column, key_type=kt, mode=mode,
@@ -254,23 +260,90 @@ def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[K
     if not files:
         raise SieveError("the table has no Parquet files: write data first (an empty table needs no index)")
     kt = arrow_key_type(files, column)
-    agg: dict[int, list[int]] = defaultdict(list)
+    parts: list[np.ndarray] = []
     nulls: set[int] = set()
     for fid, f in enumerate(files):
-        keys, n_null, rows = read_file_keys(f.path, column, kt)
+        keys, n_null, rows = read_file_keys(f.path, column, kt)  # unique keys of the file
         f.num_rows = rows
         if n_null:
             nulls.add(fid)
-        for k in keys.tolist():
-            agg[k].append(fid)
-    for k in sorted(agg):
-        seg.push(k, tuple(agg[k]))
+        parts.append(keys)
+    if any(p.dtype == object for p in parts):  # keys beyond int64: Python ints, key by key
+        agg: dict[int, list[int]] = {}
+        for fid, keys in enumerate(parts):
+            for k in keys.tolist():
+                agg.setdefault(k, []).append(fid)
+        for k in sorted(agg):
+            seg.push(k, tuple(agg[k]))
+        return kt, nulls, None
+    keys = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    fids = np.repeat(np.arange(len(parts), dtype=np.int64), [len(p) for p in parts])
+    order = np.lexsort((fids, keys))
+    keys, fids = keys[order], fids[order]
+    uniq, lens = np.unique(keys, return_counts=True)
+    seg.push_many(uniq, lens, fids)
     return kt, nulls, None
 
 
 # ---- Spark engine -----------------------------------------------------------------------------
 class _UnknownFile(Exception):
     pass
+
+
+ARROW_BATCH_ROWS = 200_000  # keys per Arrow batch sent to the driver (one segmenter pass each)
+
+
+def arrow_batches(df: Any) -> Iterator[pa.RecordBatch] | None:
+    """The rows of a DataFrame as Arrow record batches, streamed as Spark's tasks finish (so
+    partitions in no particular order; a partition's batches in its order). None when this PySpark
+    lacks the path (it uses PySpark internals, pinned with PySpark). Closing the generator early
+    drains the stream, so Spark's serving thread never blocks on a full socket."""
+    try:
+        from pyspark.errors.exceptions.captured import unwrap_spark_exception
+        from pyspark.sql.pandas.serializers import ArrowCollectSerializer
+        from pyspark.traceback_utils import SCCallSiteSync
+        from pyspark.util import _load_from_socket
+    except ImportError:  # pragma: no cover - another PySpark layout
+        return None
+    if not hasattr(df, "_jdf"):  # Spark Connect
+        return None
+    with SCCallSiteSync(df._sc):
+        port, secret, server = df._jdf.collectAsArrowToPython()
+
+    def stream() -> Iterator[pa.RecordBatch]:
+        items = iter(_load_from_socket((port, secret), ArrowCollectSerializer()))
+        try:
+            for item in items:
+                if isinstance(item, pa.RecordBatch):  # the last item is the batch order: not needed
+                    yield item
+        finally:
+            for _ in items:  # stopped early: read the rest so that Spark's writer can finish
+                pass
+            with unwrap_spark_exception():
+                server.getResult()
+
+    return stream()
+
+
+def _segment_batch(batch: pa.RecordBatch, seg: Segmenter, nulls: set[int]) -> None:
+    """One sorted run of (key, sorted file ids) rows into the segmenter, as its own segments."""
+    if not batch.num_rows:
+        return
+    k, fs = batch.column(0), batch.column(1)
+    if not pa.types.is_integer(k.type):
+        raise SieveError(f"the index key expression gave {k.type}, not an integer (a bug): report it")
+    if k.null_count:
+        nulls.update(pc.list_flatten(fs.filter(k.is_null())).to_pylist())
+        keep = k.is_valid()
+        k, fs = k.filter(keep), fs.filter(keep)
+        if not len(k):
+            return
+    fids = pc.list_flatten(fs).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(fids) and int(fids.min()) == -1:
+        raise _UnknownFile()
+    lens = pc.list_value_length(fs).to_numpy(zero_copy_only=False).astype(np.int64)
+    seg.push_many(k.to_numpy(zero_copy_only=False).astype(np.int64), lens, fids)
+    seg.restart()  # batches arrive in any order: a segment never spans two
 
 
 def spark_key_expr(column: str, kt: KeyType) -> Any:
@@ -401,8 +474,18 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
         push = seg.push
         # JVM-only pipeline (no Python workers): rows stream to the driver partition by partition.
         # At most n_parts range partitions, which adaptive execution coalesces (one Spark job each).
-        with session_conf(spark, {"spark.sql.shuffle.partitions": str(n_parts)}):
+        conf = {"spark.sql.shuffle.partitions": str(n_parts),
+                "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS)}
+        with session_conf(spark, conf):  # held while the batches stream: the job runs meanwhile
+            batches = None if decimal else arrow_batches(agg)
+            if batches is not None:
+                stats["transfer"] = "arrow"
+                with contextlib.closing(batches):
+                    for batch in batches:
+                        _segment_batch(batch, seg, nulls)
+                return nulls
             rows = agg.toLocalIterator(prefetchPartitions=False)  # plans and runs the shuffles now
+        stats["transfer"] = "rows"
         for k, fs in rows:
             if fs and fs[0] == -1:
                 raise _UnknownFile()

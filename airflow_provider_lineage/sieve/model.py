@@ -225,6 +225,31 @@ def block_span(seg: SegmentShape, lo: int, hi: int) -> tuple[int, int] | None:
     return int((lo - seg.s_min) // seg.b_size), int((hi - seg.s_min) // seg.b_size)
 
 
+def _starts(lens: np.ndarray) -> np.ndarray:
+    """Offsets of each set in the concatenated file ids, and the total at the end."""
+    out = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=out[1:])
+    return out
+
+
+def _set_changes(lens: np.ndarray, fids: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``out[i]``: whether set ``i`` differs from set ``i - 1`` (``out[0]`` is True)."""
+    n = len(lens)
+    out = np.ones(n, bool)
+    if n < 2:
+        return out
+    same_len = np.flatnonzero(lens[1:] == lens[:-1]) + 1  # rows whose size equals the previous row's
+    out[same_len] = False
+    ln = lens[same_len]
+    total = int(ln.sum())
+    if total:
+        row = np.repeat(same_len, ln)
+        pos = np.repeat(starts[same_len], ln) + np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+        differs = fids[pos] != fids[pos - np.repeat(ln, ln)]  # the same element of the previous row
+        out[np.unique(row[differs])] = True
+    return out
+
+
 def _pair_code(blk: np.ndarray, fid: np.ndarray) -> np.ndarray:
     return (np.asarray(blk, np.int64) << 32) | np.asarray(fid, np.int64)
 
@@ -249,18 +274,24 @@ def make_segment(keys: Sequence[int], locs: Sequence[Sequence[int]], r_changes: 
     ``keys`` ascending unique ints, ``locs[i]`` the file ids of ``keys[i]``, ``r_changes`` =
     R(s_max) - R(s_min).
     """
+    lens = np.fromiter((len(x) for x in locs), dtype=np.int64, count=len(locs))
+    fids = np.fromiter(itertools.chain.from_iterable(locs), dtype=np.int64, count=int(lens.sum()))
+    return make_segment_csr(keys, lens, fids, r_changes)
+
+
+def make_segment_csr(keys: Sequence[int] | np.ndarray, lens: np.ndarray, fids: np.ndarray, r_changes: int) -> Segment:
+    """:func:`make_segment` with the location sets as ``lens`` (set sizes) and ``fids`` (the sets
+    concatenated)."""
     s_min, s_max = int(keys[0]), int(keys[-1])
     width = s_max - s_min + 1
     b_count = max(1, min(r_changes + 1, width))
     b_size = -(-width // b_count)
     b_count = -(-width // b_size)
-    lens = np.fromiter((len(x) for x in locs), dtype=np.int64, count=len(locs))
     if isinstance(keys, np.ndarray) and keys.dtype != object:
         blocks = (keys.astype(np.int64) - np.int64(s_min)) // b_size
     else:
         blocks = np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
-    if lens.sum():
-        fids = np.fromiter(itertools.chain.from_iterable(locs), dtype=np.int64, count=int(lens.sum()))
+    if len(fids):
         codes = _pair_code(np.repeat(blocks, lens), fids)
         uc, cnt = np.unique(codes, return_counts=True)
     else:
@@ -308,6 +339,7 @@ class Segmenter:
     _keys: list[int] = field(default_factory=list)
     _locs: list[tuple[int, ...]] = field(default_factory=list)
     _prev_locs: tuple[int, ...] | None = None
+    _carry: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None  # open segment of push_many
     _r: int = 0
     _r_start: int = 0
     _sl_low: float = 0.0
@@ -316,6 +348,8 @@ class Segmenter:
     keys_seen: int = 0
 
     def push(self, key: int, locs: tuple[int, ...]) -> None:
+        if self._carry is not None:
+            self._carry_to_lists()
         if self._prev_locs is not None and locs != self._prev_locs:
             self._r += 1
         self._prev_locs = locs
@@ -342,7 +376,94 @@ class Segmenter:
         self._r_start = self._r
         self._sl_low, self._sl_high = 0.0, math.inf
 
+    def push_many(self, keys: np.ndarray, lens: np.ndarray, fids: np.ndarray) -> None:
+        """Push ascending int64 keys at once, their location sets given as ``lens`` (set sizes) and
+        ``fids`` (the sorted sets concatenated): the same segments as :meth:`push` per key, found
+        with a few numpy passes per segment instead of Python work per key."""
+        if not len(keys):
+            return
+        keys = np.asarray(keys, np.int64)
+        lens = np.asarray(lens, np.int64)
+        fids = np.asarray(fids, np.int64)
+        starts = _starts(lens)
+        change = _set_changes(lens, fids, starts)
+        change[0] = self._prev_locs is not None and tuple(fids[:lens[0]].tolist()) != self._prev_locs
+        r = self._r + np.cumsum(change, dtype=np.int64)
+        self._lists_to_carry()
+        if self._carry is not None:  # the open segment continues: its keys go in front
+            ck, cl, cf, cr = self._carry
+            if int(keys[0]) <= int(ck[-1]):
+                raise ValueError(f"keys must be strictly ascending: {int(keys[0])} after {int(ck[-1])}")
+            keys, lens, fids, r = (np.concatenate(x) for x in ((ck, keys), (cl, lens), (cf, fids), (cr, r)))
+            starts = _starts(lens)
+        self.keys_seen += len(keys) - (0 if self._carry is None else len(self._carry[0]))
+        self._prev_locs = tuple(fids[starts[-2]:].tolist())
+        self._r = int(r[-1])
+        s, window = 0, 64
+        while (end := self._segment_end(keys, r, s, window)) is not None:
+            self.segments += 1
+            self.emit(make_segment_csr(keys[s:end], lens[s:end], fids[starts[s]:starts[end]],
+                                       int(r[end - 1] - r[s])))
+            window = max(64, 2 * (end - s))
+            s = end
+        self._carry = (keys[s:], lens[s:], fids[starts[s]:], r[s:])
+
+    def _lists_to_carry(self) -> None:
+        """The open segment of :meth:`push` (Python lists) as the arrays :meth:`push_many` keeps."""
+        if not self._keys:
+            return
+        ck = np.asarray(self._keys, np.int64)
+        cl = np.fromiter((len(x) for x in self._locs), np.int64, len(self._locs))
+        cf = np.fromiter(itertools.chain.from_iterable(self._locs), np.int64, int(cl.sum()))
+        change = _set_changes(cl, cf, _starts(cl))
+        change[0] = False
+        self._carry = (ck, cl, cf, self._r_start + np.cumsum(change, dtype=np.int64))
+        self._keys, self._locs = [], []
+
+    def _carry_to_lists(self) -> None:
+        """The open segment of :meth:`push_many` as the Python lists and cone :meth:`push` keeps."""
+        if self._carry is None:
+            return
+        ck, cl, cf, cr = self._carry
+        self._carry = None
+        self._keys = ck.tolist()
+        self._locs = [tuple(x.tolist()) for x in np.split(cf, np.cumsum(cl)[:-1])]
+        self._r_start = int(cr[0])
+        self._sl_low, self._sl_high = 0.0, math.inf
+        if len(ck) >= 2:
+            dk = (ck[1:] - ck[0]).astype(np.float64)
+            dr = (cr[1:] - cr[0]).astype(np.float64)
+            self._sl_low = max(0.0, float(((dr - self.error_bound) / dk).max()))
+            self._sl_high = float(((dr + self.error_bound) / dk).min())
+
+    def _segment_end(self, keys: np.ndarray, r: np.ndarray, s: int, window: int) -> int | None:
+        """Index of the first key after ``s`` that closes the segment starting at ``s`` (None when
+        every key up to the end of the arrays fits), by the rules of :meth:`push`."""
+        n = len(keys)
+        while True:
+            hi = min(n, s + 1 + window)
+            if hi <= s + 1:
+                return None
+            k = keys[s + 1:hi]
+            dk = (k - keys[s]).astype(np.float64)
+            dr = (r[s + 1:hi] - r[s]).astype(np.float64)
+            sl = dr / dk
+            high = np.minimum.accumulate((dr + self.error_bound) / dk)
+            low = np.maximum.accumulate((dr - self.error_bound) / dk)
+            ok = (sl >= np.concatenate([[0.0], low[:-1]])) & (sl <= np.concatenate([[math.inf], high[:-1]]))
+            before = np.arange(1, hi - s, dtype=np.int64)  # keys of the segment before each key
+            prev = keys[s:hi - 1]
+            mean = np.maximum(1.0, (prev - keys[s]) / np.maximum(before - 1, 1))
+            ok &= ~((before >= 2) & ((k - prev) > self.gap_factor * mean)) & (before < self.max_segment_keys)
+            bad = np.flatnonzero(~ok)
+            if len(bad):
+                return s + 1 + int(bad[0])
+            if hi == n:
+                return None
+            window *= 4
+
     def _close(self) -> None:
+        self._carry_to_lists()
         if not self._keys:
             return
         # R at the last key of the segment is the R of the key before the current one.
@@ -352,8 +473,20 @@ class Segmenter:
         self.segments += 1
         self.emit(seg)
 
+    def restart(self) -> None:
+        """Close the open segment and forget the last location set: the next keys may be lower
+        (another key range) and start a segment of their own."""
+        self.finish()
+        self._prev_locs = None
+
     def finish(self) -> None:
         """Close the last segment."""
+        if self._carry is not None:
+            ck, cl, cf, cr = self._carry
+            self._carry = None
+            self.segments += 1
+            self.emit(make_segment_csr(ck, cl, cf, int(cr[-1] - cr[0])))
+            return
         if self._keys:
             seg = make_segment(self._keys, self._locs, self._r - self._r_start)
             self._keys, self._locs = [], []

@@ -132,3 +132,54 @@ def test_holes_are_capped_longest_first() -> None:
     at, ln = holes_of([0, 2, 100, 103, 104], keys_per_hole=2)  # gaps 1, 97, 2 -> keep the 2 longest
     assert at.tolist() == [3, 101] and ln.tolist() == [97, 2]
     assert [x.tolist() for x in holes_of([5])] == [[], []]
+
+
+def _segments(pairs, error_bound, max_keys, gap_factor, batches=None):
+    out = []
+    seg = Segmenter(error_bound, max_keys, out.append, gap_factor)
+    if batches is None:
+        for k, locs in pairs:
+            seg.push(k, locs)
+    else:
+        i = 0
+        for size in batches:
+            chunk = pairs[i:i + size]
+            i += size
+            if not chunk:
+                continue
+            if size == 1:  # mix in the per-key path
+                seg.push(*chunk[0])
+                continue
+            keys = np.asarray([k for k, _ in chunk], np.int64)
+            lens = np.asarray([len(x) for _, x in chunk], np.int64)
+            fids = np.asarray([f for _, x in chunk for f in x], np.int64)
+            seg.push_many(keys, lens, fids)
+    seg.finish()
+    return out, seg.keys_seen
+
+
+@pytest.mark.parametrize("error_bound", [0, 1, 4])
+def test_push_many_segments_exactly_like_push(error_bound: int) -> None:
+    """The vectorised batch path gives the same segments as pushing key by key, whatever the batch
+    boundaries (including single keys in between), for runs, noise, gaps and the key limit."""
+    rng = np.random.default_rng(error_bound)
+    for trial in range(30):
+        n = int(rng.integers(1, 900))
+        keys = np.unique(rng.integers(0, 40 * n, n) if trial % 3 else np.arange(n) * int(rng.integers(1, 4)))
+        if trial % 5 == 0 and len(keys) > 10:
+            keys[len(keys) // 2:] += 10_000_000  # one huge gap
+        pairs, cur = [], (0,)
+        for k in keys.tolist():
+            if rng.random() < (0.5 if trial % 2 else 0.05):
+                cur = tuple(sorted(set(rng.integers(0, 8, int(rng.integers(1, 4))).tolist())))
+            pairs.append((k, cur))
+        max_keys = int(rng.integers(2, 300))
+        want, n_want = _segments(pairs, error_bound, max_keys, 64.0)
+        cuts = rng.integers(1, 120, 40).tolist()
+        got, n_got = _segments(pairs, error_bound, max_keys, 64.0, cuts + [len(pairs)])
+        assert n_got == n_want == len(pairs)
+        assert len(got) == len(want), trial
+        for a, b in zip(got, want):
+            assert (a.s_min, a.s_max, a.b_size, a.b_count, a.n_keys) == (b.s_min, b.s_max, b.b_size, b.b_count, b.n_keys)
+            for f in ("blk", "fid", "cnt", "hole_at", "hole_len"):
+                assert np.array_equal(getattr(a, f), getattr(b, f)), (trial, f)

@@ -1,11 +1,15 @@
 """Building an index: distributed key -> location aggregation, then one ordered bounded-memory pass.
 
-Stage 1 (Spark): ``select(key, input_file_name()) -> distinct -> join a small broadcast file-id
-table -> group by key -> sort_array(collect_list(file id)) -> range-partition by key and sort``.
-At most one range partition per ``rows_per_partition`` rows (from the Parquet footers, read in
-threads), which adaptive query execution coalesces up to its advisory partition size (so a
-low-cardinality key streams as one partition: one Spark job, not one per million rows); the
-pipeline is JVM-only (no Python workers, so executors need neither this package nor pyarrow).
+Stage 1 (Spark), integer keys: ``select(key, xxhash64(input_file_name())) -> group by key:
+collect_set(hash) -> range-partition by key and sort``: one shuffle, the sets combined in every
+scan task; the driver maps the hashes to file ids (a collision between two listed files' hashes
+falls back to the URI join below). Decimal keys: ``select(key, input_file_name()) -> distinct ->
+join a small broadcast file-id table -> group by key -> sort_array(collect_list(file id)) ->
+range-partition by key and sort``. At most one range partition per ``rows_per_partition`` rows
+(from the Parquet footers, read in threads), which adaptive query execution coalesces up to its
+advisory partition size (so a low-cardinality key streams as one partition: one Spark job, not one
+per million rows); the pipeline is JVM-only (no Python workers, so executors need neither this
+package nor pyarrow).
 
 Stage 2 (driver): integer keys arrive as Arrow record batches (``collectAsArrowToPython``, up to
 :data:`ARROW_BATCH_ROWS` rows each, streamed as Spark's tasks finish, so in no particular partition
@@ -325,25 +329,58 @@ def arrow_batches(df: Any) -> Iterator[pa.RecordBatch] | None:
     return stream()
 
 
-def _segment_batch(batch: pa.RecordBatch, seg: Segmenter, nulls: set[int]) -> None:
-    """One sorted run of (key, sorted file ids) rows into the segmenter, as its own segments."""
+def _segment_batch(batch: pa.RecordBatch, seg: Segmenter, nulls: set[int], files: FileHashes) -> None:
+    """One sorted run of (key, set of file-URI hashes) rows into the segmenter, as its own segments."""
     if not batch.num_rows:
         return
-    k, fs = batch.column(0), batch.column(1)
+    k, hs = batch.column(0), batch.column(1)
     if not pa.types.is_integer(k.type):
         raise SieveError(f"the index key expression gave {k.type}, not an integer (a bug): report it")
+    lens = pc.list_value_length(hs).to_numpy(zero_copy_only=False).astype(np.int64)
+    fids = files.ids(pc.list_flatten(hs).to_numpy(zero_copy_only=False))
+    rows = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
+    order = np.lexsort((fids, rows))  # each key's file ids ascending
+    fids = fids[order]
+    keys = k.to_numpy(zero_copy_only=False)
     if k.null_count:
-        nulls.update(pc.list_flatten(fs.filter(k.is_null())).to_pylist())
-        keep = k.is_valid()
-        k, fs = k.filter(keep), fs.filter(keep)
-        if not len(k):
-            return
-    fids = pc.list_flatten(fs).to_numpy(zero_copy_only=False).astype(np.int64)
-    if len(fids) and int(fids.min()) == -1:
-        raise _UnknownFile()
-    lens = pc.list_value_length(fs).to_numpy(zero_copy_only=False).astype(np.int64)
-    seg.push_many(k.to_numpy(zero_copy_only=False).astype(np.int64), lens, fids)
+        valid = k.is_valid().to_numpy(zero_copy_only=False)
+        nulls.update(fids[~valid[rows]].tolist())
+        fids, lens, keys = fids[valid[rows]], lens[valid], np.asarray(k.filter(k.is_valid()))
+    seg.push_many(keys.astype(np.int64), lens, fids)
     seg.restart()  # batches arrive in any order: a segment never spans two
+
+
+@dataclass(frozen=True)
+class FileHashes:
+    """Spark's ``xxhash64`` of every file URI, sorted, with the file ids (the driver maps the hashes
+    a Spark aggregation collected back to file ids)."""
+
+    hashes: np.ndarray
+    fids: np.ndarray
+
+    @classmethod
+    def of(cls, spark: Any, uris: list[tuple[str, int]]) -> FileHashes | None:
+        """The table of ``(uri, file id)`` pairs; None when two URIs share a hash."""
+        from pyspark.sql import functions as F
+
+        rows = (spark.createDataFrame(uris, "f string, fid int").select(F.xxhash64("f").alias("h"), "fid")
+                .collect())
+        h = np.asarray([r.h for r in rows], np.int64)
+        f = np.asarray([r.fid for r in rows], np.int64)
+        order = np.argsort(h, kind="stable")
+        h, f = h[order], f[order]
+        if len(h) > 1 and bool(np.any(h[1:] == h[:-1])):
+            return None
+        return cls(h, f)
+
+    def ids(self, hashes: np.ndarray) -> np.ndarray:
+        """File ids of these hashes; raises _UnknownFile for a hash of no listed file."""
+        hashes = np.asarray(hashes, np.int64)
+        pos = np.searchsorted(self.hashes, hashes)
+        pos = np.minimum(pos, len(self.hashes) - 1)
+        if len(hashes) and (not len(self.hashes) or bool(np.any(self.hashes[pos] != hashes))):
+            raise _UnknownFile()
+        return self.fids[pos]
 
 
 def spark_key_expr(column: str, kt: KeyType) -> Any:
@@ -459,6 +496,12 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
     n_parts = max(1, math.ceil(total_rows / max(1, rows_per_partition)))
     stats.update(rows=total_rows, partitions=n_parts)
     key_df = spark.read.schema(T.StructType([schema[column]])).parquet(*[spark_path(f.path) for f in files])
+    conf = {"spark.sql.shuffle.partitions": str(n_parts),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS)}
+    if kt.kind != "decimal":
+        nulls_or_none = _arrow_build(spark, key_df, column, kt, files, seg, conf, stats)
+        if nulls_or_none is not None:
+            return kt, nulls_or_none, schema.json()
 
     def run(file_ids: list[tuple[str, int]]) -> set[int]:
         fid_df = spark.createDataFrame(file_ids, "f string, fid int")
@@ -474,18 +517,8 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
         push = seg.push
         # JVM-only pipeline (no Python workers): rows stream to the driver partition by partition.
         # At most n_parts range partitions, which adaptive execution coalesces (one Spark job each).
-        conf = {"spark.sql.shuffle.partitions": str(n_parts),
-                "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS)}
-        with session_conf(spark, conf):  # held while the batches stream: the job runs meanwhile
-            batches = None if decimal else arrow_batches(agg)
-            if batches is not None:
-                stats["transfer"] = "arrow"
-                with contextlib.closing(batches):
-                    for batch in batches:
-                        _segment_batch(batch, seg, nulls)
-                return nulls
+        with session_conf(spark, conf):
             rows = agg.toLocalIterator(prefetchPartitions=False)  # plans and runs the shuffles now
-        stats["transfer"] = "rows"
         for k, fs in rows:
             if fs and fs[0] == -1:
                 raise _UnknownFile()
@@ -495,27 +528,76 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
             push(_unscaled(k, kt.scale) if decimal else k, tuple(fs))
         return nulls
 
+    stats["transfer"] = "rows"
     try:
         nulls = run([(spark_uri(f.path), i) for i, f in enumerate(files)])
         stats["file_id_mapping"] = "predicted"
     except _UnknownFile:
         # Spark spelled some file URI differently: map the URIs Spark reports (one extra scan).
-        seg.__init__(seg.error_bound, seg.max_segment_keys, seg.emit, seg.gap_factor)  # type: ignore[misc]
-        sink = seg.emit
-        if isinstance(sink, SegmentSink):
-            sink.store.discard_written()
-            sink.metas.clear()
-        by_path = {f.path: i for i, f in enumerate(files)}
-        mapping = []
-        for (u,) in key_df.select(F.input_file_name()).distinct().collect():
-            fid = by_path.get(local_path(u))
-            if fid is None:
-                raise IndexUnavailable(f"Spark read a file not in the listing ({u}): the table changed "
-                                       "during the build; build again") from None
-            mapping.append((u, fid))
+        _reset(seg)
         try:
-            nulls = run(mapping)
+            nulls = run(_observed_uris(key_df, files))
         except _UnknownFile:
             raise SieveError("files of the table changed during the build: build again") from None
         stats["file_id_mapping"] = "observed"
     return kt, nulls, schema.json()
+
+
+def _arrow_build(spark: Any, key_df: Any, column: str, kt: KeyType, files: list[FileEntry], seg: Segmenter,
+                 conf: dict[str, str], stats: dict[str, Any]) -> set[int] | None:
+    """Integer keys: ``group by key: collect_set(xxhash64(file URI))`` (one shuffle, combined in every
+    scan task), range-partitioned and sorted, streamed to the driver as Arrow batches; the driver
+    maps hashes to file ids and segments each batch vectorised. None when this path is unavailable
+    (then nothing was pushed)."""
+    from pyspark.sql import functions as F
+
+    agg = (key_df.select(spark_key_expr(column, kt).alias("k"), F.xxhash64(F.input_file_name()).alias("h"))
+           .groupBy("k").agg(F.collect_set("h").alias("hs"))
+           .repartitionByRange("k").sortWithinPartitions("k"))
+    uris = [(spark_uri(f.path), i) for i, f in enumerate(files)]
+    for mapping in ("predicted", "observed"):
+        table = FileHashes.of(spark, uris)
+        if table is None:  # two file URIs with one hash: the row path joins on the URIs themselves
+            return None
+        nulls: set[int] = set()
+        with session_conf(spark, conf):  # held while the batches stream: the job runs meanwhile
+            batches = arrow_batches(agg)
+            if batches is None:
+                return None
+            try:
+                with contextlib.closing(batches):
+                    for batch in batches:
+                        _segment_batch(batch, seg, nulls, table)
+            except _UnknownFile:
+                if mapping == "observed":
+                    raise SieveError("files of the table changed during the build: build again") from None
+                _reset(seg)  # Spark spelled some file URI differently: map the URIs it reports
+                uris = _observed_uris(key_df, files)
+                continue
+        stats.update(transfer="arrow", file_id_mapping=mapping)
+        return nulls
+    raise AssertionError("unreachable")
+
+
+def _reset(seg: Segmenter) -> None:
+    """Forget everything a failed pass pushed (its segments and their pack)."""
+    seg.__init__(seg.error_bound, seg.max_segment_keys, seg.emit, seg.gap_factor)  # type: ignore[misc]
+    sink = seg.emit
+    if isinstance(sink, SegmentSink):
+        sink.store.discard_written()
+        sink.metas.clear()
+
+
+def _observed_uris(key_df: Any, files: list[FileEntry]) -> list[tuple[str, int]]:
+    """(URI as Spark spells it, file id) of every file Spark reads (one extra scan)."""
+    from pyspark.sql import functions as F
+
+    by_path = {f.path: i for i, f in enumerate(files)}
+    mapping = []
+    for (u,) in key_df.select(F.input_file_name()).distinct().collect():
+        fid = by_path.get(local_path(u))
+        if fid is None:
+            raise IndexUnavailable(f"Spark read a file not in the listing ({u}): the table changed "
+                                   "during the build; build again") from None
+        mapping.append((u, fid))
+    return mapping

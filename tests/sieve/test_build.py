@@ -85,6 +85,22 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
             assert got == exact == set(b.candidates(pred)), pred
 
 
+@pytest.mark.parametrize("column", ["k", "dec"])
+def test_file_uris_spelled_otherwise_are_mapped_from_what_spark_reads(spark, typed_table, tmp_path, monkeypatch,
+                                                                      column) -> None:
+    """When Spark spells a file URI unlike the predicted one, the build maps the URIs Spark reports
+    (Arrow and row paths) and answers as before."""
+    monkeypatch.setattr(build_mod, "spark_uri", lambda p: "file:///elsewhere/" + p.rsplit("/", 1)[-1])
+    S.build(spark, typed_table, column, index_path=str(tmp_path / "i"))
+    idx = S.open_index(typed_table, column, index_path=str(tmp_path / "i"))
+    assert idx.manifest.build_stats["file_id_mapping"] == "observed"
+    monkeypatch.undo()
+    S.build(spark, typed_table, column, index_path=str(tmp_path / "j"))
+    ref = S.open_index(typed_table, column, index_path=str(tmp_path / "j"))
+    pred = S.Eq(1234) if column == "k" else S.Eq(decimal.Decimal("176.286"))
+    assert set(idx.candidates(pred)) == set(ref.candidates(pred)) and idx.candidates(pred)
+
+
 @pytest.mark.parametrize(("column", "pred"), CASES, ids=[f"{c}-{type(p).__name__}" for c, p in CASES])
 def test_spark_build_matches_pyarrow_and_data(spark, typed_table, built, column, pred) -> None:
     from pyspark.sql import functions as F

@@ -1,22 +1,23 @@
 """Building an index: distributed key -> location aggregation, then one ordered bounded-memory pass.
 
-Stage 1 (Spark), integer keys: ``select(key, xxhash64(input_file_name())) -> group by key:
-collect_set(hash) -> range-partition by key and sort``: one shuffle, the sets combined in every
-scan task; the driver maps the hashes to file ids (a collision between two listed files' hashes
-falls back to the URI join below). Decimal keys: ``select(key, input_file_name()) -> distinct ->
-join a small broadcast file-id table -> group by key -> sort_array(collect_list(file id)) ->
-range-partition by key and sort``. At most one range partition per ``rows_per_partition`` rows
+Stage 1 (Spark), integer keys: ``select(key, xxhash64(input_file_name())) -> distinct ->
+range-partition by key, sort by (key, hash)``: the distinct is a code-generated hash aggregation on
+two longs, partial in every scan task; the driver maps the hashes to file ids (a collision between
+two listed files' hashes falls back to the URI join below). Decimal keys: ``select(key,
+input_file_name()) -> distinct -> join a small broadcast file-id table -> group by key ->
+sort_array(collect_list(file id)) -> range-partition by key and sort``. At most one range partition per ``rows_per_partition`` rows
 (from the Parquet footers, read in threads), which adaptive query execution coalesces up to its
 advisory partition size (so a low-cardinality key streams as one partition: one Spark job, not one
 per million rows); the pipeline is JVM-only (no Python workers, so executors need neither this
 package nor pyarrow).
 
-Stage 2 (driver): integer keys arrive as Arrow record batches (``collectAsArrowToPython``, up to
-:data:`ARROW_BATCH_ROWS` rows each, streamed as Spark's tasks finish, so in no particular partition
-order); each batch is a sorted run of keys of one range partition and is segmented on its own with
-:meth:`~.model.Segmenter.push_many` (vectorised; segments never cross a batch, so they never
-overlap), and the segment list is sorted at the end. Other keys (decimals, keys beyond 64 bits) and
-a PySpark without that path use ``toLocalIterator(prefetchPartitions=False)``: one partition at a
+Stage 2 (driver): integer keys arrive as Arrow record batches of (key, hash) pairs
+(``collectAsArrowToPython``, up to :data:`ARROW_BATCH_ROWS` rows each, streamed as Spark's tasks
+finish, so in no particular partition order). A key continued by the next batch is carried over,
+so each run holds whole keys of one range partition, sorted; each run is grouped and segmented on
+its own with :meth:`~.model.Segmenter.push_many` (vectorised; segments never cross a run, so they
+never overlap), and the segment list is sorted at the end. Decimal keys and a PySpark without that
+path use ``toLocalIterator(prefetchPartitions=False)``: one partition at a
 time in key order into :meth:`~.model.Segmenter.push`. Each closed segment is cut into blocks,
 appended to the open segment pack and dropped. Driver memory is bounded by one batch or partition
 (``rows_per_partition`` rows, or AQE's advisory size when it coalesces) plus one segment
@@ -329,25 +330,53 @@ def arrow_batches(df: Any) -> Iterator[pa.RecordBatch] | None:
     return stream()
 
 
-def _segment_batch(batch: pa.RecordBatch, seg: Segmenter, nulls: set[int], files: FileHashes) -> None:
-    """One sorted run of (key, set of file-URI hashes) rows into the segmenter, as its own segments."""
-    if not batch.num_rows:
-        return
-    k, hs = batch.column(0), batch.column(1)
-    if not pa.types.is_integer(k.type):
-        raise SieveError(f"the index key expression gave {k.type}, not an integer (a bug): report it")
-    lens = pc.list_value_length(hs).to_numpy(zero_copy_only=False).astype(np.int64)
-    fids = files.ids(pc.list_flatten(hs).to_numpy(zero_copy_only=False))
-    rows = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
-    order = np.lexsort((fids, rows))  # each key's file ids ascending
-    fids = fids[order]
-    keys = k.to_numpy(zero_copy_only=False)
-    if k.null_count:
+def _key_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(keys, valid, hashes) of the (key, file hash) rows of the batches, cut so that no key's rows
+    are split between two runs. A key lives in one range partition and a partition's batches come
+    one after another, so a key continued by the next batch is the first key of that batch."""
+    held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    for batch in batches:
+        k, h = batch.column(0), batch.column(1)
+        if not pa.types.is_integer(k.type):
+            raise SieveError(f"the index key expression gave {k.type}, not an integer (a bug): report it")
         valid = k.is_valid().to_numpy(zero_copy_only=False)
-        nulls.update(fids[~valid[rows]].tolist())
-        fids, lens, keys = fids[valid[rows]], lens[valid], np.asarray(k.filter(k.is_valid()))
-    seg.push_many(keys.astype(np.int64), lens, fids)
-    seg.restart()  # batches arrive in any order: a segment never spans two
+        keys = k.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        hashes = h.to_numpy(zero_copy_only=False).astype(np.int64)
+        if not len(keys):
+            continue
+        if held is not None:
+            hk, hv, hh = held
+            if hv[-1] == valid[0] and (not valid[0] or hk[-1] == keys[0]):  # the held key goes on
+                n = int(np.argmax((keys != keys[0]) | (valid != valid[0]))) or len(keys)  # its rows here
+                held = (np.concatenate([hk, keys[:n]]), np.concatenate([hv, valid[:n]]),
+                        np.concatenate([hh, hashes[:n]]))
+                keys, valid, hashes = keys[n:], valid[n:], hashes[n:]
+                if not len(keys):
+                    continue
+            yield held
+        held = (keys, valid, hashes)
+    if held is not None:
+        yield held
+
+
+def _segment_run(run: tuple[np.ndarray, np.ndarray, np.ndarray], seg: Segmenter, nulls: set[int],
+                 files: FileHashes) -> None:
+    """One sorted run of (key, file hash) rows into the segmenter, as its own segments."""
+    keys, valid, hashes = run
+    fids = files.ids(hashes)
+    if not valid.all():
+        nulls.update(fids[~valid].tolist())
+        keys, fids = keys[valid], fids[valid]
+        if not len(keys):
+            return
+    order = np.lexsort((fids, keys))  # each key's file ids ascending (keys already are)
+    keys, fids = keys[order], fids[order]
+    first = np.ones(len(keys), bool)
+    first[1:] = keys[1:] != keys[:-1]
+    starts = np.flatnonzero(first)
+    lens = np.diff(np.append(starts, len(keys)))
+    seg.push_many(keys[starts], lens, fids)
+    seg.restart()  # runs arrive in any order: a segment never spans two
 
 
 @dataclass(frozen=True)
@@ -545,15 +574,15 @@ def _spark_build(spark: Any, ref: TableRef, files: list[FileEntry], column: str,
 
 def _arrow_build(spark: Any, key_df: Any, column: str, kt: KeyType, files: list[FileEntry], seg: Segmenter,
                  conf: dict[str, str], stats: dict[str, Any]) -> set[int] | None:
-    """Integer keys: ``group by key: collect_set(xxhash64(file URI))`` (one shuffle, combined in every
-    scan task), range-partitioned and sorted, streamed to the driver as Arrow batches; the driver
-    maps hashes to file ids and segments each batch vectorised. None when this path is unavailable
-    (then nothing was pushed)."""
+    """Integer keys: distinct ``(key, xxhash64(file URI))`` pairs (combined in every scan task),
+    range-partitioned by key and sorted, streamed to the driver as Arrow batches; the driver groups
+    each key's pairs, maps hashes to file ids and segments each run vectorised. None when this path
+    is unavailable (then nothing was pushed)."""
     from pyspark.sql import functions as F
 
     agg = (key_df.select(spark_key_expr(column, kt).alias("k"), F.xxhash64(F.input_file_name()).alias("h"))
-           .groupBy("k").agg(F.collect_set("h").alias("hs"))
-           .repartitionByRange("k").sortWithinPartitions("k"))
+           .distinct()  # codegen'd hash aggregation on two longs, partial in every scan task
+           .repartitionByRange("k").sortWithinPartitions("k", "h"))
     uris = [(spark_uri(f.path), i) for i, f in enumerate(files)]
     for mapping in ("predicted", "observed"):
         table = FileHashes.of(spark, uris)
@@ -566,8 +595,8 @@ def _arrow_build(spark: Any, key_df: Any, column: str, kt: KeyType, files: list[
                 return None
             try:
                 with contextlib.closing(batches):
-                    for batch in batches:
-                        _segment_batch(batch, seg, nulls, table)
+                    for run in _key_runs(batches):
+                        _segment_run(run, seg, nulls, table)
             except _UnknownFile:
                 if mapping == "observed":
                     raise SieveError("files of the table changed during the build: build again") from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from .errors import IndexUnavailable
 from .fs import storage_options as scoped_options
 from .keys import HIGH_KEY, LOW_KEY
@@ -47,7 +49,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     st.present, st.version, st.mode = True, m.version, m.mode
     st.files_indexed, st.segments = len(m.files), len(metas)
     try:
-        store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
+        deltas = store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
     except IndexUnavailable as exc:
         st.recommendation = "rebuild"
         st.reason = f"the index is unusable, every read is a full read ({exc.reason}); sync or rebuild repairs it"
@@ -77,7 +79,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
         st.recommendation = "rebuild"
         st.reason = (f"error budget {st.budget_used_fraction:.0%} used, {st.segments_over_budget} of "
                      f"{len(metas)} segments over budget")
-    elif outside := _outside_prefix(m, metas, store):
+    elif outside := _outside_prefix(m, metas, store, deltas):
         st.recommendation = "rebuild"
         st.reason = (f"{outside} file(s) hold {m.column} values outside the learned prefix "
                      f"{m.key_type.prefix_bytes!r}: they share one key, so lookups for them read every such file; "
@@ -95,7 +97,8 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     return st
 
 
-def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore) -> int:
+def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore,
+                    deltas: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> int:
     """Live files with string/binary values outside the key type's learned prefix (keys LOW_KEY or
     HIGH_KEY, which every such value shares): values a sync added after the build learned it."""
     kt = m.key_type
@@ -107,7 +110,6 @@ def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore) ->
             seg = store.open_segment(meta.file)
             for k in (LOW_KEY, HIGH_KEY):
                 files.update(seg.fids_for_range(k, k).tolist())
-    for ref in m.deltas:
-        keys, fids = store.read_delta(ref)
+    for keys, fids in deltas.values():  # decoded by verify
         files.update(fids[(keys == LOW_KEY) | (keys == HIGH_KEY)].tolist())
     return len(files & set(m.files))

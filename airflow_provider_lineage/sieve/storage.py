@@ -384,11 +384,12 @@ class IndexStore:
                 pass
             os.unlink(self._full(probe))
 
-    def verify(self, manifest: Manifest) -> None:
+    def verify(self, manifest: Manifest) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Read and checksum every file of a version, as a reader would (raises IndexUnavailable).
 
-        Segment files: size, CRC, format and header (pages are zlib streams with their own check,
-        inflated when used)."""
+        Segments: size, CRC and container of each one, one read per pack (pages are zlib streams
+        with their own check, inflated when used). Returns the decoded deltas by file name (read
+        anyway; callers that need them need not read them again)."""
         by_pack: dict[str, list[FileRef]] = {}
         for meta in self.read_segment_list(manifest.segment_list):
             by_pack.setdefault(meta.file.name, []).append(meta.file)
@@ -400,8 +401,7 @@ class IndexStore:
                                        "rebuild the index") from exc
             for ref in refs:
                 self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
-        for ref in manifest.deltas:
-            self.read_delta(ref)
+        return {ref.name: self.read_delta(ref) for ref in manifest.deltas}
 
     # ---- immutable files ---------------------------------------------------------------------
     def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:

@@ -61,7 +61,9 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
     """Integer keys reach the driver as Arrow batches (decimals as rows). With many small batches
     from several range partitions, arriving in any order, the segments stay sorted and disjoint,
     no answer misses a file, and point answers are exact as with the pyarrow build."""
-    from pyspark.sql import functions as F
+    import pyarrow.parquet as pq
+
+    from .helpers import exact_for
 
     assert S.open_index(typed_table, "k", index_path=built["k"][0]).manifest.build_stats["transfer"] == "arrow"
     assert S.open_index(typed_table, "dec", index_path=built["dec"][0]).manifest.build_stats["transfer"] == "rows"
@@ -74,15 +76,35 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
     b = S.open_index(typed_table, "kn", index_path=str(tmp_path / "j"))
     for m0, m1 in zip(a.metas, a.metas[1:]):
         assert m0.s_max < m1.s_min
-    df = spark.read.parquet(typed_table)
+    layout = {f.path: pq.read_table(f.path, columns=["kn"]).column(0).to_pylist() for f in S.list_table_files(typed_table)}
     for pred in [S.IsNull(), S.Eq(0), S.Eq(96), S.Eq(1234), S.In([7, 2999]), S.Range(90, 400), S.Range(None, 5)]:
-        rdr = importlib.import_module("airflow_provider_lineage.sieve.reader")
-        rows = df.filter(rdr.spark_condition("kn", pred, a.key_type)).select(F.input_file_name().alias("f")).distinct()
-        exact = {table_mod.local_path(r.f) for r in rows.collect()}
+        exact = exact_for(layout, pred)
         got = set(a.candidates(pred))
         assert exact <= got, pred
         if not isinstance(pred, S.Range):  # present keys, error bound 0: exact, as the pyarrow build
             assert got == exact == set(b.candidates(pred)), pred
+
+
+def test_key_runs_never_split_a_key() -> None:
+    """Pairs of one key split over batches (even over three, and NULL keys) come out in one run."""
+    import numpy as np
+    import pyarrow as pa
+
+    def batch(keys: list[int | None]) -> pa.RecordBatch:
+        return pa.record_batch([pa.array(keys, pa.int64()), pa.array(range(len(keys)), pa.int64())], ["k", "h"])
+
+    stream = [batch([None, None]), batch([None, 1, 1]), batch([1, 1]), batch([1]), batch([1, 2]),
+              batch([9, 9]), batch([3]), batch([3, 4]), batch([]), batch([4])]
+    runs = list(build_mod._key_runs(iter(stream)))
+    seen: list[tuple[bool, int]] = []
+    for keys, valid, _ in runs:
+        groups = [(bool(v), int(k) if v else 0) for k, v in zip(keys, valid)]
+        first = [g for i, g in enumerate(groups) if i == 0 or g != groups[i - 1]]
+        assert not set(first) & set(seen), "a key in two runs"
+        seen += first
+    assert sum(len(r[0]) for r in runs) == 16
+    assert [k for r in runs for k in np.asarray(r[0])[r[1]].tolist()] == [1] * 6 + [2, 9, 9, 3, 3, 4, 4]
+    assert sum(int((~r[1]).sum()) for r in runs) == 3 and not runs[0][1].any()  # the NULL keys: one run
 
 
 @pytest.mark.parametrize("column", ["k", "dec"])
@@ -94,8 +116,7 @@ def test_file_uris_spelled_otherwise_are_mapped_from_what_spark_reads(spark, typ
     S.build(spark, typed_table, column, index_path=str(tmp_path / "i"))
     idx = S.open_index(typed_table, column, index_path=str(tmp_path / "i"))
     assert idx.manifest.build_stats["file_id_mapping"] == "observed"
-    monkeypatch.undo()
-    S.build(spark, typed_table, column, index_path=str(tmp_path / "j"))
+    S.build(None, typed_table, column, index_path=str(tmp_path / "j"))  # the same parameters, pyarrow
     ref = S.open_index(typed_table, column, index_path=str(tmp_path / "j"))
     pred = S.Eq(1234) if column == "k" else S.Eq(decimal.Decimal("176.286"))
     assert set(idx.candidates(pred)) == set(ref.candidates(pred)) and idx.candidates(pred)

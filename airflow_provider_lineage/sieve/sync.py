@@ -24,6 +24,8 @@ How updates work (locations are files; Parquet files are immutable, a rewrite is
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import time
 import warnings
 from collections import defaultdict
@@ -85,11 +87,42 @@ def _locate(metas: list[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.
     return pos, inside
 
 
+VECTOR_MIN_KEYS = 512  # re-segment this many keys or more with Segmenter.push_many
+
+
 def _segments_from(store: IndexStore, m: Manifest, pairs: dict[int, list[int]]) -> list[SegmentMeta]:
+    """Segments of (key -> file ids) pairs (written to the open pack)."""
+    ks = sorted(pairs)
+    keys = None
+    if len(ks) >= VECTOR_MIN_KEYS:  # fewer keys: numpy's per-call cost does not pay
+        with contextlib.suppress(OverflowError):  # keys beyond int64 (64-bit string keys)
+            keys = np.asarray(ks, np.int64)
+    if keys is None:
+        sink = SegmentSink(store, m.error_bound)
+        seg = Segmenter(m.error_bound, m.max_segment_keys, sink, m.gap_factor)
+        for k in ks:
+            seg.push(k, tuple(sorted(set(pairs[k]))))
+        seg.finish()
+        return sink.metas
+    lens = np.fromiter((len(pairs[k]) for k in ks), np.int64, len(ks))
+    fids = np.fromiter(itertools.chain.from_iterable(pairs[k] for k in ks), np.int64, int(lens.sum()))
+    return _segments_from_arrays(store, m, np.repeat(keys, lens), fids)
+
+
+def _segments_from_arrays(store: IndexStore, m: Manifest, keys: np.ndarray, fids: np.ndarray) -> list[SegmentMeta]:
+    """Segments of (key, file id) pairs given as two int64 arrays (any order, repeats allowed)."""
     sink = SegmentSink(store, m.error_bound)
     seg = Segmenter(m.error_bound, m.max_segment_keys, sink, m.gap_factor)
-    for k in sorted(pairs):
-        seg.push(k, tuple(sorted(set(pairs[k]))))
+    if len(keys):
+        order = np.lexsort((fids, keys))
+        keys, fids = keys[order], fids[order]
+        keep = np.ones(len(keys), bool)
+        keep[1:] = (keys[1:] != keys[:-1]) | (fids[1:] != fids[:-1])
+        keys, fids = keys[keep], fids[keep]
+        first = np.ones(len(keys), bool)
+        first[1:] = keys[1:] != keys[:-1]
+        starts = np.flatnonzero(first)
+        seg.push_many(keys[starts], np.diff(np.append(starts, len(keys))), fids)
     seg.finish()
     return sink.metas
 
@@ -117,13 +150,14 @@ def present_offsets(seg: Segment, limit: int = EXACT_RESEGMENT_MAX_KEYS) -> np.n
     return (starts[run_of] + np.arange(total, dtype=np.int64) - first[run_of]).astype(np.int64)
 
 
-def exact_pairs(seg: Segment) -> dict[int, list[int]] | None:
-    """Every key of a segment with its files, when the blocks say so exactly; else None.
+def exact_offsets(seg: Segment) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every (key, file id) pair of a segment, when the blocks say so exactly; else None.
 
-    A block is exact when each of its files holds every present key of the block (its counter
-    equals the number of keys of the block outside the holes): then every present key of the block
-    is in exactly the block's files. With ``error_bound=0`` every block is exact (the cone forces a
-    flat or exactly linear R(k)), so an update can re-segment such a segment without reading data.
+    Keys are given as offsets from ``s_min`` (int64), repeated once per file, ascending. A block is
+    exact when each of its files holds every present key of the block (its counter equals the
+    number of keys of the block outside the holes): then every present key of the block is in
+    exactly the block's files. With ``error_bound=0`` every block is exact (the cone forces a flat
+    or exactly linear R(k)), so an update can re-segment such a segment without reading data.
     Counters never exceed the true number of keys, so a hole list that missed some absent keys can
     only make a block look inexact (the data is then read), never give a wrong answer. Keys whose
     files were all removed are left out.
@@ -131,19 +165,30 @@ def exact_pairs(seg: Segment) -> dict[int, list[int]] | None:
     off = present_offsets(seg)
     if off is None:
         return None
-    per_block = np.bincount(off // seg.b_size, minlength=seg.b_count)
+    blocks_of = off // seg.b_size
+    per_block = np.bincount(blocks_of, minlength=seg.b_count)
     if len(seg.fid) and not np.array_equal(seg.cnt.astype(np.int64), per_block[seg.blk.astype(np.int64)]):
         return None
-    blocks_of = off // seg.b_size
-    starts = np.searchsorted(seg.blk, np.arange(seg.b_count), "left")
-    ends = np.searchsorted(seg.blk, np.arange(seg.b_count), "right")
-    fids = seg.fid.tolist()
+    starts = np.searchsorted(seg.blk, np.arange(seg.b_count), "left").astype(np.int64)
+    ends = np.searchsorted(seg.blk, np.arange(seg.b_count), "right").astype(np.int64)
+    n = (ends - starts)[blocks_of]  # files of each present key
+    total = int(n.sum())
+    keys = np.repeat(off, n)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    fids = seg.fid.astype(np.int64)[np.repeat(starts[blocks_of], n) + within]
+    return keys, fids
+
+
+def exact_pairs(seg: Segment) -> dict[int, list[int]] | None:
+    """:func:`exact_offsets` as a dict of key -> file ids (keys as Python ints: any key width)."""
+    got = exact_offsets(seg)
+    if got is None:
+        return None
+    off, fids = got
     out: dict[int, list[int]] = {}
     s_min = int(seg.s_min)
-    for o, b in zip(off.tolist(), blocks_of.tolist()):
-        i0, i1 = int(starts[b]), int(ends[b])
-        if i1 > i0:
-            out[s_min + o] = fids[i0:i1]
+    for o, f in zip(off.tolist(), fids.tolist()):
+        out.setdefault(s_min + o, []).append(f)
     return out
 
 
@@ -164,26 +209,62 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
                       cache: _KeyCache) -> list[SegmentMeta]:
     """Copy-on-write application of added (file id, sorted unique keys) and dead file ids."""
     pending: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
-    outside: dict[int, list[int]] = defaultdict(list)
+    outside: list[tuple[int, np.ndarray]] = []
     for fid, keys in adds:
         if len(keys) == 0:
             continue
         pos, inside = _locate(metas, keys)
         for i in np.unique(pos[inside]).tolist():
             pending[i].append((fid, keys[inside & (pos == i)]))
-        for k in keys[~inside].tolist():
-            outside[k].append(fid)
+        if not inside.all():
+            outside.append((fid, keys[~inside]))
     dead_arr = np.fromiter(dead, np.int64) if dead else np.empty(0, np.int64)
     counts = cache.counts
     out: list[SegmentMeta] = []
+    # Outside keys: the gap each lies in (gap p follows segment p); a run takes those of its gaps.
+    int_keys = not any(k.dtype == object for _, k in outside) and all(
+        isinstance(x.s_min, int) and abs(x.s_min) < 1 << 62 and abs(x.s_max) < 1 << 62 for x in metas)
+    okeys = (np.concatenate([k.astype(object) if not int_keys else k for _, k in outside]) if outside
+             else np.empty(0, np.int64))
+    ofids = np.concatenate([np.full(len(k), fid, np.int64) for fid, k in outside]) if outside else okeys
+    opos = _locate(metas, okeys)[0] if outside else np.empty(0, np.int64)
+    taken = np.zeros(len(okeys), bool)
+    run: list[tuple[int, np.ndarray, np.ndarray]] = []  # consecutive exact segments: (index, keys, fids)
+
+    def flush_run() -> None:
+        # Re-segment consecutive exact segments with their new keys in one vectorised pass (the
+        # segments one append touches everywhere are many and small), with the new keys that fall
+        # in the gaps between them (so nothing overlaps).
+        if not run:
+            return
+        first, last = run[0][0], run[-1][0]
+        inner = (opos >= first) & (opos < last) & ~taken
+        taken[inner] = True
+        keys = np.concatenate([k for _, k, _ in run] + [okeys[inner].astype(np.int64)])
+        fids = np.concatenate([f for _, _, f in run] + [ofids[inner]])
+        out.extend(_segments_from_arrays(store, m, keys, fids))
+        counts.rebuilt += len(run)
+        run.clear()
+
     for i, meta in enumerate(metas):
         hit_dead = len(dead_arr) and np.isin(meta.locations.astype(np.int64), dead_arr).any()
         if i not in pending and not hit_dead and not over_budget(meta.used, meta.budget):
+            flush_run()
             out.append(meta)
             continue
         seg = store.read_segment(meta.file)
         seg.drop_locations(dead)
         adds_here = pending.get(i, [])
+        if adds_here and seg.b_size > 1 and int_keys:
+            got = exact_offsets(seg)
+            if got is not None:
+                if run and run[-1][0] != i - 1:
+                    flush_run()
+                keys = [got[0] + np.int64(seg.s_min)] + [ks.astype(np.int64) for _, ks in adds_here]
+                fids = [got[1]] + [np.full(len(ks), fid, np.int64) for fid, ks in adds_here]
+                run.append((i, np.concatenate(keys), np.concatenate(fids)))
+                continue
+        flush_run()
         if adds_here and seg.b_size > 1:
             # New (block, file) pairs would add false positives: re-segment exactly instead, from
             # the segment's own blocks when they are exact (no data read); else the budget decides.
@@ -212,14 +293,18 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
         else:
             out.append(meta_for(store, seg, m.error_bound, used))
             counts.rewritten += 1
-    if outside:
+    flush_run()
+    if len(okeys) and not taken.all():
         # Keys of one gap never straddle a segment: segment each gap's keys on its own.
-        pos, _ = _locate(metas, as_key_array(sorted(outside)))
-        gaps: dict[int, dict[int, list[int]]] = defaultdict(dict)
-        for k, p in zip(sorted(outside), pos.tolist()):
-            gaps[p][k] = outside[k]
-        for p in sorted(gaps):
-            new = _segments_from(store, m, gaps[p])
+        for p in np.unique(opos[~taken]).tolist():
+            here = (opos == p) & ~taken
+            if not int_keys:
+                gap: dict[int, list[int]] = defaultdict(list)
+                for k, f in zip(okeys[here].tolist(), ofids[here].tolist()):
+                    gap[int(k)].append(f)
+                new = _segments_from(store, m, gap)
+            else:
+                new = _segments_from_arrays(store, m, okeys[here].astype(np.int64), ofids[here])
             counts.created += len(new)
             out.extend(new)
     out.sort(key=lambda s: s.s_min)

@@ -37,7 +37,7 @@ import re
 import secrets
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -254,13 +254,15 @@ class IndexStore:
     def __init__(self, path: str) -> None:
         self.path = normalize(path)
         self.local = is_local(self.path)
+        self._prefix = join(self.path, "")
+        self._pack_cache: dict[str, bytes] = {}  # whole packs read by preload_packs (one update)
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
         self._pack = bytearray()  # segments written since the last flush (one pack file)
         self._pack_name: str | None = None
 
     # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
     def _full(self, name: str) -> str:
-        return join(self.path, name)
+        return self._prefix + name  # join(self.path, name) for a plain file name, without its cost
 
     def _remote(self, name: str | None = None) -> tuple[Any, str]:
         filesystem, inner = resolve(self.path)
@@ -547,6 +549,9 @@ class IndexStore:
         """The stored bytes of one segment: its range of a pack (one ranged read), unchecked."""
         if ref.name == self._pack_name:  # written by this writer, not flushed yet
             return bytes(self._pack[ref.offset:ref.offset + ref.bytes])
+        cached = self._pack_cache.get(ref.name)
+        if cached is not None:
+            return cached[ref.offset:ref.offset + ref.bytes]
         try:
             if self.local:
                 with open(self._full(ref.name), "rb") as fh:
@@ -558,6 +563,23 @@ class IndexStore:
         except OSError as exc:
             raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
                                    "rebuild the index") from exc
+
+    @contextlib.contextmanager
+    def packs_in_memory(self, names: Iterable[str], limit: int = PACK_BYTES * 4) -> Iterator[None]:
+        """Inside the block, segments of these packs are cut from one read of each pack (an update
+        that rewrites most segments), up to ``limit`` bytes of packs; forgotten after the block."""
+        try:
+            total = 0
+            for name in dict.fromkeys(names):
+                with contextlib.suppress(OSError):  # unreadable: segment_bytes reports it
+                    data = self._read_bytes(name)
+                    total += len(data)
+                    if total > limit:
+                        break
+                    self._pack_cache[name] = data
+            yield
+        finally:
+            self._pack_cache.clear()
 
     def _add_to_pack(self, data: bytes) -> FileRef:
         """Append one sealed segment to the open pack (flushed at :data:`PACK_BYTES` and on commit)."""

@@ -87,6 +87,7 @@ def _locate(metas: list[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.
     return pos, inside
 
 
+PRELOAD_MIN_SEGMENTS = 32  # an update touching this many segments reads their packs whole, once
 VECTOR_MIN_KEYS = 512  # re-segment this many keys or more with Segmenter.push_many
 
 
@@ -246,53 +247,55 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
         counts.rebuilt += len(run)
         run.clear()
 
-    for i, meta in enumerate(metas):
-        hit_dead = len(dead_arr) and np.isin(meta.locations.astype(np.int64), dead_arr).any()
-        if i not in pending and not hit_dead and not over_budget(meta.used, meta.budget):
+    touched = [meta.file.name for i, meta in enumerate(metas) if i in pending]
+    with store.packs_in_memory(touched if len(touched) >= PRELOAD_MIN_SEGMENTS else []):
+        for i, meta in enumerate(metas):
+            hit_dead = len(dead_arr) and np.isin(meta.locations.astype(np.int64), dead_arr).any()
+            if i not in pending and not hit_dead and not over_budget(meta.used, meta.budget):
+                flush_run()
+                out.append(meta)
+                continue
+            seg = store.read_segment(meta.file)
+            seg.drop_locations(dead)
+            adds_here = pending.get(i, [])
+            if adds_here and seg.b_size > 1 and int_keys:
+                got = exact_offsets(seg)
+                if got is not None:
+                    if run and run[-1][0] != i - 1:
+                        flush_run()
+                    keys = [got[0] + np.int64(seg.s_min)] + [ks.astype(np.int64) for _, ks in adds_here]
+                    fids = [got[1]] + [np.full(len(ks), fid, np.int64) for fid, ks in adds_here]
+                    run.append((i, np.concatenate(keys), np.concatenate(fids)))
+                    continue
             flush_run()
-            out.append(meta)
-            continue
-        seg = store.read_segment(meta.file)
-        seg.drop_locations(dead)
-        adds_here = pending.get(i, [])
-        if adds_here and seg.b_size > 1 and int_keys:
-            got = exact_offsets(seg)
-            if got is not None:
-                if run and run[-1][0] != i - 1:
-                    flush_run()
-                keys = [got[0] + np.int64(seg.s_min)] + [ks.astype(np.int64) for _, ks in adds_here]
-                fids = [got[1]] + [np.full(len(ks), fid, np.int64) for fid, ks in adds_here]
-                run.append((i, np.concatenate(keys), np.concatenate(fids)))
-                continue
-        flush_run()
-        if adds_here and seg.b_size > 1:
-            # New (block, file) pairs would add false positives: re-segment exactly instead, from
-            # the segment's own blocks when they are exact (no data read); else the budget decides.
-            exact = _resegment(store, m, seg, adds_here)
-            if exact is not None:
-                out.extend(exact)
+            if adds_here and seg.b_size > 1:
+                # New (block, file) pairs would add false positives: re-segment exactly instead, from
+                # the segment's own blocks when they are exact (no data read); else the budget decides.
+                exact = _resegment(store, m, seg, adds_here)
+                if exact is not None:
+                    out.extend(exact)
+                    counts.rebuilt += 1
+                    continue
+            used, n_keys = meta.used, seg.n_keys
+            for fid, ks in pending.get(i, []):
+                new_pairs = seg.add_keys(ks, fid)
+                n_keys += len(ks)
+                if charge and seg.b_size > 1:
+                    used += new_pairs * (seg.b_size - 1)
+            seg.n_keys = n_keys
+            if over_budget(used, meta.budget):
+                pairs: dict[int, list[int]] = defaultdict(list)
+                for fid in seg.locations().tolist():
+                    keys = cache.keys(fid)
+                    for k in keys[(keys >= seg.s_min) & (keys <= seg.s_max)].tolist():
+                        pairs[k].append(fid)
+                out.extend(_segments_from(store, m, pairs))
                 counts.rebuilt += 1
-                continue
-        used, n_keys = meta.used, seg.n_keys
-        for fid, ks in pending.get(i, []):
-            new_pairs = seg.add_keys(ks, fid)
-            n_keys += len(ks)
-            if charge and seg.b_size > 1:
-                used += new_pairs * (seg.b_size - 1)
-        seg.n_keys = n_keys
-        if over_budget(used, meta.budget):
-            pairs: dict[int, list[int]] = defaultdict(list)
-            for fid in seg.locations().tolist():
-                keys = cache.keys(fid)
-                for k in keys[(keys >= seg.s_min) & (keys <= seg.s_max)].tolist():
-                    pairs[k].append(fid)
-            out.extend(_segments_from(store, m, pairs))
-            counts.rebuilt += 1
-        elif seg.empty:
-            counts.dropped += 1
-        else:
-            out.append(meta_for(store, seg, m.error_bound, used))
-            counts.rewritten += 1
+            elif seg.empty:
+                counts.dropped += 1
+            else:
+                out.append(meta_for(store, seg, m.error_bound, used))
+                counts.rewritten += 1
     flush_run()
     if len(okeys) and not taken.all():
         # Keys of one gap never straddle a segment: segment each gap's keys on its own.

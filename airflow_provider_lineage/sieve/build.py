@@ -584,6 +584,9 @@ def _arrow_build(spark: Any, key_df: Any, column: str, kt: KeyType, files: list[
            .distinct()  # codegen'd hash aggregation on two longs, partial in every scan task
            .repartitionByRange("k").sortWithinPartitions("k", "h"))
     uris = [(spark_uri(f.path), i) for i, f in enumerate(files)]
+    # One job whose tasks each send a whole partition to the driver's heap: keep the range
+    # partitions at rows_per_partition (no coalescing), so the heap holds a few small partitions.
+    conf = {**conf, "spark.sql.adaptive.coalescePartitions.enabled": "false"}
     for mapping in ("predicted", "observed"):
         table = FileHashes.of(spark, uris)
         if table is None:  # two file URIs with one hash: the row path joins on the URIs themselves

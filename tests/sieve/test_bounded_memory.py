@@ -9,7 +9,8 @@ prints the Python process's peak RSS, which the test bounds. It builds with ``er
 the default 0 this layout closes a segment every 16 keys, and the driver's segment list (about
 2.3 KB per segment: 1.3 GB at 8 M keys, measured) would dominate; that list is held in memory.
 
-Run with ``SIEVE_RUN_SLOW=1 ./dev.sh test tests/sieve/test_bounded_memory.py -s``.
+Measured (2 cores, idle, 2026-11-23): 8 M keys, 161 segments, JVM max heap 512 MB, Python peak RSS
+193 MB, build 33 s. Run with ``SIEVE_RUN_SLOW=1 ./dev.sh test tests/sieve/test_bounded_memory.py -s``.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ N_KEYS = int(os.environ.get("SIEVE_BOUNDED_KEYS", "8000000"))
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("SIEVE_RUN_SLOW") != "1",
-                    reason="about 6 minutes on 2 busy cores: set SIEVE_RUN_SLOW=1 to run it")
+                    reason="about 2 minutes (data generation and build): set SIEVE_RUN_SLOW=1 to run it")
 def test_build_streams_more_keys_than_driver_memory(tmp_path) -> None:
     script = os.path.join(os.path.dirname(__file__), "bounded_build_script.py")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}

@@ -57,7 +57,7 @@ from .keys import (
     radix_tables,
     with_bounds,
 )
-from .model import Segment, Segmenter, budget_for
+from .model import Segment, Segmenter, budget_for, key_runs
 from .query import SieveIndex, index_location
 from .records import IndexStats
 from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts, now_iso
@@ -371,10 +371,7 @@ def _segment_run(run: tuple[np.ndarray, np.ndarray, np.ndarray], seg: Segmenter,
             return
     order = np.lexsort((fids, keys))  # each key's file ids ascending (keys already are)
     keys, fids = keys[order], fids[order]
-    first = np.ones(len(keys), bool)
-    first[1:] = keys[1:] != keys[:-1]
-    starts = np.flatnonzero(first)
-    lens = np.diff(np.append(starts, len(keys)))
+    starts, lens = key_runs(keys)
     seg.push_many(keys[starts], lens, fids)
     seg.restart()  # runs arrive in any order: a segment never spans two
 

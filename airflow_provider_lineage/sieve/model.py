@@ -232,6 +232,14 @@ def _starts(lens: np.ndarray) -> np.ndarray:
     return out
 
 
+def key_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted keys with repeats: the index of each distinct key's first row and its row count."""
+    first = np.ones(len(keys), bool)
+    first[1:] = keys[1:] != keys[:-1]
+    starts = np.flatnonzero(first)
+    return starts, np.diff(np.append(starts, len(keys)))
+
+
 def _set_changes(lens: np.ndarray, fids: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``out[i]``: whether set ``i`` differs from set ``i - 1`` (``out[0]`` is True)."""
     n = len(lens)

@@ -38,7 +38,7 @@ import numpy as np
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
-from .model import Segment, Segmenter, over_budget
+from .model import Segment, Segmenter, key_runs, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
 from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts
@@ -120,10 +120,8 @@ def _segments_from_arrays(store: IndexStore, m: Manifest, keys: np.ndarray, fids
         keep = np.ones(len(keys), bool)
         keep[1:] = (keys[1:] != keys[:-1]) | (fids[1:] != fids[:-1])
         keys, fids = keys[keep], fids[keep]
-        first = np.ones(len(keys), bool)
-        first[1:] = keys[1:] != keys[:-1]
-        starts = np.flatnonzero(first)
-        seg.push_many(keys[starts], np.diff(np.append(starts, len(keys))), fids)
+        starts, lens = key_runs(keys)
+        seg.push_many(keys[starts], lens, fids)
     seg.finish()
     return sink.metas
 

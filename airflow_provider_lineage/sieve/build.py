@@ -57,7 +57,7 @@ from .keys import (
     radix_tables,
     with_bounds,
 )
-from .model import Segment, Segmenter, budget_for, key_runs
+from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
 from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts, now_iso
@@ -281,12 +281,8 @@ def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[K
         for k in sorted(agg):
             seg.push(k, tuple(agg[k]))
         return kt, nulls, None
-    keys = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    fids = np.repeat(np.arange(len(parts), dtype=np.int64), [len(p) for p in parts])
-    order = np.lexsort((fids, keys))
-    keys, fids = keys[order], fids[order]
-    uniq, lens = np.unique(keys, return_counts=True)
-    seg.push_many(uniq, lens, fids)
+    keys = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+    seg.push_pairs(keys, np.repeat(np.arange(len(parts), dtype=np.int64), [len(p) for p in parts]))
     return kt, nulls, None
 
 
@@ -369,10 +365,7 @@ def _segment_run(run: tuple[np.ndarray, np.ndarray, np.ndarray], seg: Segmenter,
         keys, fids = keys[valid], fids[valid]
         if not len(keys):
             return
-    order = np.lexsort((fids, keys))  # each key's file ids ascending (keys already are)
-    keys, fids = keys[order], fids[order]
-    starts, lens = key_runs(keys)
-    seg.push_many(keys[starts], lens, fids)
+    seg.push_pairs(keys, fids)
     seg.restart()  # runs arrive in any order: a segment never spans two
 
 

@@ -416,6 +416,19 @@ class Segmenter:
             s = end
         self._carry = (keys[s:], lens[s:], fids[starts[s]:], r[s:])
 
+    def push_pairs(self, keys: np.ndarray, fids: np.ndarray) -> None:
+        """Push (key, file id) pairs given as two int64 arrays, in any order, repeats allowed: each
+        key with its sorted set of files, through :meth:`push_many`."""
+        if not len(keys):
+            return
+        order = np.lexsort((fids, keys))
+        keys, fids = keys[order], fids[order]
+        keep = np.ones(len(keys), bool)
+        keep[1:] = (keys[1:] != keys[:-1]) | (fids[1:] != fids[:-1])
+        keys, fids = keys[keep], fids[keep]
+        starts, lens = key_runs(keys)
+        self.push_many(keys[starts], lens, fids)
+
     def _lists_to_carry(self) -> None:
         """The open segment of :meth:`push` (Python lists) as the arrays :meth:`push_many` keeps."""
         if not self._keys:

@@ -38,7 +38,7 @@ import numpy as np
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
-from .model import Segment, Segmenter, key_runs, over_budget
+from .model import Segment, Segmenter, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
 from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts
@@ -114,14 +114,7 @@ def _segments_from_arrays(store: IndexStore, m: Manifest, keys: np.ndarray, fids
     """Segments of (key, file id) pairs given as two int64 arrays (any order, repeats allowed)."""
     sink = SegmentSink(store, m.error_bound)
     seg = Segmenter(m.error_bound, m.max_segment_keys, sink, m.gap_factor)
-    if len(keys):
-        order = np.lexsort((fids, keys))
-        keys, fids = keys[order], fids[order]
-        keep = np.ones(len(keys), bool)
-        keep[1:] = (keys[1:] != keys[:-1]) | (fids[1:] != fids[:-1])
-        keys, fids = keys[keep], fids[keep]
-        starts, lens = key_runs(keys)
-        seg.push_many(keys[starts], lens, fids)
+    seg.push_pairs(keys, fids)
     seg.finish()
     return sink.metas
 

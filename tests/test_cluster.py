@@ -54,7 +54,9 @@ def cluster_runs(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFa
     conn = cluster.connection()
     return {
         "c1": run_self_emitting("lineage_c1_transactions_mart", tmp_path_factory.mktemp("c1-cluster"), spark_conn=conn),
-        "etl": run_self_emitting("lineage_etl", tmp_path_factory.mktemp("etl-cluster"), spark_conn=conn),
+        # The example tables are small: ``auto`` would read them on the driver; build on the executors.
+        "etl": run_self_emitting("lineage_etl", tmp_path_factory.mktemp("etl-cluster"), spark_conn=conn,
+                                 index_options={"engine": "spark"}),
     }
 
 

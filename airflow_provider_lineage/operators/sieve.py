@@ -87,6 +87,8 @@ class SieveIndexOperator(SparkSubmitOperator):
     :param keep_versions: index versions kept on disk.
     :param gap_factor: key gap (in multiples of the typical spacing) that starts a new segment.
     :param rows_per_partition: rows per Spark partition of a build's aggregation.
+    :param engine: how a build reads the keys: ``auto`` (default: pyarrow on the Spark driver for
+        tables up to 8 M rows, no Spark job; Spark above), ``spark`` or ``pyarrow``.
     :param index_path: index folder; may contain ``{table}`` (the table directory's name) and
         ``{column}``; default ``<table>/_sieve/<column>``. Several columns need ``{column}``. (templated)
     :param max_deltas: ``auto``: compact a merge-on-read index at this many delta files.
@@ -139,6 +141,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         keep_versions: int | None = None,
         gap_factor: float | None = None,
         rows_per_partition: int | None = None,
+        engine: str | None = None,
         index_path: str | None = None,
         max_deltas: int | None = None,
         max_budget_fraction: float | None = None,
@@ -181,7 +184,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         self.update_strategy = update_strategy
         self.index_options = {"error_bound": error_bound, "max_segment_keys": max_segment_keys,
                               "keep_versions": keep_versions, "gap_factor": gap_factor,
-                              "rows_per_partition": rows_per_partition}
+                              "rows_per_partition": rows_per_partition, "engine": engine}
         self.index_path = index_path
         self.thresholds = {k: v for k, v in (("max_deltas", max_deltas),
                                              ("max_budget_fraction", max_budget_fraction)) if v is not None}

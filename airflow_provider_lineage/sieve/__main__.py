@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--mode", choices=("cow", "mor"), default="cow",
                    help="update mode: cow = copy-on-write, mor = merge-on-read (default cow)")
     b.add_argument("--keep-versions", type=int, default=3, help="index versions kept (default 3)")
+    b.add_argument("--engine", choices=("auto", "spark", "pyarrow"), default="auto",
+                   help="how keys are read: pyarrow on this machine or a Spark job (default auto: pyarrow "
+                        "up to 8 M rows)")
     s = sub.add_parser("sync", help="update the index for added/removed/rewritten files (builds if none)")
     common(s)
     sparky(s)
@@ -204,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             out: Any = build(spark, args.table, args.column, index_path=args.index_path,
                              error_bound=args.error_bound, max_segment_keys=args.max_segment_keys,
-                             mode=args.mode, keep_versions=args.keep_versions).to_dict()
+                             mode=args.mode, keep_versions=args.keep_versions, engine=args.engine).to_dict()
         elif args.command == "sync":
             out = sync(spark, args.table, args.column, index_path=args.index_path).to_dict()
         elif args.command == "rebuild":

@@ -59,6 +59,15 @@ LOW_KEY = 0  # values below every value starting with the prefix
 HIGH_KEY = (1 << (8 * WINDOW + LEN_BITS)) + 1  # values above every value starting with the prefix
 
 
+def unique_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a 1-d array, in one pass when it is sorted already (files written in key order)."""
+    if len(a) > 1 and not bool(np.all(a[1:] >= a[:-1])):
+        return np.unique(a)
+    keep = np.ones(len(a), bool)
+    keep[1:] = a[1:] != a[:-1]
+    return a[keep]
+
+
 @dataclass(frozen=True)
 class KeyType:
     """How one column maps to integer keys.
@@ -221,7 +230,7 @@ class KeyType:
         else:
             raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
                                      f"{self.type_name}: rebuild the index (sieve rebuild)")
-        return np.unique(out), nulls
+        return unique_sorted(out), nulls
 
     def _window_keys_of(self, arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
         if not _is_bytes_type(arr.type):

@@ -32,7 +32,7 @@ def main(workdir: str, n: int) -> None:
     # error_bound=8: this layout's location set changes at every key in a 16-key cycle, so the
     # default bound 0 closes a segment every 16 keys (500,000 segments at 8 M keys) and the segment
     # list the driver keeps (about 2.3 KB per segment) would dominate what this test measures.
-    stats = S.build(spark, root, "k", rows_per_partition=500_000, error_bound=8)
+    stats = S.build(spark, root, "k", rows_per_partition=500_000, error_bound=8, engine="spark")
     secs = time.monotonic() - t0
     idx = S.open_index(root, "k")
     assert idx.candidates(S.Eq(3 * (n // 2)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import importlib
+import os
 
 import pytest
 
@@ -49,7 +50,7 @@ def built(spark, typed_table, tmp_path_factory) -> dict[str, tuple[str, str]]:
     out = {}
     for column in sorted({c for c, _ in CASES}):
         base = tmp_path_factory.mktemp(f"idx_{column}")
-        st = S.build(spark, typed_table, column, index_path=str(base / "spark"), error_bound=4)
+        st = S.build(spark, typed_table, column, index_path=str(base / "spark"), error_bound=4, engine="spark")
         assert st.files == 12 and st.keys > 0 and st.rows == 3000 and st.segments > 0
         S.build(None, typed_table, column, index_path=str(base / "local"), error_bound=4)
         out[column] = (str(base / "spark"), str(base / "local"))
@@ -68,7 +69,7 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
     assert S.open_index(typed_table, "k", index_path=built["k"][0]).manifest.build_stats["transfer"] == "arrow"
     assert S.open_index(typed_table, "dec", index_path=built["dec"][0]).manifest.build_stats["transfer"] == "rows"
     monkeypatch.setattr(build_mod, "ARROW_BATCH_ROWS", 97)
-    st = S.build(spark, typed_table, "kn", index_path=str(tmp_path / "i"), rows_per_partition=400)
+    st = S.build(spark, typed_table, "kn", index_path=str(tmp_path / "i"), rows_per_partition=400, engine="spark")
     a = S.open_index(typed_table, "kn", index_path=str(tmp_path / "i"))
     assert a.manifest.build_stats["partitions"] > 1 and st.segments >= 3000 // 97
     a = S.open_index(typed_table, "kn", index_path=str(tmp_path / "i"))
@@ -113,7 +114,7 @@ def test_file_uris_spelled_otherwise_are_mapped_from_what_spark_reads(spark, typ
     """When Spark spells a file URI unlike the predicted one, the build maps the URIs Spark reports
     (Arrow and row paths) and answers as before."""
     monkeypatch.setattr(build_mod, "spark_uri", lambda p: "file:///elsewhere/" + p.rsplit("/", 1)[-1])
-    S.build(spark, typed_table, column, index_path=str(tmp_path / "i"))
+    S.build(spark, typed_table, column, index_path=str(tmp_path / "i"), engine="spark")
     idx = S.open_index(typed_table, column, index_path=str(tmp_path / "i"))
     assert idx.manifest.build_stats["file_id_mapping"] == "observed"
     S.build(None, typed_table, column, index_path=str(tmp_path / "j"))  # the same parameters, pyarrow
@@ -149,6 +150,27 @@ def test_unsupported_and_partition_columns(spark, typed_table, tmp_path) -> None
         S.build(spark, typed_table, "nope", index_path=str(tmp_path / "z"))
 
 
+def test_engine_auto_reads_small_tables_with_pyarrow_and_large_ones_with_spark(spark, typed_table, tmp_path,
+                                                                              monkeypatch) -> None:
+    """``auto``: up to LOCAL_BUILD_MAX_ROWS rows on the driver (no Spark job), else Spark; both
+    record the Spark schema for readers and give the same answers. Bad engine choices are named."""
+    small = S.build(spark, typed_table, "k", index_path=str(tmp_path / "a"))
+    monkeypatch.setattr(build_mod, "LOCAL_BUILD_MAX_ROWS", 2999)  # the table has 3000 rows
+    large = S.build(spark, typed_table, "k", index_path=str(tmp_path / "b"))
+    a = S.open_index(typed_table, "k", index_path=str(tmp_path / "a"))
+    b = S.open_index(typed_table, "k", index_path=str(tmp_path / "b"))
+    assert (a.manifest.build_stats["engine"], b.manifest.build_stats["engine"]) == ("pyarrow", "spark")
+    assert small.rows == large.rows == 3000 and small.segments == large.segments
+    assert a.manifest.schema_json == b.manifest.schema_json is not None
+    for key in (5, 97, 1234, 10**9):
+        assert a.candidates(S.Eq(key)) == b.candidates(S.Eq(key))
+    with pytest.raises(S.SieveError, match="engine='fast' is unknown: use one of auto, spark, pyarrow"):
+        S.build(spark, typed_table, "k", index_path=str(tmp_path / "c"), engine="fast")
+    with pytest.raises(S.SieveError, match="engine='spark' needs a SparkSession"):
+        S.build(None, typed_table, "k", index_path=str(tmp_path / "c"), engine="spark")
+    assert not os.path.exists(tmp_path / "c")
+
+
 def test_catalog_table(spark, tmp_path) -> None:
     spark.sql("DROP TABLE IF EXISTS sieve_cat")
     spark.range(0, 500).selectExpr("id AS k", "id % 5 AS g").repartition(3).write.format("parquet") \
@@ -174,6 +196,6 @@ def test_spark_uri_prediction_matches_spark(spark, tmp_path) -> None:
     write_file(f"{root}/p=a b%c/x y+z.parquet", [1, 2])
     (u,) = {r[0] for r in spark.read.parquet(root).select(F.input_file_name()).collect()}
     assert build_mod.spark_uri(f"{root}/p=a b%c/x y+z.parquet") == u
-    st = S.build(spark, root, "k")
+    st = S.build(spark, root, "k", engine="spark")
     assert st.keys == 2
     assert S.open_index(root, "k").candidates(S.Eq(1)) == [f"{root}/p=a b%c/x y+z.parquet"]

@@ -11,6 +11,7 @@ from airflow_provider_lineage.sieve.model import (
     make_segment,
     over_budget,
     segment_pairs,
+    sorted_pairs,
 )
 
 
@@ -183,3 +184,15 @@ def test_push_many_segments_exactly_like_push(error_bound: int) -> None:
             assert (a.s_min, a.s_max, a.b_size, a.b_count, a.n_keys) == (b.s_min, b.s_max, b.b_size, b.b_count, b.n_keys)
             for f in ("blk", "fid", "cnt", "hole_at", "hole_len"):
                 assert np.array_equal(getattr(a, f), getattr(b, f)), (trial, f)
+
+
+@pytest.mark.parametrize("span", [1000, 1 << 40])  # one-code sort; lexsort for wide keys
+def test_sorted_pairs_is_a_lexsort_without_repeats(span: int) -> None:
+    rng = np.random.default_rng(span)
+    keys = rng.integers(-span, span, 5000)
+    fids = rng.integers(0, 300, 5000)
+    keys, fids = np.concatenate([keys, keys[:700]]), np.concatenate([fids, fids[:700]])  # repeats
+    got_k, got_f = sorted_pairs(keys, fids)
+    want = sorted(set(zip(keys.tolist(), fids.tolist())))
+    assert list(zip(got_k.tolist(), got_f.tolist())) == want
+    assert got_k.dtype == np.int64 and got_f.dtype == np.int64

@@ -36,7 +36,7 @@ def _sparse_layout(root: str, n_files: int = 12, seed: int = 7) -> dict[str, lis
 def test_sparse_codes_answer_tight_sets(spark, tmp_path) -> None:
     root = str(tmp_path / "sparse")
     layout = _sparse_layout(root)
-    S.build(spark, root, "k")
+    S.build(spark, root, "k", engine="spark")
     idx = S.open_index(root, "k")
     present = sorted({k for ks in layout.values() for k in ks if k is not None})
     lo, hi = present[0], present[-1]

@@ -226,7 +226,7 @@ def test_spark_build_and_pruned_read_on_strings(spark, tmp_path) -> None:
 
     root = str(tmp_path / "t")
     layout = _codes_table(root)
-    S.build(spark, root, "k", index_path=str(tmp_path / "spark"))
+    S.build(spark, root, "k", index_path=str(tmp_path / "spark"), engine="spark")
     S.build(None, root, "k", index_path=str(tmp_path / "local"))
     a = S.open_index(root, "k", index_path=str(tmp_path / "spark"))
     b = S.open_index(root, "k", index_path=str(tmp_path / "local"))
@@ -286,7 +286,7 @@ def test_binary_keys_build_query_and_pruned_read(spark, tmp_path) -> None:
     layout = {f"{root}/a.parquet": [b"\x00\x01", b"\xff\xfe", None], f"{root}/b.parquet": [b"\x00\x02", b"\x80"]}
     for path, keys in layout.items():
         write_file(path, keys, pa.binary())
-    S.build(spark, root, "k")  # Spark build: binary keys computed on executors
+    S.build(spark, root, "k", engine="spark")  # binary keys computed on executors
     idx = S.open_index(root, "k")
     assert idx.key_type.kind == "binary" and idx.key_type.prefix == ""
     for pred in (S.Eq(b"\x00\x02"), S.Range(b"\x80", None), S.In([b"\xff\xfe", b"\x00"]), S.IsNull()):

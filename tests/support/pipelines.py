@@ -54,10 +54,12 @@ def load_dag(dag_id: str) -> Any:
     return bag.get_dag(dag_id)
 
 
-def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: str | None = None) -> dict[str, Any]:
+def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: str | None = None,
+                      index_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``dag_id`` ``times`` times on ``data_dir``; the runs and the events they self-emitted.
 
     ``spark_conn``: ``spark_default`` for these runs only (an ``AIRFLOW_CONN_*`` JSON value; default local[2]).
+    ``index_options``: build settings for every ``SieveIndexOperator`` of the DAG (e.g. the engine).
     """
     migrate_db()
     env_for_spark()
@@ -69,6 +71,9 @@ def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: s
     path = transport.default_events_path()
     before = len(read_events(path))
     dag = load_dag(dag_id)
+    for task in dag.tasks:
+        if index_options and hasattr(task, "index_options"):
+            task.index_options.update(index_options)
     saved = os.environ["AIRFLOW_CONN_SPARK_DEFAULT"]
     os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_conn or saved
     try:

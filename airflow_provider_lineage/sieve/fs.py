@@ -99,6 +99,9 @@ def join(base: str, *parts: str) -> str:
 def relative(path: str, root: str) -> str:
     """``path`` below ``root`` as a ``/``-separated relative path."""
     if is_local(root):
+        top = root.rstrip(os.sep) + os.sep
+        if path.startswith(top) and os.path.normpath(path) == path:
+            return path[len(top):].replace(os.sep, "/")  # below the root: relpath's answer, cheaper
         return os.path.relpath(path, root).replace(os.sep, "/")
     return posixpath.relpath(path.split("://", 1)[1], root.split("://", 1)[1])
 

@@ -165,6 +165,7 @@ class Manifest:
     schema_json: str | None = None
     build_stats: dict[str, Any] = field(default_factory=dict)
     file_table: FileRef | None = None  # set by IndexStore.commit / load_manifest
+    packs: list[str] | None = None  # the segment packs the segment list names (set by IndexStore.commit)
 
     def to_json(self) -> str:
         if self.file_table is None:
@@ -181,6 +182,8 @@ class Manifest:
             "deltas": [d.to_dict() for d in self.deltas], "dead_files": sorted(self.dead_files),
             "schema": self.schema_json, "build_stats": self.build_stats,
         }
+        if self.packs is not None:
+            body["packs"] = sorted(self.packs)
         canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
         body["checksum"] = zlib.crc32(canon.encode())
         return json.dumps(body, sort_keys=True, indent=1)
@@ -208,7 +211,7 @@ class Manifest:
             segment_list=FileRef(**body["segment_list"]) if body["segment_list"] else None,
             deltas=[FileRef(**d) for d in body["deltas"]], dead_files=list(body["dead_files"]),
             schema_json=body.get("schema"), build_stats=body.get("build_stats", {}),
-            file_table=FileRef(**body["file_table"]),
+            file_table=FileRef(**body["file_table"]), packs=body.get("packs"),
         )
 
     def referenced(self) -> set[str]:
@@ -217,7 +220,7 @@ class Manifest:
             names.add(self.file_table.name)
         if self.segment_list:
             names.add(self.segment_list.name)
-        return names
+        return names | set(self.packs or ())
 
 
 COMMIT_ATTEMPTS = 5
@@ -259,6 +262,7 @@ class IndexStore:
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
         self._pack = bytearray()  # segments written since the last flush (one pack file)
         self._pack_name: str | None = None
+        self._lists: dict[tuple[str, int], list[SegmentMeta]] = {}  # segment lists read or written here
 
     # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
     def _full(self, name: str) -> str:
@@ -656,16 +660,24 @@ class IndexStore:
         locs = [m.locations.astype(np.int64) for m in metas]
         w.uints(np.asarray([len(x) for x in locs], np.int64))
         w.uints(np.concatenate([np.diff(x, prepend=np.int64(0)) for x in locs]) if locs else np.empty(0, np.int64))
-        return self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
+        ref = self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
+        self._lists[(ref.name, ref.crc32)] = list(metas)
+        return ref
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
+        """The segment list (decoded once per store: the file is immutable; callers get their own list)."""
         if ref is None:
             return []
+        known = self._lists.get((ref.name, ref.crc32))
+        if known is not None:
+            return list(known)
         data = self._read(ref, b"SVL5")
         try:
-            return _decode_segment_list(data)
+            metas = _decode_segment_list(data)
         except (IndexError, ValueError, UnicodeDecodeError) as exc:
             raise IndexUnavailable(f"segment list {ref.name} is truncated (corrupt): rebuild the index") from exc
+        self._lists[(ref.name, ref.crc32)] = metas
+        return list(metas)
 
     def write_delta(self, keys: np.ndarray, fids: np.ndarray) -> FileRef:
         """Merge-on-read delta: records (key, file id) sorted by key."""
@@ -713,6 +725,8 @@ class IndexStore:
         manifest.version = version
         manifest.created = now_iso()
         manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
+        # The packs, named in the manifest: pruning then need not decode every kept segment list.
+        manifest.packs = sorted({m.file.name for m in self.read_segment_list(manifest.segment_list)})
         data = manifest.to_json().encode()
         if self.local:
             created = self._publish_local(version, data)
@@ -809,6 +823,8 @@ class IndexStore:
         return removed
 
     def _segment_files(self, m: Manifest) -> set[str]:
+        if m.packs is not None:
+            return set(m.packs)
         try:
             return {s.file.name for s in self.read_segment_list(m.segment_list)}
         except IndexUnavailable:

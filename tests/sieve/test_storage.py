@@ -125,6 +125,38 @@ def test_keep_last_versions_and_delete_unreferenced(table: str) -> None:
     assert set(os.listdir(store.path)) == referenced
 
 
+def test_manifest_names_its_packs_and_pruning_trusts_them(table: str) -> None:
+    """Each manifest lists the packs of its segment list (pruning reads no segment list); a manifest
+    without that list (an older writer) is pruned from its segment list as before."""
+    import json
+    import zlib
+
+    store = IndexStore(_idx_dir(table))
+    m = store.load_manifest()
+    assert m.packs == sorted({s.file.name for s in store.read_segment_list(m.segment_list)})
+    assert set(m.packs) <= m.referenced()
+    path = os.path.join(store.path, store.manifest_name(1))  # as an older writer left it
+    with open(path) as fh:
+        body = json.loads(fh.read())
+    del body["packs"], body["checksum"]
+    body["checksum"] = zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    with open(path, "w") as fh:
+        fh.write(json.dumps(body))
+    assert IndexStore(store.path).load_manifest(1).packs is None
+    for i in range(4):
+        write_file(f"{table}/more{i}.parquet", [6000 + i])
+        S.sync(None, table, "k")
+    store = IndexStore(store.path)
+    assert store.versions() == [3, 4, 5]
+    referenced = {store.manifest_name(v) for v in store.versions()}
+    for v in store.versions():
+        referenced |= store.load_manifest(v).referenced()
+    assert set(os.listdir(store.path)) == referenced  # version 1's packs went with it
+    idx = S.open_index(table, "k")
+    idx.verify()
+    assert idx.candidates(S.Eq(6003)) == [f"{table}/more3.parquet"]
+
+
 def test_old_format_version_is_refused_clearly(table: str) -> None:
     import struct
     import zlib

@@ -157,7 +157,10 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     with store.discarding_on_error():
         schema = None if spark is None else spark_schema(spark, ref, files, column)
         if schema is None or engine == "pyarrow" or (engine == "auto" and _small(files)):
-            kt, nulls, _ = _local_build(files, column, seg)
+            # With Spark, the key type (and its type name in lineage facets) is Spark's, as a Spark build's.
+            spark_kt = None if schema is None else learn_key_type(
+                key_type_from_spark(schema[column].dataType, column), files, column)
+            kt, nulls, _ = _local_build(files, column, seg, spark_kt)
             schema_json = None if schema is None else schema.json()  # the reader's schema
             stats.update(engine="pyarrow", rows=sum(f.num_rows or 0 for f in files))
         else:
@@ -288,10 +291,12 @@ def _small(files: list[FileEntry]) -> bool:
 LOCAL_READ_THREADS = 4
 
 
-def _local_build(files: list[FileEntry], column: str, seg: Segmenter) -> tuple[KeyType, set[int], None]:
+def _local_build(files: list[FileEntry], column: str, seg: Segmenter,
+                 kt: KeyType | None = None) -> tuple[KeyType, set[int], None]:
+    """Keys read with pyarrow on this machine (``kt``: the key type, else learned from the files)."""
     if not files:
         raise SieveError("the table has no Parquet files: write data first (an empty table needs no index)")
-    kt = arrow_key_type(files, column)
+    kt = kt or arrow_key_type(files, column)
     parts: list[np.ndarray] = []
     nulls: set[int] = set()
     ctx = contextvars.copy_context()  # each read in a copy: the caller's storage options hold

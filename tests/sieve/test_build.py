@@ -162,6 +162,7 @@ def test_engine_auto_reads_small_tables_with_pyarrow_and_large_ones_with_spark(s
     assert (a.manifest.build_stats["engine"], b.manifest.build_stats["engine"]) == ("pyarrow", "spark")
     assert small.rows == large.rows == 3000 and small.segments == large.segments
     assert a.manifest.schema_json == b.manifest.schema_json is not None
+    assert a.manifest.key_type == b.manifest.key_type  # Spark's type names (lineage facets show them)
     for key in (5, 97, 1234, 10**9):
         assert a.candidates(S.Eq(key)) == b.candidates(S.Eq(key))
     with pytest.raises(S.SieveError, match="engine='fast' is unknown: use one of auto, spark, pyarrow"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,15 @@ from .keys import KeyType
 from .model import over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .records import IndexStats
-from .storage import FileTable, IndexStore, Manifest, PagedSegment, SegmentMeta, default_index_path
+from .storage import (
+    FileTable,
+    IndexStore,
+    Manifest,
+    PagedSegment,
+    SegmentList,
+    SegmentMeta,
+    default_index_path,
+)
 from .table import FileEntry, TableRef, is_catalog_name, list_table_files, resolve_table, table_path
 
 
@@ -98,9 +107,11 @@ class SieveIndex:
     def __init__(self, store: IndexStore, manifest: Manifest, cache_segments: int = 64) -> None:
         self.store = store
         self.manifest = manifest
-        self.metas: list[SegmentMeta] = store.read_segment_list(manifest.segment_list)
-        self._mins = [m.s_min for m in self.metas]
-        self._maxs = [m.s_max for m in self.metas]
+        metas = store.segment_list(manifest.segment_list)  # entries built on access
+        self.metas: Sequence[SegmentMeta] = metas
+        lazy = isinstance(metas, SegmentList)
+        self._mins = metas.s_min if lazy else [m.s_min for m in metas]
+        self._maxs = metas.s_max if lazy else [m.s_max for m in metas]
         self._cache: OrderedDict[int, PagedSegment] = OrderedDict()
         self._cache_size = cache_segments
         self.deltas = [store.read_delta(d) for d in manifest.deltas]

@@ -37,7 +37,7 @@ import re
 import secrets
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -262,7 +262,7 @@ class IndexStore:
         self.written: list[str] = []  # files this writer created (removed on a lost commit)
         self._pack = bytearray()  # segments written since the last flush (one pack file)
         self._pack_name: str | None = None
-        self._lists: dict[tuple[str, int], list[SegmentMeta]] = {}  # segment lists read or written here
+        self._lists: dict[tuple[str, int], Sequence[SegmentMeta]] = {}  # segment lists read or written here
 
     # ---- the folder: local (os) or an object store (pyarrow.fs) ---------------------------------
     def _full(self, name: str) -> str:
@@ -666,18 +666,22 @@ class IndexStore:
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
         """The segment list (decoded once per store: the file is immutable; callers get their own list)."""
+        return list(self.segment_list(ref))
+
+    def segment_list(self, ref: FileRef | None) -> Sequence[SegmentMeta]:
+        """The segment list as stored (read-only; entries built on access), decoded once per store."""
         if ref is None:
             return []
         known = self._lists.get((ref.name, ref.crc32))
         if known is not None:
-            return list(known)
+            return known
         data = self._read(ref, b"SVL5")
         try:
             metas = _decode_segment_list(data)
         except (IndexError, ValueError, UnicodeDecodeError) as exc:
             raise IndexUnavailable(f"segment list {ref.name} is truncated (corrupt): rebuild the index") from exc
         self._lists[(ref.name, ref.crc32)] = metas
-        return list(metas)
+        return metas
 
     def write_delta(self, keys: np.ndarray, fids: np.ndarray) -> FileRef:
         """Merge-on-read delta: records (key, file id) sorted by key."""
@@ -994,7 +998,7 @@ def _read_big_uints(r: Reader) -> list[int]:
     return [r.uvarint() for _ in range(r.uvarint())]
 
 
-def _decode_segment_list(data: bytes) -> list[SegmentMeta]:
+def _decode_segment_list(data: bytes) -> SegmentList:
     """What :meth:`IndexStore.write_segment_list` wrote (every open reads it: a few numpy calls)."""
     r = Reader(data)
     n = r.uvarint()
@@ -1008,16 +1012,38 @@ def _decode_segment_list(data: bytes) -> list[SegmentMeta]:
             or int(lengths.sum()) != len(deltas):
         raise IndexUnavailable("segment list has columns of different lengths (corrupt): rebuild the index")
     if n == 0:
-        return []
+        return SegmentList([], [], [[] for _ in _META_INTS], [], np.empty(0, np.uint32), [0])
     # Per-segment running sums in one pass: subtract each segment's starting total.
     run = np.cumsum(deltas, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0) if len(deltas) else starts
     locs = (run - np.repeat(before, lengths)).astype(np.uint32)
-    parts = np.split(locs, np.cumsum(lengths)[:-1])
-    b_size, b_count, budget, used, n_keys, nbytes, crc, records, offsets = ints
-    return [SegmentMeta(s_min[i], s_max[i], b_size[i], b_count[i], budget[i], used[i], n_keys[i],
-                        FileRef(names[i], nbytes[i], crc[i], records[i], offsets[i]), parts[i]) for i in range(n)]
+    return SegmentList(s_min, s_max, ints, names, locs, [0, *np.cumsum(lengths).tolist()])
+
+
+class SegmentList(Sequence[SegmentMeta]):
+    """A decoded segment list, column by column; an entry is built when asked for, so opening an
+    index to answer one point lookup builds one :class:`SegmentMeta`, not hundreds."""
+
+    def __init__(self, s_min: list[Any], s_max: list[Any], ints: list[list[int]], names: list[str],
+                 locs: np.ndarray, bounds: list[int]) -> None:
+        self.s_min, self.s_max = s_min, s_max  # ascending key ranges (lists: bisect works on them)
+        self._ints, self._names, self._locs, self._bounds = ints, names, locs, bounds
+
+    def __len__(self) -> int:
+        return len(self.s_min)
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self.s_min)
+        if not 0 <= i < len(self.s_min):
+            raise IndexError(i)
+        b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset = (c[i] for c in self._ints)
+        return SegmentMeta(self.s_min[i], self.s_max[i], b_size, b_count, budget, used, n_keys,
+                           FileRef(self._names[i], nbytes, crc, records, offset),
+                           self._locs[self._bounds[i]:self._bounds[i + 1]])
 
 
 def _link_if_absent(src: str, dst: str) -> None:

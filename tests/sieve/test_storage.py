@@ -245,7 +245,7 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
 
     rng = np.random.default_rng(base & 0xFFFF)
     store = IndexStore(str(tmp_path / "idx"))
-    assert store.read_segment_list(store.write_segment_list([])) == []
+    assert IndexStore(store.path).read_segment_list(store.write_segment_list([])) == []  # a new store decodes
     metas, k = [], base
     for i in range(40):
         lo, hi = k, k + int(rng.integers(0, 1 << 20))
@@ -255,11 +255,17 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
                                  int(rng.integers(1, 9999)), FileRef(f"seg-{i:04x}.svs", 99 + i, 2**32 - 1 - i, i),
                                  locs))
     metas[3].b_size = 1 << 64  # one block over the whole 64-bit key space
-    back = store.read_segment_list(store.write_segment_list(metas))
-    for a, b in zip(metas, back, strict=True):
-        assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys, a.file) == \
-            (b.s_min, b.s_max, b.b_size, b.b_count, b.budget, b.used, b.n_keys, b.file)
-        assert a.locations.tolist() == b.locations.tolist()
+    ref = store.write_segment_list(metas)
+    back = IndexStore(store.path).read_segment_list(ref)
+    lazy = IndexStore(store.path).segment_list(ref)  # what an open uses: entries built on access
+    assert len(lazy) == 40 and lazy.s_min == [m.s_min for m in metas]
+    for got in (back, list(lazy), [lazy[i - 40] for i in range(40)], lazy[0:20] + lazy[20:]):
+        for a, b in zip(metas, got, strict=True):
+            assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys, a.file) == \
+                (b.s_min, b.s_max, b.b_size, b.b_count, b.budget, b.used, b.n_keys, b.file)
+            assert a.locations.tolist() == b.locations.tolist()
+    with pytest.raises(IndexError):
+        lazy[40]
 
 
 def _segment_packs(root: str) -> list[str]:

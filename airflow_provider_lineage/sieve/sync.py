@@ -154,13 +154,10 @@ def exact_offsets(seg: Segment) -> tuple[np.ndarray, np.ndarray] | None:
     only make a block look inexact (the data is then read), never give a wrong answer. Keys whose
     files were all removed are left out.
     """
-    off = present_offsets(seg)
-    if off is None:
+    exact = _exact_blocks(seg)
+    if exact is None:
         return None
-    blocks_of = off // seg.b_size
-    per_block = np.bincount(blocks_of, minlength=seg.b_count)
-    if len(seg.fid) and not np.array_equal(seg.cnt.astype(np.int64), per_block[seg.blk.astype(np.int64)]):
-        return None
+    off, blocks_of, _ = exact
     starts = np.searchsorted(seg.blk, np.arange(seg.b_count), "left").astype(np.int64)
     ends = np.searchsorted(seg.blk, np.arange(seg.b_count), "right").astype(np.int64)
     n = (ends - starts)[blocks_of]  # files of each present key
@@ -169,6 +166,44 @@ def exact_offsets(seg: Segment) -> tuple[np.ndarray, np.ndarray] | None:
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
     fids = seg.fid.astype(np.int64)[np.repeat(starts[blocks_of], n) + within]
     return keys, fids
+
+
+def _exact_blocks(seg: Segment) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(present key offsets, their blocks, present keys per block) when every block is exact."""
+    off = present_offsets(seg)
+    if off is None:
+        return None
+    blocks_of = off // seg.b_size
+    per_block = np.bincount(blocks_of, minlength=seg.b_count)
+    if len(seg.fid) and not np.array_equal(seg.cnt.astype(np.int64), per_block[seg.blk.astype(np.int64)]):
+        return None
+    return off, blocks_of, per_block
+
+
+def covers_whole_blocks(seg: Segment, adds: list[tuple[int, np.ndarray]]) -> bool:
+    """Whether the added files keep an exact segment exact as it is: each holds, of every block,
+    all its present keys or none, and no key in a hole.
+
+    Then adding the (block, file) pairs with the block's key count adds no false positive and moves
+    no change point of R(k) inside a block, so the segment need not be re-segmented: it is rewritten
+    with the new pairs (the common case of a column whose values recur in every new file, e.g. a
+    country code or a date every append holds).
+    """
+    exact = _exact_blocks(seg)
+    if exact is None:
+        return False
+    off, _, per_block = exact
+    for _, ks in adds:
+        if ks.dtype == object:
+            return False
+        o = ks.astype(np.int64) - np.int64(seg.s_min)
+        at = np.minimum(np.searchsorted(off, o), len(off) - 1)
+        if not np.array_equal(off[at], o):  # a key in a hole (or beyond the present keys)
+            return False
+        got = np.bincount(o // seg.b_size, minlength=seg.b_count)
+        if not bool(np.all((got == 0) | (got == per_block))):
+            return False
+    return True
 
 
 def exact_pairs(seg: Segment) -> dict[int, list[int]] | None:
@@ -249,6 +284,13 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
             seg = store.read_segment(meta.file)
             seg.drop_locations(dead)
             adds_here = pending.get(i, [])
+            if adds_here and seg.b_size > 1 and covers_whole_blocks(seg, adds_here):
+                flush_run()
+                for fid, ks in adds_here:
+                    seg.add_keys(ks, fid)  # whole blocks: the counters equal the blocks' key counts
+                out.append(meta_for(store, seg, m.error_bound, meta.used))
+                counts.rewritten += 1
+                continue
             if adds_here and seg.b_size > 1 and int_keys:
                 got = exact_offsets(seg)
                 if got is not None:

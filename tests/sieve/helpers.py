@@ -53,8 +53,9 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
              typ: pa.DataType | None = None) -> str:
     """Apply one random table operation to the files under ``root`` and to ``layout``.
 
-    ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)`` or ``("compact",)``
-    (``i`` picks an existing file modulo their number). Returns what the caller must do next:
+    ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)``, ``("copy", i)``
+    (append a file with the keys of file ``i``, or of every file with ``i`` < 0: values that recur
+    in each new file) or ``("compact",)`` (``i`` picks an existing file modulo their number). Returns what the caller must do next:
     ``"sync"`` after a change of the table, ``"compact"`` to compact the index, ``"none"``.
     """
     names = sorted(layout)
@@ -63,6 +64,9 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
         layout[path] = list(op[1])
         write_file(path, op[1], typ)
         return "sync"
+    if op[0] == "copy" and names:
+        keys = ([k for n in names for k in layout[n]] if op[1] < 0 else layout[names[op[1] % len(names)]])
+        return apply_op(root, layout, ("append", sorted(set(keys), key=lambda k: (k is None, k))), step, typ)
     if op[0] == "overwrite" and names:
         path = names[op[1] % len(names)]
         layout[path] = list(op[2])

@@ -83,6 +83,33 @@ def test_exact_segment_is_resegmented_without_reading_data(tmp_path, monkeypatch
     assert idx.candidates(S.Eq(53)) == []
 
 
+A_KEYS = [*range(40), *range(41, 100)]  # key 40 is a hole of the segment
+
+
+@pytest.mark.parametrize("added, fast", [
+    (A_KEYS, True),  # every key of every block: the segment is rewritten as it is
+    (list(range(25)), False),  # part of a block: re-segmented (no false positive for 25..49)
+    ([*A_KEYS, 40], False),  # a key in a hole: re-segmented
+])
+def test_a_file_covering_whole_blocks_is_added_without_resegmenting(tmp_path, monkeypatch, added, fast) -> None:
+    root = _table(tmp_path, {"a.parquet": A_KEYS, "b.parquet": A_KEYS})
+    S.build(None, root, "k", error_bound=0)  # one segment, one exact block: {a, b} for 0..99 but 40
+    assert len(S.open_index(root, "k").metas) == 1
+    write_file(f"{root}/c.parquet", added)
+    calls: list[int] = []
+    real = sync_mod.covers_whole_blocks
+    monkeypatch.setattr(sync_mod, "covers_whole_blocks", lambda seg, adds: calls.append(1) or real(seg, adds))
+    report = S.sync(None, root, "k")
+    assert calls and report.segments_created == 0
+    assert (report.segments_rewritten, report.segments_rebuilt) == ((1, 0) if fast else (0, 1))
+    idx = S.open_index(root, "k")
+    a, b, c = (f"{root}/{n}.parquet" for n in "abc")
+    for key in range(-1, 101):
+        want = {f for f, ks in ((a, A_KEYS), (b, A_KEYS), (c, added)) if key in ks}
+        assert set(idx.candidates(S.Eq(key))) == want, key  # exact: no false positive either way
+    assert idx.stats().budget_used == 0
+
+
 def test_mor_deltas_then_compact(tmp_path) -> None:
     root = _table(tmp_path, {"a.parquet": list(range(100)), "b.parquet": list(range(100, 200))})
     S.build(None, root, "k", mode="mor", error_bound=1000)
@@ -128,6 +155,7 @@ OP = st.one_of(
     st.tuples(st.just("append"), FILE),
     st.tuples(st.just("overwrite"), st.integers(0, 50), FILE),
     st.tuples(st.just("delete"), st.integers(0, 50)),
+    st.tuples(st.just("copy"), st.integers(-1, 50)),  # keys every file holds: whole blocks
     st.tuples(st.just("compact")),
 )
 PRED = st.one_of(
@@ -173,5 +201,29 @@ def test_candidates_superset_of_exact(initial, ops, mode, e, cap, preds) -> None
                 got = set(idx.candidates(pred))
                 assert got >= exact(layout, pred), (pred, layout)
                 assert got <= set(layout)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(initial=st.lists(st.lists(st.integers(0, 60), min_size=1, max_size=40), min_size=1, max_size=4),
+       ops=st.lists(st.one_of(st.tuples(st.just("copy"), st.integers(-1, 9)),
+                              st.tuples(st.just("append"), FILE),
+                              st.tuples(st.just("delete"), st.integers(0, 9))), min_size=1, max_size=5),
+       preds=st.lists(PRED, min_size=3, max_size=8))
+def test_recurring_values_stay_a_superset_of_exact(initial, ops, preds) -> None:
+    """Appends that repeat the table's values (whole blocks) at the default error bound."""
+    root = tempfile.mkdtemp(prefix="sieve-recur-")
+    try:
+        layout: dict[str, list[int | None]] = write_layout(root, initial)
+        S.build(None, root, "k")
+        for j, op in enumerate(ops):
+            apply_op(root, layout, op, j)
+            S.sync(None, root, "k")
+        idx = S.open_index(root, "k")
+        assert not idx.is_stale()
+        for pred in preds:
+            got = set(idx.candidates(pred))
+            assert exact(layout, pred) <= got <= set(layout), (pred, layout)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from sieve_data import LAYOUTS, Layout, append_keys, build_layout, describe, load_keys
 from sieve_methods import METHODS, Runner, spark_session
 from sieve_queries import SWEEP_FRACTIONS, Query, Truth, make_queries
-from sieve_scale import MemoryProbe, describe_memory, lookup_latency
+from sieve_scale import MemoryProbe, build_engine, describe_memory, lookup_latency
 
 COLUMNS = {"generated": ("l_orderkey", "l_shipdate"), "adversarial": ("l_shipdate",),
            "late": ("l_shipdate",), "shuffled": ("l_shipdate",), "sparse": ("l_orderkey",)}
@@ -136,6 +136,7 @@ class Case:
                               error_bound=self.args.error_bound)
                 out["sieve_build_seconds"] = time.perf_counter() - t0
             out["build_memory"] = probe.result
+            out["build_engine"] = build_engine(self.index_path)
         except Exception as exc:  # noqa: BLE001 - any failure is reported, not fatal
             self.sieve_error = f"build failed: {type(exc).__name__}: {exc}"
             out["sieve_error"] = self.sieve_error

@@ -292,7 +292,7 @@ def write_case(w: Any, c: dict[str, Any]) -> None:
           f"{i['bytes_per_distinct_key']:.1f} B |")
         w(f"| index / raw key column | {_pct(i['share_of_raw_column'])} |")
         w(f"| index / compressed Parquet key column | {_pct(i['share_of_parquet_column'], 2)} |")
-        w(f"| Sieve build (Spark) | {c['sieve_build_seconds']:.2f} s |")
+        w(f"| Sieve build ({c.get('build_engine') or 'engine not recorded'}) | {c['sieve_build_seconds']:.2f} s |")
     w(f"| min/max from Parquet footers (pyarrow) | {c['minmax_footer_seconds']:.2f} s |")
     w(f"| min/max by a Spark scan (`groupBy(input_file_name())`) | {c['minmax_spark_seconds']:.2f} s |")
     sy = c.get("sync", {})

@@ -126,11 +126,11 @@ def _fmt(case: dict[str, Any]) -> list[str]:
             ("same" if "spark_build_s" not in case else
              f"{case['spark_build_s']:.2f} ({case['spark_build_s'] / case['minmax_s']:.2f}× "
              f"{ok(case['spark_build_s'] / case['minmax_s'] <= BUILD_TARGET)})"),
-            f"{cow['sync_append_s']:.2f}", f"{100 * sync_ratio:.1f} % {ok(sync_ratio <= SYNC_TARGET)}" + (
+            f"{cow['sync_append_s']:.3f}", f"{100 * sync_ratio:.1f} % {ok(sync_ratio <= SYNC_TARGET)}" + (
                 "" if "spark_build_s" not in case else
                 f" ({100 * cow['sync_append_s'] / case['spark_build_s']:.1f} % of the Spark-engine build)"),
             f"{r.get('segments_rewritten', 0)} / {r.get('segments_rebuilt', 0)} / {r.get('segments_created', 0)}",
-            f"{cow['sync_delete_s']:.2f}", f"{mor['sync_append_s']:.2f} ({100 * mor_ratio:.1f} %)",
+            f"{cow['sync_delete_s']:.3f}", f"{mor['sync_append_s']:.3f} ({100 * mor_ratio:.1f} %)",
             f"{mib(cow['memory'].get('jvm_heap_peak'))} / {mib(cow['memory'].get('python_rss_peak'))}"]
 
 
@@ -173,7 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", type=Path, default=HERE / "SYNC.md")
     p.add_argument("--json", type=Path, default=HERE / "out" / "sync_cost.json")
     p.add_argument("--note", default="", help="a sentence about the run's conditions, added to the header")
+    p.add_argument("--render", action="store_true", help="only write the report again from --json (no run)")
     a = p.parse_args(argv)
+    if a.render:
+        saved = json.loads(a.json.read_text())
+        write_report(saved["cases"], a.report, saved["meta"])
+        print(f"wrote {a.report} from {a.json}", flush=True)
+        return 0
     from sieve_methods import spark_session
 
     started, t_start = time.strftime("%Y-%m-%d %H:%M"), time.perf_counter()

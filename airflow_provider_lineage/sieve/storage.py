@@ -337,7 +337,9 @@ class IndexStore:
     def manifest_name(self, version: int) -> str:
         return f"manifest-{version:08d}.json"
 
-    def load_manifest(self, version: int | None = None) -> Manifest:
+    def load_manifest(self, version: int | None = None, *, files: bool = True) -> Manifest:
+        """A committed version (the latest by default); ``files=False`` leaves its file table unread
+        (``files`` empty): enough to know which index files the version references."""
         if version is None:
             try:
                 version = self.latest_version()
@@ -355,7 +357,8 @@ class IndexStore:
             raise IndexUnavailable(f"cannot read {name} ({exc}): rebuild the index") from exc
         manifest = Manifest.from_json(text, name)
         assert manifest.file_table is not None
-        manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
+        if files:
+            manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
         return manifest
 
     # ---- writability --------------------------------------------------------------------------
@@ -397,8 +400,8 @@ class IndexStore:
         with their own check, inflated when used). Returns the decoded deltas by file name (read
         anyway; callers that need them need not read them again)."""
         by_pack: dict[str, list[FileRef]] = {}
-        for meta in self.read_segment_list(manifest.segment_list):
-            by_pack.setdefault(meta.file.name, []).append(meta.file)
+        for ref in segment_files(self.segment_list(manifest.segment_list)):
+            by_pack.setdefault(ref.name, []).append(ref)
         for name, refs in by_pack.items():  # one read per pack
             try:
                 data = self._read_bytes(name)
@@ -657,9 +660,14 @@ class IndexStore:
         for get in _META_INTS:
             _big_uints(w, [get(m) for m in metas])
         w.blob("\n".join(m.file.name for m in metas).encode())
-        locs = [m.locations.astype(np.int64) for m in metas]
-        w.uints(np.asarray([len(x) for x in locs], np.int64))
-        w.uints(np.concatenate([np.diff(x, prepend=np.int64(0)) for x in locs]) if locs else np.empty(0, np.int64))
+        lens = np.fromiter((len(m.locations) for m in metas), np.int64, len(metas))
+        flat = (np.concatenate([m.locations for m in metas]).astype(np.int64) if len(metas)
+                else np.empty(0, np.int64))
+        deltas = _deltas(flat, 0)
+        starts = (np.cumsum(lens) - lens)[lens > 0]
+        deltas[starts] = flat[starts]  # each set restarts from 0
+        w.uints(lens)
+        w.uints(deltas)
         ref = self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
         self._lists[(ref.name, ref.crc32)] = list(metas)
         return ref
@@ -801,15 +809,15 @@ class IndexStore:
         dropped, kept = versions[:-keep], versions[-keep:]
         referenced: set[str] = set()
         old_refs: set[str] = set()
-        for v in kept:
+        for v in kept:  # the manifests name every file they reference: no file table is decoded
             try:
-                m = self.load_manifest(v)
+                m = self.load_manifest(v, files=False)
             except IndexUnavailable:
                 return []  # do not delete anything while a kept version is unreadable
             referenced |= m.referenced() | self._segment_files(m)
         for v in dropped:
             try:
-                m = self.load_manifest(v)
+                m = self.load_manifest(v, files=False)
                 old_refs |= m.referenced() | self._segment_files(m)
             except IndexUnavailable:
                 pass
@@ -830,7 +838,7 @@ class IndexStore:
         if m.packs is not None:
             return set(m.packs)
         try:
-            return {s.file.name for s in self.read_segment_list(m.segment_list)}
+            return {ref.name for ref in segment_files(self.segment_list(m.segment_list))}
         except IndexUnavailable:
             return set()
 
@@ -1021,6 +1029,13 @@ def _decode_segment_list(data: bytes) -> SegmentList:
     return SegmentList(s_min, s_max, ints, names, locs, [0, *np.cumsum(lengths).tolist()])
 
 
+def segment_files(metas: Sequence[SegmentMeta]) -> list[FileRef]:
+    """Each segment's byte range in its pack (from the columns of a :class:`SegmentList`: no entry built)."""
+    if isinstance(metas, SegmentList):
+        return metas.files()
+    return [m.file for m in metas]
+
+
 class SegmentList(Sequence[SegmentMeta]):
     """A decoded segment list, column by column; an entry is built when asked for, so opening an
     index to answer one point lookup builds one :class:`SegmentMeta`, not hundreds."""
@@ -1032,6 +1047,10 @@ class SegmentList(Sequence[SegmentMeta]):
 
     def __len__(self) -> int:
         return len(self.s_min)
+
+    def files(self) -> list[FileRef]:
+        nbytes, crc, records, offsets = self._ints[-4:]
+        return [FileRef(*x) for x in zip(self._names, nbytes, crc, records, offsets, strict=True)]
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):

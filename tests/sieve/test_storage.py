@@ -241,7 +241,7 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
     keys beyond int64 deltas (string keys use the whole 64-bit space)."""
     import numpy as np
 
-    from airflow_provider_lineage.sieve.storage import FileRef, SegmentMeta
+    from airflow_provider_lineage.sieve.storage import FileRef, SegmentMeta, segment_files
 
     rng = np.random.default_rng(base & 0xFFFF)
     store = IndexStore(str(tmp_path / "idx"))
@@ -255,10 +255,13 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
                                  int(rng.integers(1, 9999)), FileRef(f"seg-{i:04x}.svs", 99 + i, 2**32 - 1 - i, i),
                                  locs))
     metas[3].b_size = 1 << 64  # one block over the whole 64-bit key space
+    for i in (0, 5, 6, 39):  # empty sets first, in a row and last
+        metas[i].locations = np.empty(0, np.uint32)
     ref = store.write_segment_list(metas)
     back = IndexStore(store.path).read_segment_list(ref)
     lazy = IndexStore(store.path).segment_list(ref)  # what an open uses: entries built on access
     assert len(lazy) == 40 and lazy.s_min == [m.s_min for m in metas]
+    assert segment_files(lazy) == segment_files(metas) == [m.file for m in metas]
     for got in (back, list(lazy), [lazy[i - 40] for i in range(40)], lazy[0:20] + lazy[20:]):
         for a, b in zip(metas, got, strict=True):
             assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys, a.file) == \

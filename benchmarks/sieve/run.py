@@ -358,6 +358,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
     p.add_argument("--chart", default=str(HERE / "sieve_benchmark.png"))
     p.add_argument("--json", default=str(HERE / "out" / "results.json"))
+    p.add_argument("--note", default="", help="a sentence about the run's conditions, added to the report")
     p.add_argument("--from-json", default=None, help="only re-render the report and chart from a results JSON")
     p.add_argument("--driver-memory", default="4g", help="spark.driver.memory of the run's session (default 4g)")
     p.add_argument("--scale-report", default=None,
@@ -408,7 +409,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                              "parallel_listing_threshold": listing},
                    "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                "python": platform.python_version()}},
-        "sieve_error": sieve_error, "layouts": {}, "cases": [], "violations": [],
+        "sieve_error": sieve_error, "layouts": {}, "cases": [], "violations": [], "note": a.note,
     }
     index_root = data_dir / f"sf{a.scale:g}-f{a.files}" / "_indexes"
     for name in layouts:

@@ -37,6 +37,7 @@ import contextlib
 import contextvars
 import math
 import time
+from array import array
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ from .keys import (
 from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
-from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts, now_iso
+from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, now_iso
 from .table import (
     FileEntry,
     TableRef,
@@ -107,6 +108,58 @@ class SegmentSink:
 
     def __call__(self, seg: Segment) -> None:
         self.metas.append(meta_for(self.store, seg, self.error_bound))
+
+
+class ColumnSink:
+    """A build's sink: writes each closed segment to the open pack and keeps its list entry as
+    columns (machine integers and one shared pack name; the location sets concatenated), not as
+    a :class:`SegmentMeta` each, so a build over hundreds of thousands of segments holds no
+    per-segment Python objects but its two key bounds."""
+
+    def __init__(self, store: IndexStore, error_bound: int) -> None:
+        self.store, self.error_bound = store, error_bound
+        self.clear()
+
+    def clear(self) -> None:
+        self.s_min: list[Any] = []
+        self.s_max: list[Any] = []
+        self.ints: list[Any] = [array("q") for _ in range(9)]  # the fields of storage._META_INTS
+        self.names: list[str] = []
+        self.locs = array("I")
+        self.bounds = array("q", [0])
+
+    def __len__(self) -> int:
+        return len(self.s_min)
+
+    def __call__(self, seg: Segment) -> None:
+        ref = self.store.write_segment(seg)
+        self.s_min.append(seg.s_min)
+        self.s_max.append(seg.s_max)
+        values = (seg.b_size, seg.b_count, budget_for(self.error_bound, seg.b_count), 0, seg.n_keys,
+                  ref.bytes, ref.crc32, ref.records, ref.offset)
+        for k, v in enumerate(values):
+            try:
+                self.ints[k].append(v)
+            except OverflowError:  # a block over the whole 64-bit key space (string keys)
+                self.ints[k] = [*self.ints[k], v]
+        self.names.append(ref.name)
+        self.locs.frombytes(seg.locations().astype(np.uint32).tobytes())
+        self.bounds.append(len(self.locs))
+
+    def segment_list(self) -> SegmentList:
+        """The entries sorted by key range (Arrow batches arrive in no particular order)."""
+        n = len(self.s_min)
+        order = sorted(range(n), key=self.s_min.__getitem__)
+        locs = np.frombuffer(self.locs, np.uint32) if len(self.locs) else np.empty(0, np.uint32)
+        bounds = np.frombuffer(self.bounds, np.int64)
+        lens = np.diff(bounds)[order] if n else np.empty(0, np.int64)
+        starts = bounds[:-1][order] if n else np.empty(0, np.int64)
+        total = int(lens.sum()) if n else 0
+        # the sets in the new order: each segment's range of locs, concatenated
+        take = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
+        return SegmentList([self.s_min[i] for i in order], [self.s_max[i] for i in order],
+                           [[col[i] for i in order] for col in self.ints], [self.names[i] for i in order],
+                           locs[take], [0, *np.cumsum(lens).tolist()])
 
 
 def meta_for(store: IndexStore, seg: Segment, error_bound: int, used: int = 0) -> SegmentMeta:
@@ -151,7 +204,7 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
                              "by it; index a data column instead")
     store = IndexStore(index_location(ref, column, index_path))
     store.check_writable()  # before any Spark work
-    sink = SegmentSink(store, error_bound)
+    sink = ColumnSink(store, error_bound)
     seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)
     stats: dict[str, Any] = {}
     with store.discarding_on_error():
@@ -167,13 +220,13 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             kt, nulls, schema_json = _spark_build(spark, ref, schema, files, column, seg, rows_per_partition, stats)
             stats["engine"] = "spark"
         seg.finish()
-        sink.metas.sort(key=lambda m: m.s_min)  # Arrow batches arrive in no particular order
-        stats.update(keys=seg.keys_seen, segments=len(sink.metas), seconds=round(time.monotonic() - t0, 3))
+        metas = sink.segment_list()
+        stats.update(keys=seg.keys_seen, segments=len(metas), seconds=round(time.monotonic() - t0, 3))
         manifest = Manifest(
             version=0, created=now_iso(), table=ref, column=column, key_type=kt, mode=mode,
             error_bound=error_bound, max_segment_keys=max_segment_keys, gap_factor=gap_factor,
             keep_versions=keep_versions, files=dict(enumerate(files)), next_file_id=len(files),
-            null_files=sorted(nulls), segment_list=store.write_segment_list(sink.metas),
+            null_files=sorted(nulls), segment_list=store.write_segment_list(metas),
             schema_json=schema_json, build_stats=stats)
         commit_retrying(store, manifest)
     return SieveIndex(store, manifest).stats()
@@ -645,9 +698,9 @@ def _reset(seg: Segmenter) -> None:
     """Forget everything a failed pass pushed (its segments and their pack)."""
     seg.__init__(seg.error_bound, seg.max_segment_keys, seg.emit, seg.gap_factor)  # type: ignore[misc]
     sink = seg.emit
-    if isinstance(sink, SegmentSink):
+    if isinstance(sink, ColumnSink):
         sink.store.discard_written()
-        sink.metas.clear()
+        sink.clear()
 
 
 def _observed_uris(key_df: Any, files: list[FileEntry]) -> list[tuple[str, int]]:

@@ -655,21 +655,29 @@ class IndexStore:
         file id deltas (restarting at each segment) with the sets' lengths."""
         w = Writer()
         w.uvarint(len(metas))
-        w.keys(_key_column([m.s_min for m in metas]))
-        w.keys(_key_column([m.s_max for m in metas]))
-        for get in _META_INTS:
-            _big_uints(w, [get(m) for m in metas])
-        w.blob("\n".join(m.file.name for m in metas).encode())
-        lens = np.fromiter((len(m.locations) for m in metas), np.int64, len(metas))
-        flat = (np.concatenate([m.locations for m in metas]).astype(np.int64) if len(metas)
-                else np.empty(0, np.int64))
+        if isinstance(metas, SegmentList):  # a build's columns: no entry is built
+            s_min, s_max, ints, names = metas.s_min, metas.s_max, metas.ints, metas.names
+            lens = np.diff(np.asarray(metas.bounds, np.int64))
+            flat = np.asarray(metas.locs, np.int64)
+        else:
+            s_min, s_max = [m.s_min for m in metas], [m.s_max for m in metas]
+            ints = [[get(m) for m in metas] for get in _META_INTS]
+            names = [m.file.name for m in metas]
+            lens = np.fromiter((len(m.locations) for m in metas), np.int64, len(metas))
+            flat = (np.concatenate([m.locations for m in metas]).astype(np.int64) if len(metas)
+                    else np.empty(0, np.int64))
+        w.keys(_key_column(list(s_min)))
+        w.keys(_key_column(list(s_max)))
+        for column in ints:
+            _big_uints(w, list(column))
+        w.blob("\n".join(names).encode())
         deltas = _deltas(flat, 0)
         starts = (np.cumsum(lens) - lens)[lens > 0]
         deltas[starts] = flat[starts]  # each set restarts from 0
         w.uints(lens)
         w.uints(deltas)
         ref = self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
-        self._lists[(ref.name, ref.crc32)] = list(metas)
+        self._lists[(ref.name, ref.crc32)] = metas if isinstance(metas, SegmentList) else list(metas)
         return ref
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
@@ -1040,17 +1048,19 @@ class SegmentList(Sequence[SegmentMeta]):
     """A decoded segment list, column by column; an entry is built when asked for, so opening an
     index to answer one point lookup builds one :class:`SegmentMeta`, not hundreds."""
 
-    def __init__(self, s_min: list[Any], s_max: list[Any], ints: list[list[int]], names: list[str],
-                 locs: np.ndarray, bounds: list[int]) -> None:
+    def __init__(self, s_min: list[Any], s_max: list[Any], ints: Sequence[Sequence[int]], names: list[str],
+                 locs: Sequence[int], bounds: Sequence[int]) -> None:
         self.s_min, self.s_max = s_min, s_max  # ascending key ranges (lists: bisect works on them)
-        self._ints, self._names, self._locs, self._bounds = ints, names, locs, bounds
+        # the integer fields in _META_INTS order, the pack names, every location set concatenated
+        # and where each segment's set starts (bounds[i]:bounds[i + 1])
+        self.ints, self.names, self.locs, self.bounds = ints, names, locs, bounds
 
     def __len__(self) -> int:
         return len(self.s_min)
 
     def files(self) -> list[FileRef]:
-        nbytes, crc, records, offsets = self._ints[-4:]
-        return [FileRef(*x) for x in zip(self._names, nbytes, crc, records, offsets, strict=True)]
+        nbytes, crc, records, offsets = self.ints[-4:]
+        return [FileRef(*x) for x in zip(self.names, nbytes, crc, records, offsets, strict=True)]
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
@@ -1059,10 +1069,10 @@ class SegmentList(Sequence[SegmentMeta]):
             i += len(self.s_min)
         if not 0 <= i < len(self.s_min):
             raise IndexError(i)
-        b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset = (c[i] for c in self._ints)
+        b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset = (c[i] for c in self.ints)
         return SegmentMeta(self.s_min[i], self.s_max[i], b_size, b_count, budget, used, n_keys,
-                           FileRef(self._names[i], nbytes, crc, records, offset),
-                           self._locs[self._bounds[i]:self._bounds[i + 1]])
+                           FileRef(self.names[i], nbytes, crc, records, offset),
+                           np.asarray(self.locs[self.bounds[i]:self.bounds[i + 1]], np.uint32))
 
 
 def _link_if_absent(src: str, dst: str) -> None:

@@ -66,7 +66,7 @@ from .keys import (
 from .model import Segment, Segmenter, budget_for
 from .query import SieveIndex, index_location
 from .records import IndexStats
-from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, now_iso
+from .storage import META_INTS, IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, now_iso
 from .table import (
     FileEntry,
     TableRef,
@@ -123,7 +123,7 @@ class ColumnSink:
     def clear(self) -> None:
         self.s_min: list[Any] = []
         self.s_max: list[Any] = []
-        self.ints: list[Any] = [array("q") for _ in range(9)]  # the fields of storage._META_INTS
+        self.ints: list[Any] = [array("q") for _ in META_INTS]
         self.names: list[str] = []
         self.locs = array("I")
         self.bounds = array("q", [0])
@@ -132,29 +132,25 @@ class ColumnSink:
         return len(self.s_min)
 
     def __call__(self, seg: Segment) -> None:
-        ref = self.store.write_segment(seg)
-        self.s_min.append(seg.s_min)
-        self.s_max.append(seg.s_max)
-        values = (seg.b_size, seg.b_count, budget_for(self.error_bound, seg.b_count), 0, seg.n_keys,
-                  ref.bytes, ref.crc32, ref.records, ref.offset)
-        for k, v in enumerate(values):
+        meta = meta_for(self.store, seg, self.error_bound)  # dropped once stored as columns
+        self.s_min.append(meta.s_min)
+        self.s_max.append(meta.s_max)
+        for k, get in enumerate(META_INTS):
             try:
-                self.ints[k].append(v)
+                self.ints[k].append(get(meta))
             except OverflowError:  # a block over the whole 64-bit key space (string keys)
-                self.ints[k] = [*self.ints[k], v]
-        self.names.append(ref.name)
-        self.locs.frombytes(seg.locations().astype(np.uint32).tobytes())
+                self.ints[k] = [*self.ints[k], get(meta)]
+        self.names.append(meta.file.name)
+        self.locs.frombytes(meta.locations.astype(np.uint32).tobytes())
         self.bounds.append(len(self.locs))
 
     def segment_list(self) -> SegmentList:
         """The entries sorted by key range (Arrow batches arrive in no particular order)."""
-        n = len(self.s_min)
-        order = sorted(range(n), key=self.s_min.__getitem__)
+        order = sorted(range(len(self.s_min)), key=self.s_min.__getitem__)
         locs = np.frombuffer(self.locs, np.uint32) if len(self.locs) else np.empty(0, np.uint32)
         bounds = np.frombuffer(self.bounds, np.int64)
-        lens = np.diff(bounds)[order] if n else np.empty(0, np.int64)
-        starts = bounds[:-1][order] if n else np.empty(0, np.int64)
-        total = int(lens.sum()) if n else 0
+        lens, starts = np.diff(bounds)[order], bounds[:-1][order]
+        total = int(lens.sum())
         # the sets in the new order: each segment's range of locs, concatenated
         take = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
         return SegmentList([self.s_min[i] for i in order], [self.s_max[i] for i in order],

@@ -661,7 +661,7 @@ class IndexStore:
             flat = np.asarray(metas.locs, np.int64)
         else:
             s_min, s_max = [m.s_min for m in metas], [m.s_max for m in metas]
-            ints = [[get(m) for m in metas] for get in _META_INTS]
+            ints = [[get(m) for m in metas] for get in META_INTS]
             names = [m.file.name for m in metas]
             lens = np.fromiter((len(m.locations) for m in metas), np.int64, len(metas))
             flat = (np.concatenate([m.locations for m in metas]).astype(np.int64) if len(metas)
@@ -978,7 +978,8 @@ class PagedSegment:
                        fid.astype(np.uint32), cnt.astype(np.uint32), self.n_keys, self.hole_at, self.hole_len)
 
 
-_META_INTS = (lambda m: m.b_size, lambda m: m.b_count, lambda m: m.budget, lambda m: m.used,
+# The integer fields of a segment-list entry, in the order the list stores them.
+META_INTS = (lambda m: m.b_size, lambda m: m.b_count, lambda m: m.budget, lambda m: m.used,
               lambda m: m.n_keys, lambda m: m.file.bytes, lambda m: m.file.crc32, lambda m: m.file.records,
               lambda m: m.file.offset)
 
@@ -1019,7 +1020,7 @@ def _decode_segment_list(data: bytes) -> SegmentList:
     r = Reader(data)
     n = r.uvarint()
     s_min, s_max = r.keys().tolist(), r.keys().tolist()
-    ints = [_read_big_uints(r) for _ in _META_INTS]
+    ints = [_read_big_uints(r) for _ in META_INTS]
     blob = r.blob().decode()
     names = blob.split("\n") if n else []
     lengths = r.uints().astype(np.int64)
@@ -1028,7 +1029,7 @@ def _decode_segment_list(data: bytes) -> SegmentList:
             or int(lengths.sum()) != len(deltas):
         raise IndexUnavailable("segment list has columns of different lengths (corrupt): rebuild the index")
     if n == 0:
-        return SegmentList([], [], [[] for _ in _META_INTS], [], np.empty(0, np.uint32), [0])
+        return SegmentList([], [], [[] for _ in META_INTS], [], np.empty(0, np.uint32), [0])
     # Per-segment running sums in one pass: subtract each segment's starting total.
     run = np.cumsum(deltas, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
@@ -1051,7 +1052,7 @@ class SegmentList(Sequence[SegmentMeta]):
     def __init__(self, s_min: list[Any], s_max: list[Any], ints: Sequence[Sequence[int]], names: list[str],
                  locs: Sequence[int], bounds: Sequence[int]) -> None:
         self.s_min, self.s_max = s_min, s_max  # ascending key ranges (lists: bisect works on them)
-        # the integer fields in _META_INTS order, the pack names, every location set concatenated
+        # the integer fields in META_INTS order, the pack names, every location set concatenated
         # and where each segment's set starts (bounds[i]:bounds[i + 1])
         self.ints, self.names, self.locs, self.bounds = ints, names, locs, bounds
 

@@ -124,14 +124,26 @@ def partition_values(relative_dir: str) -> dict[str, str]:
 def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry]:
     """All ``*.parquet`` data files under the table root, sorted by path, without Spark for paths.
 
-    Listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes come with it), on a
-    local file system or an object store (:mod:`.fs`). Directories and files whose names start with
+    A local root is walked with ``os.scandir`` and one ``stat`` per data file (:func:`_list_local`);
+    an object store is listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes
+    come with it, :mod:`.fs`). Directories and files whose names start with
     ``_`` or ``.`` are skipped (Spark does the same), which also skips the default index folder
     ``_sieve``. A missing root lists as no files; an unreachable store raises :class:`.fs.StoreError`.
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
     root = ref.root
     filesystem, inner = resolve(root)
+    local = is_local(root)
+    if local and _DIR_FD:
+        out = _list_local(inner.rstrip("/") or "/")
+    else:
+        out = _list_selector(filesystem, inner, root)
+    out.sort(key=_path_of)
+    return out
+
+
+def _list_selector(filesystem: pafs.FileSystem, inner: str, root: str) -> list[FileEntry]:
+    """:func:`list_table_files` through one recursive :class:`pyarrow.fs.FileSelector` (object stores)."""
     local = is_local(root)
     try:
         if local and filesystem.get_file_info(inner).type != pafs.FileType.Directory:
@@ -166,12 +178,63 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
             part = dirs[rel_dir] = None if hidden else partition_values(rel_dir)
         if part is not None:
             out.append(FileEntry(full if local else f"{root}/{rel}", size, mtime or 0, part))
-    out.sort(key=_path_of)
     return out
 
 
 def _path_of(f: FileEntry) -> str:
     return f.path
+
+
+_DIR_FD = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd  # POSIX
+
+
+def _list_local(root: str) -> list[FileEntry]:
+    """:func:`list_table_files` of a local root, in the listing's order per directory.
+
+    Every stale-safe lookup runs it, so it does the least the kernel allows: ``os.scandir`` gives
+    names and kinds (no system call per entry), and each data file gets one ``stat`` relative to its
+    directory's descriptor (no path walk from ``/``). A file or folder that vanishes meanwhile is
+    not listed; a root that is missing or not a directory lists as no files.
+    """
+    out: list[FileEntry] = []
+    stat = os.stat
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    pending = [(root, "")]
+    while pending:
+        path, rel_dir = pending.pop()
+        try:
+            fd = os.open(path, flags)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise store_error(path, exc) from exc
+        try:
+            names = []
+            with os.scandir(fd) as it:
+                for e in it:
+                    name = e.name
+                    if name[0] in "_.":  # hidden, as Spark skips them (also the default index folder)
+                        continue
+                    try:
+                        if e.is_dir():
+                            pending.append((f"{path}/{name}", f"{rel_dir}/{name}" if rel_dir else name))
+                        elif name.endswith(".parquet"):
+                            names.append(name)
+                    except OSError:  # vanished
+                        continue
+            if not names:
+                continue
+            part = partition_values(rel_dir) if rel_dir else {}
+            prefix = path + "/"
+            for name in names:
+                try:
+                    st = stat(name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue
+                out.append(FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part))
+        finally:
+            os.close(fd)
+    return out
 
 
 def root_exists(root: str) -> bool | None:

@@ -33,7 +33,8 @@ text for strings (--eq C-000123; ranges --range C-1..C-2 or --range C-1 C-2), he
 
 query answers are stale-safe: files added or rewritten since the index version are listed too
 (they are unindexed), removed files never; stderr gets one line such as
-"sieve: 3 of 200 files (3 from the index, 0 unindexed)". --assume-fresh skips the table listing.
+"sieve: 3 of 200 files (3 from the index, 0 unindexed)". --freshness names compares file names only
+(cheaper; blind to files rewritten in place); --assume-fresh skips the table listing.
 Ranges: --range LOW:HIGH, --range LOW..HIGH, --range LOW,HIGH or --range LOW HIGH; negative
 numbers work in every form (--range -10 -5, --range -10:-5, --range=-10,-5); a side may be
 empty (--range 5: , --range :5) to leave it unbounded."""
@@ -47,6 +48,7 @@ QUERY_EPILOG = """ranges (a side may be empty to leave it unbounded):
 output: one {"file": ...} JSON line per candidate on stdout, then on stderr one line such as
   sieve: 3 of 200 files (3 from the index, 0 unindexed)
 Files added or rewritten since the index version are candidates (unindexed), removed files never;
+--freshness names compares file names only (for tables whose files are never rewritten in place);
 --assume-fresh answers from the index alone (only right after a sync)."""
 
 
@@ -124,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--exclusive", action="store_true", help="with --range: exclusive bounds")
     q.add_argument("--assume-fresh", action="store_true",
                    help="answer from the index alone, without listing the table (only right after a sync)")
+    q.add_argument("--freshness", choices=("stat", "names", "none"), default="stat",
+                   help="how the table is checked against the index: stat = every file's size and mtime "
+                        "(default), names = file names only (for tables whose files are never rewritten in "
+                        "place), none = no check (as --assume-fresh)")
     st = sub.add_parser("stats", help="print index statistics as JSON")
     common(st)
     ms = sub.add_parser("status", help="print the maintenance status (recommendation) as JSON")
@@ -220,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             out = maintenance_status(args.table, args.column, index_path=args.index_path).to_dict()
         else:
             idx = open_index(args.table, args.column, index_path=args.index_path)
-            answer = idx.lookup(_predicate(args, idx), assume_fresh=args.assume_fresh)
+            answer = idx.lookup(_predicate(args, idx), assume_fresh=args.assume_fresh, freshness=args.freshness)
             for path in answer.files:
                 print(json.dumps({"file": path}))
             print(f"sieve: {answer.summary()}", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 from .errors import IndexUnavailable, SieveError
 from .keys import KeyType
 from .predicates import Eq, In, IsNull, Predicate, Range
-from .query import open_index
+from .query import check_freshness, open_index
 from .table import TableRef, resolve_table, root_exists, spark_path
 
 log = logging.getLogger(__name__)
@@ -123,11 +123,13 @@ def _check_column(schema: Any, table: str, column: str) -> None:
 
 
 def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_path: str | None = None,
-         full_read_share: float = FULL_READ_SHARE, assume_fresh: bool = False) -> Any:
+         full_read_share: float = FULL_READ_SHARE, assume_fresh: bool = False, freshness: str = "stat") -> Any:
     """DataFrame of the rows matching ``predicate``, reading only files the index cannot exclude.
 
     Safe on a stale index: files added or rewritten since the index version are read as well
-    (``assume_fresh=True`` skips that listing for callers that just synced). When the candidates
+    (``freshness`` as in :meth:`.query.SieveIndex.lookup`: ``"names"`` lists paths only and trusts
+    that files are never rewritten in place; ``assume_fresh=True`` skips that listing for callers
+    that just synced). When the candidates
     are at least ``full_read_share`` of the table's files (all of them with ``1.0``), the table is
     read exactly as a full read would (root + filter), which avoids the per-path overhead of an
     explicit file list; the answer is the same either way. Raises SieveError when the table does
@@ -135,13 +137,14 @@ def read(spark: Any, table: str, column: str, predicate: Predicate, *, index_pat
     """
     from pyspark.sql import types as T
 
+    freshness = check_freshness("none" if assume_fresh else freshness)  # a wrong value is an error, not a full read
     ref = resolve_table(table, spark)
     if ref.kind == "path" and root_exists(ref.root) is False:
         raise SieveError(f"table path {ref.root} does not exist: check the path")
     try:
         idx = open_index(table, column, index_path=index_path, spark=spark)
         kt = idx.key_type
-        answer = idx.lookup(predicate, assume_fresh=assume_fresh)  # one listing of the table (no Spark)
+        answer = idx.lookup(predicate, freshness=freshness)  # one listing of the table (no Spark)
     except (IndexUnavailable, SieveError, OSError) as exc:
         full = _full(spark, ref)
         _check_column(full.schema, table, column)

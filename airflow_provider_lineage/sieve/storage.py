@@ -85,6 +85,7 @@ class FileTable(Mapping[int, FileEntry]):
         self._rows, self._parts = rows, parts
         self._made: dict[int, FileEntry] = {}
         self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
+        self._path_set: frozenset[str] | None = None
 
     def __getitem__(self, fid: int) -> FileEntry:
         entry = self._made.get(fid)
@@ -104,6 +105,18 @@ class FileTable(Mapping[int, FileEntry]):
 
     def __len__(self) -> int:
         return len(self._pos)
+
+    def path(self, fid: int) -> str:
+        """The absolute path of file ``fid`` (no :class:`FileEntry` made)."""
+        if self._columns is not None:
+            return self._columns[1][self._pos[fid]]
+        return self._base + self._paths[self._pos[fid]].decode()
+
+    def path_set(self) -> frozenset[str]:
+        """Every file's absolute path (a lookup compares a listing with it in one set operation)."""
+        if self._path_set is None:
+            self._path_set = frozenset(self.columns()[1])
+        return self._path_set
 
     def columns(self) -> tuple[list[int], list[str], list[int], list[int]]:
         """(ids, absolute paths, sizes, mtimes) of every file, in one order, without FileEntry objects."""
@@ -1030,12 +1043,18 @@ def _decode_segment_list(data: bytes) -> SegmentList:
         raise IndexUnavailable("segment list has columns of different lengths (corrupt): rebuild the index")
     if n == 0:
         return SegmentList([], [], [[] for _ in META_INTS], [], np.empty(0, np.uint32), [0])
-    # Per-segment running sums in one pass: subtract each segment's starting total.
+    # The location sets stay delta-coded until asked for: a point lookup needs one segment's set.
+    return SegmentList(s_min, s_max, ints, names, None, [0, *np.cumsum(lengths).tolist()], deltas)
+
+
+def _running_sums(deltas: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
+    """Every segment's location set from its deltas, in one pass: running sums minus each
+    segment's starting total."""
+    lengths = np.diff(np.asarray(bounds, np.int64))
     run = np.cumsum(deltas, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = np.asarray(bounds[:-1], np.int64)
     before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0) if len(deltas) else starts
-    locs = (run - np.repeat(before, lengths)).astype(np.uint32)
-    return SegmentList(s_min, s_max, ints, names, locs, [0, *np.cumsum(lengths).tolist()])
+    return (run - np.repeat(before, lengths)).astype(np.uint32)
 
 
 def segment_files(metas: Sequence[SegmentMeta]) -> list[FileRef]:
@@ -1050,11 +1069,26 @@ class SegmentList(Sequence[SegmentMeta]):
     index to answer one point lookup builds one :class:`SegmentMeta`, not hundreds."""
 
     def __init__(self, s_min: list[Any], s_max: list[Any], ints: Sequence[Sequence[int]], names: list[str],
-                 locs: Sequence[int], bounds: Sequence[int]) -> None:
+                 locs: Sequence[int] | None, bounds: Sequence[int], deltas: np.ndarray | None = None) -> None:
         self.s_min, self.s_max = s_min, s_max  # ascending key ranges (lists: bisect works on them)
         # the integer fields in META_INTS order, the pack names, every location set concatenated
-        # and where each segment's set starts (bounds[i]:bounds[i + 1])
-        self.ints, self.names, self.locs, self.bounds = ints, names, locs, bounds
+        # (or, as read, their deltas: see locs) and where each segment's set starts (bounds[i]:bounds[i + 1])
+        self.ints, self.names, self.bounds = ints, names, bounds
+        self._locs, self._deltas = locs, deltas
+
+    @property
+    def locs(self) -> Sequence[int]:
+        """Every location set, concatenated (decoded from the deltas on first use)."""
+        if self._locs is None:
+            self._locs = _running_sums(self._deltas, self.bounds)
+        return self._locs
+
+    def locations(self, i: int) -> np.ndarray:
+        """Segment ``i``'s location set (sorted file ids)."""
+        b0, b1 = self.bounds[i], self.bounds[i + 1]
+        if self._locs is None:
+            return np.cumsum(self._deltas[b0:b1], dtype=np.int64).astype(np.uint32)
+        return np.asarray(self._locs[b0:b1], np.uint32)
 
     def __len__(self) -> int:
         return len(self.s_min)
@@ -1072,8 +1106,7 @@ class SegmentList(Sequence[SegmentMeta]):
             raise IndexError(i)
         b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset = (c[i] for c in self.ints)
         return SegmentMeta(self.s_min[i], self.s_max[i], b_size, b_count, budget, used, n_keys,
-                           FileRef(self.names[i], nbytes, crc, records, offset),
-                           np.asarray(self.locs[self.bounds[i]:self.bounds[i + 1]], np.uint32))
+                           FileRef(self.names[i], nbytes, crc, records, offset), self.locations(i))
 
 
 def _link_if_absent(src: str, dst: str) -> None:

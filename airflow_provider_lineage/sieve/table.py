@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import unquote
 
 import numpy as np
@@ -188,16 +188,10 @@ def _path_of(f: FileEntry) -> str:
 _DIR_FD = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd  # POSIX
 
 
-def _list_local(root: str) -> list[FileEntry]:
-    """:func:`list_table_files` of a local root, in the listing's order per directory.
-
-    Every stale-safe lookup runs it, so it does the least the kernel allows: ``os.scandir`` gives
-    names and kinds (no system call per entry), and each data file gets one ``stat`` relative to its
-    directory's descriptor (no path walk from ``/``). A file or folder that vanishes meanwhile is
-    not listed; a root that is missing or not a directory lists as no files.
-    """
-    out: list[FileEntry] = []
-    stat = os.stat
+def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
+    """(folder path, folder relative to ``root``, the folder's open descriptor, its data file names)
+    for every folder below a local root that holds data files; ``os.scandir`` gives names and kinds
+    without a system call per entry. Vanished folders are skipped."""
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
     pending = [(root, "")]
     while pending:
@@ -222,19 +216,44 @@ def _list_local(root: str) -> list[FileEntry]:
                             names.append(name)
                     except OSError:  # vanished
                         continue
-            if not names:
-                continue
-            part = partition_values(rel_dir) if rel_dir else {}
-            prefix = path + "/"
-            for name in names:
-                try:
-                    st = stat(name, dir_fd=fd)
-                except FileNotFoundError:
-                    continue
-                out.append(FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part))
+            if names:
+                yield path, rel_dir, fd, names
         finally:
             os.close(fd)
+
+
+def _list_local(root: str) -> list[FileEntry]:
+    """:func:`list_table_files` of a local root (unsorted).
+
+    Every stale-safe lookup runs it, so it does the least the kernel allows: names and kinds from
+    ``os.scandir``, and one ``stat`` per data file relative to its folder's descriptor (no path walk
+    from ``/``). A file that vanishes meanwhile is not listed; a root that is missing or not a
+    directory lists as no files.
+    """
+    out: list[FileEntry] = []
+    stat = os.stat
+    for path, rel_dir, fd, names in _walk_local(root):
+        part = partition_values(rel_dir) if rel_dir else {}
+        prefix = path + "/"
+        for name in names:
+            try:
+                st = stat(name, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            out.append(FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part))
     return out
+
+
+def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
+    """The paths :func:`list_table_files` lists, without a ``stat`` per file on a local file system
+    (the folders' entries only: about a fifth of the cost); unsorted. An object store's listing
+    carries sizes anyway, so there it is :func:`list_table_files`."""
+    ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
+    filesystem, inner = resolve(ref.root)
+    if not (is_local(ref.root) and _DIR_FD):
+        return [f.path for f in list_table_files(ref)]
+    return [f"{path}/{name}" for path, _, _, names in _walk_local(inner.rstrip("/") or "/") for name in names]
+
 
 
 def root_exists(root: str) -> bool | None:

@@ -8,6 +8,8 @@ import shutil
 import tempfile
 import warnings
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +57,38 @@ def test_lookup_on_stale_index(tmp_path) -> None:
     assert ans.files == (f"{root}/c.parquet",) and (ans.from_index, ans.unindexed, ans.stale) == (1, 0, False)
 
 
+def test_names_freshness_sees_added_and_removed_files_not_rewrites(tmp_path) -> None:
+    root = _stale_table(tmp_path)
+    idx = S.open_index(root, "k")
+    # c (added) is unindexed, b (removed) never answered; r was rewritten in place under its
+    # name, which a check of names cannot see: the index still answers r's old keys.
+    ans = idx.lookup(S.Eq(150), freshness="names")
+    assert ans.files == (f"{root}/c.parquet",)
+    assert (ans.from_index, ans.unindexed, ans.removed_skipped, ans.stale, ans.table_files) == (0, 1, 1, True, 3)
+    assert idx.candidates(S.Eq(250), freshness="names") == [f"{root}/c.parquet", f"{root}/r.parquet"]
+    assert idx.candidates(S.Eq(7000), freshness="names") == [f"{root}/c.parquet"]  # the documented blind spot
+    assert f"{root}/r.parquet" in idx.candidates(S.Eq(7000))  # the default stat check sees it
+    with pytest.raises(S.SieveError, match="freshness='mtime' is unknown: use 'stat'"):
+        idx.lookup(S.Eq(1), freshness="mtime")
+    S.sync(None, root, "k")
+    ans = S.open_index(root, "k").lookup(S.Eq(7000), freshness="names")
+    assert ans.files == (f"{root}/r.parquet",) and not ans.stale and ans.table_files == 3
+
+
+def test_names_freshness_on_a_partitioned_table(tmp_path) -> None:
+    root = str(tmp_path / "t")
+    write_file(f"{root}/day=1/a.parquet", [1, 2])
+    write_file(f"{root}/day=2/b.parquet", [3, 4])
+    S.build(None, root, "k")
+    idx = S.open_index(root, "k")
+    assert not idx.lookup(S.Eq(3), freshness="names").stale
+    write_file(f"{root}/day=3/c.parquet", [3])
+    os.remove(f"{root}/day=1/a.parquet")
+    ans = idx.lookup(S.Eq(3), freshness="names")
+    assert ans.files == (f"{root}/day=2/b.parquet", f"{root}/day=3/c.parquet") and ans.stale
+    assert idx.candidates(S.Eq(1), freshness="names") == [f"{root}/day=3/c.parquet"]
+
+
 def test_cli_query_on_stale_index(tmp_path) -> None:
     root = _stale_table(tmp_path)
     r = run("query", root, "k", "--eq", "5000")
@@ -66,6 +100,8 @@ def test_cli_query_on_stale_index(tmp_path) -> None:
     assert f"{root}/b.parquet" not in r.stdout
     r = run("query", root, "k", "--eq", "5000", "--assume-fresh")
     assert r.stdout == "" and r.stderr == "sieve: 0 of 3 files (0 from the index, 0 unindexed)\n"
+    r = run("query", root, "k", "--eq", "7000", "--freshness", "names")  # r rewritten in place: not seen
+    assert [json.loads(x)["file"] for x in r.stdout.splitlines()] == [f"{root}/c.parquet"]
 
 
 def test_pruned_read_on_stale_index(spark, tmp_path) -> None:
@@ -79,6 +115,9 @@ def test_pruned_read_on_stale_index(spark, tmp_path) -> None:
         files = S.open_index(root, "k").candidates(pred)
         assert sorted(p.removeprefix("file://") for p in df.inputFiles()) == files
     assert S.read(spark, root, "k", S.Eq(5000)).count() == 1
+    assert S.read(spark, root, "k", S.Eq(5000), freshness="names").count() == 1  # c was added
+    with pytest.raises(S.SieveError, match="freshness='x' is unknown"):
+        S.read(spark, root, "k", S.Eq(5000), freshness="x")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,5 +136,7 @@ def test_stale_answers_superset_of_exact_without_sync(initial, ops, mode, preds)
         for pred in preds:
             got = set(idx.candidates(pred))
             assert exact(layout, pred) <= got <= set(layout), (pred, layout)
+            if all(op[0] != "overwrite" for op in ops):  # new names only: a check of names is enough
+                assert exact(layout, pred) <= set(idx.candidates(pred, freshness="names")) <= set(layout)
     finally:
         shutil.rmtree(root, ignore_errors=True)

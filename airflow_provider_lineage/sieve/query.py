@@ -36,8 +36,8 @@ from .storage import (
     SegmentMeta,
     default_index_path,
 )
-from .table import (FileEntry, TableRef, is_catalog_name, list_table_files, list_table_paths, resolve_table,
-                    table_path)
+from .table import (FileEntry, TableRef, is_catalog_name, list_table_files, list_table_paths, list_table_versions,
+                    resolve_table, table_path)
 
 
 def index_location(table: str | TableRef, column: str, index_path: str | None, spark: Any = None) -> str:
@@ -205,6 +205,11 @@ class SieveIndex:
             added, removed = diff_paths(self.manifest, listed)
             n_listed = len(listed)
         else:
+            if listing is None and isinstance(files, FileTable):
+                versions = list_table_versions(self.table)
+                if len(versions) == len(files) and set(versions) == files.version_set():  # the usual answer
+                    paths = sorted(path(f) for f in ids)
+                    return Candidates(tuple(paths), len(paths), 0, 0, False, len(versions))
             if listing is None:
                 listing = list_table_files(self.table)
             entries, removed, changed = diff_files(self.manifest, listing)

@@ -86,6 +86,7 @@ class FileTable(Mapping[int, FileEntry]):
         self._made: dict[int, FileEntry] = {}
         self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
         self._path_set: frozenset[str] | None = None
+        self._version_set: frozenset[tuple[str, int, int]] | None = None
 
     def __getitem__(self, fid: int) -> FileEntry:
         entry = self._made.get(fid)
@@ -117,6 +118,13 @@ class FileTable(Mapping[int, FileEntry]):
         if self._path_set is None:
             self._path_set = frozenset(self.columns()[1])
         return self._path_set
+
+    def version_set(self) -> frozenset[tuple[str, int, int]]:
+        """Every file's (path, size, mtime_ns): an unchanged table lists exactly this set."""
+        if self._version_set is None:
+            _, paths, sizes, mtimes = self.columns()
+            self._version_set = frozenset(zip(paths, sizes, mtimes))
+        return self._version_set
 
     def columns(self) -> tuple[list[int], list[str], list[int], list[int]]:
         """(ids, absolute paths, sizes, mtimes) of every file, in one order, without FileEntry objects."""

@@ -244,6 +244,26 @@ def _list_local(root: str) -> list[FileEntry]:
     return out
 
 
+def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[str, int, int]]:
+    """(path, size, mtime_ns) of every file :func:`list_table_files` lists, unsorted and without
+    partition values: what a stale-safe lookup compares with the index version."""
+    ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
+    filesystem, inner = resolve(ref.root)
+    if not (is_local(ref.root) and _DIR_FD):
+        return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
+    out: list[tuple[str, int, int]] = []
+    stat = os.stat
+    for path, _, fd, names in _walk_local(inner.rstrip("/") or "/"):
+        prefix = path + "/"
+        for name in names:
+            try:
+                st = stat(name, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            out.append((prefix + name, st.st_size, st.st_mtime_ns))
+    return out
+
+
 def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
     """The paths :func:`list_table_files` lists, without a ``stat`` per file on a local file system
     (the folders' entries only: about a fifth of the cost); unsorted. An object store's listing

@@ -191,9 +191,11 @@ _DIR_FD = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd  # POSI
 def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
     """(folder path, folder relative to ``root``, the folder's open descriptor, its data file names)
     for every folder below a local root that holds data files; ``os.scandir`` gives names and kinds
-    without a system call per entry. Vanished folders are skipped."""
+    without a system call per entry. Vanished folders are skipped. Symbolic links are followed, and a
+    folder reached twice (a link back up the tree) is walked once."""
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
     pending = [(root, "")]
+    seen: set[tuple[int, int]] = set()
     while pending:
         path, rel_dir = pending.pop()
         try:
@@ -203,6 +205,10 @@ def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
         except OSError as exc:
             raise store_error(path, exc) from exc
         try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
             names = []
             with os.scandir(fd) as it:
                 for e in it:

@@ -82,3 +82,16 @@ def test_a_rewrite_in_place_changes_the_listed_version(tree: Path) -> None:
     after = {f.path: f for f in T.list_table_files(str(tree))}
     assert not after[str(target)].same_version(before[str(target)])
     assert all(after[p].same_version(f) for p, f in before.items() if p != str(target))
+
+
+def test_symbolic_links_are_followed_and_a_loop_is_walked_once(tmp_path: Path) -> None:
+    root, other = tmp_path / "t", tmp_path / "other"
+    _write(root / "a" / "x.parquet", [1])
+    _write(other / "y.parquet", [2])
+    os.symlink(other, root / "linked")  # a linked folder and a linked file are listed, as Spark reads them
+    os.symlink(other / "y.parquet", root / "z.parquet")
+    os.symlink(root, root / "a" / "loop")  # a link back up: the tree is walked once, no error
+    rel = sorted(os.path.relpath(f.path, root) for f in T.list_table_files(str(root)))
+    assert rel == ["a/x.parquet", "linked/y.parquet", "z.parquet"]
+    assert sorted(os.path.relpath(p, root) for p in T.list_table_paths(str(root))) == rel
+    assert sorted(os.path.relpath(p, root) for p, _, _ in T.list_table_versions(str(root))) == rel

@@ -36,8 +36,16 @@ from .storage import (
     SegmentMeta,
     default_index_path,
 )
-from .table import (FileEntry, TableRef, is_catalog_name, list_table_files, list_table_paths, list_table_versions,
-                    resolve_table, table_path)
+from .table import (
+    FileEntry,
+    TableRef,
+    is_catalog_name,
+    list_table_files,
+    list_table_paths,
+    list_table_versions,
+    resolve_table,
+    table_path,
+)
 
 
 def index_location(table: str | TableRef, column: str, index_path: str | None, spark: Any = None) -> str:

@@ -79,14 +79,35 @@ class FileTable(Mapping[int, FileEntry]):
     (once) when an id is looked up, so a point lookup builds only its candidates' entries."""
 
     def __init__(self, ids: list[int], base: str, paths: list[bytes], sizes: list[int], mtimes: list[int],
-                 rows: list[int], parts: list[dict[str, str]]) -> None:
-        self._pos = {fid: i for i, fid in enumerate(ids)}
+                 rows: list[int], parts: list[dict[str, str]] | bytes) -> None:
+        self._ids = ids
+        self._pos_map: dict[int, int] | None = None
         self._base, self._paths, self._sizes, self._mtimes = base, paths, sizes, mtimes
-        self._rows, self._parts = rows, parts
+        self._rows, self._parts_data = rows, parts
         self._made: dict[int, FileEntry] = {}
         self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
         self._path_set: frozenset[str] | None = None
         self._version_set: frozenset[tuple[str, int, int]] | None = None
+
+    @property
+    def _pos(self) -> dict[int, int]:
+        """File id -> row (built when first needed: a lookup on a fresh index may never ask)."""
+        if self._pos_map is None:
+            self._pos_map = {fid: i for i, fid in enumerate(self._ids)}
+        return self._pos_map
+
+    @property
+    def _parts(self) -> list[dict[str, str]]:
+        """Partition values per row (the JSON column is parsed when an entry is first made)."""
+        if isinstance(self._parts_data, bytes):
+            try:
+                parts = json.loads(self._parts_data.decode())
+            except ValueError:
+                parts = None
+            if not isinstance(parts, list) or len(parts) != len(self._ids):
+                raise IndexUnavailable("file table has columns of different lengths (corrupt): rebuild the index")
+            self._parts_data = parts
+        return self._parts_data
 
     def __getitem__(self, fid: int) -> FileEntry:
         entry = self._made.get(fid)
@@ -102,10 +123,10 @@ class FileTable(Mapping[int, FileEntry]):
         return fid in self._pos
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._pos)
+        return iter(self._ids)
 
     def __len__(self) -> int:
-        return len(self._pos)
+        return len(self._ids)
 
     def path(self, fid: int) -> str:
         """The absolute path of file ``fid`` (no :class:`FileEntry` made)."""
@@ -129,7 +150,7 @@ class FileTable(Mapping[int, FileEntry]):
     def columns(self) -> tuple[list[int], list[str], list[int], list[int]]:
         """(ids, absolute paths, sizes, mtimes) of every file, in one order, without FileEntry objects."""
         if self._columns is None:
-            self._columns = (list(self._pos), [self._base + p.decode() for p in self._paths], self._sizes,
+            self._columns = (self._ids, [self._base + p.decode() for p in self._paths], self._sizes,
                              self._mtimes)
         return self._columns
 
@@ -505,8 +526,8 @@ class IndexStore:
         z = r.uints().astype(np.uint64)
         mtimes = np.cumsum(((z >> np.uint64(1)) ^ (np.uint64(0) - (z & np.uint64(1)))).view(np.int64))
         rows = r.uints()
-        parts = json.loads(r.blob().decode())
-        if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == len(parts) == n:
+        parts = r.blob()  # partition values: JSON, parsed when an entry is first made
+        if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == n:
             raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
         return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)

@@ -11,8 +11,9 @@ location is one of those.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -254,7 +255,7 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
     """(path, size, mtime_ns) of every file :func:`list_table_files` lists, unsorted and without
     partition values: what a stale-safe lookup compares with the index version."""
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    filesystem, inner = resolve(ref.root)
+    _, inner = resolve(ref.root)
     if not (is_local(ref.root) and _DIR_FD):
         return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
     out: list[tuple[str, int, int]] = []
@@ -275,7 +276,7 @@ def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
     (the folders' entries only: about a fifth of the cost); unsorted. An object store's listing
     carries sizes anyway, so there it is :func:`list_table_files`."""
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    filesystem, inner = resolve(ref.root)
+    _, inner = resolve(ref.root)
     if not (is_local(ref.root) and _DIR_FD):
         return [f.path for f in list_table_files(ref)]
     return [f"{path}/{name}" for path, _, _, names in _walk_local(inner.rstrip("/") or "/") for name in names]

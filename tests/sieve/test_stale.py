@@ -9,7 +9,6 @@ import tempfile
 import warnings
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

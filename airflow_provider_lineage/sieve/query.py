@@ -40,6 +40,7 @@ from .table import (
     FileEntry,
     TableRef,
     is_catalog_name,
+    list_local_names,
     list_table_files,
     list_table_paths,
     list_table_versions,
@@ -209,6 +210,11 @@ class SieveIndex:
             return Candidates(tuple(paths), len(paths), 0, 0, False, len(files))
         changed: list[int] = []
         if listing is None and freshness == "names":
+            local = list_local_names(self.table) if isinstance(files, FileTable) else None
+            if local is not None and local[0] == files.base and len(local[1]) == len(files) \
+                    and set(local[1]) == files.relative_set():  # the usual answer: no path joined or decoded
+                paths = sorted(path(f) for f in ids)
+                return Candidates(tuple(paths), len(paths), 0, 0, False, len(local[1]))
             listed = list_table_paths(self.table)
             added, removed = diff_paths(self.manifest, listed)
             n_listed = len(listed)

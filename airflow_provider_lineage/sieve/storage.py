@@ -87,6 +87,7 @@ class FileTable(Mapping[int, FileEntry]):
         self._made: dict[int, FileEntry] = {}
         self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
         self._path_set: frozenset[str] | None = None
+        self._relative_set: frozenset[str] | None = None
         self._version_set: frozenset[tuple[str, int, int]] | None = None
 
     @property
@@ -139,6 +140,17 @@ class FileTable(Mapping[int, FileEntry]):
         if self._path_set is None:
             self._path_set = frozenset(self.columns()[1])
         return self._path_set
+
+    @property
+    def base(self) -> str:
+        """The folder every path is relative to (the table root and a ``/``)."""
+        return self._base
+
+    def relative_set(self) -> frozenset[str]:
+        """Every file's path relative to :attr:`base` (a names-only check compares with it)."""
+        if self._relative_set is None:
+            self._relative_set = frozenset(p.decode() for p in self._paths)
+        return self._relative_set
 
     def version_set(self) -> frozenset[tuple[str, int, int]]:
         """Every file's (path, size, mtime_ns): an unchanged table lists exactly this set."""

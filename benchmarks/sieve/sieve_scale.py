@@ -144,23 +144,27 @@ def lookup_latency(root: str, column: str, index_path: str, preds: list[Any], re
 
 
 def listing_floor(root: str, repeats: int = 15) -> dict[str, Any]:
-    """Medians (ms) of what the staleness check costs by itself: the table listing the lookup runs
-    (``list_table_files``: ``os.scandir`` and a stat per file) and a bare ``os.stat`` of
-    every data file (the system calls alone, the floor of any check that looks at every file)."""
-    from airflow_provider_lineage.sieve.table import list_table_files
+    """Medians (ms) of what the staleness checks cost by themselves: the listing a stale-safe lookup
+    compares with the index (``list_table_versions``: ``os.scandir`` and a stat per data file), the
+    names-only listing (``list_table_paths``: no stat) and a bare ``os.stat`` loop over every data
+    file (the system calls alone, the floor of any check that looks at every file)."""
+    from airflow_provider_lineage.sieve.table import list_table_paths, list_table_versions
 
-    files = [f.path for f in list_table_files(root)]
-    listing, stats = [], []
+    files = [p for p, _, _ in list_table_versions(root)]
+    listing, names, stats = [], [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        list_table_files(root)
+        list_table_versions(root)
         listing.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        list_table_paths(root)
+        names.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         for f in files:
             os.stat(f)
         stats.append(time.perf_counter() - t0)
-    return {"listing_ms": statistics.median(listing) * 1000, "stat_loop_ms": statistics.median(stats) * 1000,
-            "listed_files": len(files)}
+    return {"listing_ms": statistics.median(listing) * 1000, "names_listing_ms": statistics.median(names) * 1000,
+            "stat_loop_ms": statistics.median(stats) * 1000, "listed_files": len(files)}
 
 
 # ---- report -------------------------------------------------------------------------------------
@@ -242,6 +246,7 @@ def maintenance(case: dict[str, Any] | None) -> dict[str, Any]:
             "names_cold": lk.get("names_cold_wall_ms"), "names_warm": lk.get("names_warm_wall_ms"),
             "names_cold_cpu": lk.get("names_cold_cpu_ms"),
             "listing": lk.get("listing_ms"), "stat_loop": lk.get("stat_loop_ms"), "listed": lk.get("listed_files"),
+            "names_listing": lk.get("names_listing_ms"),
             "memory": mem, "index_bytes": c.get("index", {}).get("index_bytes"),
             "segments": c.get("index", {}).get("stats", {}).get("segments")}
 
@@ -369,9 +374,10 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         row("lookup without the staleness listing (`assume_fresh=True`), cold: wall / CPU; warm: wall",
             [f"{_f(x['fresh_cold'])} / {_f(x['fresh_cold_cpu'])} ms; {_f(x['fresh_warm'])} ms" for x in ms],
             f"< {LOOKUP_TARGET_MS:g} ms")
-        row("the staleness check alone: listing the table / a bare `os.stat` of every file (median)",
-            [f"{_f(x['listing'])} / {_f(x['stat_loop'])} ms ({_f(x['listed'], 0)} files)" if x["listing"] is not None
-             else "–" for x in ms], "")
+        row("the staleness checks alone: listing paths, sizes and mtimes / file names only / a bare `os.stat` "
+            "of every file (median)",
+            [f"{_f(x['listing'])} / {_f(x['names_listing'])} / {_f(x['stat_loop'])} ms ({_f(x['listed'], 0)} files)"
+             if x["listing"] is not None else "–" for x in ms], "")
         row("build: driver JVM heap peak / max heap",
             [f"{_mib(x['memory'].get('jvm_heap_peak'))} / {_mib(x['memory'].get('jvm_heap_max'))}" for x in ms],
             "bounded with `spark.driver.memory=1g`")
@@ -398,7 +404,8 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
       "(`time.thread_time`). The listing (`os.scandir` of the table's folders and a `stat` per data file, "
       "relative to its folder's descriptor) is what "
       "keeps a lookup safe on a stale index; it grows with the number of files (200 adversarial, 2,526 "
-      "late). *The staleness check alone* times that listing, and a bare `os.stat` loop over the same files: "
+      "late). *The staleness checks alone* time that listing (`list_table_versions`), the names-only one "
+      "(`list_table_paths`) and a bare `os.stat` loop over the same files: "
       "the system calls any check of every file pays, whatever the index. *Checking file names only* is "
       "`candidates(pred, freshness=\"names\")`: the folders' entries without a stat per file; it sees added, "
       "removed and renamed files but not a file rewritten in place under its old name (safe for Spark, Hive "

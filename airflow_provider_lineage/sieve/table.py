@@ -238,16 +238,22 @@ def _list_local(root: str) -> list[FileEntry]:
     directory lists as no files.
     """
     out: list[FileEntry] = []
-    stat = os.stat
     for path, rel_dir, fd, names in _walk_local(root):
         part = partition_values(rel_dir) if rel_dir else {}
         prefix = path + "/"
-        for name in names:
-            try:
-                st = stat(name, dir_fd=fd)
-            except FileNotFoundError:
-                continue
-            out.append(FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part))
+        out.extend([FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part) for name, st in _stats(fd, names)])
+    return out
+
+
+def _stats(fd: int, names: list[str]) -> list[tuple[str, os.stat_result]]:
+    """(name, stat) of the files of one folder (open as ``fd``) that still exist."""
+    out = []
+    stat = os.stat
+    for name in names:
+        try:
+            out.append((name, stat(name, dir_fd=fd)))
+        except FileNotFoundError:
+            continue
     return out
 
 
@@ -259,15 +265,9 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
     if not (is_local(ref.root) and _DIR_FD):
         return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
     out: list[tuple[str, int, int]] = []
-    stat = os.stat
     for path, _, fd, names in _walk_local(inner.rstrip("/") or "/"):
         prefix = path + "/"
-        for name in names:
-            try:
-                st = stat(name, dir_fd=fd)
-            except FileNotFoundError:
-                continue
-            out.append((prefix + name, st.st_size, st.st_mtime_ns))
+        out.extend([(prefix + name, st.st_size, st.st_mtime_ns) for name, st in _stats(fd, names)])
     return out
 
 

@@ -205,35 +205,46 @@ class SieveIndex:
         files = self.manifest.files
         path = files.path if isinstance(files, FileTable) else (lambda fid: files[fid].path)
         ids = self.candidate_ids(pred)
-        if freshness == "none" and listing is None:
+        change = self._changes(freshness, listing)
+        if change is None:  # the table holds exactly the indexed files (or the caller vouches for it)
             paths = sorted(path(f) for f in ids)
             return Candidates(tuple(paths), len(paths), 0, 0, False, len(files))
-        changed: list[int] = []
-        if listing is None and freshness == "names":
-            local = list_local_names(self.table) if isinstance(files, FileTable) else None
-            if local is not None and local[0] == files.base and len(local[1]) == len(files) \
-                    and set(local[1]) == files.relative_set():  # the usual answer: no path joined or decoded
-                paths = sorted(path(f) for f in ids)
-                return Candidates(tuple(paths), len(paths), 0, 0, False, len(local[1]))
-            listed = list_table_paths(self.table)
-            added, removed = diff_paths(self.manifest, listed)
-            n_listed = len(listed)
-        else:
-            if listing is None and isinstance(files, FileTable):
-                versions = list_table_versions(self.table)
-                if len(versions) == len(files) and set(versions) == files.version_set():  # the usual answer
-                    paths = sorted(path(f) for f in ids)
-                    return Candidates(tuple(paths), len(paths), 0, 0, False, len(versions))
-            if listing is None:
-                listing = list_table_files(self.table)
-            entries, removed, changed = diff_files(self.manifest, listing)
-            added, n_listed = [f.path for f in entries], len(listing)
+        added, removed, changed, n_listed = change
         gone = set(removed) | set(changed)
         indexed = {path(f) for f in ids if f not in gone}
         unindexed = set(added) | {path(f) for f in changed}
         return Candidates(files=tuple(sorted(indexed | unindexed)), from_index=len(indexed),
                           unindexed=len(unindexed), removed_skipped=len(ids & set(removed)),
                           stale=bool(added or removed or changed), table_files=n_listed)
+
+    def _changes(self, freshness: str, listing: list[FileEntry] | None
+                 ) -> tuple[list[str], list[int], list[int], int] | None:
+        """(added paths, removed ids, rewritten ids, files listed) since the index version, by the
+        ``freshness`` check; None when nothing changed. The usual answer, an unchanged table, is
+        one set comparison with the index's file table."""
+        if listing is not None:
+            added, removed, changed = diff_versions(self.manifest, [(f.path, f.size, f.mtime_ns) for f in listing])
+            return added, removed, changed, len(listing)
+        if freshness == "none":
+            return None
+        files = self.manifest.files
+        table = files if isinstance(files, FileTable) else None
+        if freshness == "names":
+            local = list_local_names(self.table)
+            if local is None:
+                listed = list_table_paths(self.table)
+            elif table is not None and local[0] == table.base and len(local[1]) == len(table) \
+                    and set(local[1]) == table.relative_set():  # no path joined or decoded
+                return None
+            else:
+                listed = [local[0] + name for name in local[1]]
+            added, removed = diff_paths(self.manifest, listed)
+            return (added, removed, [], len(listed)) if added or removed else None
+        versions = list_table_versions(self.table)
+        if table is not None and len(versions) == len(table) and set(versions) == table.version_set():
+            return None
+        added, removed, changed = diff_versions(self.manifest, versions)
+        return (added, removed, changed, len(versions)) if added or removed or changed else None
 
     def candidates(self, pred: Predicate, *, assume_fresh: bool = False,
                    listing: list[FileEntry] | None = None, freshness: str = "stat") -> list[str]:
@@ -284,61 +295,49 @@ class SieveIndex:
         )
 
 
+def _columns(manifest: Manifest) -> tuple[list[int], list[str], list[int], list[int]]:
+    """(ids, paths, sizes, mtimes) of the manifest's files."""
+    files = manifest.files
+    if isinstance(files, FileTable):
+        return files.columns()
+    entries = list(files.values())
+    return list(files), [f.path for f in entries], [f.size for f in entries], [f.mtime_ns for f in entries]
+
+
+def diff_versions(manifest: Manifest, versions: list[tuple[str, int, int]]) -> tuple[list[str], list[int], list[int]]:
+    """Compare listed (path, size, mtime_ns) with the manifest: (new paths, removed ids, rewritten ids)."""
+    ids, paths, sizes, mtimes = _columns(manifest)
+    get = dict(zip(paths, range(len(ids)))).get
+    seen = [False] * len(ids)
+    added: list[str] = []
+    changed: list[int] = []
+    for p, size, mtime in versions:
+        i = get(p)
+        if i is None:
+            added.append(p)
+        else:
+            seen[i] = True
+            if size != sizes[i] or mtime != mtimes[i]:
+                changed.append(ids[i])
+    removed = [fid for fid, s in zip(ids, seen) if not s]
+    return added, sorted(removed), sorted(changed)
+
+
 def diff_files(manifest: Manifest, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
     """Compare a listing with the manifest: (new files, removed ids, rewritten ids)."""
-    if isinstance(manifest.files, FileTable):
-        return _diff_columns(manifest.files, listing)
-    by_path = {f.path: fid for fid, f in manifest.files.items()}
-    seen: set[int] = set()
-    added: list[FileEntry] = []
-    changed: list[int] = []
-    for f in listing:
-        fid = by_path.get(f.path)
-        if fid is None:
-            added.append(f)
-            continue
-        seen.add(fid)
-        if not f.same_version(manifest.files[fid]):
-            changed.append(fid)
-    removed = [fid for fid in manifest.files if fid not in seen]
-    return added, sorted(removed), sorted(changed)
+    added, removed, changed = diff_versions(manifest, [(f.path, f.size, f.mtime_ns) for f in listing])
+    new = set(added)
+    return [f for f in listing if f.path in new], removed, changed
 
 
 def diff_paths(manifest: Manifest, paths: list[str]) -> tuple[list[str], list[int]]:
     """Compare listed paths with the manifest: (new paths, removed ids); rewrites are not seen."""
-    files = manifest.files
-    if isinstance(files, FileTable):
-        ids, mpaths, _, _ = files.columns()
-        known: frozenset[str] | set[str] = files.path_set()
-    else:
-        ids, mpaths = list(files), [f.path for f in files.values()]
-        known = set(mpaths)
+    ids, mpaths, _, _ = _columns(manifest)
+    known = set(mpaths)
     listed = set(paths)
-    if listed == known:  # the usual answer, in one set comparison
-        return [], []
     added = [p for p in paths if p not in known]
     removed = sorted(fid for fid, p in zip(ids, mpaths) if p not in listed)
     return added, removed
-
-
-def _diff_columns(table: FileTable, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
-    """:func:`diff_files` on the decoded columns of a file table (every stale-safe lookup runs it)."""
-    ids, paths, sizes, mtimes = table.columns()
-    by_path = dict(zip(paths, range(len(ids))))
-    seen = [False] * len(ids)
-    added: list[FileEntry] = []
-    changed: list[int] = []
-    get = by_path.get
-    for f in listing:
-        i = get(f.path)
-        if i is None:
-            added.append(f)
-        else:
-            seen[i] = True
-            if f.size != sizes[i] or f.mtime_ns != mtimes[i]:
-                changed.append(ids[i])
-    removed = [fid for fid, s in zip(ids, seen) if not s]
-    return added, sorted(removed), sorted(changed)
 
 
 FRESHNESS = ("stat", "names", "none")

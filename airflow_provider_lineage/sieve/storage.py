@@ -86,7 +86,6 @@ class FileTable(Mapping[int, FileEntry]):
         self._rows, self._parts_data = rows, parts
         self._made: dict[int, FileEntry] = {}
         self._columns: tuple[list[int], list[str], list[int], list[int]] | None = None
-        self._path_set: frozenset[str] | None = None
         self._relative_set: frozenset[str] | None = None
         self._version_set: frozenset[tuple[str, int, int]] | None = None
 
@@ -134,12 +133,6 @@ class FileTable(Mapping[int, FileEntry]):
         if self._columns is not None:
             return self._columns[1][self._pos[fid]]
         return self._base + self._paths[self._pos[fid]].decode()
-
-    def path_set(self) -> frozenset[str]:
-        """Every file's absolute path (a lookup compares a listing with it in one set operation)."""
-        if self._path_set is None:
-            self._path_set = frozenset(self.columns()[1])
-        return self._path_set
 
     @property
     def base(self) -> str:

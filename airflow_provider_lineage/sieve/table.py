@@ -292,10 +292,11 @@ def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
     (the folders' entries only: about a fifth of the cost); unsorted. An object store's listing
     carries sizes anyway, so there it is :func:`list_table_files`."""
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    _, inner = resolve(ref.root)
-    if not (is_local(ref.root) and _DIR_FD):
+    local = list_local_names(ref)
+    if local is None:
         return [f.path for f in list_table_files(ref)]
-    return [f"{path}/{name}" for path, _, _, names in _walk_local(inner.rstrip("/") or "/") for name in names]
+    base, names = local
+    return [base + name for name in names]
 
 
 

@@ -132,13 +132,12 @@ def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry
     ``_sieve``. A missing root lists as no files; an unreachable store raises :class:`.fs.StoreError`.
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    root = ref.root
-    filesystem, inner = resolve(root)
-    local = is_local(root)
-    if local and _DIR_FD:
-        out = _list_local(inner.rstrip("/") or "/")
+    local = _local_root(ref)
+    if local is not None:
+        out = _list_local(local)
     else:
-        out = _list_selector(filesystem, inner, root)
+        filesystem, inner = resolve(ref.root)
+        out = _list_selector(filesystem, inner, ref.root)
     out.sort(key=_path_of)
     return out
 
@@ -189,6 +188,14 @@ def _path_of(f: FileEntry) -> str:
 _DIR_FD = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd  # POSIX
 
 
+def _local_root(ref: TableRef) -> str | None:
+    """The folder a local table is walked from (:func:`_walk_local`); None on an object store (or
+    a platform without ``dir_fd``), which is listed through :mod:`pyarrow.fs`."""
+    if not (is_local(ref.root) and _DIR_FD):
+        return None
+    return resolve(ref.root)[1].rstrip("/") or "/"
+
+
 def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
     """(folder path, folder relative to ``root``, the folder's open descriptor, its data file names)
     for every folder below a local root that holds data files; ``os.scandir`` gives names and kinds
@@ -232,7 +239,8 @@ def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
 def _list_local(root: str) -> list[FileEntry]:
     """:func:`list_table_files` of a local root (unsorted).
 
-    Every stale-safe lookup runs it, so it does the least the kernel allows: names and kinds from
+    Syncs and maintenance checks run it (a lookup compares :func:`list_table_versions`, the same
+    walk without partition values), so it does the least the kernel allows: names and kinds from
     ``os.scandir``, and one ``stat`` per data file relative to its folder's descriptor (no path walk
     from ``/``). A file that vanishes meanwhile is not listed; a root that is missing or not a
     directory lists as no files.
@@ -261,11 +269,11 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
     """(path, size, mtime_ns) of every file :func:`list_table_files` lists, unsorted and without
     partition values: what a stale-safe lookup compares with the index version."""
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
-    _, inner = resolve(ref.root)
-    if not (is_local(ref.root) and _DIR_FD):
+    root = _local_root(ref)
+    if root is None:
         return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
     out: list[tuple[str, int, int]] = []
-    for path, _, fd, names in _walk_local(inner.rstrip("/") or "/"):
+    for path, _, fd, names in _walk_local(root):
         prefix = path + "/"
         out.extend([(prefix + name, st.st_size, st.st_mtime_ns) for name, st in _stats(fd, names)])
     return out
@@ -274,10 +282,9 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
 def list_local_names(table: TableRef) -> tuple[str, list[str]] | None:
     """(root + "/", the data files' paths relative to it) of a local table, unsorted, without a stat
     per file and without joining each name to the root; None on an object store."""
-    if not (is_local(table.root) and _DIR_FD):
+    root = _local_root(table)
+    if root is None:
         return None
-    _, inner = resolve(table.root)
-    root = inner.rstrip("/") or "/"
     out: list[str] = []
     for _, rel_dir, _, names in _walk_local(root):
         if rel_dir:
@@ -297,7 +304,6 @@ def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
         return [f.path for f in list_table_files(ref)]
     base, names = local
     return [base + name for name in names]
-
 
 
 def root_exists(root: str) -> bool | None:

@@ -11,9 +11,10 @@ location is one of those.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -185,6 +186,7 @@ def _path_of(f: FileEntry) -> str:
     return f.path
 
 
+_Row = TypeVar("_Row")
 _DIR_FD = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd  # POSIX
 
 
@@ -248,21 +250,31 @@ def _list_local(root: str) -> list[FileEntry]:
     out: list[FileEntry] = []
     for path, rel_dir, fd, names in _walk_local(root):
         part = partition_values(rel_dir) if rel_dir else {}
-        prefix = path + "/"
-        out.extend([FileEntry(prefix + name, st.st_size, st.st_mtime_ns, part) for name, st in _stats(fd, names)])
+        out.extend(_stat_rows(path, fd, names, partial(_entry_row, part)))
     return out
 
 
-def _stats(fd: int, names: list[str]) -> list[tuple[str, os.stat_result]]:
-    """(name, stat) of the files of one folder (open as ``fd``) that still exist."""
+def _stat_rows(path: str, fd: int, names: list[str], row: Callable[[str, os.stat_result], _Row]) -> list[_Row]:
+    """``row(full path, stat)`` of each file of one folder (open as ``fd``) that still exists; each
+    stat is dropped once its row is made (holding them all costs more than the calls)."""
     out = []
     stat = os.stat
+    prefix = path + "/"
     for name in names:
         try:
-            out.append((name, stat(name, dir_fd=fd)))
+            st = stat(name, dir_fd=fd)
         except FileNotFoundError:
             continue
+        out.append(row(prefix + name, st))
     return out
+
+
+def _entry_row(part: dict[str, str], path: str, st: os.stat_result) -> FileEntry:
+    return FileEntry(path, st.st_size, st.st_mtime_ns, part)
+
+
+def _version_row(path: str, st: os.stat_result) -> tuple[str, int, int]:
+    return path, st.st_size, st.st_mtime_ns
 
 
 def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[str, int, int]]:
@@ -274,8 +286,7 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
         return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
     out: list[tuple[str, int, int]] = []
     for path, _, fd, names in _walk_local(root):
-        prefix = path + "/"
-        out.extend([(prefix + name, st.st_size, st.st_mtime_ns) for name, st in _stats(fd, names)])
+        out.extend(_stat_rows(path, fd, names, _version_row))
     return out
 
 

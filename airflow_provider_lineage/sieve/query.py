@@ -223,8 +223,8 @@ class SieveIndex:
         ``freshness`` check; None when nothing changed. The usual answer, an unchanged table, is
         one set comparison with the index's file table."""
         if listing is not None:
-            added, removed, changed = diff_versions(self.manifest, [(f.path, f.size, f.mtime_ns) for f in listing])
-            return added, removed, changed, len(listing)
+            entries, removed, changed = diff_files(self.manifest, listing)
+            return [f.path for f in entries], removed, changed, len(listing)
         if freshness == "none":
             return None
         files = self.manifest.files

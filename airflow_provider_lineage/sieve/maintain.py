@@ -184,6 +184,7 @@ class MaintainResult:
     files_added: int = 0
     files_removed: int = 0
     files_changed: int = 0
+    segments_covered: int = 0
     segments_rewritten: int = 0
     segments_rebuilt: int = 0
     segments_created: int = 0
@@ -222,14 +223,15 @@ class MaintainResult:
         before = "no index" if self.previous_version is None else f"v{self.previous_version}"
         return (f"{name}: {self.action} ({self.reason}) {before} -> v{self.version}: "
                 f"+{self.files_added}/-{self.files_removed}/~{self.files_changed} files, segments "
-                f"{self.segments_rewritten} rewritten, {self.segments_rebuilt} rebuilt, {self.segments_created} "
-                f"created; budget {self.budget_used_fraction:.1%} used; {self.index_bytes} B "
+                f"{self.segments_covered} covered, {self.segments_rewritten} rewritten, {self.segments_rebuilt} "
+                f"rebuilt, {self.segments_created} created; budget {self.budget_used_fraction:.1%} used; {self.index_bytes} B "
                 f"({self.bytes_per_key:.2f} B/key); {self.seconds:.1f} s")
 
 
 def _take_report(res: MaintainResult, rep: SyncReport) -> None:
     res.files_added, res.files_removed, res.files_changed = rep.files_added, rep.files_removed, rep.files_changed
-    res.segments_rewritten, res.segments_rebuilt = rep.segments_rewritten, rep.segments_rebuilt
+    res.segments_covered, res.segments_rewritten = rep.segments_covered, rep.segments_rewritten
+    res.segments_rebuilt = rep.segments_rebuilt
     res.segments_created, res.segments_dropped = rep.segments_created, rep.segments_dropped
     res.deltas_written, res.deltas_folded, res.attempts = rep.deltas_written, rep.deltas_folded, rep.attempts
     if rep.action == "build":  # sync found no usable index and built one

@@ -110,6 +110,7 @@ def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore,
             seg = store.open_segment(meta.file)
             for k in (LOW_KEY, HIGH_KEY):
                 files.update(seg.fids_for_range(k, k).tolist())
+            files.update(meta.full.tolist())
     for keys, fids in deltas.values():  # decoded by verify
         files.update(fids[(keys == LOW_KEY) | (keys == HIGH_KEY)].tolist())
     return len(files & set(m.files))

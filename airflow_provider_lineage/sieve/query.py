@@ -2,7 +2,9 @@
 
 Point and IN: binary search of the sorted segment list, then the key's block in O(1).
 Ranges: every overlapping segment; a segment wholly inside the range answers its location set from
-the segment list without being loaded, others walk their blocks from the low to the high key.
+the segment list without being loaded, others walk their blocks from the low to the high key. A
+segment's *full* files (recorded in the segment list: they hold every key of its range) answer any
+key of the range.
 Keys in gaps between segments answer no file. Merge-on-read deltas are searched too, and file ids
 of files that left the table are dropped. Never a false negative for files the index knows.
 
@@ -173,6 +175,7 @@ class SieveIndex:
                     seg = self.segment(i)
                     out.update(seg.fids_for_range(m.s_min if lo is None else lo,
                                                   m.s_max if hi is None else hi).tolist())
+                    out.update(m.full.tolist())  # they hold every key of the range: [lo, hi] overlaps it
         for keys, fids in self.deltas:
             if len(keys) == 0:
                 continue

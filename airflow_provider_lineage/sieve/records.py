@@ -56,6 +56,7 @@ class SyncReport:
     files_removed: int = 0
     files_changed: int = 0
     keys_read: int = 0
+    segments_covered: int = 0  # took a new file holding every key of their range: not rewritten
     segments_rewritten: int = 0
     segments_rebuilt: int = 0
     segments_created: int = 0

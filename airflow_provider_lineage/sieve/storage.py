@@ -6,7 +6,7 @@ Folder (default ``<table_root>/_sieve/<column>/``)::
     files-<token>.svf         the live data files (id, relative path, size, mtime, partition,
                               rows) of one version (binary, checksummed; named by the manifest)
     segments-<token>.svl      sorted segment list: per segment key range, blocks, budget, file,
-                              crc, location set (binary, checksummed)
+                              crc, location set and full files (binary, checksummed)
     seg-<token>.svs           segment pack: the segments one writer wrote, back to back, each
                               one self-contained ((block, file id, counter) triples in pages) and
                               named in the list by (pack, offset, length, crc)
@@ -64,8 +64,10 @@ from .model import Segment, block_span
 from .table import FileEntry, TableRef
 
 MANIFEST_FORMAT = "sieve-manifest"
-MANIFEST_VERSION = 5  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
-# 4: paged segment files, a columnar segment list; 5: segments packed into shared files
+MANIFEST_VERSION = 6  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
+# 4: paged segment files, a columnar segment list; 5: segments packed into shared files; 6: the
+# segment list records each segment's full files (SVL6)
+READABLE_VERSIONS = (5, 6)  # a v5 index reads as one without full files (and a sync writes v6)
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 ORPHAN_GRACE_SECONDS = 3600.0
 PACK_BYTES = 8 << 20  # a segment pack is written out when it reaches this size
@@ -186,7 +188,11 @@ class SegmentMeta:
     used: int  # s.e: extra false positives taken by updates since the segment was formed
     n_keys: int
     file: FileRef
-    locations: np.ndarray  # sorted unique file ids present in the segment (uint32)
+    locations: np.ndarray  # sorted unique file ids present in the segment (uint32), full ones included
+    # Files holding *every* key of [s_min, s_max] (sorted uint32), recorded here instead of in the
+    # segment's blocks: a sync adds such a file without rewriting the segment (see sync.py). Every
+    # key of the range that a lookup asks for is in each of them: they answer any overlapping key.
+    full: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
 
 
 @dataclass
@@ -245,9 +251,10 @@ class Manifest:
         canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
         if zlib.crc32(canon.encode()) != crc:
             raise IndexUnavailable(f"{what} failed its checksum (corrupt): rebuild the index")
-        if body.get("format") != MANIFEST_FORMAT or body.get("format_version") != MANIFEST_VERSION:
+        if body.get("format") != MANIFEST_FORMAT or body.get("format_version") not in READABLE_VERSIONS:
             raise IndexUnavailable(f"{what} has format {body.get('format')} v{body.get('format_version')}; "
-                                   f"this code reads {MANIFEST_FORMAT} v{MANIFEST_VERSION}: rebuild the index")
+                                   f"this code reads {MANIFEST_FORMAT} v{READABLE_VERSIONS[0]} to "
+                                   f"v{MANIFEST_VERSION}: rebuild the index")
         table = TableRef(**body["table"])
         return cls(
             version=body["version"], created=body["created"], table=table, column=body["column"],
@@ -696,34 +703,32 @@ class IndexStore:
         return {i.base_name: i.size or 0 for i in infos if i.base_name in wanted}
 
     def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
-        """Segment list (format 5), column by column so that opening an index decodes it vectorised:
+        """Segment list (SVL6), column by column so that opening an index decodes it vectorised:
         key ranges (ascending), the integer fields (with each segment's byte range in its pack), the
-        pack names, then every location set as
-        file id deltas (restarting at each segment) with the sets' lengths."""
+        pack names, then every location set and every set of full files as file id deltas
+        (restarting at each segment) with the sets' lengths."""
         w = Writer()
         w.uvarint(len(metas))
         if isinstance(metas, SegmentList):  # a build's columns: no entry is built
             s_min, s_max, ints, names = metas.s_min, metas.s_max, metas.ints, metas.names
             lens = np.diff(np.asarray(metas.bounds, np.int64))
             flat = np.asarray(metas.locs, np.int64)
+            full_lens, full_flat = metas.full_columns()
         else:
             s_min, s_max = [m.s_min for m in metas], [m.s_max for m in metas]
             ints = [[get(m) for m in metas] for get in META_INTS]
             names = [m.file.name for m in metas]
-            lens = np.fromiter((len(m.locations) for m in metas), np.int64, len(metas))
-            flat = (np.concatenate([m.locations for m in metas]).astype(np.int64) if len(metas)
-                    else np.empty(0, np.int64))
+            lens, flat = _set_columns([m.locations for m in metas])
+            full_lens, full_flat = _set_columns([m.full for m in metas])
         w.keys(_key_column(list(s_min)))
         w.keys(_key_column(list(s_max)))
         for column in ints:
             _big_uints(w, list(column))
         w.blob("\n".join(names).encode())
-        deltas = _deltas(flat, 0)
-        starts = (np.cumsum(lens) - lens)[lens > 0]
-        deltas[starts] = flat[starts]  # each set restarts from 0
-        w.uints(lens)
-        w.uints(deltas)
-        ref = self._write("segments", ".svl", seal(b"SVL5", bytes(w.buf)), len(metas))
+        for set_lens, set_flat in ((lens, flat), (full_lens, full_flat)):
+            w.uints(set_lens)
+            w.uints(_set_deltas(set_lens, set_flat))
+        ref = self._write("segments", ".svl", seal(b"SVL6", bytes(w.buf)), len(metas))
         self._lists[(ref.name, ref.crc32)] = metas if isinstance(metas, SegmentList) else list(metas)
         return ref
 
@@ -738,9 +743,11 @@ class IndexStore:
         known = self._lists.get((ref.name, ref.crc32))
         if known is not None:
             return known
-        data = self._read(ref, b"SVL5")
+        raw = self._read_checked(ref)
+        magic = b"SVL5" if raw[:4] == b"SVL5" else b"SVL6"  # SVL5 (format 5): no full files
+        data = unseal(magic, raw, self._full(ref.name))
         try:
-            metas = _decode_segment_list(data)
+            metas = _decode_segment_list(data, full=magic == b"SVL6")
         except (IndexError, ValueError, UnicodeDecodeError) as exc:
             raise IndexUnavailable(f"segment list {ref.name} is truncated (corrupt): rebuild the index") from exc
         self._lists[(ref.name, ref.crc32)] = metas
@@ -1062,8 +1069,24 @@ def _read_big_uints(r: Reader) -> list[int]:
     return [r.uvarint() for _ in range(r.uvarint())]
 
 
-def _decode_segment_list(data: bytes) -> SegmentList:
-    """What :meth:`IndexStore.write_segment_list` wrote (every open reads it: a few numpy calls)."""
+def _set_columns(sets: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sets of file ids as (lengths, concatenation), int64."""
+    lens = np.fromiter((len(x) for x in sets), np.int64, len(sets))
+    flat = np.concatenate(sets).astype(np.int64) if len(sets) else np.empty(0, np.int64)
+    return lens, flat
+
+
+def _set_deltas(lens: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Concatenated sorted sets as deltas, each set restarting from 0."""
+    deltas = _deltas(flat, 0)
+    starts = (np.cumsum(lens) - lens)[lens > 0]
+    deltas[starts] = flat[starts]
+    return deltas
+
+
+def _decode_segment_list(data: bytes, full: bool = True) -> SegmentList:
+    """What :meth:`IndexStore.write_segment_list` wrote (every open reads it: a few numpy calls);
+    ``full=False`` for a format-5 list (no full files)."""
     r = Reader(data)
     n = r.uvarint()
     s_min, s_max = r.keys().tolist(), r.keys().tolist()
@@ -1072,13 +1095,21 @@ def _decode_segment_list(data: bytes) -> SegmentList:
     names = blob.split("\n") if n else []
     lengths = r.uints().astype(np.int64)
     deltas = r.uints().astype(np.int64)
-    if not (len(s_min) == len(s_max) == len(names) == len(lengths) == n and all(len(c) == n for c in ints)) \
-            or int(lengths.sum()) != len(deltas):
+    full_lens = r.uints().astype(np.int64) if full else np.zeros(n, np.int64)
+    full_deltas = r.uints().astype(np.int64) if full else np.empty(0, np.int64)
+    if not (len(s_min) == len(s_max) == len(names) == len(lengths) == len(full_lens) == n
+            and all(len(c) == n for c in ints)) \
+            or int(lengths.sum()) != len(deltas) or int(full_lens.sum()) != len(full_deltas):
         raise IndexUnavailable("segment list has columns of different lengths (corrupt): rebuild the index")
     if n == 0:
         return SegmentList([], [], [[] for _ in META_INTS], [], np.empty(0, np.uint32), [0])
     # The location sets stay delta-coded until asked for: a point lookup needs one segment's set.
-    return SegmentList(s_min, s_max, ints, names, None, [0, *np.cumsum(lengths).tolist()], deltas)
+    full_sets = None
+    if len(full_deltas):  # few segments have full files: decoded at once, kept by segment
+        cuts = np.cumsum(full_lens)
+        flat = _running_sums(full_deltas, [0, *cuts.tolist()])
+        full_sets = {int(i): flat[cuts[i] - full_lens[i]:cuts[i]] for i in np.flatnonzero(full_lens)}
+    return SegmentList(s_min, s_max, ints, names, None, [0, *np.cumsum(lengths).tolist()], deltas, full_sets)
 
 
 def _running_sums(deltas: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
@@ -1089,6 +1120,9 @@ def _running_sums(deltas: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
     starts = np.asarray(bounds[:-1], np.int64)
     before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0) if len(deltas) else starts
     return (run - np.repeat(before, lengths)).astype(np.uint32)
+
+
+_NO_FILES = np.empty(0, np.uint32)
 
 
 def segment_files(metas: Sequence[SegmentMeta]) -> list[FileRef]:
@@ -1103,12 +1137,14 @@ class SegmentList(Sequence[SegmentMeta]):
     index to answer one point lookup builds one :class:`SegmentMeta`, not hundreds."""
 
     def __init__(self, s_min: list[Any], s_max: list[Any], ints: Sequence[Sequence[int]], names: list[str],
-                 locs: Sequence[int] | None, bounds: Sequence[int], deltas: np.ndarray | None = None) -> None:
+                 locs: Sequence[int] | None, bounds: Sequence[int], deltas: np.ndarray | None = None,
+                 full: dict[int, np.ndarray] | None = None) -> None:
         self.s_min, self.s_max = s_min, s_max  # ascending key ranges (lists: bisect works on them)
         # the integer fields in META_INTS order, the pack names, every location set concatenated
         # (or, as read, their deltas: see locs) and where each segment's set starts (bounds[i]:bounds[i + 1])
         self.ints, self.names, self.bounds = ints, names, bounds
         self._locs, self._deltas = locs, deltas
+        self._full = full or {}  # segment -> its full files (a build has none)
 
     @property
     def locs(self) -> Sequence[int]:
@@ -1123,6 +1159,16 @@ class SegmentList(Sequence[SegmentMeta]):
         if self._locs is None:
             return np.cumsum(self._deltas[b0:b1], dtype=np.int64).astype(np.uint32)
         return np.asarray(self._locs[b0:b1], np.uint32)
+
+    def full(self, i: int) -> np.ndarray:
+        """Segment ``i``'s full files (sorted file ids; usually none)."""
+        return self._full.get(i, _NO_FILES)
+
+    def full_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every segment's full files as (lengths, concatenation)."""
+        if not self._full:
+            return np.zeros(len(self), np.int64), np.empty(0, np.int64)
+        return _set_columns([self.full(i) for i in range(len(self))])
 
     def __len__(self) -> int:
         return len(self.s_min)
@@ -1140,7 +1186,7 @@ class SegmentList(Sequence[SegmentMeta]):
             raise IndexError(i)
         b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset = (c[i] for c in self.ints)
         return SegmentMeta(self.s_min[i], self.s_max[i], b_size, b_count, budget, used, n_keys,
-                           FileRef(self.names[i], nbytes, crc, records, offset), self.locations(i))
+                           FileRef(self.names[i], nbytes, crc, records, offset), self.locations(i), self.full(i))
 
 
 def _link_if_absent(src: str, dst: str) -> None:

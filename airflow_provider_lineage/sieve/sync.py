@@ -16,6 +16,11 @@ How updates work (locations are files; Parquet files are immutable, a rewrite is
   (``E = e * b_count``) the segment is rebuilt from data: the keys in ``[s_min, s_max]`` of the
   files in its (updated) location set are re-read and re-segmented. Keys outside every segment
   form new segments inside their gap (never lost).
+* **Full files are not written into segments.** A new file that holds every key of a segment's
+  range (dates or codes every load covers) is recorded in the segment list as one of the segment's
+  *full* files, and the segment is not read or rewritten: no false positive is added. A removed
+  full file leaves the list the same way. When the segment is rewritten for another reason, its
+  full files go into its blocks first.
 * **Copy-on-write** rewrites the touched segments now. **Merge-on-read** writes one delta file of
   sorted (key, file id) records per sync (searched by every query) and charges the budgets in the
   segment list; ``compact`` folds deltas into segments, purges dead ids and rebuilds segments over
@@ -47,6 +52,7 @@ from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolv
 
 @dataclass
 class _Counts:
+    covered: int = 0
     rewritten: int = 0
     rebuilt: int = 0
     created: int = 0
@@ -231,6 +237,48 @@ def _resegment(store: IndexStore, m: Manifest, seg: Segment, adds: list[tuple[in
     return _segments_from(store, m, pairs) if pairs else []
 
 
+def _all_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]]) -> bool:
+    """Whether each added file holds every key of the segment's range (and is new to it).
+
+    The keys given are the file's unique keys inside [s_min, s_max], so holding as many keys as the
+    range is wide means holding all of them. Such files are recorded as the segment's *full* files
+    in the segment list and the segment is not rewritten: every key of the range is in each of
+    them, so no false positive is added and no change point of R(k) moves (the common case of a
+    dense column every load covers, e.g. dates or small codes)."""
+    width = int(meta.s_max) - int(meta.s_min) + 1
+    if not all(ks.dtype != object and len(ks) == width for _, ks in adds):
+        return False
+    fids = [fid for fid, _ in adds]
+    locs = meta.locations
+    return not len(locs) or min(fids) > int(locs[-1]) or not np.isin(fids, locs).any()  # new ids: the first test
+
+
+def _union(a: np.ndarray, new: list[int], dead: set[int]) -> np.ndarray:
+    """Sorted file ids ``a`` without ``dead``, with ``new`` (uint32; small sets: plain Python)."""
+    if not dead and (not len(a) or not new or min(new) > int(a[-1])):
+        return np.concatenate([a, np.asarray(sorted(set(new)), np.uint32)]).astype(np.uint32)
+    return np.asarray(sorted({f for f in a.tolist() if f not in dead} | set(new)), np.uint32)
+
+
+def _with_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]], dead: set[int]) -> SegmentMeta | None:
+    """The segment's list entry with the added full files and without dead full files (None when
+    nothing is left in it)."""
+    new = [fid for fid, _ in adds]
+    locations = _union(meta.locations, new, dead)
+    if not len(locations):
+        return None
+    return SegmentMeta(**{**vars(meta), "full": _union(meta.full, new, dead), "locations": locations})
+
+
+def _put_full_in_blocks(seg: Segment, full: np.ndarray) -> None:
+    """Write a segment's full files into its blocks (before the segment is rewritten or re-segmented:
+    its range may change, and every path below works on the blocks)."""
+    if len(full):
+        keys = np.arange(int(seg.s_min), int(seg.s_max) + 1, dtype=np.int64)
+        for fid in full.tolist():
+            seg.add_keys(keys, fid)  # exact: the file holds each of them
+
+
 def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
                       adds: Iterable[tuple[int, np.ndarray]], dead: set[int], charge: bool,
                       cache: _KeyCache) -> list[SegmentMeta]:
@@ -245,7 +293,6 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
             pending[i].append((fid, keys[inside & (pos == i)]))
         if not inside.all():
             outside.append((fid, keys[~inside]))
-    dead_arr = np.fromiter(dead, np.int64) if dead else np.empty(0, np.int64)
     counts = cache.counts
     out: list[SegmentMeta] = []
     # Outside keys: the gap each lies in (gap p follows segment p); a run takes those of its gaps.
@@ -273,15 +320,29 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
         counts.rebuilt += len(run)
         run.clear()
 
-    touched = [meta.file.name for i, meta in enumerate(metas) if i in pending]
+    covered = {i for i, adds_here in pending.items() if _all_full(metas[i], adds_here)}
+    touched = [meta.file.name for i, meta in enumerate(metas) if i in pending and i not in covered]
     with store.packs_in_memory(touched if len(touched) >= PRELOAD_MIN_SEGMENTS else []):
         for i, meta in enumerate(metas):
-            hit_dead = len(dead_arr) and np.isin(meta.locations.astype(np.int64), dead_arr).any()
-            if i not in pending and not hit_dead and not over_budget(meta.used, meta.budget):
+            full = meta.full
+            hit_dead = full_dead = False  # a dead file in the blocks / among the full files
+            if dead and (gone := dead.intersection(meta.locations.tolist())):
+                in_full = gone.intersection(full.tolist())
+                hit_dead, full_dead = bool(gone - in_full), bool(in_full)
+            if not hit_dead and not over_budget(meta.used, meta.budget) and (i not in pending or i in covered):
                 flush_run()
-                out.append(meta)
+                if i in pending or full_dead:  # only the segment list changes
+                    kept = _with_full(meta, pending.get(i, []), dead)
+                    if kept is None:
+                        counts.dropped += 1
+                    else:
+                        out.append(kept)
+                        counts.covered += i in pending
+                else:
+                    out.append(meta)
                 continue
             seg = store.read_segment(meta.file)
+            _put_full_in_blocks(seg, np.asarray([f for f in full.tolist() if f not in dead], np.int64))
             seg.drop_locations(dead)
             adds_here = pending.get(i, [])
             if adds_here and seg.b_size > 1 and covers_whole_blocks(seg, adds_here):
@@ -356,8 +417,8 @@ def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndar
         pos, inside = _locate(metas, keys)
         for i in np.unique(pos[inside]).tolist():
             s = metas[i]
-            if s.b_size > 1:
-                ks = keys[inside & (pos == i)]
+            ks = keys[inside & (pos == i)]
+            if s.b_size > 1 and not _all_full(s, [(fid, ks)]):  # a full file will cost nothing
                 blocks = {(int(k) - s.s_min) // s.b_size for k in ks.tolist()}
                 s.used += len(blocks) * (s.b_size - 1)
     return metas
@@ -410,7 +471,7 @@ def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: lis
                 deltas.append(store.write_delta(keys, fids))
                 report.deltas_written = 1
     c = cache.counts
-    report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
+    report.segments_covered, report.segments_rewritten, report.segments_rebuilt = c.covered, c.rewritten, c.rebuilt
     report.segments_created, report.segments_dropped, report.keys_read = c.created, c.dropped, c.keys_read
     return _new_manifest(base, files=files, next_file_id=next_id, null_files=sorted(nulls),
                          segment_list=store.write_segment_list(store.repack(metas)), deltas=deltas,
@@ -512,8 +573,8 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
                 adds = _delta_adds(store, base, base.files)
                 metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
                 c = cache.counts
-                report.segments_rewritten, report.segments_rebuilt = c.rewritten, c.rebuilt
-                report.segments_created, report.segments_dropped = c.created, c.dropped
+                report.segments_covered, report.segments_rewritten = c.covered, c.rewritten
+                report.segments_rebuilt, report.segments_created, report.segments_dropped = c.rebuilt, c.created, c.dropped
                 report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
                 new = _new_manifest(base, segment_list=store.write_segment_list(store.repack(metas)), deltas=[],
                                     dead_files=[])

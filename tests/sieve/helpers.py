@@ -55,7 +55,8 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
 
     ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)``, ``("copy", i)``
     (append a file with the keys of file ``i``, or of every file with ``i`` < 0: values that recur
-    in each new file) or ``("compact",)`` (``i`` picks an existing file modulo their number). Returns what the caller must do next:
+    in each new file), ``("span", lo, n)`` (append a file with every key of ``[lo, lo + n]``: full
+    files of the segments inside that range) or ``("compact",)`` (``i`` picks an existing file modulo their number). Returns what the caller must do next:
     ``"sync"`` after a change of the table, ``"compact"`` to compact the index, ``"none"``.
     """
     names = sorted(layout)
@@ -64,6 +65,8 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
         layout[path] = list(op[1])
         write_file(path, op[1], typ)
         return "sync"
+    if op[0] == "span":
+        return apply_op(root, layout, ("append", list(range(op[1], op[1] + op[2] + 1))), step, typ)
     if op[0] == "copy" and names:
         keys = ([k for n in names for k in layout[n]] if op[1] < 0 else layout[names[op[1] % len(names)]])
         return apply_op(root, layout, ("append", sorted(set(keys), key=lambda k: (k is None, k))), step, typ)

@@ -257,6 +257,8 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
     metas[3].b_size = 1 << 64  # one block over the whole 64-bit key space
     for i in (0, 5, 6, 39):  # empty sets first, in a row and last
         metas[i].locations = np.empty(0, np.uint32)
+    for i in (1, 2, 17, 38):  # full files: a few segments, next to each other too
+        metas[i].full = metas[i].locations[::2].copy()
     ref = store.write_segment_list(metas)
     back = IndexStore(store.path).read_segment_list(ref)
     lazy = IndexStore(store.path).segment_list(ref)  # what an open uses: entries built on access
@@ -266,9 +268,58 @@ def test_segment_list_roundtrip(tmp_path, base: int) -> None:
         for a, b in zip(metas, got, strict=True):
             assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys, a.file) == \
                 (b.s_min, b.s_max, b.b_size, b.b_count, b.budget, b.used, b.n_keys, b.file)
-            assert a.locations.tolist() == b.locations.tolist()
+            assert a.locations.tolist() == b.locations.tolist() and a.full.tolist() == b.full.tolist()
     with pytest.raises(IndexError):
         lazy[40]
+    rewritten = IndexStore(store.path).write_segment_list(back)  # a list read back keeps its full files
+    assert [m.full.tolist() for m in IndexStore(store.path).read_segment_list(rewritten)] == \
+        [m.full.tolist() for m in metas]
+
+
+def test_format_5_index_is_read_and_synced_to_format_6(tmp_path) -> None:
+    """An index written before full files (manifest v5, segment list SVL5) still answers, and its
+    next sync writes format 6."""
+    import json
+    import zlib
+
+    from airflow_provider_lineage.sieve import storage
+    from airflow_provider_lineage.sieve.codec import Reader, seal, unseal
+
+    root = str(tmp_path / "t")
+    for i in range(4):
+        write_file(f"{root}/f{i}.parquet", list(range(i * 10, i * 10 + 15)))
+    S.build(None, root, "k", error_bound=2, max_segment_keys=8)
+    folder = _idx_dir(root)
+    path = os.path.join(folder, "manifest-00000001.json")
+    with open(path) as fh:
+        doc = json.load(fh)
+    ref = doc["segment_list"]
+    with open(os.path.join(folder, ref["name"]), "rb") as fh:
+        payload = unseal(b"SVL6", fh.read(), ref["name"])
+    r = Reader(payload)  # the format-5 columns are the format-6 list without its last two
+    r.uvarint()
+    r.keys(), r.keys()
+    for _ in storage.META_INTS:
+        storage._read_big_uints(r)
+    r.blob(), r.uints(), r.uints()
+    old = seal(b"SVL5", payload[:r.pos])
+    with open(os.path.join(folder, "segments-format5.svl"), "wb") as fh:
+        fh.write(old)
+    doc.pop("checksum")
+    doc["format_version"] = 5
+    doc["segment_list"] = {**ref, "name": "segments-format5.svl", "bytes": len(old), "crc32": zlib.crc32(old)}
+    doc["checksum"] = zlib.crc32(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    idx = S.open_index(root, "k")
+    assert idx.store.segment_list(idx.manifest.segment_list) is not None
+    assert all(len(m.full) == 0 for m in idx.metas)
+    assert idx.candidates(S.Eq(12)) == [f"{root}/f0.parquet", f"{root}/f1.parquet"]
+    write_file(f"{root}/g.parquet", list(range(45)))  # every key: full files where it can
+    assert S.sync(None, root, "k").action == "sync"
+    with open(os.path.join(folder, "manifest-00000002.json")) as fh:
+        assert json.load(fh)["format_version"] == storage.MANIFEST_VERSION == 6
+    assert S.open_index(root, "k").candidates(S.Eq(44)) == [f"{root}/f3.parquet", f"{root}/g.parquet"]
 
 
 def _segment_packs(root: str) -> list[str]:

@@ -86,12 +86,13 @@ def test_exact_segment_is_resegmented_without_reading_data(tmp_path, monkeypatch
 A_KEYS = [*range(40), *range(41, 100)]  # key 40 is a hole of the segment
 
 
-@pytest.mark.parametrize("added, fast", [
-    (A_KEYS, True),  # every key of every block: the segment is rewritten as it is
-    (list(range(25)), False),  # part of a block: re-segmented (no false positive for 25..49)
-    ([*A_KEYS, 40], False),  # a key in a hole: re-segmented
+@pytest.mark.parametrize("added, outcome", [
+    (A_KEYS, "rewritten"),  # every key of every block: the segment is rewritten as it is
+    (list(range(25)), "rebuilt"),  # part of a block: re-segmented (no false positive for 25..49)
+    ([*A_KEYS[:-1], 40], "rebuilt"),  # a key in a hole: re-segmented
+    ([*A_KEYS, 40], "covered"),  # every key of the range: a full file, the segment is not rewritten
 ])
-def test_a_file_covering_whole_blocks_is_added_without_resegmenting(tmp_path, monkeypatch, added, fast) -> None:
+def test_a_file_covering_whole_blocks_is_added_without_resegmenting(tmp_path, monkeypatch, added, outcome) -> None:
     root = _table(tmp_path, {"a.parquet": A_KEYS, "b.parquet": A_KEYS})
     S.build(None, root, "k", error_bound=0)  # one segment, one exact block: {a, b} for 0..99 but 40
     assert len(S.open_index(root, "k").metas) == 1
@@ -100,14 +101,98 @@ def test_a_file_covering_whole_blocks_is_added_without_resegmenting(tmp_path, mo
     real = sync_mod.covers_whole_blocks
     monkeypatch.setattr(sync_mod, "covers_whole_blocks", lambda seg, adds: calls.append(1) or real(seg, adds))
     report = S.sync(None, root, "k")
-    assert calls and report.segments_created == 0
-    assert (report.segments_rewritten, report.segments_rebuilt) == ((1, 0) if fast else (0, 1))
+    assert bool(calls) == (outcome != "covered") and report.segments_created == 0
+    got = {"covered": report.segments_covered, "rewritten": report.segments_rewritten,
+           "rebuilt": report.segments_rebuilt}
+    assert got == {k: int(k == outcome) for k in got}
     idx = S.open_index(root, "k")
     a, b, c = (f"{root}/{n}.parquet" for n in "abc")
     for key in range(-1, 101):
         want = {f for f, ks in ((a, A_KEYS), (b, A_KEYS), (c, added)) if key in ks}
         assert set(idx.candidates(S.Eq(key))) == want, key  # exact: no false positive either way
     assert idx.stats().budget_used == 0
+
+
+def _answers(root: str, keys: range) -> dict[int, set[str]]:
+    idx = S.open_index(root, "k")
+    return {k: set(idx.candidates(S.Eq(k))) for k in keys}
+
+
+def test_a_file_holding_every_key_of_a_segment_is_recorded_in_the_segment_list(tmp_path, monkeypatch) -> None:
+    """A new file holding every key of a segment's range (a date every load covers) becomes one of
+    the segment's full files: the segment list changes, the segment is not read or rewritten, and
+    every key of the range answers the file besides what it answered before."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    root = _table(tmp_path, {f"f{i}.parquet": sorted({*rng.choice(300, 120).tolist(), *range(i, 300, 8)})
+                             for i in range(8)})  # every key 0..299 is in some file: no gap between segments
+    S.build(None, root, "k", max_segment_keys=40)
+    n = len(S.open_index(root, "k").metas)
+    assert n > 3
+    keys = range(-2, 303)
+    before = _answers(root, keys)
+    full = f"{root}/full.parquet"
+    write_file(full, list(range(300)))
+    read: list[object] = []
+    real = sync_mod.IndexStore.read_segment
+    monkeypatch.setattr(sync_mod.IndexStore, "read_segment", lambda self, ref: read.append(ref) or real(self, ref))
+    report = S.sync(None, root, "k")
+    assert (report.segments_covered, report.segments_rewritten, report.segments_rebuilt,
+            report.segments_created) == (n, 0, 0, 0) and read == []
+    idx = S.open_index(root, "k")
+    assert all(m.full.tolist() == [8] for m in idx.metas)
+    assert _answers(root, keys) == {k: before[k] | ({full} if 0 <= k < 300 else set()) for k in keys}
+    assert full in idx.candidates(S.Range(17, 18)) and full not in idx.candidates(S.Range(300, None))
+    assert idx.stats().budget_used == S.open_index(root, "k").stats().budget_used
+    # Deleting it touches the segment list only, and the answers are those of before.
+    os.remove(full)
+    report = S.sync(None, root, "k")
+    assert (report.segments_covered, report.segments_rewritten, report.segments_dropped) == (0, 0, 0) and read == []
+    assert all(len(m.full) == 0 for m in S.open_index(root, "k").metas)
+    assert _answers(root, keys) == before
+
+
+def test_full_files_move_into_the_blocks_when_a_segment_is_rewritten(tmp_path) -> None:
+    """A later file that does not cover the segment makes the sync rewrite it: the full files go
+    into its blocks first, so nothing is lost whatever path the rewrite takes."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    layout = {f"f{i}.parquet": sorted({*rng.choice(200, 80).tolist(), *range(i, 200, 6)}) for i in range(6)}
+    root = _table(tmp_path, layout)
+    S.build(None, root, "k", error_bound=0)
+    write_file(f"{root}/full.parquet", list(range(200)))
+    layout["full.parquet"] = list(range(200))
+    assert S.sync(None, root, "k").segments_covered == len(S.open_index(root, "k").metas)
+    write_file(f"{root}/some.parquet", [3, 77, 150, 250])
+    layout["some.parquet"] = [3, 77, 150, 250]
+    report = S.sync(None, root, "k")
+    assert report.segments_rewritten + report.segments_rebuilt >= 1
+    idx = S.open_index(root, "k")
+    for key in range(-1, 252):
+        want = {f"{root}/{name}" for name, ks in layout.items() if key in ks}
+        assert set(idx.candidates(S.Eq(key))) == want, key  # error bound 0: exact, before and after
+    # Rewritten in place with fewer keys: a dead full file and an added one that is not full.
+    write_file(f"{root}/full.parquet", [5])
+    layout["full.parquet"] = [5]
+    S.sync(None, root, "k")
+    idx = S.open_index(root, "k")
+    assert all(len(m.full) == 0 for m in idx.metas)
+    for key in range(-1, 252):
+        want = {f"{root}/{name}" for name, ks in layout.items() if key in ks}
+        assert set(idx.candidates(S.Eq(key))) == want, key
+
+
+def test_compaction_folds_full_files_into_the_segment_list(tmp_path) -> None:
+    root = _table(tmp_path, {"a.parquet": list(range(0, 100, 2)), "b.parquet": list(range(1, 100, 2))})
+    S.build(None, root, "k", mode="mor", max_segment_keys=10)
+    write_file(f"{root}/c.parquet", list(range(100)))
+    S.sync(None, root, "k")
+    report = S.compact(root, "k")
+    assert report.segments_covered == len(S.open_index(root, "k").metas) and report.segments_rewritten == 0
+    idx = S.open_index(root, "k")
+    assert not idx.deltas and idx.candidates(S.Eq(42)) == [f"{root}/a.parquet", f"{root}/c.parquet"]
 
 
 def test_mor_deltas_then_compact(tmp_path) -> None:
@@ -156,6 +241,7 @@ OP = st.one_of(
     st.tuples(st.just("overwrite"), st.integers(0, 50), FILE),
     st.tuples(st.just("delete"), st.integers(0, 50)),
     st.tuples(st.just("copy"), st.integers(-1, 50)),  # keys every file holds: whole blocks
+    st.tuples(st.just("span"), st.integers(-20, 120), st.integers(0, 60)),  # every key of a range: full files
     st.tuples(st.just("compact")),
 )
 PRED = st.one_of(
@@ -208,6 +294,7 @@ def test_candidates_superset_of_exact(initial, ops, mode, e, cap, preds) -> None
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(initial=st.lists(st.lists(st.integers(0, 60), min_size=1, max_size=40), min_size=1, max_size=4),
        ops=st.lists(st.one_of(st.tuples(st.just("copy"), st.integers(-1, 9)),
+                              st.tuples(st.just("span"), st.integers(0, 60), st.integers(0, 60)),
                               st.tuples(st.just("append"), FILE),
                               st.tuples(st.just("delete"), st.integers(0, 9))), min_size=1, max_size=5),
        preds=st.lists(PRED, min_size=3, max_size=8))

@@ -303,7 +303,8 @@ def write_case(w: Any, c: dict[str, Any]) -> None:
     if "sync_append_seconds" in sy:
         rep = sy["sync_append_report"]
         w(f"| sync after a 1 % append ({sy['append_rows']:,} rows, 1 file) | {sy['sync_append_seconds']:.2f} s "
-          f"({rep['action']}, {rep['segments_rewritten']} segments rewritten, {rep['segments_created']} created) "
+          f"({rep['action']}, {rep.get('segments_covered', 0)} segments covered, {rep['segments_rewritten']} "
+          f"rewritten, {rep['segments_created']} created) "
           f"= {sy['sync_append_seconds'] / c['sieve_build_seconds'] * 100:.0f} % of a full build |")
         rep = sy["sync_delete_report"]
         w(f"| sync after deleting that file | {sy['sync_delete_seconds']:.2f} s ({rep['action']}) |")

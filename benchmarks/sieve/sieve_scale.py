@@ -354,6 +354,7 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         row("min/max build (Spark scan, `groupBy(input_file_name())`)", [f"{_f(x['minmax'])} s" for x in ms], "")
         row("build ÷ min/max build", [f"{_f(x['build_ratio'])}× {_verdict(x['build_ratio'] is not None and x['build_ratio'] <= BUILD_TARGET) if x['build_ratio'] else ''}" for x in ms], f"≤ {BUILD_TARGET:g}×")
         row("sync after a 1 % append", [f"{_f(x['sync'])} s (read {_f(x['keys_read'], 0)} keys; "
+                                        f"{x['sync_report'].get('segments_covered', 0)} covered, "
                                         f"{x['sync_report'].get('segments_rewritten', 0)} rewritten, "
                                         f"{x['sync_report'].get('segments_rebuilt', 0)} re-segmented/rebuilt, "
                                         f"{x['sync_report'].get('segments_created', 0)} created)" for x in ms], "")

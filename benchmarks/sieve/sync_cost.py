@@ -158,7 +158,7 @@ def _fmt(case: dict[str, Any]) -> list[str]:
             f"{cow['sync_append_s']:.3f}", f"{100 * sync_ratio:.1f} % {ok(sync_ratio <= SYNC_TARGET)}" + (
                 "" if "spark_build_s" not in case else
                 f" ({100 * cow['sync_append_s'] / case['spark_build_s']:.1f} % of the Spark-engine build)"),
-            f"{r.get('segments_rewritten', 0)} / {r.get('segments_rebuilt', 0)} / {r.get('segments_created', 0)}",
+            " / ".join(str(r.get(f"segments_{k}", 0)) for k in ("covered", "rewritten", "rebuilt", "created")),
             f"{cow['sync_delete_s']:.3f}", f"{mor['sync_append_s']:.3f} ({100 * mor_ratio:.1f} %)",
             ("–" if "series_per_append_s" not in mor else
              f"{mor['series_per_append_s']:.3f} ({100 * mor['series_per_append_s'] / mor['build_s']:.1f} %; "
@@ -173,7 +173,7 @@ def mib(n: int | None) -> str:
 def write_report(cases: list[dict[str, Any]], path: Path, meta: dict[str, Any]) -> None:
     head = ["scale", "layout", "column", "files", "min/max scan s", "Sieve build s (engine auto picked)",
             "build ÷ min/max (≤ 2×)", "Spark-engine build s (÷ min/max)",
-            "sync after 1 % append s", "sync ÷ build (≤ 5 %)", "segments rewritten / re-segmented / created",
+            "sync after 1 % append s", "sync ÷ build (≤ 5 %)", "segments covered / rewritten / re-segmented / created",
             "sync after deleting it s", "merge-on-read: sync after the append s (÷ its build)",
             f"merge-on-read, compaction paid: {SERIES} appends synced + one compact, per append s (÷ build)",
             "build peaks MiB: JVM heap (of 1g) / Python RSS"]
@@ -190,7 +190,9 @@ def write_report(cases: list[dict[str, Any]], path: Path, meta: dict[str, Any]) 
               "rows, else the Spark aggregation and the driver's ordered pass; then writing and committing "
               "the index); *Spark-engine build* = the same with `engine=\"spark\"` where `auto` picked pyarrow; sync = `sieve.sync(spark, root, column)` after linking in the layout's "
               "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
-              "Spark queries ran once untimed on a copy of the smallest file first. *rewritten* segments keep "
+              "Spark queries ran once untimed on a copy of the smallest file first. *covered* segments took the "
+              "new file as a full file (it holds every key of their range): only the segment list changed; "
+              "*rewritten* segments keep "
               "their blocks and gain the new (block, file) pairs (a file holding all or none of each block's "
               "keys, or a budget that absorbs them); *re-segmented* segments are rebuilt from their own "
               "triples plus the new keys (no data file is read again). *Compaction paid*: on the merge-on-read "

@@ -34,7 +34,7 @@ import itertools
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,16 @@ def _locate(metas: list[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.
     pos = np.searchsorted(mins, keys, "right").astype(np.int64) - 1
     inside = (pos >= 0) & (keys <= maxs[np.clip(pos, 0, None)])
     return pos, inside
+
+
+def _by_segment(keys: np.ndarray, pos: np.ndarray, inside: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(segment index, its keys) for sorted keys located by :func:`_locate` (each segment's keys
+    are one slice: no mask per segment)."""
+    ks, ps = keys[inside], pos[inside]
+    segs, starts = np.unique(ps, return_index=True)
+    ends = [*starts[1:].tolist(), len(ps)]
+    for i, a, b in zip(segs.tolist(), starts.tolist(), ends):
+        yield i, ks[a:b]
 
 
 PRELOAD_MIN_SEGMENTS = 32  # an update touching this many segments reads their packs whole, once
@@ -255,8 +265,8 @@ def _all_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]]) -> bool:
 
 def _union(a: np.ndarray, new: list[int], dead: set[int]) -> np.ndarray:
     """Sorted file ids ``a`` without ``dead``, with ``new`` (uint32; small sets: plain Python)."""
-    if not dead and (not len(a) or not new or min(new) > int(a[-1])):
-        return np.concatenate([a, np.asarray(sorted(set(new)), np.uint32)]).astype(np.uint32)
+    if not dead and (not len(a) or not new or min(new) > int(a[-1])):  # new ids come last
+        return np.append(a, np.asarray(sorted(set(new)), np.uint32))
     return np.asarray(sorted({f for f in a.tolist() if f not in dead} | set(new)), np.uint32)
 
 
@@ -267,7 +277,8 @@ def _with_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]], dead: set[
     locations = _union(meta.locations, new, dead)
     if not len(locations):
         return None
-    return SegmentMeta(**{**vars(meta), "full": _union(meta.full, new, dead), "locations": locations})
+    return SegmentMeta(meta.s_min, meta.s_max, meta.b_size, meta.b_count, meta.budget, meta.used, meta.n_keys,
+                       meta.file, locations, _union(meta.full, new, dead))
 
 
 def _put_full_in_blocks(seg: Segment, full: np.ndarray) -> None:
@@ -289,8 +300,8 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
         if len(keys) == 0:
             continue
         pos, inside = _locate(metas, keys)
-        for i in np.unique(pos[inside]).tolist():
-            pending[i].append((fid, keys[inside & (pos == i)]))
+        for i, ks in _by_segment(keys, pos, inside):
+            pending[i].append((fid, ks))
         if not inside.all():
             outside.append((fid, keys[~inside]))
     counts = cache.counts
@@ -415,9 +426,8 @@ def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndar
         if len(keys) == 0:
             continue
         pos, inside = _locate(metas, keys)
-        for i in np.unique(pos[inside]).tolist():
+        for i, ks in _by_segment(keys, pos, inside):
             s = metas[i]
-            ks = keys[inside & (pos == i)]
             if s.b_size > 1 and not _all_full(s, [(fid, ks)]):  # a full file will cost nothing
                 blocks = {(int(k) - s.s_min) // s.b_size for k in ks.tolist()}
                 s.used += len(blocks) * (s.b_size - 1)

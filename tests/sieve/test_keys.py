@@ -47,3 +47,15 @@ def test_old_key_type_dicts_load_and_non_string_dicts_keep_their_shape() -> None
     assert KeyType("int", "bigint").to_dict() == old  # readable by releases without string keys
     s = KeyType("string", "string", width=15, prefix=b"Clerk#".hex())
     assert KeyType.from_dict(s.to_dict()) == s and s.prefix_bytes == b"Clerk#"
+
+
+@pytest.mark.parametrize("values", [[], [5], [3, 3, 3], [1, 2, 2, 9], [9, -4, 9, 0, -(1 << 62), 1 << 62, 0],
+                                    list(range(1000, 0, -3)) * 2])
+def test_unique_sorted_equals_numpy_unique(values) -> None:
+    import numpy as np
+
+    from airflow_provider_lineage.sieve.keys import unique_sorted
+
+    a = np.asarray(values, np.int64)
+    got = unique_sorted(a)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()

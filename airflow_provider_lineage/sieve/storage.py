@@ -40,6 +40,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -491,9 +492,10 @@ class IndexStore:
         """fsync every file written since the last commit, a few at a time, then the folder: a
         published manifest only names files that are on disk (one sync per file, in parallel)."""
         paths = [self._full(n) for n in self.written]
-        if paths:
-            with ThreadPoolExecutor(max_workers=min(FSYNC_THREADS, len(paths))) as pool:
-                list(pool.map(_fsync_file, paths))
+        if len(paths) == 1:
+            _fsync_file(paths[0])
+        elif paths:
+            list(_fsync_pool().map(_fsync_file, paths))
         _fsync_dir(self.path)
 
     def _read(self, ref: FileRef, magic: bytes) -> bytes:
@@ -716,7 +718,7 @@ class IndexStore:
             full_lens, full_flat = metas.full_columns()
         else:
             s_min, s_max = [m.s_min for m in metas], [m.s_max for m in metas]
-            ints = [[get(m) for m in metas] for get in META_INTS]
+            ints = [list(map(get, metas)) for get in META_INTS]
             names = [m.file.name for m in metas]
             lens, flat = _set_columns([m.locations for m in metas])
             full_lens, full_flat = _set_columns([m.full for m in metas])
@@ -1033,9 +1035,8 @@ class PagedSegment:
 
 
 # The integer fields of a segment-list entry, in the order the list stores them.
-META_INTS = (lambda m: m.b_size, lambda m: m.b_count, lambda m: m.budget, lambda m: m.used,
-              lambda m: m.n_keys, lambda m: m.file.bytes, lambda m: m.file.crc32, lambda m: m.file.records,
-              lambda m: m.file.offset)
+META_INTS = tuple(attrgetter(name) for name in ("b_size", "b_count", "budget", "used", "n_keys", "file.bytes",
+                                                 "file.crc32", "file.records", "file.offset"))
 
 
 def _key_column(values: list[int]) -> np.ndarray:
@@ -1051,7 +1052,7 @@ def _key_column(values: list[int]) -> np.ndarray:
 
 def _big_uints(w: Writer, values: list[int]) -> None:
     """Non-negative integers: byte planes when they fit in 63 bits, else varints (flag byte first)."""
-    if all(v < (1 << 63) for v in values):
+    if max(values, default=0) < (1 << 63):
         w.buf.append(0)
         w.uints(np.asarray(values, np.int64))
     else:
@@ -1177,6 +1178,15 @@ class SegmentList(Sequence[SegmentMeta]):
         nbytes, crc, records, offsets = self.ints[-4:]
         return [FileRef(*x) for x in zip(self.names, nbytes, crc, records, offsets, strict=True)]
 
+    def __iter__(self) -> Iterator[SegmentMeta]:
+        """Every entry, the location sets decoded in one pass (what a sync walks)."""
+        locs, bounds, full = np.asarray(self.locs, np.uint32), self.bounds, self._full
+        for i, (lo, hi, b_size, b_count, budget, used, n_keys, nbytes, crc, records, offset, name) in enumerate(
+                zip(self.s_min, self.s_max, *self.ints, self.names, strict=True)):
+            yield SegmentMeta(lo, hi, b_size, b_count, budget, used, n_keys,
+                              FileRef(name, nbytes, crc, records, offset), locs[bounds[i]:bounds[i + 1]],
+                              full.get(i, _NO_FILES))
+
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -1206,6 +1216,16 @@ def _link_if_absent(src: str, dst: str) -> None:
 
 
 FSYNC_THREADS = 8
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _fsync_pool() -> ThreadPoolExecutor:
+    """One thread pool per process for fsyncs (starting threads costs more than three fsyncs of
+    small files here); a forked child makes its own, as the parent's threads do not exist in it."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=FSYNC_THREADS, thread_name_prefix="sieve-fsync"))
+    return _POOL[1]
 
 
 def _fsync_file(path: str) -> None:

@@ -266,7 +266,11 @@ def _all_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]]) -> bool:
 def _union(a: np.ndarray, new: list[int], dead: set[int]) -> np.ndarray:
     """Sorted file ids ``a`` without ``dead``, with ``new`` (uint32; small sets: plain Python)."""
     if not dead and (not len(a) or not new or min(new) > int(a[-1])):  # new ids come last
-        return np.append(a, np.asarray(sorted(set(new)), np.uint32))
+        tail = sorted(set(new))
+        out = np.empty(len(a) + len(tail), np.uint32)
+        out[:len(a)] = a
+        out[len(a):] = tail
+        return out
     return np.asarray(sorted({f for f in a.tolist() if f not in dead} | set(new)), np.uint32)
 
 

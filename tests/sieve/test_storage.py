@@ -392,3 +392,22 @@ def test_small_pack_limit_splits_packs_and_reads_unflushed_segments(tmp_path, mo
     assert not idx.manifest.deltas
     for k in (5, 7, 105, 205, 307, 150):
         assert exact_files(layout, k, k) <= set(idx.candidates(S.Eq(k)))
+
+
+def _sync_in_child(root: str) -> None:
+    S.sync(None, root, "k")
+
+
+def test_a_forked_child_commits_with_its_own_fsync_threads(table: str) -> None:
+    """The fsync thread pool lives per process: a child forked after the parent committed (an
+    Airflow task runner forks) must not wait on the parent's threads, which do not exist in it."""
+    import multiprocessing
+
+    write_file(f"{table}/more.parquet", [7, 8])
+    S.sync(None, table, "k")  # the parent's pool exists now
+    write_file(f"{table}/more2.parquet", [9])
+    child = multiprocessing.get_context("fork").Process(target=_sync_in_child, args=(table,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert f"{table}/more2.parquet" in S.open_index(table, "k").candidates(S.Eq(9))

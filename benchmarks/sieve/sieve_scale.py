@@ -164,7 +164,26 @@ def listing_floor(root: str, repeats: int = 15) -> dict[str, Any]:
             os.stat(f)
         stats.append(time.perf_counter() - t0)
     return {"listing_ms": statistics.median(listing) * 1000, "names_listing_ms": statistics.median(names) * 1000,
-            "stat_loop_ms": statistics.median(stats) * 1000, "listed_files": len(files)}
+            "stat_loop_ms": statistics.median(stats) * 1000, "listed_files": len(files),
+            **c_stat_floor(root, repeats)}
+
+
+def c_stat_floor(root: str, repeats: int = 15) -> dict[str, Any]:
+    """The same walk and stat per data file in C (``stat_floor.c``, compiled here when a C compiler
+    is on the PATH): the kernel's share of a stale-safe check, whatever language does it."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return {}
+    source = Path(__file__).resolve().parent / "stat_floor.c"
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "stat_floor")
+        subprocess.run([cc, "-O2", "-o", exe, str(source)], check=True)
+        out = subprocess.run([exe, root, str(repeats)], check=True, capture_output=True, text=True).stdout.split()
+    return {"c_stat_floor_ms": float(out[0]), "c_stat_files": int(out[1])}
 
 
 # ---- report -------------------------------------------------------------------------------------
@@ -246,7 +265,7 @@ def maintenance(case: dict[str, Any] | None) -> dict[str, Any]:
             "names_cold": lk.get("names_cold_wall_ms"), "names_warm": lk.get("names_warm_wall_ms"),
             "names_cold_cpu": lk.get("names_cold_cpu_ms"),
             "listing": lk.get("listing_ms"), "stat_loop": lk.get("stat_loop_ms"), "listed": lk.get("listed_files"),
-            "names_listing": lk.get("names_listing_ms"),
+            "names_listing": lk.get("names_listing_ms"), "c_floor": lk.get("c_stat_floor_ms"),
             "memory": mem, "index_bytes": c.get("index", {}).get("index_bytes"),
             "segments": c.get("index", {}).get("stats", {}).get("segments")}
 
@@ -376,9 +395,10 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
             [f"{_f(x['fresh_cold'])} / {_f(x['fresh_cold_cpu'])} ms; {_f(x['fresh_warm'])} ms" for x in ms],
             f"< {LOOKUP_TARGET_MS:g} ms")
         row("the staleness checks alone: listing paths, sizes and mtimes / file names only / a bare `os.stat` "
-            "of every file (median)",
-            [f"{_f(x['listing'])} / {_f(x['names_listing'])} / {_f(x['stat_loop'])} ms ({_f(x['listed'], 0)} files)"
-             if x["listing"] is not None else "–" for x in ms], "")
+            "of every file / the same walk and stat per file in C (`stat_floor.c`: the system calls alone) "
+            "(median)",
+            [f"{_f(x['listing'])} / {_f(x['names_listing'])} / {_f(x['stat_loop'])} / {_f(x['c_floor'])} ms "
+             f"({_f(x['listed'], 0)} files)" if x["listing"] is not None else "–" for x in ms], "")
         row("build: driver JVM heap peak / max heap",
             [f"{_mib(x['memory'].get('jvm_heap_peak'))} / {_mib(x['memory'].get('jvm_heap_max'))}" for x in ms],
             "bounded with `spark.driver.memory=1g`")
@@ -406,7 +426,8 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
       "relative to its folder's descriptor) is what "
       "keeps a lookup safe on a stale index; it grows with the number of files (200 adversarial, 2,526 "
       "late). *The staleness checks alone* time that listing (`list_table_versions`), the names-only one "
-      "(`list_table_paths`) and a bare `os.stat` loop over the same files: "
+      "(`list_table_paths`), a bare `os.stat` loop over the same files and the same walk in C "
+      "(`stat_floor.c`, compiled by the script when a C compiler is on the PATH): "
       "the system calls any check of every file pays, whatever the index. *Checking file names only* is "
       "`candidates(pred, freshness=\"names\")`: the folders' entries without a stat per file; it sees added, "
       "removed and renamed files but not a file rewritten in place under its old name (safe for Spark, Hive "

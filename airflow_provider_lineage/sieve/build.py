@@ -146,16 +146,9 @@ class ColumnSink:
 
     def segment_list(self) -> SegmentList:
         """The entries sorted by key range (Arrow batches arrive in no particular order)."""
-        order = sorted(range(len(self.s_min)), key=self.s_min.__getitem__)
         locs = np.frombuffer(self.locs, np.uint32) if len(self.locs) else np.empty(0, np.uint32)
-        bounds = np.frombuffer(self.bounds, np.int64)
-        lens, starts = np.diff(bounds)[order], bounds[:-1][order]
-        total = int(lens.sum())
-        # the sets in the new order: each segment's range of locs, concatenated
-        take = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
-        return SegmentList([self.s_min[i] for i in order], [self.s_max[i] for i in order],
-                           [[col[i] for i in order] for col in self.ints], [self.names[i] for i in order],
-                           locs[take], [0, *np.cumsum(lens).tolist()])
+        columns = SegmentList(self.s_min, self.s_max, self.ints, self.names, locs, np.frombuffer(self.bounds, np.int64))
+        return columns.select(sorted(range(len(self.s_min)), key=self.s_min.__getitem__))
 
 
 def meta_for(store: IndexStore, seg: Segment, error_bound: int, used: int = 0) -> SegmentMeta:

@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -664,15 +664,15 @@ class IndexStore:
             self._put(name, data)
         self.written.append(name)
 
-    def repack(self, metas: list[SegmentMeta], min_live: float = REPACK_MIN_LIVE) -> list[SegmentMeta]:
+    def repack(self, metas: Sequence[SegmentMeta], min_live: float = REPACK_MIN_LIVE) -> Sequence[SegmentMeta]:
         """Copy the live segments of some packs into the open pack, byte for byte, so that those
         packs can be pruned: packs that are mostly dead (live bytes < ``min_live`` of the pack), so
         an index takes at most about ``1 / min_live`` times its live bytes however many updates
         rewrote parts of it; and all small packs once there are more than :data:`MAX_SMALL_PACKS`
         (every update writes one), so the number of files stays bounded too."""
         live: dict[str, int] = {}
-        for m in metas:
-            live[m.file.name] = live.get(m.file.name, 0) + m.file.bytes
+        for ref in segment_files(metas):
+            live[ref.name] = live.get(ref.name, 0) + ref.bytes
         sizes = self._sizes([n for n in live if n != self._pack_name])
         sparse = {n for n, size in sizes.items() if live[n] < min_live * size}
         small = {n for n, size in sizes.items() if size < SMALL_PACK_BYTES}
@@ -704,24 +704,18 @@ class IndexStore:
         wanted = set(names)
         return {i.base_name: i.size or 0 for i in infos if i.base_name in wanted}
 
-    def write_segment_list(self, metas: list[SegmentMeta]) -> FileRef:
+    def write_segment_list(self, metas: Sequence[SegmentMeta]) -> FileRef:
         """Segment list (SVL6), column by column so that opening an index decodes it vectorised:
         key ranges (ascending), the integer fields (with each segment's byte range in its pack), the
         pack names, then every location set and every set of full files as file id deltas
         (restarting at each segment) with the sets' lengths."""
         w = Writer()
         w.uvarint(len(metas))
-        if isinstance(metas, SegmentList):  # a build's columns: no entry is built
-            s_min, s_max, ints, names = metas.s_min, metas.s_max, metas.ints, metas.names
-            lens = np.diff(np.asarray(metas.bounds, np.int64))
-            flat = np.asarray(metas.locs, np.int64)
-            full_lens, full_flat = metas.full_columns()
-        else:
-            s_min, s_max = [m.s_min for m in metas], [m.s_max for m in metas]
-            ints = [list(map(get, metas)) for get in META_INTS]
-            names = [m.file.name for m in metas]
-            lens, flat = _set_columns([m.locations for m in metas])
-            full_lens, full_flat = _set_columns([m.full for m in metas])
+        metas = SegmentList.of(metas)
+        s_min, s_max, ints, names = metas.s_min, metas.s_max, metas.ints, metas.names
+        lens = np.diff(np.asarray(metas.bounds, np.int64))
+        flat = np.asarray(metas.locs, np.int64)
+        full_lens, full_flat = metas.full_columns()
         w.keys(_key_column(list(s_min)))
         w.keys(_key_column(list(s_max)))
         for column in ints:
@@ -731,7 +725,7 @@ class IndexStore:
             w.uints(set_lens)
             w.uints(_set_deltas(set_lens, set_flat))
         ref = self._write("segments", ".svl", seal(b"SVL6", bytes(w.buf)), len(metas))
-        self._lists[(ref.name, ref.crc32)] = metas if isinstance(metas, SegmentList) else list(metas)
+        self._lists[(ref.name, ref.crc32)] = metas
         return ref
 
     def read_segment_list(self, ref: FileRef | None) -> list[SegmentMeta]:
@@ -802,7 +796,8 @@ class IndexStore:
         manifest.created = now_iso()
         manifest.file_table = self.write_file_table(manifest.files, manifest.table.root)
         # The packs, named in the manifest: pruning then need not decode every kept segment list.
-        manifest.packs = sorted({m.file.name for m in self.read_segment_list(manifest.segment_list)})
+        listed = self.segment_list(manifest.segment_list)
+        manifest.packs = sorted(set(listed.names) if isinstance(listed, SegmentList) else {m.file.name for m in listed})
         data = manifest.to_json().encode()
         if self.local:
             created = self._publish_local(version, data)
@@ -1147,6 +1142,42 @@ class SegmentList(Sequence[SegmentMeta]):
         self._locs, self._deltas = locs, deltas
         self._full = full or {}  # segment -> its full files (a build has none)
 
+    @classmethod
+    def of(cls, metas: Sequence[SegmentMeta]) -> SegmentList:
+        """The columns of some entries (in their order), or ``metas`` itself if it is a list of columns."""
+        if isinstance(metas, SegmentList):
+            return metas
+        lens, flat = _set_columns([m.locations for m in metas])
+        return cls([m.s_min for m in metas], [m.s_max for m in metas], [list(map(get, metas)) for get in META_INTS],
+                   [m.file.name for m in metas], flat.astype(np.uint32), [0, *np.cumsum(lens).tolist()], None,
+                   {i: m.full for i, m in enumerate(metas) if len(m.full)})
+
+    def select(self, idx: Sequence[int]) -> SegmentList:
+        """The segments ``idx`` (any order: the new list keeps it), column by column."""
+        bounds = np.asarray(self.bounds, np.int64)
+        pick = np.asarray(idx, np.int64)
+        lens, starts = np.diff(bounds)[pick], bounds[:-1][pick]
+        total = int(lens.sum())
+        take = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
+        order = pick.tolist()
+        full = {j: self._full[i] for j, i in enumerate(order) if i in self._full} if self._full else {}
+        get = (lambda col: [col[i] for i in order]) if len(order) < 2 else (lambda col: list(itemgetter(*order)(col)))
+        return SegmentList(get(self.s_min), get(self.s_max), [get(col) for col in self.ints], get(self.names),
+                           np.asarray(self.locs, np.uint32)[take], [0, *np.cumsum(lens).tolist()], None, full)
+
+    def merged(self, other: SegmentList) -> SegmentList:
+        """Both lists' segments, sorted by key range."""
+        if not len(other):
+            return self
+        n = len(self)
+        both = SegmentList(
+            [*self.s_min, *other.s_min], [*self.s_max, *other.s_max],
+            [[*a, *b] for a, b in zip(self.ints, other.ints, strict=True)], [*self.names, *other.names],
+            np.concatenate([np.asarray(self.locs, np.uint32), np.asarray(other.locs, np.uint32)]),
+            [*self.bounds, *(np.asarray(other.bounds[1:], np.int64) + int(self.bounds[-1])).tolist()], None,
+            {**self._full, **{i + n: f for i, f in other._full.items()}})
+        return both.select(sorted(range(len(both)), key=both.s_min.__getitem__))
+
     @property
     def locs(self) -> Sequence[int]:
         """Every location set, concatenated (decoded from the deltas on first use)."""
@@ -1160,6 +1191,10 @@ class SegmentList(Sequence[SegmentMeta]):
         if self._locs is None:
             return np.cumsum(self._deltas[b0:b1], dtype=np.int64).astype(np.uint32)
         return np.asarray(self._locs[b0:b1], np.uint32)
+
+    def full_sets(self) -> dict[int, np.ndarray]:
+        """The segments that have full files -> those files (a copy of the mapping)."""
+        return dict(self._full)
 
     def full(self, i: int) -> np.ndarray:
         """Segment ``i``'s full files (sorted file ids; usually none)."""

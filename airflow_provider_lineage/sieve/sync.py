@@ -34,7 +34,7 @@ import itertools
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,7 @@ from .keys import as_key_array
 from .model import Segment, Segmenter, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
-from .storage import IndexStore, Manifest, SegmentMeta, commit_attempts
+from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts
 from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolve_table
 
 
@@ -80,12 +80,13 @@ class _KeyCache:
         return self.cache[fid]
 
 
-def _locate(metas: list[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _locate(metas: Sequence[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For sorted keys: index of the segment with s_min <= k (-1 if none) and whether k is inside."""
-    if not metas:
+    if not len(metas):
         return np.full(len(keys), -1, np.int64), np.zeros(len(keys), bool)
-    mins = as_key_array(m.s_min for m in metas)
-    maxs = as_key_array(m.s_max for m in metas)
+    cols = metas if isinstance(metas, SegmentList) else None
+    mins = as_key_array(cols.s_min if cols is not None else (m.s_min for m in metas))
+    maxs = as_key_array(cols.s_max if cols is not None else (m.s_max for m in metas))
     if keys.dtype == object or mins.dtype == object:
         mins, maxs, keys = mins.astype(object), maxs.astype(object), keys.astype(object)
     pos = np.searchsorted(mins, keys, "right").astype(np.int64) - 1
@@ -247,42 +248,17 @@ def _resegment(store: IndexStore, m: Manifest, seg: Segment, adds: list[tuple[in
     return _segments_from(store, m, pairs) if pairs else []
 
 
-def _all_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]]) -> bool:
-    """Whether each added file holds every key of the segment's range (and is new to it).
+def _all_full(s_min: int, s_max: int, adds: list[tuple[int, np.ndarray]], newest: int) -> bool:
+    """Whether each added file holds every key of the segment's range [s_min, s_max] (and is a
+    new file: its id is above every id in the segment list, ``newest``).
 
-    The keys given are the file's unique keys inside [s_min, s_max], so holding as many keys as the
+    The keys given are the file's unique keys inside the range, so holding as many keys as the
     range is wide means holding all of them. Such files are recorded as the segment's *full* files
     in the segment list and the segment is not rewritten: every key of the range is in each of
     them, so no false positive is added and no change point of R(k) moves (the common case of a
     dense column every load covers, e.g. dates or small codes)."""
-    width = int(meta.s_max) - int(meta.s_min) + 1
-    if not all(ks.dtype != object and len(ks) == width for _, ks in adds):
-        return False
-    fids = [fid for fid, _ in adds]
-    locs = meta.locations
-    return not len(locs) or min(fids) > int(locs[-1]) or not np.isin(fids, locs).any()  # new ids: the first test
-
-
-def _union(a: np.ndarray, new: list[int], dead: set[int]) -> np.ndarray:
-    """Sorted file ids ``a`` without ``dead``, with ``new`` (uint32; small sets: plain Python)."""
-    if not dead and (not len(a) or not new or min(new) > int(a[-1])):  # new ids come last
-        tail = sorted(set(new))
-        out = np.empty(len(a) + len(tail), np.uint32)
-        out[:len(a)] = a
-        out[len(a):] = tail
-        return out
-    return np.asarray(sorted({f for f in a.tolist() if f not in dead} | set(new)), np.uint32)
-
-
-def _with_full(meta: SegmentMeta, adds: list[tuple[int, np.ndarray]], dead: set[int]) -> SegmentMeta | None:
-    """The segment's list entry with the added full files and without dead full files (None when
-    nothing is left in it)."""
-    new = [fid for fid, _ in adds]
-    locations = _union(meta.locations, new, dead)
-    if not len(locations):
-        return None
-    return SegmentMeta(meta.s_min, meta.s_max, meta.b_size, meta.b_count, meta.budget, meta.used, meta.n_keys,
-                       meta.file, locations, _union(meta.full, new, dead))
+    width = int(s_max) - int(s_min) + 1
+    return all(ks.dtype != object and len(ks) == width and fid > newest for fid, ks in adds)
 
 
 def _put_full_in_blocks(seg: Segment, full: np.ndarray) -> None:
@@ -294,29 +270,96 @@ def _put_full_in_blocks(seg: Segment, full: np.ndarray) -> None:
             seg.add_keys(keys, fid)  # exact: the file holds each of them
 
 
-def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
+def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMeta],
                       adds: Iterable[tuple[int, np.ndarray]], dead: set[int], charge: bool,
-                      cache: _KeyCache) -> list[SegmentMeta]:
-    """Copy-on-write application of added (file id, sorted unique keys) and dead file ids."""
+                      cache: _KeyCache) -> SegmentList:
+    """Copy-on-write application of added (file id, sorted unique keys) and dead file ids.
+
+    Works on the segment list's columns: the segments that only change in the list (untouched,
+    a new full file, a dead full file) are edited there, vectorised; only the others are read,
+    rewritten or re-segmented (:func:`_rework`)."""
+    cols = SegmentList.of(metas)
     pending: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
     outside: list[tuple[int, np.ndarray]] = []
     for fid, keys in adds:
         if len(keys) == 0:
             continue
-        pos, inside = _locate(metas, keys)
+        pos, inside = _locate(cols, keys)
         for i, ks in _by_segment(keys, pos, inside):
             pending[i].append((fid, ks))
         if not inside.all():
             outside.append((fid, keys[~inside]))
+    n = len(cols)
+    bounds = np.asarray(cols.bounds, np.int64)
+    locs = np.asarray(cols.locs, np.int64)
+    seg_of = np.repeat(np.arange(n), np.diff(bounds))
+    dead_ids = np.fromiter(dead, np.int64, len(dead))
+    is_dead = np.isin(locs, dead_ids) if dead else np.zeros(len(locs), bool)
+    full = cols.full_sets()
+    f_seg, f_fid = _flat_sets(full)
+    in_full = np.isin(seg_of * (1 << 32) + locs, f_seg * (1 << 32) + f_fid)  # one of its segment's full files
+    newest = int(locs.max()) if len(locs) else -1
+    covered = {i for i, adds_here in pending.items() if _all_full(cols.s_min[i], cols.s_max[i], adds_here, newest)}
+    budget, used = np.asarray(cols.ints[2], np.int64), np.asarray(cols.ints[3], np.int64)  # META_INTS order
+    work = set(pending) - covered
+    work.update(np.flatnonzero((used > 0) & (used >= budget)).tolist())  # over budget: rebuilt
+    work.update(np.unique(seg_of[is_dead & ~in_full]).tolist())  # a dead file in the blocks
+    out = _rework(store, m, cols, sorted(work), pending, outside, dead, charge, cache)
+    # Everything else changes in the list only: dead full files leave, new full files join.
+    keep_loc = ~is_dead
+    lens = np.bincount(seg_of[keep_loc], minlength=n)
+    edited = locs[keep_loc]
+    new_full = full
+    if dead and len(f_fid):
+        alive = ~np.isin(f_fid, dead_ids)
+        new_full = _grouped(f_seg[alive], f_fid[alive])
+    inserts = sorted((i, fid) for i in covered - work for fid, _ in pending[i])
+    if inserts:
+        at = np.asarray([i for i, _ in inserts], np.int64)
+        ends = np.concatenate([[0], np.cumsum(lens)])[at + 1]
+        edited = np.insert(edited, ends, np.asarray([fid for _, fid in inserts], np.int64))
+        np.add.at(lens, at, 1)
+        for i, fid in inserts:
+            old = new_full.get(i)
+            new_full[i] = np.asarray([fid], np.uint32) if old is None else np.append(old, np.uint32(fid))
+    cache.counts.covered += len(covered - work)
+    kept = [i for i in range(n) if i not in work and lens[i] > 0]
+    cache.counts.dropped += sum(1 for i in range(n) if i not in work and lens[i] == 0)
+    edited_cols = SegmentList(cols.s_min, cols.s_max, cols.ints, cols.names, edited.astype(np.uint32),
+                              [0, *np.cumsum(lens).tolist()], None, new_full)
+    return edited_cols.select(kept).merged(SegmentList.of(out))
+
+
+def _flat_sets(sets: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """{segment: file ids} as two aligned int64 arrays (segment, file id), by segment."""
+    if not sets:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    segs = sorted(sets)
+    lens = np.fromiter((len(sets[i]) for i in segs), np.int64, len(segs))
+    return np.repeat(np.asarray(segs, np.int64), lens), np.concatenate([sets[i] for i in segs]).astype(np.int64)
+
+
+def _grouped(segs: np.ndarray, fids: np.ndarray) -> dict[int, np.ndarray]:
+    """The inverse of :func:`_flat_sets` (segments ascending)."""
+    keys, starts = np.unique(segs, return_index=True)
+    ends = [*starts[1:].tolist(), len(segs)]
+    return {i: fids[a:b].astype(np.uint32) for i, a, b in zip(keys.tolist(), starts.tolist(), ends)}
+
+
+def _rework(store: IndexStore, m: Manifest, cols: SegmentList, work: list[int],
+            pending: dict[int, list[tuple[int, np.ndarray]]], outside: list[tuple[int, np.ndarray]],
+            dead: set[int], charge: bool, cache: _KeyCache) -> list[SegmentMeta]:
+    """The segments ``work`` (ascending) read and rewritten, re-segmented or rebuilt with their new
+    keys and without dead files, and new segments for the keys ``outside`` every segment."""
     counts = cache.counts
     out: list[SegmentMeta] = []
     # Outside keys: the gap each lies in (gap p follows segment p); a run takes those of its gaps.
     int_keys = not any(k.dtype == object for _, k in outside) and all(
-        isinstance(x.s_min, int) and abs(x.s_min) < 1 << 62 and abs(x.s_max) < 1 << 62 for x in metas)
+        isinstance(lo, int) and abs(lo) < 1 << 62 and abs(hi) < 1 << 62 for lo, hi in zip(cols.s_min, cols.s_max))
     okeys = (np.concatenate([k.astype(object) if not int_keys else k for _, k in outside]) if outside
              else np.empty(0, np.int64))
     ofids = np.concatenate([np.full(len(k), fid, np.int64) for fid, k in outside]) if outside else okeys
-    opos = _locate(metas, okeys)[0] if outside else np.empty(0, np.int64)
+    opos = _locate(cols, okeys)[0] if outside else np.empty(0, np.int64)
     taken = np.zeros(len(okeys), bool)
     run: list[tuple[int, np.ndarray, np.ndarray]] = []  # consecutive exact segments: (index, keys, fids)
 
@@ -335,29 +378,12 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
         counts.rebuilt += len(run)
         run.clear()
 
-    covered = {i for i, adds_here in pending.items() if _all_full(metas[i], adds_here)}
-    touched = [meta.file.name for i, meta in enumerate(metas) if i in pending and i not in covered]
+    touched = [cols.names[i] for i in work]
     with store.packs_in_memory(touched if len(touched) >= PRELOAD_MIN_SEGMENTS else []):
-        for i, meta in enumerate(metas):
-            full = meta.full
-            hit_dead = full_dead = False  # a dead file in the blocks / among the full files
-            if dead and (gone := dead.intersection(meta.locations.tolist())):
-                in_full = gone.intersection(full.tolist())
-                hit_dead, full_dead = bool(gone - in_full), bool(in_full)
-            if not hit_dead and not over_budget(meta.used, meta.budget) and (i not in pending or i in covered):
-                flush_run()
-                if i in pending or full_dead:  # only the segment list changes
-                    kept = _with_full(meta, pending.get(i, []), dead)
-                    if kept is None:
-                        counts.dropped += 1
-                    else:
-                        out.append(kept)
-                        counts.covered += i in pending
-                else:
-                    out.append(meta)
-                continue
+        for i in work:  # a segment left out ends a run, as run[-1][0] != i - 1 tells
+            meta = cols[i]
             seg = store.read_segment(meta.file)
-            _put_full_in_blocks(seg, np.asarray([f for f in full.tolist() if f not in dead], np.int64))
+            _put_full_in_blocks(seg, np.asarray([f for f in meta.full.tolist() if f not in dead], np.int64))
             seg.drop_locations(dead)
             adds_here = pending.get(i, [])
             if adds_here and seg.b_size > 1 and covers_whole_blocks(seg, adds_here):
@@ -419,7 +445,6 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: list[SegmentMeta],
                 new = _segments_from_arrays(store, m, okeys[here].astype(np.int64), ofids[here])
             counts.created += len(new)
             out.extend(new)
-    out.sort(key=lambda s: s.s_min)
     return out
 
 
@@ -432,7 +457,8 @@ def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndar
         pos, inside = _locate(metas, keys)
         for i, ks in _by_segment(keys, pos, inside):
             s = metas[i]
-            if s.b_size > 1 and not _all_full(s, [(fid, ks)]):  # a full file will cost nothing
+            if s.b_size > 1 and not _all_full(s.s_min, s.s_max, [(fid, ks)], int(s.locations.max()) if len(s.locations) else -1):
+                # a full file will cost nothing
                 blocks = {(int(k) - s.s_min) // s.b_size for k in ks.tolist()}
                 s.used += len(blocks) * (s.b_size - 1)
     return metas
@@ -466,16 +492,16 @@ def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: lis
         if n_null:
             nulls.add(fid)
         adds.append((fid, keys))
-    metas = store.read_segment_list(base.segment_list)
     dead = set(gone) | set(base.dead_files)
+    metas: Sequence[SegmentMeta]
     if base.mode == "cow":
-        metas = apply_to_segments(store, base, metas, adds, dead, True, cache)
+        metas = apply_to_segments(store, base, store.segment_list(base.segment_list), adds, dead, True, cache)
         deltas, dead_files = list(base.deltas), []
         if base.deltas:  # switched from mor: fold the old deltas as well
             metas = apply_to_segments(store, base, metas, _delta_adds(store, base, files), set(), False, cache)
             deltas = []
     else:
-        metas = _project_budgets(metas, adds)
+        metas = _project_budgets(store.read_segment_list(base.segment_list), adds)
         deltas, dead_files = list(base.deltas), sorted(dead)
         if adds:
             obj = any(k.dtype == object for _, k in adds)

@@ -1102,10 +1102,15 @@ def _decode_segment_list(data: bytes, full: bool = True) -> SegmentList:
     # The location sets stay delta-coded until asked for: a point lookup needs one segment's set.
     full_sets = None
     if len(full_deltas):  # few segments have full files: decoded at once, kept by segment
-        cuts = np.cumsum(full_lens)
-        flat = _running_sums(full_deltas, [0, *cuts.tolist()])
-        full_sets = {int(i): flat[cuts[i] - full_lens[i]:cuts[i]] for i in np.flatnonzero(full_lens)}
+        full_sets = sets_by_segment(full_lens, _running_sums(full_deltas, [0, *np.cumsum(full_lens).tolist()]))
     return SegmentList(s_min, s_max, ints, names, None, [0, *np.cumsum(lengths).tolist()], deltas, full_sets)
+
+
+def sets_by_segment(lens: np.ndarray, flat: np.ndarray) -> dict[int, np.ndarray]:
+    """{segment: its file ids (uint32)} for the segments with a non-empty set, from every set's
+    length and their concatenation."""
+    cuts = np.cumsum(lens)
+    return {int(i): flat[cuts[i] - lens[i]:cuts[i]].astype(np.uint32) for i in np.flatnonzero(lens)}
 
 
 def _running_sums(deltas: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
@@ -1201,10 +1206,13 @@ class SegmentList(Sequence[SegmentMeta]):
         return self._full.get(i, _NO_FILES)
 
     def full_columns(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every segment's full files as (lengths, concatenation)."""
+        """Every segment's full files as (lengths, concatenation), int64."""
+        lens = np.zeros(len(self), np.int64)
         if not self._full:
-            return np.zeros(len(self), np.int64), np.empty(0, np.int64)
-        return _set_columns([self.full(i) for i in range(len(self))])
+            return lens, np.empty(0, np.int64)
+        segs = sorted(self._full)
+        lens[segs] = [len(self._full[i]) for i in segs]
+        return lens, np.concatenate([self._full[i] for i in segs]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.s_min)

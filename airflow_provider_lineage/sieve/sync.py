@@ -46,7 +46,7 @@ from .keys import as_key_array
 from .model import Segment, Segmenter, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
-from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts
+from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, sets_by_segment
 from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolve_table
 
 
@@ -295,8 +295,8 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     seg_of = np.repeat(np.arange(n), np.diff(bounds))
     dead_ids = np.fromiter(dead, np.int64, len(dead))
     is_dead = np.isin(locs, dead_ids) if dead else np.zeros(len(locs), bool)
-    full = cols.full_sets()
-    f_seg, f_fid = _flat_sets(full)
+    full_lens, f_fid = cols.full_columns()
+    f_seg = np.repeat(np.arange(n), full_lens)
     in_full = np.isin(seg_of * (1 << 32) + locs, f_seg * (1 << 32) + f_fid)  # one of its segment's full files
     newest = int(locs.max()) if len(locs) else -1
     covered = {i for i, adds_here in pending.items() if _all_full(cols.s_min[i], cols.s_max[i], adds_here, newest)}
@@ -309,10 +309,10 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     keep_loc = ~is_dead
     lens = np.bincount(seg_of[keep_loc], minlength=n)
     edited = locs[keep_loc]
-    new_full = full
+    new_full = cols.full_sets()
     if dead and len(f_fid):
         alive = ~np.isin(f_fid, dead_ids)
-        new_full = _grouped(f_seg[alive], f_fid[alive])
+        new_full = sets_by_segment(np.bincount(f_seg[alive], minlength=n), f_fid[alive])
     inserts = sorted((i, fid) for i in covered - work for fid, _ in pending[i])
     if inserts:
         at = np.asarray([i for i, _ in inserts], np.int64)
@@ -328,22 +328,6 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     edited_cols = SegmentList(cols.s_min, cols.s_max, cols.ints, cols.names, edited.astype(np.uint32),
                               [0, *np.cumsum(lens).tolist()], None, new_full)
     return edited_cols.select(kept).merged(SegmentList.of(out))
-
-
-def _flat_sets(sets: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """{segment: file ids} as two aligned int64 arrays (segment, file id), by segment."""
-    if not sets:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    segs = sorted(sets)
-    lens = np.fromiter((len(sets[i]) for i in segs), np.int64, len(segs))
-    return np.repeat(np.asarray(segs, np.int64), lens), np.concatenate([sets[i] for i in segs]).astype(np.int64)
-
-
-def _grouped(segs: np.ndarray, fids: np.ndarray) -> dict[int, np.ndarray]:
-    """The inverse of :func:`_flat_sets` (segments ascending)."""
-    keys, starts = np.unique(segs, return_index=True)
-    ends = [*starts[1:].tolist(), len(segs)]
-    return {i: fids[a:b].astype(np.uint32) for i, a, b in zip(keys.tolist(), starts.tolist(), ends)}
 
 
 def _rework(store: IndexStore, m: Manifest, cols: SegmentList, work: list[int],

@@ -62,8 +62,8 @@ HIGH_KEY = (1 << (8 * WINDOW + LEN_BITS)) + 1  # values above every value starti
 def unique_sorted(a: np.ndarray) -> np.ndarray:
     """``np.unique`` of a 1-d array, in one pass when it is sorted already (files written in key order).
 
-    Otherwise Arrow's hash ``unique`` first, then a sort of the distinct values only: 2.5-7.5x
-    faster than ``np.unique`` here, on 60 k to 6 M int64 values of any cardinality."""
+    Otherwise Arrow's hash ``unique`` first, then a sort of the distinct values only, which is
+    faster than ``np.unique``'s sort of every value (integer keys; others take ``np.unique``)."""
     if len(a) > 1 and not bool(np.all(a[1:] >= a[:-1])):
         if a.dtype.kind in "iu":
             return np.sort(pa.array(a).unique().to_numpy())

@@ -80,13 +80,19 @@ class _KeyCache:
         return self.cache[fid]
 
 
-def _locate(metas: Sequence[SegmentMeta], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For sorted keys: index of the segment with s_min <= k (-1 if none) and whether k is inside."""
-    if not len(metas):
-        return np.full(len(keys), -1, np.int64), np.zeros(len(keys), bool)
+def _ranges(metas: Sequence[SegmentMeta]) -> tuple[np.ndarray, np.ndarray]:
+    """The segments' (s_min, s_max) as key arrays, for :func:`_locate` (built once per update)."""
     cols = metas if isinstance(metas, SegmentList) else None
-    mins = as_key_array(cols.s_min if cols is not None else (m.s_min for m in metas))
-    maxs = as_key_array(cols.s_max if cols is not None else (m.s_max for m in metas))
+    return (as_key_array(cols.s_min if cols is not None else (m.s_min for m in metas)),
+            as_key_array(cols.s_max if cols is not None else (m.s_max for m in metas)))
+
+
+def _locate(ranges: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted keys: index of the segment with s_min <= k (-1 if none) and whether k is inside
+    (``ranges`` from :func:`_ranges`)."""
+    mins, maxs = ranges
+    if not len(mins):
+        return np.full(len(keys), -1, np.int64), np.zeros(len(keys), bool)
     if keys.dtype == object or mins.dtype == object:
         mins, maxs, keys = mins.astype(object), maxs.astype(object), keys.astype(object)
     pos = np.searchsorted(mins, keys, "right").astype(np.int64) - 1
@@ -279,12 +285,13 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     a new full file, a dead full file) are edited there, vectorised; only the others are read,
     rewritten or re-segmented (:func:`_rework`)."""
     cols = SegmentList.of(metas)
+    ranges = _ranges(cols)
     pending: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
     outside: list[tuple[int, np.ndarray]] = []
     for fid, keys in adds:
         if len(keys) == 0:
             continue
-        pos, inside = _locate(cols, keys)
+        pos, inside = _locate(ranges, keys)
         for i, ks in _by_segment(keys, pos, inside):
             pending[i].append((fid, ks))
         if not inside.all():
@@ -304,7 +311,7 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     work = set(pending) - covered
     work.update(np.flatnonzero((used > 0) & (used >= budget)).tolist())  # over budget: rebuilt
     work.update(np.unique(seg_of[is_dead & ~in_full]).tolist())  # a dead file in the blocks
-    out = _rework(store, m, cols, sorted(work), pending, outside, dead, charge, cache)
+    out = _rework(store, m, cols, ranges, sorted(work), pending, outside, dead, charge, cache)
     # Everything else changes in the list only: dead full files leave, new full files join.
     keep_loc = ~is_dead
     lens = np.bincount(seg_of[keep_loc], minlength=n)
@@ -330,8 +337,8 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     return edited_cols.select(kept).merged(SegmentList.of(out))
 
 
-def _rework(store: IndexStore, m: Manifest, cols: SegmentList, work: list[int],
-            pending: dict[int, list[tuple[int, np.ndarray]]], outside: list[tuple[int, np.ndarray]],
+def _rework(store: IndexStore, m: Manifest, cols: SegmentList, ranges: tuple[np.ndarray, np.ndarray],
+            work: list[int], pending: dict[int, list[tuple[int, np.ndarray]]], outside: list[tuple[int, np.ndarray]],
             dead: set[int], charge: bool, cache: _KeyCache) -> list[SegmentMeta]:
     """The segments ``work`` (ascending) read and rewritten, re-segmented or rebuilt with their new
     keys and without dead files, and new segments for the keys ``outside`` every segment."""
@@ -343,7 +350,7 @@ def _rework(store: IndexStore, m: Manifest, cols: SegmentList, work: list[int],
     okeys = (np.concatenate([k.astype(object) if not int_keys else k for _, k in outside]) if outside
              else np.empty(0, np.int64))
     ofids = np.concatenate([np.full(len(k), fid, np.int64) for fid, k in outside]) if outside else okeys
-    opos = _locate(cols, okeys)[0] if outside else np.empty(0, np.int64)
+    opos = _locate(ranges, okeys)[0] if outside else np.empty(0, np.int64)
     taken = np.zeros(len(okeys), bool)
     run: list[tuple[int, np.ndarray, np.ndarray]] = []  # consecutive exact segments: (index, keys, fids)
 
@@ -435,10 +442,11 @@ def _rework(store: IndexStore, m: Manifest, cols: SegmentList, work: list[int],
 def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndarray]]) -> list[SegmentMeta]:
     """Merge-on-read: charge ``b_size - 1`` per new (block, file) pair without touching segments."""
     metas = [SegmentMeta(**vars(s)) for s in metas]
+    ranges = _ranges(metas)
     for fid, keys in adds:
         if len(keys) == 0:
             continue
-        pos, inside = _locate(metas, keys)
+        pos, inside = _locate(ranges, keys)
         for i, ks in _by_segment(keys, pos, inside):
             s = metas[i]
             if s.b_size > 1 and not _all_full(s.s_min, s.s_max, [(fid, ks)], int(s.locations.max()) if len(s.locations) else -1):

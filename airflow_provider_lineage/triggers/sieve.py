@@ -2,7 +2,9 @@
 
 Runs in the triggerer. Every ``poke_interval`` seconds it checks each index the way the sensor's
 ``poke`` does -- a listing of the table's files and the index manifest, no Spark -- in a worker thread
-(``asyncio.to_thread``), so the triggerer's event loop never blocks on the file system. It fires once:
+(``asyncio.to_thread``), so the triggerer's event loop never blocks on the file system; the index
+package itself is imported in that thread too (this module imports nothing heavy: the triggerer
+imports it on its event loop). It fires once:
 
 * ``{"status": "success", "indexes": [<need>, ...]}`` when at least one index needs work
   (each need is a :class:`~airflow_provider_lineage.sieve.maintain.Need` as a dict);
@@ -14,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_lineage.sieve.maintain import Need, Thresholds, check
+if TYPE_CHECKING:
+    from airflow_provider_lineage.sieve.maintain import Need
 
 CLASSPATH = "airflow_provider_lineage.triggers.sieve.SieveMaintenanceTrigger"
 
@@ -30,6 +33,10 @@ def pending_work(indexes: Sequence[Mapping[str, Any]], thresholds: Mapping[str, 
     ``storage_options``: object-store options for tables/indexes on ``s3://`` etc. (see the core's
     ``sieve.fs``); None uses the store's usual environment.
     """
+    # Imported here, not at module level: the triggerer imports this module on its event loop, and
+    # the index package (numpy, pyarrow) costs ~0.3 s cold; run() calls this in a worker thread.
+    from airflow_provider_lineage.sieve.maintain import Thresholds, check
+
     limits = Thresholds(**dict(thresholds or {}))
     return [check(str(i["table"]), str(i["column"]), index_path=i.get("index_path") or None, thresholds=limits,
                   update_strategy=update_strategy, storage_options=storage_options) for i in indexes]

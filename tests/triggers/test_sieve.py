@@ -93,3 +93,15 @@ class TestSieveMaintenanceTrigger:
                                           deadline=time.time() - 1)
         payload = asyncio.run(trigger.run().__anext__()).payload
         assert payload["status"] == "timeout" and "no index needed work" in payload["message"]
+
+
+def test_module_imports_nothing_heavy() -> None:
+    """The triggerer imports the trigger's module on its event loop: the index package (numpy,
+    pyarrow: ~0.3 s cold) must load in the check's worker thread instead."""
+    import subprocess
+    import sys
+
+    code = ("import sys, airflow_provider_lineage.triggers.sieve; "
+            "print(sorted(m for m in ('numpy', 'pyarrow', 'airflow_provider_lineage.sieve') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]", out

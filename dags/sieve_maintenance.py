@@ -35,6 +35,11 @@ Scheduling -- why these Airflow 3 mechanisms:
   waits. Should two runs already be watching, a new event's run waits at most until one of them ends
   (Airflow creates one run for all the events queued meanwhile) -- and the two watchers check the
   same indexes every 30 s, so the write behind that event is maintained by them in the meantime.
+* **The pipeline indexes its own writes.** A sensor that is watching while ``lineage_etl`` runs sees
+  the pipeline's fresh files before ``lineage_etl.index`` has synced them; ``pipeline_idle`` (a
+  reschedule-mode sensor: no slot held between checks) holds ``maintain`` back while a
+  ``lineage_etl`` run is queued or running, and ``maintain`` then decides again -- usually nothing
+  is left to do.
 * **Never two maintainers at once** (``max_active_tis_per_dag=1`` on ``maintain``): when both
   watchers fire on one write, the second ``maintain`` waits for the first and then finds nothing to
   do (``auto`` decides when it runs). A maintainer outside this DAG (``lineage_etl.index``) is safe
@@ -49,9 +54,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, Asset, task
+from airflow.sdk import DAG, Asset, PokeReturnValue, task
 from airflow.timetables.assets import AssetOrTimeSchedule
 from airflow.timetables.trigger import CronTriggerTimetable
 
@@ -78,6 +84,8 @@ INDEXES = [
 INDEXES_SYNCED = Asset(f"file://{DEFAULT_DATA_DIR}/indexes")
 #: How long one run's sensor watches for work (less than the hourly interval: see "Scheduling").
 WATCH = pendulum.duration(minutes=25)
+#: The pipeline that maintains these indexes itself (its ``index`` task).
+PIPELINE = "lineage_etl"
 
 with DAG(
     dag_id="sieve_maintenance",
@@ -121,6 +129,13 @@ with DAG(
         soft_fail=True,
     )
 
+    @task.sensor(poke_interval=15, timeout=pendulum.duration(hours=1), mode="reschedule")
+    def pipeline_idle(ti: Any = None) -> PokeReturnValue:
+        """Wait (no slot held between checks) while a lineage_etl run is queued or running: its own
+        ``index`` task indexes what it writes, so ``maintain`` neither repeats nor races that work."""
+        busy = ti.get_dr_count(dag_id=PIPELINE, states=["queued", "running"])
+        return PokeReturnValue(is_done=busy == 0)
+
     maintain = SieveIndexOperator(
         task_id="maintain",
         indexes=wait.output,
@@ -130,4 +145,4 @@ with DAG(
         max_active_tis_per_dag=1,
     )
 
-    external_write(D, "{{ params.external_write }}") >> wait >> maintain
+    external_write(D, "{{ params.external_write }}") >> wait >> pipeline_idle() >> maintain

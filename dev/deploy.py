@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -101,11 +102,12 @@ class PostgresServer:
     Debian's package creates); otherwise as the current user. Trust auth on 127.0.0.1 only.
     """
 
-    def __init__(self, base: Path, port: int | None = None) -> None:
+    def __init__(self, base: Path, port: int | None = None, *, temporary: bool = False) -> None:
         if not (PG_BIN / "initdb").exists():
             raise DeploymentError(f"PostgreSQL binaries not found in {PG_BIN}: run ./dev.sh setup as root "
                                   "(installs Debian's postgresql), or set APL_PG_BIN to the folder of initdb/postgres")
         self.base = base
+        self.temporary = temporary
         self.port = port or free_port()
         self.data = base / "pgdata"
         self.user: str | None = "postgres" if os.geteuid() == 0 else None
@@ -120,6 +122,7 @@ class PostgresServer:
 
     def init(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
+        self.base.chmod(0o755)
         self._chown(self.base)
         if not (self.data / "PG_VERSION").exists():
             subprocess.run([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
@@ -155,11 +158,14 @@ class AirflowDeployment:
     :param dags_folder: the DAGs (default: the checkout's ``dags/``).
     :param api_port: the api-server port (default: a free one).
     :param host: the api-server's listen address.
+    :param pg_dir: with ``db="postgres"``: the server's folder (default: a new temp folder, removed by
+        :meth:`stop`); its parents must be traversable by the ``postgres`` user when run as root.
     """
 
     def __init__(self, home: Path, *, processes: Iterable[str] = PROCESSES, db: str = "sqlite",
                  users: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-                 dags_folder: Path | None = None, api_port: int | None = None, host: str = "127.0.0.1") -> None:
+                 dags_folder: Path | None = None, api_port: int | None = None, host: str = "127.0.0.1",
+                 pg_dir: Path | None = None) -> None:
         unknown = sorted(set(processes) - set(PROCESSES))
         if unknown:
             raise ValueError(f"unknown process(es) {unknown}: use some of {PROCESSES}")
@@ -177,7 +183,10 @@ class AirflowDeployment:
         self.log_dir = self.home / "logs"
         self.state_file = self.run_dir / "deployment.json"
         self.id = secrets.token_hex(8)
-        self.postgres = PostgresServer(self.home / "postgres") if db == "postgres" else None
+        self.postgres: PostgresServer | None = None
+        if db == "postgres":
+            self.postgres = PostgresServer(pg_dir) if pg_dir else PostgresServer(
+                Path(tempfile.mkdtemp(prefix="apl-postgres-")), temporary=True)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.groups: dict[str, list[int]] = {}  # every process group ever started per process name
         self._tokens: dict[str, str] = {}
@@ -361,6 +370,8 @@ class AirflowDeployment:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.procs[name].wait(timeout=10)
         if process is None:
+            if self.postgres is not None and self.postgres.temporary:
+                shutil.rmtree(self.postgres.base, ignore_errors=True)
             for extra in self.leftovers():  # a process that left its group: found by the marker
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(extra, signal.SIGKILL)
@@ -524,7 +535,7 @@ def up(args: argparse.Namespace) -> int:
     for key, value in os.environ.items():  # the user's own Airflow settings win over the defaults
         if key.startswith("AIRFLOW__") and key not in ("AIRFLOW__CORE__DAGS_FOLDER",):
             env[key] = value
-    dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host)
+    dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host, pg_dir=home / "postgres")
     print(f"deploy: starting {', '.join(PROCESSES)} in {home} (logs: {dep.log_dir})", flush=True)
     try:
         dep.start()
@@ -553,7 +564,7 @@ def down(args: argparse.Namespace) -> int:
     dep = AirflowDeployment.__new__(AirflowDeployment)  # a handle on the recorded groups, no new environment
     dep.groups = {n: list(gs) for n, gs in state["groups"].items()}
     dep.procs, dep.id, dep.run_dir, dep.state_file = {}, state["id"], home / "run", home / "run" / "deployment.json"
-    dep.home, dep.api_url, dep.db = home, state["api_url"], state["db"]
+    dep.home, dep.api_url, dep.db, dep.postgres = home, state["api_url"], state["db"], None
     dep.stop()
     left = dep.leftovers()
     for name in dep.groups:

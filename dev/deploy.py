@@ -246,12 +246,12 @@ class AirflowDeployment:
         return Path(self.env["LINEAGE_DEMO_DATA_DIR"])
 
     # -- processes --------------------------------------------------------------------------------
-    def _spawn(self, name: str, cmd: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, cmd: list[str], cwd: Path | None = None, **kwargs: Any) -> subprocess.Popen[bytes]:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as out:
             proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=self.home, **kwargs)
+                                    start_new_session=True, cwd=cwd or self.home, **kwargs)
         self.procs[name] = proc
         self.groups.setdefault(name, []).append(proc.pid)
         (self.run_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
@@ -272,7 +272,7 @@ class AirflowDeployment:
         """Start the DB server (postgres) and migrate the metadata DB (once per home and Airflow version)."""
         if self.postgres is not None and "postgres" not in self.procs:
             self.postgres.init()
-            self._spawn("postgres", self.postgres.command(), user=self.postgres.user)
+            self._spawn("postgres", self.postgres.command(), cwd=self.postgres.base, user=self.postgres.user)
             self.postgres.wait_ready()
         from importlib.metadata import version
 

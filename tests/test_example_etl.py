@@ -99,6 +99,17 @@ class TestAssetDrivenMaintenance:
         assert events == [(next(iter(synced)), "index")]
 
 
+    def test_safe_to_leave_running(self, airflow_db: Path) -> None:
+        """Scheduled, it writes nothing into the tables, waits in the triggerer, never longer than its
+        hourly interval, and maintains one index set at a time."""
+        dag = load_dag("sieve_maintenance")
+        assert dag.params["external_write"] is False
+        wait = dag.get_task("wait")
+        assert wait.deferrable and wait.soft_fail and wait.timeout < 3600
+        assert dag.max_active_runs == 2 and dag.get_task("maintain").max_active_tis_per_dag == 1
+        assert dag.get_task("pipeline_idle").mode == "reschedule"
+
+
 class TestLineageEtl:
     def test_both_runs_succeed_and_append_a_day(self, etl_runs: dict[str, Any]) -> None:
         for dr in etl_runs["runs"]:

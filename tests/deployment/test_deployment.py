@@ -171,7 +171,12 @@ def test_spark_driver_sigkill_mid_write(dep: Any) -> None:
     drivers = wait_for("the load task's Spark driver", lambda: spark_drivers(dep, "etl_load.py"),
                        timeout=240, every=0.2)
     table = dep.data_dir / "warehouse" / "transactions"
-    wait_for("the write to start", lambda: (table / "_temporary").exists(), timeout=60, every=0.05)
+
+    def writing() -> bool:  # the committer's staging folder exists while the write runs
+        assert any(Path(f"/proc/{pid}").exists() for pid in drivers), "the driver ended before its write was seen"
+        return (table / "_temporary").exists()
+
+    wait_for("the write to start", writing, timeout=400, every=0.02)
     for pid in drivers:
         sigkill(pid)
     assert dep.wait_run("lineage_etl", run_id, timeout=600) == "success"

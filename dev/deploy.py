@@ -458,6 +458,19 @@ class AirflowDeployment:
             errors = c.get("/api/v2/importErrors").text
         raise DeploymentError(f"DAG {dag_id} not parsed within {timeout:.0f} s; import errors: {errors[:2000]}")
 
+    def parsed_dags(self, timeout: float = 180) -> tuple[list[str], str]:
+        """The DAG ids once the dag-processor has parsed the DAGs folder, and its import errors (text)."""
+        deadline = time.monotonic() + timeout
+        with self.client() as c:
+            while True:
+                dags = sorted(d["dag_id"] for d in c.get("/api/v2/dags", params={"limit": 100}).json()["dags"])
+                errors = c.get("/api/v2/importErrors").json().get("import_errors", [])
+                if dags or errors or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+        text = "".join(f"\n  IMPORT ERROR {e.get('filename')}: {e.get('stack_trace', '')[-500:]}" for e in errors)
+        return dags, text
+
     def unpause(self, dag_id: str, user: str = "admin") -> None:
         self.wait_dag(dag_id, user=user)
         with self.client(user) as c:
@@ -542,6 +555,7 @@ def up(args: argparse.Namespace) -> int:
     except BaseException:
         dep.stop()
         raise
+    dags, errors = dep.parsed_dags()
     where = args.marquez_url or dep.events_path
     print(f"""
 Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or viewer / {dep.password('viewer')})
@@ -551,6 +565,7 @@ Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or vi
   lineage events: {where}
   tables and indexes: {dep.data_dir}
   logs and pids: {dep.log_dir}, {dep.run_dir}
+  DAGs (paused until you unpause them): {', '.join(dags) or 'none parsed yet'}{errors}
 Stop it with ./dev.sh down""")
     return 0
 

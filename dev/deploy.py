@@ -255,6 +255,7 @@ class AirflowDeployment:
         self.procs[name] = proc
         self.groups.setdefault(name, []).append(proc.pid)
         (self.run_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
+        (self.run_dir / f"{name}.pgid").write_text(f"{proc.pid}\n")  # start_new_session: its own group
         self._save_state()
         return proc
 
@@ -583,7 +584,8 @@ def down(args: argparse.Namespace) -> int:
     dep.stop()
     left = dep.leftovers()
     for name in dep.groups:
-        (home / "run" / f"{name}.pid").unlink(missing_ok=True)
+        for suffix in (".pid", ".pgid"):
+            (home / "run" / f"{name}{suffix}").unlink(missing_ok=True)
     if left:
         print(f"deploy: processes still alive after SIGKILL: {left}", file=sys.stderr)
         return 1

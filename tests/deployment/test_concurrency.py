@@ -9,6 +9,8 @@ a temp folder as an unprivileged user on a free port.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from tests.support.deployment import AirflowDeployment
 pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow]
 
 DAGS = Path(__file__).resolve().parent / "dags"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _table(root: Path) -> None:
@@ -63,6 +66,10 @@ def test_two_maintainers_of_one_index(db: str, tmp_path: Path) -> None:
         states = [dep.wait_run("sieve_race", r, timeout=400) for r in run_ids]
         logs = {r: _log_of(dep, r) for r in run_ids}
         results = {r: _result(dep, r) for r, st in zip(run_ids, states, strict=True) if st == "success"}
+        # `./dev.sh down` stops it (from the recorded process groups, as after `./dev.sh up`), DB server included
+        down = subprocess.run([sys.executable, str(ROOT / "dev" / "deploy.py"), "down", "--home", str(dep.home)],
+                              capture_output=True, text=True, check=False)
+        assert down.returncode == 0 and not dep.leftovers(), down.stdout + down.stderr
     assert "success" in states, (states, logs)
     for run_id, state in zip(run_ids, states, strict=True):
         if state != "success":  # the loser: a clean conflict, nothing half-written

@@ -80,7 +80,9 @@ DEPLOYMENT_GROUP = "deployment"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("dist", "no") != "loadfile" or not hasattr(config, "workerinput"):
+    # Only on xdist workers (they report the ids the controller schedules by; xdist sets their own
+    # ``dist`` option to "no"), and not under ``--dist loadgroup``, where xdist adds the suffix itself.
+    if not hasattr(config, "workerinput") or config.getoption("loadgroup", False):
         return
     for item in items:
         mark = item.get_closest_marker("xdist_group")

@@ -63,6 +63,9 @@ async def main():
         return
     if mode == "old":  # the trigger module imported the index package at module level (on the loop)
         import airflow_provider_lineage.sieve.maintain  # noqa: F401
+    if mode == "thread":  # the index package imported in a worker thread (asyncio.to_thread)
+        import importlib
+        await asyncio.to_thread(importlib.import_module, "airflow_provider_lineage.sieve.maintain")
     from airflow_provider_lineage.triggers.sieve import SieveMaintenanceTrigger
     trig = SieveMaintenanceTrigger(indexes=[{"table": table, "column": "k"}], poke_interval=0.05,
                                    deadline=time.time() + 0.3)
@@ -137,7 +140,7 @@ def trigger_blocks(samples: int) -> dict[str, Any]:
     for i in range(20):
         pq.write_table(pa.table({"k": list(range(i * 10, i * 10 + 10))}), table / f"p{i}.parquet")
     res: dict[str, Any] = {}
-    for mode in ("floor", "new", "old"):
+    for mode in ("floor", "new", "thread", "old"):
         runs = []
         for _ in range(samples):
             p = subprocess.run([sys.executable, "-c", BLOCK_PROBE, str(ROOT), mode, str(table)],

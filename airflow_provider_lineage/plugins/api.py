@@ -11,15 +11,29 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
-"""
-from __future__ import annotations
 
+No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
+time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
+in a scheduler or worker never loads the API stack).
+"""
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 URL_PREFIX = "/column-lineage"
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_DEPTH = 20
+
+
+class LazyApp:
+    """An ASGI app that builds :func:`create_app` on its first request (only the api-server pays for it)."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            self.app = create_app()
+        await self.app(scope, receive, send)
 
 
 def create_app() -> Any:
@@ -47,8 +61,8 @@ def create_app() -> Any:
         if found is None:
             raise HTTPException(404, f"no DAG run {run_id!r} of DAG {dag_id!r}")
 
-    def _graph(session: Any, dag_id: str, run_id: str, task_id: str | None = None,
-               map_index: int | None = None) -> dict[str, Any]:
+    def _graph(session: Any, dag_id: str, run_id: str, task_id: Optional[str] = None,  # noqa: UP045
+               map_index: Optional[int] = None) -> dict[str, Any]:  # noqa: UP045
         _run_exists(session, dag_id, run_id)
         tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
         g = graphs.stitch(tasks)
@@ -72,7 +86,7 @@ def create_app() -> Any:
     @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
     def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),
                     column: str = Query(...), depth: int = Query(3, ge=0, le=MAX_DEPTH),
-                    task_id: str | None = None, map_index: int = -1) -> dict[str, Any]:
+                    task_id: Optional[str] = None, map_index: int = -1) -> dict[str, Any]:  # noqa: UP045
         """One column's upstream and downstream, ``depth`` hops each way (indexes into the graph's edges)."""
         g = _graph(session, dag_id, run_id, task_id, map_index if task_id else None)
         if not any(d["id"] == dataset for d in g["datasets"]):

@@ -10,15 +10,14 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_provider_lineage.plugins.api import URL_PREFIX
+from airflow_provider_lineage.plugins.api import URL_PREFIX, LazyApp
 
 PLUGIN_NAME = "column_lineage"
 
 
 def _fastapi_apps() -> list[dict[str, Any]]:
-    from airflow_provider_lineage.plugins.api import create_app
-
-    return [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Column lineage"}]
+    # built on the first request: every Airflow process imports its plugins, only the api-server serves them
+    return [{"app": LazyApp(), "url_prefix": URL_PREFIX, "name": "Column lineage"}]
 
 
 def _external_views() -> list[dict[str, Any]]:

@@ -52,3 +52,16 @@ def operator_lineage(**fields: Any) -> OperatorLineage | None:
         return None
     return OperatorLineage(**fields)
 
+
+
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable`` (False when unset).
+
+    ``airflow.sdk.conf`` is the public way from Airflow 3.2 on; Airflow 3.0 / 3.1 have no
+    ``airflow.sdk.conf`` and read it from ``airflow.configuration``.
+    """
+    try:
+        from airflow.sdk import conf
+    except ImportError:  # Airflow 3.0 / 3.1
+        from airflow.configuration import conf
+    return bool(conf.getboolean("operators", "default_deferrable", fallback=False))

@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_provider_lineage import _compat
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.maintain import Thresholds, update_mode
 from airflow_provider_lineage.sieve.table import is_catalog_name
@@ -48,7 +49,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         "secret_key": "{{ conn.s3.password }}", "endpoint_override": ..., "region": ...}`` (templated,
         so an Airflow connection can supply them); default: the store's usual environment (AWS_* ...).
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
-        ``[operators] default_deferrable``).
+        ``[operators] default_deferrable``, read when the sensor is created).
     :param poke_interval: time between checks, seconds or a ``timedelta`` / pendulum duration.
     :param timeout: how long to wait, seconds or a ``timedelta`` / pendulum duration; with
         ``soft_fail=True`` a timeout skips the task (nothing needed work) instead of failing it.
@@ -68,7 +69,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         max_budget_fraction: float | None = None,
         update_strategy: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        deferrable: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -89,7 +90,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         self.index_path = index_path
         self.update_strategy = update_strategy
         self.storage_options = dict(storage_options) if storage_options else None
-        self.deferrable = deferrable
+        self.deferrable = _compat.default_deferrable() if deferrable is None else bool(deferrable)
 
     def index_specs(self) -> list[dict[str, Any]]:
         """The indexes to check, after templating: ``[{"table", "column", "index_path"}]``."""

@@ -16,7 +16,8 @@
     dag_id: params.get("dag_id"), run_id: params.get("run_id"),
     task_id: params.get("task_id"), map_index: params.get("map_index")
   };
-  var state = { graph: null, level: "column", expanded: {}, selected: null, boxes: {}, depth: 3 };
+  var state = { graph: null, level: "column", expanded: {}, selected: null, boxes: {}, depth: 3, lit: [],
+    edgeEls: [], dsEdgeEls: [] };
   var api = window.columnLineage = { state: state, counts: null, timings: {}, errors: [] };
 
   function $(id) { return document.getElementById(id); }
@@ -249,9 +250,11 @@
       var n = layout.node(ds.id), s = shapes[ds.id];
       s.x = n.x - s.width / 2; s.y = n.y - s.height / 2;
       state.boxes[ds.id] = s;
-      boxLayer.appendChild(drawBox(s));
+      s.el = drawBox(s);
+      boxLayer.appendChild(s.el);
     });
     var drawn = 0, drawnDs = 0;
+    state.edgeEls = []; state.dsEdgeEls = [];
     if (state.level === "table") {
       Object.keys(pairs).forEach(function (key) {
         var ends = key.split("\u0000");
@@ -265,13 +268,12 @@
     } else {
       g.edges.forEach(function (e, i) {
         var a = state.boxes[e.source], b = state.boxes[e.target];
-        var p = edgePath(e, i, rowY(a, e.source_field), rowY(b, e.target_field), a, b, "column-edge", edgeLayer);
-        p.setAttribute("data-index", i);
+        state.edgeEls.push(edgePath(e, i, rowY(a, e.source_field), rowY(b, e.target_field), a, b, "column-edge", edgeLayer));
         drawn++;
       });
       g.dataset_edges.forEach(function (e, i) {
         var a = state.boxes[e.source], b = state.boxes[e.target];
-        edgePath(e, i, rowY(a, e.source_field), b.y + HEAD / 2, a, b, "dataset-edge", edgeLayer);
+        state.dsEdgeEls.push(edgePath(e, i, rowY(a, e.source_field), b.y + HEAD / 2, a, b, "dataset-edge", edgeLayer));
         drawnDs++;
       });
     }
@@ -279,6 +281,7 @@
     api.counts = { nodes: g.datasets.length, edges: drawn, datasetEdges: drawnDs, level: state.level };
     api.timings.layoutMs = t1 - t0;
     api.timings.drawMs = t2 - t1;
+    api.timings.readyAt = performance.now();
     $("canvas").hidden = false;
     $("message").hidden = true;
     setState("ready");
@@ -356,13 +359,15 @@
     state.selected = null;
     var svg = $("graph");
     svg.classList.remove("faded");
-    svg.querySelectorAll(".hl, .hl-box, .sel, .found").forEach(function (n) { n.classList.remove("hl", "hl-box", "sel", "found"); });
+    (state.lit || []).forEach(function (n) { n.classList.remove("hl", "hl-box", "sel", "found"); });
+    state.lit = [];
     api.path = null;
   }
 
   function select(dataset, column) {
     if (state.level === "table") setLevel("column");
     state.selected = [dataset, column];
+    var t0 = performance.now();
     var url = runBase() + "/column?dataset=" + enc(dataset) + "&column=" + enc(column) + "&depth=" + state.depth +
       (scope.task_id ? "&task_id=" + enc(scope.task_id) + "&map_index=" + enc(scope.map_index || "-1") : "");
     setState("loading");
@@ -374,6 +379,7 @@
         applyBadges();
       }
       highlight(path);
+      api.timings.pathMs = performance.now() - t0;
       setState("ready");
     }).catch(function (err) {
       notice("Could not load the path of " + column + ": " + explainError(err), "error");
@@ -385,25 +391,24 @@
     clearSelection();
     state.selected = [path.dataset, path.column];
     var svg = $("graph");
-    svg.classList.add("faded");
-    path.edges.forEach(function (i) { var p = svg.querySelector('.column-edge[data-index="' + i + '"]'); if (p) p.classList.add("hl"); });
-    path.dataset_edges.forEach(function (i) { var p = svg.querySelector('.dataset-edge[data-index="' + i + '"]'); if (p) p.classList.add("hl"); });
+    var lit = state.lit;
+    function on(n, cls) { if (n) { n.classList.add(cls); lit.push(n); } }
+    path.edges.forEach(function (i) { on(state.edgeEls[i], "hl"); });
+    path.dataset_edges.forEach(function (i) { on(state.dsEdgeEls[i], "hl"); });
     path.columns.forEach(function (c, k) {
       var box = boxNode(c[0]);
       if (!box) return;
-      box.classList.add("hl-box");
+      on(box, "hl-box");
       var row = rowNode(box, c[1]);
-      if (row) { row.classList.add("hl"); if (k === 0) row.classList.add("sel"); }
+      on(row, "hl");
+      if (row && k === 0) row.classList.add("sel");
     });
-    (path.datasets || []).forEach(function (id) { var b = boxNode(id); if (b) b.classList.add("hl-box"); });
+    (path.datasets || []).forEach(function (id) { on(boxNode(id), "hl-box"); });
+    svg.classList.add("faded");
     api.path = path;
   }
 
-  function boxNode(id) {
-    var boxes = $("graph").querySelectorAll(".box");
-    for (var i = 0; i < boxes.length; i++) if (boxes[i].getAttribute("data-id") === id) return boxes[i];
-    return null;
-  }
+  function boxNode(id) { var s = state.boxes[id]; return s ? s.el : null; }
   function rowNode(box, field) {
     var rows = box.querySelectorAll(".row");
     for (var i = 0; i < rows.length; i++) if (rows[i].getAttribute("data-field") === field) return rows[i];
@@ -432,7 +437,8 @@
     var node = boxNode(hit[0]);
     var target = node;
     node.classList.add("found");
-    if (hit[1]) { var row = rowNode(node, hit[1]); if (row) { row.classList.add("found"); target = row; } }
+    state.lit.push(node);
+    if (hit[1]) { var row = rowNode(node, hit[1]); if (row) { row.classList.add("found"); state.lit.push(row); target = row; } }
     api.found = hit;
     if (target.scrollIntoView) target.scrollIntoView({ block: "center", inline: "center" });
   }

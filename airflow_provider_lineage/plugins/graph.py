@@ -7,7 +7,7 @@ columns of records by name.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,43 +197,32 @@ def path(graph: dict[str, Any], dataset: str, column: str, depth: int = 3) -> di
     hit_edges: dict[int, None] = {}
     hit_ds_edges: dict[int, None] = {}
     hit_datasets: dict[str, None] = {}
-    # upstream
-    frontier, seen = [start], {start}
-    for _ in range(max(0, depth)):
-        nxt = []
-        for col in frontier:
-            for i in into.get(col, []):
-                hit_edges[i] = None
-                src = (edges[i]["source"], edges[i]["source_field"])
-                if src not in seen:
-                    seen.add(src)
-                    nxt.append(src)
-            for i in ds_into.get(col[0], []):
-                hit_ds_edges[i] = None
-                src = (ds_edges[i]["source"], ds_edges[i]["source_field"])
-                if src not in seen:
-                    seen.add(src)
-                    nxt.append(src)
-        for c in nxt:
-            columns[c] = None
-        frontier = nxt
-    # downstream
-    frontier, seen = [start], {start}
-    for _ in range(max(0, depth)):
-        nxt = []
-        for col in frontier:
-            for i in out_of.get(col, []):
-                hit_edges[i] = None
-                dst = (edges[i]["target"], edges[i]["target_field"])
-                if dst not in seen:
-                    seen.add(dst)
-                    nxt.append(dst)
-            for i in ds_out_of.get(col, []):
-                hit_ds_edges[i] = None
-                hit_datasets[ds_edges[i]["target"]] = None
-        for c in nxt:
-            columns[c] = None
-        frontier = nxt
+
+    def upstream(col: tuple[str, str]) -> Iterator[tuple[dict[int, None], int, tuple[str, str] | None]]:
+        for i in into.get(col, []):
+            yield hit_edges, i, (edges[i]["source"], edges[i]["source_field"])
+        for i in ds_into.get(col[0], []):
+            yield hit_ds_edges, i, (ds_edges[i]["source"], ds_edges[i]["source_field"])
+
+    def downstream(col: tuple[str, str]) -> Iterator[tuple[dict[int, None], int, tuple[str, str] | None]]:
+        for i in out_of.get(col, []):
+            yield hit_edges, i, (edges[i]["target"], edges[i]["target_field"])
+        for i in ds_out_of.get(col, []):
+            hit_datasets[ds_edges[i]["target"]] = None
+            yield hit_ds_edges, i, None  # ends at the dataset, not at a column
+
+    for neighbours in (upstream, downstream):
+        frontier, seen = [start], {start}
+        for _ in range(max(0, depth)):
+            nxt = []
+            for col in frontier:
+                for hits, i, other in neighbours(col):
+                    hits[i] = None
+                    if other is not None and other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+                        columns[other] = None
+            frontier = nxt
     return {"dataset": dataset, "column": column, "depth": depth,
             "columns": [list(c) for c in columns], "edges": sorted(hit_edges), "dataset_edges": sorted(hit_ds_edges),
             "datasets": list(hit_datasets)}

@@ -22,11 +22,11 @@ def dataset_id(namespace: str, name: str) -> str:
 
 
 def label(namespace: str, name: str, table: str | None) -> str:
-    """Short box title: the table name, else the last path segment."""
+    """Short box title: the table name, else the last two path segments (``warehouse/transactions``)."""
     if table:
         return table
-    tail = name.rstrip("/").rsplit("/", 1)[-1]
-    return tail or name
+    parts = [p for p in name.split("/") if p]
+    return "/".join(parts[-2:]) or name
 
 
 @dataclass

@@ -36,13 +36,14 @@ def badges(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from airflow_provider_lineage.sieve.maintain import check
 
     latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for entry in results:
-        latest[(str(entry["table_root"]), str(entry["column"]))] = entry
+    for entry in results:  # keyed like the graph's datasets, so two spellings of one table are one badge
+        ref = dataset_for_location(str(entry["table_root"]))
+        latest[(dataset_id(ref.namespace, ref.name), str(entry["column"]))] = entry
     out = []
-    for (table_root, column), entry in latest.items():
-        ref = dataset_for_location(table_root)
+    for (dataset, column), entry in latest.items():
+        table_root = str(entry["table_root"])
         badge: dict[str, Any] = {
-            "dataset": dataset_id(ref.namespace, ref.name),
+            "dataset": dataset,
             "column": column,
             "index_path": entry.get("index_path"),
             "task_id": entry.get("task_id"),

@@ -140,7 +140,7 @@ class TestRunGraph:
                                                                          example_etl: dict[str, Any]) -> None:
         graph = _get(app_client, _run_path(example_etl["dag_run"]) + "/graph").json()
         shared = [d for d in graph["datasets"] if "load" in d["written_by"] and "build_marts" in d["read_by"]]
-        assert {d["label"] for d in shared} >= {"transactions", "customers"}
+        assert {d["label"] for d in shared} >= {"warehouse/transactions", "warehouse/customers"}
         assert len({d["id"] for d in graph["datasets"]}) == len(graph["datasets"])
 
     def test_task_graph_is_that_task_only(self, app_client: Any, example_etl: dict[str, Any]) -> None:
@@ -154,7 +154,7 @@ class TestRunGraph:
     def test_column_path_up_and_down(self, app_client: Any, example_etl: dict[str, Any]) -> None:
         base = _run_path(example_etl["dag_run"])
         graph = _get(app_client, base + "/graph").json()
-        txn = next(d for d in graph["datasets"] if d["label"] == "transactions" and d["written_by"])
+        txn = next(d for d in graph["datasets"] if d["label"] == "warehouse/transactions")
         r = _get(app_client, base + "/column", dataset=txn["id"], column="customer_id", depth=5)
         assert r.status_code == 200, r.text
         path = r.json()

@@ -56,7 +56,7 @@ def test_search_matches_datasets_and_columns() -> None:
     recs = [({"dag_id": "d", "run_id": "r", "task_id": f"t{i}"}, r) for i, r in enumerate(records(3, 40, 60))]
     hits = search(recs, "COL_01_0003")
     assert hits and all(h["column"] == "col_01_0003" for h in hits)
-    assert {h["label"] for h in search(recs, "table_02") if h["column"] is None} == {"table_02"}
+    assert {h["label"] for h in search(recs, "table_02") if h["column"] is None} == {"bench/table_02"}
     assert search(recs, "nothing-like-this") == [] and search(recs, "  ") == []
 
 

@@ -27,13 +27,14 @@ SCREENSHOT = ROOT / "docs" / "img" / "column-lineage.png"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Headless Chromium, wide enough for the whole lineage_etl graph beside Airflow's grid."""
     try:
         chromium_paths()
     except BrowserMissing as exc:
         if os.environ.get("CI"):
             pytest.fail(f"the browser tests need Chromium under CI: {exc}")
         pytest.skip(str(exc))
-    driver = chromium()
+    driver = chromium(width=1920, height=1000)
     yield driver
     driver.quit()
 
@@ -78,6 +79,9 @@ def _open_tab(browser: Any, deployment: Any, run_id: str) -> None:
         ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
     browser.switch_to.frame(frame)
     assert wait_state(browser, timeout=60) == "ready"
+    # the Sieve badges arrive after the graph (and widen their boxes): wait for them before clicking
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!window.columnLineage.badgesDone"))
+    wait_state(browser, ("ready",))
 
 
 def test_tab_shows_the_api_graph_and_highlights_a_column_path(signed_in: Any, deployment: Any) -> None:
@@ -97,7 +101,7 @@ def test_tab_shows_the_api_graph_and_highlights_a_column_path(signed_in: Any, de
         e["type"] == "INDIRECT" for e in graph["edges"])
 
     # click a column: exactly the API's path is highlighted, the rest faded
-    txn = next(d for d in graph["datasets"] if d["label"] == "transactions" and d["written_by"])
+    txn = next(d for d in graph["datasets"] if d["label"] == "warehouse/transactions")
     row = browser.find_element(By.CSS_SELECTOR, f'#graph .box[data-id="{txn["id"]}"] .row[data-field="customer_id"]')
     row.click()
     wait_state(browser, ("ready",))
@@ -118,7 +122,7 @@ def test_tab_shows_the_api_graph_and_highlights_a_column_path(signed_in: Any, de
 
     browser.switch_to.default_content()
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(SCREENSHOT))
+    browser.save_screenshot(str(SCREENSHOT))  # the tab with a column's path lit and the Sieve badges
 
     # the search box jumps to a column
     _open_tab(browser, deployment, run_id)
@@ -141,11 +145,10 @@ def test_sieve_badges_and_table_level(signed_in: Any, deployment: Any) -> None:
     run_id, base = _run(deployment)
     badges = _api(deployment, base + "/indexes")["indexes"]
     _open_tab(browser, deployment, run_id)
-    deadline = time.monotonic() + 20
-    while len(browser.find_elements(By.CSS_SELECTOR, "#graph .badge")) < len(badges) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    shown = {b.get_attribute("data-state") for b in browser.find_elements(By.CSS_SELECTOR, "#graph .badge")}
-    assert badges and shown == {b["state"] for b in badges}
+    shown = {(b.get_attribute("data-dataset"), b.get_attribute("data-column")): b.get_attribute("data-state")
+             for b in browser.find_elements(By.CSS_SELECTOR, "#graph .badge")}
+    assert badges and shown == {(b["dataset"], b["column"]): b["state"] for b in badges}
+    assert set(shown.values()) == {"fresh"}  # the run's index task synced every index
     browser.find_element(By.ID, "level-table").click()
     graph = _api(deployment, base + "/graph")
     pairs = {(e["source"], e["target"]) for e in graph["edges"] + graph["dataset_edges"] if e["source"] != e["target"]}

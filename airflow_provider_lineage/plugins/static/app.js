@@ -212,6 +212,8 @@
 
   function render() {
     var g = state.graph;
+    api.path = null;
+    state.lit = [];
     var t0 = performance.now();
     var layout = new dagre.graphlib.Graph({ multigraph: false });
     layout.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 120, marginx: 20, marginy: 20 });
@@ -219,8 +221,8 @@
     var shapes = {};
     g.datasets.forEach(function (ds) {
       var vis = visibleFields(ds);
-      var longest = ds.label.length + 4;
-      vis.rows.forEach(function (f) { longest = Math.max(longest, f.name.length + (f.type || "").length + 8); });
+      var longest = ds.label.length + 4, extra = badged(ds.id) ? 14 : 0;
+      vis.rows.forEach(function (f) { longest = Math.max(longest, Math.min(f.name.length, 34) + extra + (f.type || "").length + 8); });
       var width = Math.max(200, Math.min(440, PAD_X * 2 + CHAR * longest));
       var height = HEAD + vis.rows.length * ROW + (vis.hidden ? MORE : 0) + (state.level === "table" ? 0 : 6);
       shapes[ds.id] = { ds: ds, rows: vis.rows, hidden: vis.hidden, width: width, height: height };
@@ -447,8 +449,19 @@
   function loadBadges() {
     getJSON(runBase() + "/indexes").then(function (data) {
       state.badges = data.indexes || [];
+      api.badgesDone = true;
+      if (!state.badges.length) return;
+      var sel = state.selected, found = api.found;
+      render();  // boxes with a badge get wider
       applyBadges();
-    }).catch(function (err) { notice("Sieve index states unavailable: " + explainError(err)); });
+      if (sel) select(sel[0], sel[1]);
+      else if (found) find(found[1] || "", found[0]);
+      api.badgesShown = $("graph").querySelectorAll(".badge").length;
+    }).catch(function (err) { api.badgesDone = true; notice("Sieve index states unavailable: " + explainError(err)); });
+  }
+
+  function badged(id) {
+    return (state.badges || []).some(function (b) { return b.dataset === id; });
   }
 
   function applyBadges() {
@@ -459,8 +472,9 @@
       var s = state.boxes[b.dataset];
       var label = "idx " + (b.version !== null && b.version !== undefined ? "v" + b.version + " " : "") + b.state;
       var w = label.length * 6 + 8;
-      var g = sv("g", { "class": "badge " + b.state, transform: "translate(" + (s.width - PAD_X - 120 - w) + ",3)",
-        "data-state": b.state });
+      var nameLength = Math.min(b.column.length, 34);
+      var g = sv("g", { "class": "badge " + b.state, transform: "translate(" + (PAD_X + CHAR * nameLength + 6) + ",3)",
+        "data-state": b.state, "data-dataset": b.dataset, "data-column": b.column });
       g.appendChild(sv("rect", { width: w, height: ROW - 6 }));
       g.appendChild(sv("text", { x: 4, y: (ROW - 6) / 2 + 1 }, label));
       var text = "Sieve index on " + b.column + ": " + b.state + (b.version != null ? " (version " + b.version + ")" : "") +

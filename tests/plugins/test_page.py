@@ -176,3 +176,33 @@ def test_nav_search_page_finds_a_column(signed_in: Any, deployment: Any) -> None
     assert wait_state(browser, timeout=60) == "ready"
     assert browser.execute_script("return window.columnLineage.found")
     assert console_errors(browser) == []
+
+
+def test_the_api_server_lists_the_plugin_and_guards_its_api(deployment: Any) -> None:
+    _, base = _run(deployment)
+    with deployment.client("admin") as client:
+        plugins = client.get("/api/v2/plugins").json()["plugins"]
+    plugin = next(p for p in plugins if p["name"] == "column_lineage")
+    assert {v["destination"] for v in plugin["external_views"]} == {"dag_run", "task_instance", "nav"}
+    import httpx
+
+    assert httpx.get(deployment.api_url + "/column-lineage" + base + "/graph").status_code == 401
+
+
+def test_task_view_shows_that_task_only(signed_in: Any, deployment: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser = signed_in
+    run_id, base = _run(deployment)
+    graph = _api(deployment, base + "/tasks/build_marts/graph", map_index=-1)
+    browser.switch_to.default_content()
+    browser.get(f"{deployment.api_url}/column-lineage/?dag_id=lineage_etl&run_id={quote(run_id, safe='')}"
+                "&task_id=build_marts&map_index=-1")
+    assert wait_state(browser, timeout=60) == "ready"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .box")) == len(graph["datasets"]) > 0
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge")) == len(graph["edges"])
+    browser.get(f"{deployment.api_url}/column-lineage/?dag_id=lineage_etl&run_id={quote(run_id, safe='')}"
+                "&task_id=land&map_index=-1")
+    assert wait_state(browser, timeout=60) == "empty"
+    assert "no lineage record" in browser.find_element(By.ID, "message").text
+    assert console_errors(browser) == []

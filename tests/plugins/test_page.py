@@ -120,6 +120,7 @@ def test_tab_shows_the_api_graph_and_highlights_a_column_path(signed_in: Any, de
                 for r in browser.find_elements(By.CSS_SELECTOR, "#graph .row.hl")}
     assert lit_rows == {tuple(c) for c in path["columns"]}
 
+    browser.execute_script("document.getElementById('tip').hidden = true")
     browser.switch_to.default_content()
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOT))  # the tab with a column's path lit and the Sieve badges

@@ -216,14 +216,14 @@
     state.lit = [];
     var t0 = performance.now();
     var layout = new dagre.graphlib.Graph({ multigraph: false });
-    layout.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 120, marginx: 20, marginy: 20 });
+    layout.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 90, marginx: 16, marginy: 16 });
     layout.setDefaultEdgeLabel(function () { return {}; });
     var shapes = {};
     g.datasets.forEach(function (ds) {
       var vis = visibleFields(ds);
       var longest = ds.label.length + 4, extra = badged(ds.id) ? 14 : 0;
       vis.rows.forEach(function (f) { longest = Math.max(longest, Math.min(f.name.length, 34) + extra + (f.type || "").length + 8); });
-      var width = Math.max(200, Math.min(440, PAD_X * 2 + CHAR * longest));
+      var width = Math.max(180, Math.min(440, PAD_X * 2 + CHAR * longest));
       var height = HEAD + vis.rows.length * ROW + (vis.hidden ? MORE : 0) + (state.level === "table" ? 0 : 6);
       shapes[ds.id] = { ds: ds, rows: vis.rows, hidden: vis.hidden, width: width, height: height };
       layout.setNode(ds.id, { width: width, height: height });

@@ -37,6 +37,21 @@ setup() {
   touch "$stamp"
 }
 
+# The browser tests (tests/plugins/) drive Debian's chromium through chromium-driver: no browser
+# download is possible, so the system packages are installed when missing (as root via apt-get).
+setup_chromium() {
+  if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "dev.sh: installing Debian's chromium + chromium-driver for the browser tests" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        chromium chromium-driver fonts-dejavu-core; } >&2 \
+      || die "apt-get could not install chromium chromium-driver: install them by hand (the browser tests need them)"
+  else
+    echo "dev.sh: chromium/chromedriver missing and not root: run 'sudo apt-get install chromium chromium-driver'" \
+      "(the browser tests in tests/plugins/ fail under CI without them)" >&2
+  fi
+}
+
 # The deployment tests (tests/deployment) also run on PostgreSQL: Debian's server binaries.
 setup_postgres() {
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return 0
@@ -78,9 +93,9 @@ airflow_env() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  setup) setup; setup_postgres ;;
+  setup) setup; setup_postgres; setup_chromium ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
-  test) setup; setup_postgres; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
+  test) setup; setup_postgres; setup_chromium; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
         exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   up|down|status) setup; run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;

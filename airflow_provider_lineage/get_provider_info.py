@@ -42,6 +42,12 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_lineage.sensors.sieve"],
             },
         ],
+        "plugins": [
+            {
+                "name": "column_lineage",
+                "plugin-class": "airflow_provider_lineage.plugins.column_lineage.ColumnLineagePlugin",
+            },
+        ],
         "triggers": [
             {
                 "integration-name": "Sieve Index",

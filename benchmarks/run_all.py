@@ -16,6 +16,7 @@ SCRIPTS: dict[str, list[str]] = {
     "lineage": ["lineage/run.py"],
     "sieve": ["sieve/run.py"],
     "deployment": ["deployment/run.py"],
+    "ui": ["ui/run.py"],
 }
 
 

@@ -36,7 +36,8 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 # run on one pytest-xdist worker, started first: with one scope per file (``--dist loadfile``) each
 # worker that got one of them would run the pipelines again.
 EXAMPLE_PIPELINE_MODULES = frozenset({
-    "tests/test_cluster.py", "tests/test_dags.py", "tests/test_example_etl.py", "tests/test_marquez_replay.py"})
+    "tests/test_cluster.py", "tests/test_dags.py", "tests/test_example_etl.py", "tests/test_marquez_replay.py",
+    "tests/plugins/test_api.py"})
 _EXAMPLES_SCOPE = "example-pipelines"
 
 

@@ -92,6 +92,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
     ui_color = "#e8c1a0"
+    #: Size bound (bytes of JSON) of the lineage record kept in XCom ``column_lineage`` for the
+    #: column-lineage view; a bigger record is cut with a marker the view shows (see ``lineage.run_record``).
+    lineage_record_limit: int = 512 * 1024
 
     def __init__(
         self,
@@ -285,6 +288,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 context["ti"].xcom_push(key=self.lineage_xcom_key, value=written)
             except Exception as exc:  # noqa: BLE001 - lineage never fails the task
                 self.lineage_log.warning("could not push %s to XCom: %r", self.lineage_xcom_key, exc)
+        self._push_lineage_record(context, result, emission, task_run)
         if emission == "provider":
             self.lineage_destination = "Airflow's OpenLineage provider"
             self.log.info(
@@ -310,6 +314,26 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         else:
             self.lineage_destination = None
             self.log.info("lineage: emission is off (lineage_emission='off')")
+
+    def _push_lineage_record(
+        self, context: Context, result: events.LineageResult, emission: str, task_run: ParentRun
+    ) -> None:
+        """The run's lineage record for the column-lineage view (XCom ``column_lineage``; JSON, bounded)."""
+        from airflow_provider_lineage.lineage import run_record
+
+        try:
+            record = run_record.build(
+                result,
+                job_namespace=task_run.namespace,
+                job_name=task_run.name,
+                run_id=task_run.run_id,
+                emission=emission,
+                deploy_mode=self.resolved_deploy_mode(),
+                limit=self.lineage_record_limit,
+            )
+            context["ti"].xcom_push(key=run_record.XCOM_KEY, value=record)
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            self.lineage_log.warning("could not keep the lineage record for the UI view: %r", exc)
 
     def _self_emit_start(self, task_run: ParentRun) -> Any:
         try:

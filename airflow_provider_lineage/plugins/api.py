@@ -1,0 +1,133 @@
+"""The column-lineage view's FastAPI app: a JSON API and the static page, mounted by the plugin.
+
+Every endpoint goes through Airflow's auth manager: the page needs a signed-in user, each run or
+task endpoint needs read access to its DAG (``requires_access_dag("GET")``: no token -> 401, no
+access -> 403), and the search only reads records of the DAGs the user may read. Routes (under the
+plugin's prefix, :data:`URL_PREFIX`)::
+
+    GET /                                                        the page (static, no data in it)
+    GET /api/dags/{dag_id}/runs/{run_id}/graph                   the run's stitched graph
+    GET /api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph   one task's graph (?map_index=)
+    GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
+    GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
+    GET /api/search?q=&limit=                                    datasets/columns of recent runs
+
+No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
+time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
+in a scheduler or worker never loads the API stack).
+"""
+from pathlib import Path
+from typing import Any, Optional
+
+URL_PREFIX = "/column-lineage"
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_DEPTH = 20
+
+
+class LazyApp:
+    """An ASGI app that builds :func:`create_app` on its first request (only the api-server pays for it)."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            self.app = create_app()
+        await self.app(scope, receive, send)
+
+
+def create_app() -> Any:
+    """The FastAPI app (built when Airflow's api-server loads the plugin)."""
+    from airflow.api_fastapi.common.db.common import SessionDep
+    from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
+    from fastapi import Depends, FastAPI, HTTPException, Query, Request
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+    from fastapi.staticfiles import StaticFiles
+
+    from airflow_provider_lineage.plugins import graph as graphs
+    from airflow_provider_lineage.plugins import indexes, store
+
+    app = FastAPI(
+        title="Column lineage (airflow-provider-lineage)",
+        description="Column-level lineage of SparkLineageSubmitOperator tasks, kept in Airflow's metadata DB.",
+    )
+    read_dag = [Depends(requires_access_dag("GET"))]
+
+    def _run_exists(session: Any, dag_id: str, run_id: str) -> None:
+        from airflow.models.dagrun import DagRun
+        from sqlalchemy import select
+
+        found = session.scalar(select(DagRun.id).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
+        if found is None:
+            raise HTTPException(404, f"no DAG run {run_id!r} of DAG {dag_id!r}")
+
+    def _graph(session: Any, dag_id: str, run_id: str, task_id: Optional[str] = None,  # noqa: UP045
+               map_index: Optional[int] = None) -> dict[str, Any]:  # noqa: UP045
+        _run_exists(session, dag_id, run_id)
+        tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
+        g = graphs.stitch(tasks)
+        g.update(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
+        if task_id is not None and not tasks:
+            g["empty"] = (f"task {task_id!r} of this run kept no lineage record: it is not a "
+                          "SparkLineageSubmitOperator task, or it has not run")
+        return g
+
+    @app.get("/api/dags/{dag_id}/runs/{run_id}/graph", dependencies=read_dag)
+    def run_graph(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+        """The lineage of every task of the run, as one graph (a dataset shared by tasks is one node)."""
+        return _graph(session, dag_id, run_id)
+
+    @app.get("/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph", dependencies=read_dag)
+    def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep,
+                   map_index: int = -1) -> dict[str, Any]:
+        """The lineage of one task instance."""
+        return _graph(session, dag_id, run_id, task_id, map_index)
+
+    @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
+    def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),
+                    column: str = Query(...), depth: int = Query(3, ge=0, le=MAX_DEPTH),
+                    task_id: Optional[str] = None, map_index: int = -1) -> dict[str, Any]:  # noqa: UP045
+        """One column's upstream and downstream, ``depth`` hops each way (indexes into the graph's edges)."""
+        g = _graph(session, dag_id, run_id, task_id, map_index if task_id else None)
+        if not any(d["id"] == dataset for d in g["datasets"]):
+            raise HTTPException(404, f"dataset {dataset!r} is not in the lineage of this run")
+        return graphs.path(g, dataset, column, depth)
+
+    @app.get("/api/dags/{dag_id}/runs/{run_id}/indexes", dependencies=read_dag)
+    def sieve_indexes(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+        """State of the Sieve indexes the run's index tasks maintained (the sensor's checks)."""
+        _run_exists(session, dag_id, run_id)
+        return {"indexes": indexes.badges(store.sieve_results(session, dag_id, run_id))}
+
+    @app.get("/api/search")
+    def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),
+               limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+        """Datasets and columns of the newest lineage records of the DAGs the user may read."""
+        from airflow.api_fastapi.app import get_auth_manager
+
+        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+        records = store.recent_records(session, set(readable), q) if q.strip() else []
+        return {"query": q, "hits": graphs.search(records, q, limit), "records_read": len(records)}
+
+    @app.get("/", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(HTTPException)
+    async def _errors(request: Request, exc: HTTPException) -> Any:
+        if request.url.path.rstrip("/").endswith(URL_PREFIX) and exc.status_code in (401, 403):
+            return HTMLResponse(_signed_out_page(exc.status_code), status_code=exc.status_code)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    return app
+
+
+def _signed_out_page(status: int) -> str:
+    what = "You are not signed in to Airflow" if status == 401 else "Your Airflow session is not valid"
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Column lineage</title></head>"
+        f"<body style='font-family:sans-serif;padding:2em'><h2>Column lineage</h2><p>{what} ({status}). "
+        "<a href='/' target='_top'>Open Airflow and sign in</a>, then come back to this page.</p></body></html>"
+    )

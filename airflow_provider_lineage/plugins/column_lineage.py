@@ -1,0 +1,41 @@
+"""The ``AirflowPlugin`` of the column-lineage view (registered by the provider and by entry point).
+
+* ``fastapi_apps``: the JSON API and the page under ``/column-lineage`` (Airflow 3.0+);
+* ``external_views`` (Airflow 3.1+; 3.0 ignores them and the API still works): a "Column lineage"
+  tab on DAG runs and on task instances, and a "Column lineage" entry in the navigation (search).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.plugins_manager import AirflowPlugin
+
+from airflow_provider_lineage.plugins.api import URL_PREFIX, LazyApp
+
+PLUGIN_NAME = "column_lineage"
+
+
+def _fastapi_apps() -> list[dict[str, Any]]:
+    # built on the first request: every Airflow process imports its plugins, only the api-server serves them
+    return [{"app": LazyApp(), "url_prefix": URL_PREFIX, "name": "Column lineage"}]
+
+
+def _external_views() -> list[dict[str, Any]]:
+    icon = f"{URL_PREFIX}/static/icon.svg"
+    run = f"{URL_PREFIX}/?dag_id={{DAG_ID}}&run_id={{RUN_ID}}"
+    return [
+        {"name": "Column lineage", "href": run, "destination": "dag_run", "url_route": "column-lineage-run",
+         "icon": icon},
+        {"name": "Column lineage", "href": f"{run}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}",
+         "destination": "task_instance", "url_route": "column-lineage-task", "icon": icon},
+        {"name": "Column lineage", "href": f"{URL_PREFIX}/", "destination": "nav", "category": "browse",
+         "url_route": "column-lineage", "icon": icon},
+    ]
+
+
+class ColumnLineagePlugin(AirflowPlugin):
+    """Column lineage view: JSON API + page (``fastapi_apps``) and tabs/nav entry (``external_views``)."""
+
+    name = PLUGIN_NAME
+    fastapi_apps = _fastapi_apps()
+    external_views = _external_views()

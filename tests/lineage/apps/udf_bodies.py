@@ -125,6 +125,9 @@ def concat_udf(s):  # called on concat(name, country)
     return s.upper()
 
 
+lower_lambda = lambda s, t: s.lower()
+
+
 def dynamic(a, b):  # eval on an argument: not analysed
     return eval(repr(a))
 

@@ -147,7 +147,11 @@ def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
     key = cache_key(fn, nargs, eval_type, tuple(columns or ()))
     hit = _cache.get(key)
     if hit is not None:
-        return UdfAnalysis.from_dict(hit.to_dict()) if hit.name != name else hit
+        if hit.name == name:
+            return hit
+        named = UdfAnalysis.from_dict(hit.to_dict())
+        named.name = name
+        return named
     t0 = time.perf_counter()
     try:
         result = _analyse(fn, name, nargs, eval_type, columns)

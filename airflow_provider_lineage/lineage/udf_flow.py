@@ -59,7 +59,7 @@ NON_MUTATING = frozenset({
     "format", "join", "startswith", "endswith", "encode", "decode", "find", "rfind", "index", "count", "zfill",
     "ljust", "rjust", "center", "partition", "rpartition", "removeprefix", "removesuffix", "translate", "get",
     "apply", "map", "astype", "fillna", "where", "mask", "clip", "round", "isin", "between", "combine",
-    "add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
+    "mul", "div", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
     "cat", "contains", "match", "fullmatch", "search", "subn", "findall", "hexdigest", "digest",
 })
 
@@ -153,6 +153,11 @@ class Budget:
     nodes: int = 0
     hashes: dict[Src, set[str]] = field(default_factory=dict)
     stack: list[Any] = field(default_factory=list)
+    #: module globals / unknown names a body mutated (``seen.add(a)``): shared by every frame
+    shared: dict[str, Val] = field(default_factory=dict)
+    #: name -> names that may hold the same object (``y = x``; ``for row in rows``): mutation spreads
+    aliases: dict[str, set[str]] = field(default_factory=dict)
+    version: int = 0  # bumped when ``shared`` grows: every frame then runs another round
 
 
 # -- source of functions -------------------------------------------------------------------------
@@ -218,9 +223,22 @@ class Frame:
         frame: Frame | None = self
         while frame is not None:
             if name in frame.env:
-                return frame.env[name]
+                v = frame.env[name]
+                shared = self.budget.shared.get(name)
+                return join(v, shared) if shared is not None else v
             frame = frame.parent
-        return EMPTY
+        return self.budget.shared.get(name, EMPTY)
+
+    def link(self, targets: ast.expr, source: ast.expr | None) -> None:
+        """``targets`` may now refer to the objects the names in ``source`` hold (aliasing)."""
+        if source is None:
+            return
+        names = {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
+        outs = {n.id for n in ast.walk(targets) if isinstance(n, ast.Name)}
+        for t in outs:
+            for s in names - {t}:
+                self.budget.aliases.setdefault(t, set()).add(s)
+                self.budget.aliases.setdefault(s, set()).add(t)
 
     def write(self, name: str, val: Val) -> None:
         old = self.env.get(name)
@@ -237,18 +255,39 @@ class Frame:
             self.cond = new
 
     def mutate(self, target: ast.expr, val: Val) -> None:
-        """``target`` (a name, or the base of ``a.b[c]``) now also holds ``val``."""
+        """``target`` (a name, or the base of ``a.b[c]``) now also holds ``val``; so does every name that may
+        hold the same object, in whichever frame defines it (a closure's list, a module-level set)."""
         while isinstance(target, ast.Attribute | ast.Subscript | ast.Starred):
             target = target.value
-        if isinstance(target, ast.Name) and val.flat():
-            self.write(target.id, trans_val(val))
+        if not isinstance(target, ast.Name) or not val.flat():
+            return
+        add = trans_val(val)
+        todo, done = [target.id], set()
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            done.add(name)
+            todo.extend(self.budget.aliases.get(name, ()))
+            frame: Frame | None = self
+            while frame is not None and name not in frame.env:
+                frame = frame.parent
+            if frame is not None:
+                frame.write(name, add)
+            else:
+                old = self.budget.shared.get(name, EMPTY)
+                new = join(old, add)
+                if not same(old, new):
+                    self.budget.shared[name] = new
+                    self.budget.version += 1
 
     # statements -------------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
         for _ in range(MAX_ROUNDS):
             self.changed = False
+            version = self.budget.version
             self.block(body)
-            if not self.changed:
+            if not self.changed and version == self.budget.version:
                 return
         raise Unanalysable("data flow did not settle (loop too complex)")
 
@@ -263,9 +302,11 @@ class Frame:
         elif isinstance(st, ast.Assign):
             v = self.ev(st.value)
             for tgt in st.targets:
+                self.link(tgt, st.value)
                 self.assign(tgt, v)
         elif isinstance(st, ast.AnnAssign):
             if st.value is not None:
+                self.link(st.target, st.value)
                 self.assign(st.target, self.ev(st.value))
         elif isinstance(st, ast.AugAssign):
             v = trans_val(self.ev(st.value), self.ev(st.target))
@@ -280,6 +321,7 @@ class Frame:
             it = self.ev(st.iter)
             if it.elem is None:
                 self.add_cond(it.flat())  # how many times the body runs
+            self.link(st.target, st.iter)
             self.assign(st.target, self.element(it))
             self.block(st.body)
             self.block(st.orelse)
@@ -287,6 +329,7 @@ class Frame:
             for item in st.items:
                 v = self.ev(item.context_expr)
                 if item.optional_vars is not None:
+                    self.link(item.optional_vars, item.context_expr)
                     self.assign(item.optional_vars, trans_val(v))
             self.block(st.body)
         elif isinstance(st, ast.Try | ast.TryStar):
@@ -429,6 +472,7 @@ class Frame:
             return self.comprehension(e)
         if isinstance(e, ast.NamedExpr):
             v = self.ev(e.value)
+            self.link(e.target, e.value)
             self.assign(e.target, v)
             return v
         if isinstance(e, ast.Lambda):
@@ -474,6 +518,7 @@ class Frame:
             it = self.ev(gen.iter)
             if it.elem is None:
                 self.add_cond(it.flat())
+            self.link(gen.target, gen.iter)
             self.assign(gen.target, self.element(it))
             for cond in gen.ifs:
                 self.add_cond(self.ev(cond).flat())
@@ -496,11 +541,11 @@ class Frame:
         if isinstance(func, ast.Name):
             local = self.read(func.id)
             if local.fn is not None and not starred and not star_kw:
-                return self.inline(local.fn, args, kwargs, closure=self)
+                return self.inline(local.fn, args, kwargs, closure=self, call=e)
             if local.flat():  # calling a value computed from the data
                 return trans_val(local, *everything)
         if isinstance(func, ast.Lambda) and not starred and not star_kw:
-            return self.inline(func, args, kwargs, closure=self)
+            return self.inline(func, args, kwargs, closure=self, call=e)
         obj, resolved = self.resolve(func)
         if resolved:
             return self.call_object(obj, func, args, kwargs, everything, starred or bool(star_kw), e)
@@ -605,7 +650,7 @@ class Frame:
             same_module = self.module is not None and obj.__module__ == self.module
             closure = self._is_closure_value(obj)
             if same_module or closure:
-                return self.inline(obj, args, kwargs, closure=None)
+                return self.inline(obj, args, kwargs, closure=None, call=e)
         if isinstance(obj, types.BuiltinFunctionType | type) and name in PURE_BUILTINS:
             return trans_val(*everything)
         out = trans_val(*everything)
@@ -630,7 +675,8 @@ class Frame:
             frame = frame.parent
         return False
 
-    def inline(self, fn: Any, args: list[Val], kwargs: dict[str, Val], closure: Frame | None) -> Val:
+    def inline(self, fn: Any, args: list[Val], kwargs: dict[str, Val], closure: Frame | None,
+               call: ast.Call | None = None) -> Val:
         """Analyse a callee's body with the actual argument values (bounded depth; cycles widen)."""
         everything = [*args, *kwargs.values()]
         key = fn.__code__ if hasattr(fn, "__code__") else fn
@@ -655,6 +701,14 @@ class Frame:
         env = bind(node.args, args, kwargs)
         if env is None:
             return trans_val(*everything)
+        if call is not None and len(call.args) <= len(node.args.posonlyargs + node.args.args):
+            # a parameter may hold the caller's object: mutating it mutates the caller's variable
+            params = node.args.posonlyargs + node.args.args
+            for p, a in zip(params, call.args):
+                self.link(ast.Name(p.arg), a)
+            for k in call.keywords:
+                if k.arg is not None:
+                    self.link(ast.Name(k.arg), k.value)
         self.budget.stack.append(key)
         try:
             frame = Frame(fn_obj, env, parent, self.budget, module, self.depth + 1)

@@ -1,7 +1,7 @@
 """Lineage through Python UDF bodies (issue 24), on real Spark through the launcher.
 
-One application (``apps/udf_app.py``) performs every scenario's write under ``spark-submit launcher.py``;
-a second, short run has ``spark.airflow_lineage.udfAnalysis=false``. Each scenario is checked edge by
+One application (``apps/udf_app.py``) performs every scenario's write under ``spark-submit launcher.py``
+(one JVM for all scenarios: CI time). Each scenario is checked edge by
 edge (field, type, subtype, masking), and a soundness property check runs every analysed function on
 the scenario's input rows: changing an input the lineage says does not reach a column never changes
 that column, and changing one that does changes it for some row.
@@ -14,13 +14,15 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from airflow_provider_lineage.capture.config import LauncherConfig
+from airflow_provider_lineage.capture.udfs import UdfRegistry
 from airflow_provider_lineage.lineage import WriteLineage, analyze_record
 from airflow_provider_lineage.lineage.explain import explain
 from airflow_provider_lineage.lineage.facets import datasets_for
@@ -39,7 +41,6 @@ COLUMNS = [c.split()[0] for c in b.SCHEMA.split(", ")]
 @dataclass
 class Runs:
     records: dict[str, CaptureRecord]
-    off: dict[str, CaptureRecord]
     status: dict[str, Any]
 
 
@@ -54,19 +55,13 @@ def _by_output(capture: Path) -> dict[str, CaptureRecord]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     tmp = tmp_path_factory.mktemp("udf")
-    procs = {}
-    for name, extra in (("on", []), ("off", ["quick"])):
-        cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", "768m",
-               "--conf", f"spark.airflow_lineage.captureDir={tmp / ('cap_' + name)}"]
-        if name == "off":
-            cmd += ["--conf", "spark.airflow_lineage.udfAnalysis=false"]
-        cmd += [launcher_path(), str(APPS / "udf_app.py"), str(tmp / ("out_" + name)), *extra]
-        procs[name] = subprocess.Popen(cmd, env=_submit_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for name, proc in procs.items():
-        _out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, f"{name}: {err[-4000:]}"
-    status = json.loads((tmp / "cap_on" / "_launcher.status").read_text())
-    return Runs(_by_output(tmp / "cap_on"), _by_output(tmp / "cap_off"), status)
+    cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", "768m",
+           "--conf", f"spark.airflow_lineage.captureDir={tmp / 'cap'}",
+           launcher_path(), str(APPS / "udf_app.py"), str(tmp / "out")]
+    proc = subprocess.run(cmd, env=_submit_env(), capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    status = json.loads((tmp / "cap" / "_launcher.status").read_text())
+    return Runs(_by_output(tmp / "cap"), status)
 
 
 def lin(runs: Runs, sid: str) -> WriteLineage:
@@ -188,11 +183,25 @@ def test_explain_shows_the_flow(runs: Runs) -> None:
 
 
 def test_switch_off_keeps_black_box_edges(runs: Runs) -> None:
-    rec = runs.off["used_unused"]
+    """``udfAnalysis=false`` (operator ``udf_analysis=False``) reaches the driver's registry, which then
+    hands over nothing: the engine keeps the black-box edges."""
+    conf = LauncherConfig(udf_analysis=False).to_spark_conf()
+    assert conf["spark.airflow_lineage.udfAnalysis"] == "false"
+    assert LauncherConfig.resolve(conf.get, {}).udf_analysis is False
+    assert LauncherConfig.resolve(lambda k: None, {"AIRFLOW_LINEAGE_UDF_ANALYSIS": "false"}).udf_analysis is False
+    assert LauncherConfig.resolve(lambda k: None, {}).udf_analysis is True
+    registry = UdfRegistry()
+    registry.add("upper_first", b.upper_first, 100, "string")
+    registry.enabled = False
+    rec = replace(runs.records["used_unused"], udfs=[])
+    registry.enrich(rec)
     assert rec.udfs == []
     result = analyze_record(rec)
     assert col(result, "r") == {e("email", T), e("country", T)}
     assert result.udfs == []
+    registry.enabled = True
+    registry.enrich(rec)  # the same registry switched on finds the function by its plan name
+    assert col(analyze_record(rec), "r") == {e("email", T)}
 
 
 def test_capture_cost_is_recorded(runs: Runs) -> None:

@@ -23,7 +23,7 @@ import functools
 import inspect
 import textwrap
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ Taint = dict[Src, tuple[int, bool]]
 MAX_DEPTH = 4  # nested calls followed into helpers / closures
 MAX_NODES = 4000  # AST nodes analysed per UDF (all followed helpers together)
 MAX_ROUNDS = 12  # fixpoint rounds per function body
+MAX_LINES = 600  # source lines of one function: longer ones are not even read
 
 #: Module names whose callables hash their input (``hashlib.sha256``, ``hmac.new``, ``zlib.crc32``).
 HASH_MODULES = frozenset({"_hashlib", "hashlib", "_md5", "_sha1", "_sha2", "_sha256", "_sha512", "_sha3",
@@ -150,7 +151,9 @@ def trans_val(*vals: Val, masked: bool = False) -> Val:
 
 @dataclass
 class Budget:
-    nodes: int = 0
+    nodes: int = 0  # syntax nodes of the bodies analysed (the size limit)
+    steps: int = 0  # expressions evaluated, all rounds (a second limit, for pathological fixpoints)
+    mutations: int = 0  # mutate() calls: a callee with side effects is not memoised
     hashes: dict[Src, set[str]] = field(default_factory=dict)
     stack: list[Any] = field(default_factory=list)
     #: module globals / unknown names a body mutated (``seen.add(a)``): shared by every frame
@@ -158,12 +161,19 @@ class Budget:
     #: name -> names that may hold the same object (``y = x``; ``for row in rows``): mutation spreads
     aliases: dict[str, set[str]] = field(default_factory=dict)
     version: int = 0  # bumped when ``shared`` grows: every frame then runs another round
+    #: (callee, argument sources, version) -> (result, conditions): a helper called again with the same
+    #: abstract arguments is not analysed again
+    memo: dict[Any, tuple[Val, Taint]] = field(default_factory=dict)
+    linked: set[tuple[int, int]] = field(default_factory=set)
 
 
 # -- source of functions -------------------------------------------------------------------------
 @functools.lru_cache(maxsize=512)
 def _parse_code(code: types.CodeType) -> list[ast.AST]:
     """The AST node(s) that may define ``code`` (a def, or the lambdas on its source lines)."""
+    lines_used = [line for _s, _e, line in code.co_lines() if line is not None]
+    if lines_used and max(lines_used) - code.co_firstlineno > MAX_LINES:
+        raise Unanalysable("body too large")
     try:
         lines, _start = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
@@ -197,8 +207,9 @@ def _arg_names(args: ast.arguments) -> list[str]:
     return [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
 
 
-def _size(nodes: Iterable[ast.AST]) -> int:
-    return sum(1 for n in nodes for _ in ast.walk(n))
+@functools.lru_cache(maxsize=4096)
+def _size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
 
 
 # -- the interpreter ------------------------------------------------------------------------------
@@ -231,10 +242,11 @@ class Frame:
 
     def link(self, targets: ast.expr, source: ast.expr | None) -> None:
         """``targets`` may now refer to the objects the names in ``source`` hold (aliasing)."""
-        if source is None:
+        if source is None or (id(targets), id(source)) in self.budget.linked:
             return
-        names = {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
-        outs = {n.id for n in ast.walk(targets) if isinstance(n, ast.Name)}
+        self.budget.linked.add((id(targets), id(source)))
+        names = _names(source)
+        outs = _names(targets)
         for t in outs:
             for s in names - {t}:
                 self.budget.aliases.setdefault(t, set()).add(s)
@@ -261,6 +273,7 @@ class Frame:
             target = target.value
         if not isinstance(target, ast.Name) or not val.flat():
             return
+        self.budget.mutations += 1
         add = trans_val(val)
         todo, done = [target.id], set()
         while todo:
@@ -430,8 +443,8 @@ class Frame:
 
     # expressions -------------------------------------------------------------------------------
     def ev(self, e: ast.expr) -> Val:
-        self.budget.nodes += 1
-        if self.budget.nodes > MAX_NODES * MAX_ROUNDS:
+        self.budget.steps += 1
+        if self.budget.steps > MAX_NODES * MAX_ROUNDS:
             raise Unanalysable("body too large")
         if isinstance(e, ast.Constant):
             return EMPTY
@@ -695,7 +708,16 @@ class Frame:
             defaults = _defaults_ok(fn)
             if not defaults:
                 return trans_val(*everything)
-        self.budget.nodes += _size([node]) if fn_obj is not None else 0
+        sigs = [_signature(v) for v in everything]
+        memo_key = None
+        if closure is None and all(s is not None for s in sigs):
+            memo_key = (key, tuple(sigs[: len(args)]), tuple(sorted(zip(kwargs, sigs[len(args):]))),
+                        self.budget.version)
+            hit = self.budget.memo.get(memo_key)
+            if hit is not None:
+                self.add_cond(hit[1])
+                return hit[0]
+        self.budget.nodes += _size(node) if fn_obj is not None else 0
         if self.budget.nodes > MAX_NODES:
             raise Unanalysable("body too large")
         env = bind(node.args, args, kwargs)
@@ -710,6 +732,7 @@ class Frame:
                 if k.arg is not None:
                     self.link(ast.Name(k.arg), k.value)
         self.budget.stack.append(key)
+        mutations = self.budget.mutations
         try:
             frame = Frame(fn_obj, env, parent, self.budget, module, self.depth + 1)
             frame.is_generator = _is_generator(node)
@@ -718,9 +741,10 @@ class Frame:
         finally:
             self.budget.stack.pop()
         self.add_cond(frame.cond)
-        if frame.is_generator:
-            return Val(elem=frame.ret)
-        return frame.ret
+        result = Val(elem=frame.ret) if frame.is_generator else frame.ret
+        if memo_key is not None and mutations == self.budget.mutations:
+            self.budget.memo[memo_key] = (result, frame.cond)
+        return result
 
 
 def _is_hash(obj: Any) -> bool:
@@ -746,6 +770,19 @@ def _defaults_ok(fn: Any) -> bool:
     return True  # defaults are driver-side constants: no column data
 
 
+@functools.lru_cache(maxsize=8192)
+def _names(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _signature(v: Val) -> Any:
+    """A hashable form of a value without structure (``None``: not memoisable)."""
+    if v.items is not None or v.cols is not None or v.elem is not None or v.fn is not None:
+        return None
+    return frozenset(v.t.items())
+
+
+@functools.lru_cache(maxsize=4096)
 def _is_generator(node: ast.AST) -> bool:
     body = node.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else []
     for st in body:
@@ -810,7 +847,7 @@ def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Va
     nodes = _parse_code(fn.__code__)
     if len(nodes) != 1:
         raise Unanalysable("several lambdas with the same parameters on one line")
-    if _size(nodes) > MAX_NODES:
+    if sum(_size(n) for n in nodes) > MAX_NODES:
         raise Unanalysable("body too large")
     node = nodes[0]
     if isinstance(node, ast.AsyncFunctionDef):

@@ -207,3 +207,78 @@ def test_never_crashes_on_real_code(module: str) -> None:
         a = analyse_udf(fn, fn.__name__, code.co_argcount, 100)
         assert a.analysed or (a.reason and not a.reason.startswith("analysis error")), (fn, a.reason)
         assert len(a.args) == code.co_argcount
+
+
+# -- property: random bodies never lose an edge the data proves ---------------------------------------
+def _expr(rng, depth: int) -> str:
+    names = ["a", "b", "c", "x", "y"]
+    if depth <= 0 or rng.random() < 0.3:
+        return rng.choice([*names, str(rng.randint(0, 5))])
+    kind = rng.randrange(8)
+    sub = lambda: _expr(rng, depth - 1)
+    return [
+        f"({sub()} + {sub()})",
+        f"({sub()} * {sub()} % 7)",
+        f"({sub()} if {sub()} > {rng.randint(0, 5)} else {sub()})",
+        f"_helper({sub()}, {sub()})",
+        f"len(hashlib.sha256(str({sub()}).encode()).hexdigest()[:{rng.randint(1, 3)}])",
+        f"max({sub()}, {sub()})",
+        f"sum(lst) + {sub()}",
+        f"(_twice({sub()}) - 1)",
+    ][kind]
+
+
+def _stmts(rng, depth: int, indent: str) -> list[str]:
+    out = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(5)
+        if kind == 0 and depth > 0:
+            out.append(f"{indent}if {_expr(rng, 2)} > {rng.randint(0, 6)}:")
+            out += _stmts(rng, depth - 1, indent + "    ")
+            out.append(f"{indent}else:")
+            out += _stmts(rng, depth - 1, indent + "    ")
+        elif kind == 1:
+            out.append(f"{indent}lst.append({_expr(rng, 2)})")
+        elif kind == 2 and depth > 0:
+            out.append(f"{indent}for i in range({rng.choice(['2', 'a % 3', 'b % 2'])}):")
+            out += _stmts(rng, depth - 1, indent + "    ")
+        else:
+            out.append(f"{indent}{rng.choice(['x', 'y'])} = {_expr(rng, 2)}")
+    return out
+
+
+def _program(rng, n: int) -> str:
+    lines = ["import hashlib", "", "", "def _helper(u, v):", "    return u * 2 if v else u", "", "",
+             "def _twice(w):", "    return w + w", "", ""]
+    for k in range(n):
+        body = ["    x = 0", "    y = 1", "    lst = []", *_stmts(rng, 2, "    ")]
+        body.append(f"    return {rng.choice(['x', 'y', 'sum(lst)', _expr(rng, 2)])}")
+        lines += [f"def f{k}(a, b, c):", *body, "", ""]
+    return "\n".join(lines)
+
+
+def test_random_bodies_lose_no_edge(tmp_path, monkeypatch) -> None:
+    import itertools
+    import random
+
+    rng = random.Random(2024)
+    n = 120
+    (tmp_path / "gen_udfs.py").write_text(_program(rng, n))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gen = importlib.import_module("gen_udfs")
+    samples = [tuple(rng.randint(-3, 9) for _ in range(3)) for _ in range(30)]
+    checked = 0
+    for k in range(n):
+        fn = getattr(gen, f"f{k}")
+        a = analyse_udf(fn, fn.__name__, 3, 100)
+        assert a.analysed, (k, a.reason)
+        for i, flow in enumerate(a.args):
+            if flow.used:
+                continue
+            for s, v in itertools.product(samples[:10], range(-3, 10)):
+                changed = list(s)
+                changed[i] = v
+                assert fn(*s) == fn(*changed), f"f{k}: argument {i} changes the result but has no edge\n" \
+                    + inspect.getsource(fn)
+            checked += 1
+    assert checked > 20  # enough arguments were judged unused to make the check mean something

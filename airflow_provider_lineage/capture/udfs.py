@@ -52,6 +52,7 @@ class UdfRegistry:
     def __init__(self) -> None:
         self.by_name: dict[str, list[Registered]] = {}
         self._keys: set[Any] = set()
+        self._overflow: set[str] = set()  # names with more than MAX_PER_NAME functions: not analysed
         self._lock = threading.Lock()
         self._patched: list[tuple[Any, str, Any]] = []
         self.enabled = True
@@ -66,6 +67,8 @@ class UdfRegistry:
             entries = self.by_name.setdefault(name, [])
             if len(entries) < MAX_PER_NAME:
                 entries.append(Registered(func, int(eval_type), return_type))
+            else:
+                self._overflow.add(name)
 
     def install(self) -> None:
         """Wrap ``UserDefinedFunction._create_judf`` so every UDF's function is remembered."""
@@ -120,8 +123,12 @@ class UdfRegistry:
         eval_type = int(node.fields.get("evalType", 100) or 100)
         nargs = len(node.children)
         frame = eval_type in FRAME or eval_type in MAP_ITER
+        if any(c.cls == "NamedArgumentExpression" for c in node.children):
+            return fallback(name, nargs, eval_type, "called with keyword arguments")
         with self._lock:
             cands = list(self.by_name.get(name, []))
+            if name in self._overflow:
+                return fallback(name, nargs, eval_type, f"more than {MAX_PER_NAME} functions named {name!r}")
         cands = [c for c in cands if c.eval_type == eval_type] or cands
         dtype = node.fields.get("dataType")
         typed = [c for c in cands if c.return_type is None or dtype is None or _same_type(c.return_type, dtype)]

@@ -841,8 +841,13 @@ def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Va
         params = [EMPTY] * len(fn.args) + params
         kw = {**{k: EMPTY for k in fn.keywords}, **(kw or {})}
         fn = fn.func
+    if isinstance(fn, types.MethodType):  # a bound method: ``self`` is driver-side state, not column data
+        params = [EMPTY, *params]
+        fn = fn.__func__
     if not isinstance(fn, types.FunctionType):
-        raise Unanalysable("built-in or C function" if callable(fn) else "not a function")
+        if isinstance(fn, types.BuiltinFunctionType | types.BuiltinMethodType) or not callable(fn):
+            raise Unanalysable("built-in or C function")
+        raise Unanalysable(f"not a Python function ({type(fn).__name__})")
     root.module = fn.__module__
     nodes = _parse_code(fn.__code__)
     if len(nodes) != 1:

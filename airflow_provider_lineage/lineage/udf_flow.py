@@ -21,6 +21,7 @@ import ast
 import builtins
 import functools
 import inspect
+import re
 import textwrap
 import types
 from collections.abc import Callable
@@ -160,7 +161,9 @@ class Budget:
     shared: dict[str, Val] = field(default_factory=dict)
     #: name -> names that may hold the same object (``y = x``; ``for row in rows``): mutation spreads
     aliases: dict[str, set[str]] = field(default_factory=dict)
-    version: int = 0  # bumped when ``shared`` grows: every frame then runs another round
+    version: int = 0  # bumped when ``shared``/``escaped`` grow: every frame then runs another round
+    #: data handed to callees the pass cannot follow: any mutable global the body reads may hold it
+    escaped: Taint = field(default_factory=dict)
     #: (callee, argument sources, version) -> (result, conditions): a helper called again with the same
     #: abstract arguments is not analysed again
     memo: dict[Any, tuple[Val, Taint]] = field(default_factory=dict)
@@ -239,6 +242,14 @@ class Frame:
                 return join(v, shared) if shared is not None else v
             frame = frame.parent
         return self.budget.shared.get(name, EMPTY)
+
+    def _is_local(self, name: str) -> bool:
+        frame: Frame | None = self
+        while frame is not None:
+            if name in frame.env:
+                return True
+            frame = frame.parent
+        return False
 
     def link(self, targets: ast.expr, source: ast.expr | None) -> None:
         """``targets`` may now refer to the objects the names in ``source`` hold (aliasing)."""
@@ -449,7 +460,12 @@ class Frame:
         if isinstance(e, ast.Constant):
             return EMPTY
         if isinstance(e, ast.Name):
-            return self.read(e.id)
+            v = self.read(e.id)
+            if self.budget.escaped and not self._is_local(e.id):
+                obj, found = self.resolve(e)
+                if not found or not _immutable(obj):
+                    v = join(v, Val(dict(self.budget.escaped)))
+            return v
         if isinstance(e, ast.Starred):
             return self.ev(e.value)
         if isinstance(e, ast.Attribute):
@@ -667,11 +683,17 @@ class Frame:
         if isinstance(obj, types.BuiltinFunctionType | type) and name in PURE_BUILTINS:
             return trans_val(*everything)
         out = trans_val(*everything)
-        # an unknown callee may store one argument into another (helper(out_list, value))
-        if len(e.args) + len(e.keywords) > 1 and any(v.flat() for v in everything):
-            for a in [*e.args, *(k.value for k in e.keywords)]:
-                if isinstance(a, ast.Name):
-                    self.mutate(a, out)
+        if any(v.flat() for v in everything):
+            # an unknown callee may store one argument into another (helper(out_list, value)) ...
+            if len(e.args) + len(e.keywords) > 1:
+                for a in [*e.args, *(k.value for k in e.keywords)]:
+                    if isinstance(a, ast.Name):
+                        self.mutate(a, out)
+            # ... or into state of its own that a mutable global the body reads later exposes
+            new = join_taint(self.budget.escaped, out.t)
+            if new != self.budget.escaped:
+                self.budget.escaped = new
+                self.budget.version += 1
         return out
 
     def _is_closure_value(self, obj: Any) -> bool:
@@ -768,6 +790,15 @@ def _is_pandas_frame_ctor(obj: Any) -> bool:
 
 def _defaults_ok(fn: Any) -> bool:
     return True  # defaults are driver-side constants: no column data
+
+
+_IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, type(None), re.Pattern,
+              types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def _immutable(obj: Any) -> bool:
+    """Objects that cannot hold data a callee stored (modules, functions, constants, compiled patterns)."""
+    return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins")
 
 
 @functools.lru_cache(maxsize=8192)

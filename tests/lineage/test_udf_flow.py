@@ -10,6 +10,7 @@ import importlib
 import inspect
 import re
 import types
+from typing import ClassVar
 
 import pytest
 
@@ -282,3 +283,21 @@ def test_random_bodies_lose_no_edge(tmp_path, monkeypatch) -> None:
                     + inspect.getsource(fn)
             checked += 1
     assert checked > 20  # enough arguments were judged unused to make the check mean something
+
+
+class _Store:
+    items: ClassVar[list] = []
+
+    @staticmethod
+    def add(v):
+        _Store.items.append(v)
+
+
+def hidden_state(a, b):
+    _Store.add(b)
+    return len(_Store.items) + a
+
+
+def test_data_handed_to_an_unknown_callee_reaches_mutable_globals() -> None:
+    assert flows(hidden_state, 2) == [T, T]
+    assert flows(regex, 2) == [T, N]  # a compiled pattern cannot hold it

@@ -99,3 +99,13 @@ def test_bound_method_and_callable_object() -> None:
     assert [f.direct for f in analyse_udf(m.run, "run", 2, 100).args] == ["IDENTITY", None]
     obj = analyse_udf(m, "Masker", 2, 100)
     assert not obj.analysed and obj.reason == "not a Python function (Masker)"
+
+
+def test_capture_session_hands_records_to_the_registry() -> None:
+    from airflow_provider_lineage.capture.listener import CaptureSession
+
+    reg = UdfRegistry()
+    reg.add("f", first, 100, "string")
+    session = CaptureSession(spark=None, udfs=reg)  # type: ignore[arg-type] - only the record callback runs
+    session._on_record(_record(_plan("f")))
+    assert session.records[0].udfs[0]["analysis"]["analysed"] is True

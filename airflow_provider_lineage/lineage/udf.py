@@ -219,8 +219,7 @@ def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] 
 
 
 def _scalar(res: FlowResult, name: str, eval_type: int, function: str, nargs: int) -> UdfAnalysis:
-    flows = _flows(res.ret.flat() if res.ret.items is not None or res.ret.cols is not None or res.ret.elem
-                   is not None else res.ret.t, res.cond, res.hashes, list(range(nargs)))
+    flows = _flows(res.ret.flat(), res.cond, res.hashes, list(range(nargs)))
     return UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)])
 
 
@@ -258,12 +257,8 @@ class UdfTable:
         if node.cls not in UDF_CLASSES:
             return None
         a = self.lookup(node)
-        if a is None:
-            if self.by_id or result_id(node) is None:
-                pass
-            return None
-        if not a.analysed or len(a.args) != len(node.children):
-            return None
+        if a is None or not a.analysed or len(a.args) != len(node.children):
+            return None  # a black box: TRANSFORMATION of every argument
         agg = a.eval_type in AGGREGATE
         return [f.steps(agg) for f in a.args]
 

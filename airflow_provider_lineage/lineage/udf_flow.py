@@ -21,6 +21,7 @@ import ast
 import builtins
 import functools
 import inspect
+import linecache
 import re
 import textwrap
 import types
@@ -177,10 +178,16 @@ def _parse_code(code: types.CodeType) -> list[ast.AST]:
     lines_used = [line for _s, _e, line in code.co_lines() if line is not None]
     if lines_used and max(lines_used) - code.co_firstlineno > MAX_LINES:
         raise Unanalysable("body too large")
+    # inspect.getsourcelines() without its getmodule() scan of every loaded module (~0.3 s on first use)
+    filename = code.co_filename
+    linecache.checkcache(filename)  # a file edited since it was imported is read again (and then won't match)
+    file_lines = linecache.getlines(filename)
+    if not file_lines or code.co_firstlineno < 1 or code.co_firstlineno > len(file_lines):
+        raise Unanalysable("no source")
     try:
-        lines, _start = inspect.getsourcelines(code)
-    except (OSError, TypeError) as exc:
-        raise Unanalysable("no source") from exc
+        lines = inspect.getblock(file_lines[code.co_firstlineno - 1:])
+    except (IndexError, SyntaxError, ValueError) as exc:
+        raise Unanalysable("source not parsable") from exc
     text = textwrap.dedent("".join(lines))
     tree = None
     for candidate in (text, f"(\n{text}\n)", text.rstrip().rstrip(",").rstrip("\\")):
@@ -191,8 +198,8 @@ def _parse_code(code: types.CodeType) -> list[ast.AST]:
             continue
     if tree is None:  # a lambda in the middle of a larger expression: widen the source to its whole file
         try:
-            tree = ast.parse(inspect.getsource(inspect.getmodule(code) or code))  # type: ignore[arg-type]
-        except (OSError, TypeError, SyntaxError) as exc:
+            tree = ast.parse("".join(file_lines))
+        except (SyntaxError, ValueError) as exc:
             raise Unanalysable("source not parsable") from exc
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     if code.co_name == "<lambda>":

@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS: dict[str, list[str]] = {
     "capture": ["capture/overhead.py"],
     "lineage": ["lineage/run.py"],
+    "udf": ["lineage/udf_cost.py"],
     "sieve": ["sieve/run.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],

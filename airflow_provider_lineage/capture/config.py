@@ -15,6 +15,7 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
 ``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
 ``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``both`` (default), ``fields``, ``dataset``
+``spark.airflow_lineage.udfAnalysis``             ``AIRFLOW_LINEAGE_UDF_ANALYSIS``             ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
 ``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 =================================================  ==========================================  =====================================================
 
@@ -43,6 +44,7 @@ _KEYS = {
     "jobName": "JOB_NAME",
     "drainTimeoutSeconds": "DRAIN_TIMEOUT_SECONDS",
     "indirectLineage": "INDIRECT_LINEAGE",
+    "udfAnalysis": "UDF_ANALYSIS",
 }
 
 #: Name of the status file the launcher leaves in the capture folder (client deploy mode).
@@ -63,6 +65,7 @@ class LauncherConfig:
     parent: ParentRun | None = None
     indirect: str = "both"
     spark_openlineage: dict[str, str] = field(default_factory=dict)
+    udf_analysis: bool = True
 
     @property
     def active(self) -> bool:
@@ -85,6 +88,8 @@ class LauncherConfig:
         conf[PREFIX + "drainTimeoutSeconds"] = f"{self.drain_timeout_s:g}"
         if self.indirect != "both":
             conf[PREFIX + "indirectLineage"] = self.indirect
+        if not self.udf_analysis:
+            conf[PREFIX + "udfAnalysis"] = "false"
         if self.parent is not None:
             p = self.parent
             conf["spark.openlineage.parentJobNamespace"] = p.namespace
@@ -150,6 +155,7 @@ class LauncherConfig:
             parent=_parent(get_conf, env),
             indirect=indirect,
             spark_openlineage=dict(spark_openlineage or {}),
+            udf_analysis=(get("udfAnalysis") or "true").strip().lower() not in ("0", "false", "no", "off"),
         )
 
 

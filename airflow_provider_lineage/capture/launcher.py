@@ -87,7 +87,11 @@ class CaptureRuntime:
         self.emission_problems: list[str] = []
         #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
         #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
-        self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0}
+        self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0, "udf_s": 0.0}
+        from airflow_provider_lineage.capture.udfs import UdfRegistry
+
+        #: every Python UDF function the application creates (UDF body analysis, issue 24)
+        self.udfs = UdfRegistry()
 
     # -- problems -------------------------------------------------------------------------------
     def problem(self, message: str, exc: BaseException | None = None) -> None:
@@ -136,11 +140,16 @@ class CaptureRuntime:
             new.__wrapped__ = getattr(owner, name)  # type: ignore[attr-defined]
             new.__doc__ = getattr(owner, name).__doc__
             setattr(owner, name, new)
+        try:
+            self.udfs.install()
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            self.problem("could not hook Python UDF creation; UDFs stay black boxes", exc)
 
     def unpatch(self) -> None:
         for owner, name, orig in reversed(self._patched):
             setattr(owner, name, orig)
         self._patched.clear()
+        self.udfs.uninstall()
 
     # -- session hook ---------------------------------------------------------------------------
     def on_session(self, spark: SparkSession) -> None:
@@ -192,6 +201,7 @@ class CaptureRuntime:
             self.config = LauncherConfig()
             self.problem("invalid lineage configuration; capture is off for this run", exc)
             return
+        self.udfs.enabled = self.config.udf_analysis
         if self.config.capture_dir:
             try:
                 self.sink = RecordSink(self.config.capture_dir)
@@ -206,6 +216,9 @@ class CaptureRuntime:
     # -- records --------------------------------------------------------------------------------
     def on_record(self, record: CaptureRecord) -> None:
         """Listener callback (Spark's listener thread)."""
+        t0 = time.perf_counter()
+        self.udfs.enrich(record)
+        self.timings["udf_s"] += time.perf_counter() - t0
         with self._lock:
             self.records.append(record)
         if self.sink is not None:

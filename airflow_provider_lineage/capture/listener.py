@@ -464,14 +464,18 @@ class CaptureSession:
     :attr events: every record the listener produced, wrappers included (raw).
     """
 
-    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0) -> None:
+    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0, udfs: Any = None) -> None:
         self.spark = spark
         self.drain_timeout_s = drain_timeout_s
+        #: a :class:`~.udfs.UdfRegistry` installed before the UDFs were created: records get UDF analyses
+        self.udfs = udfs
         self.records: list[CaptureRecord] = []
         self.events: list[CaptureRecord] = []
         self.listener: WriteCaptureListener | None = None
 
     def _on_record(self, record: CaptureRecord) -> None:
+        if self.udfs is not None:
+            self.udfs.enrich(record)
         self.events.append(record)
         append_collapsed(self.records, record)
 

@@ -30,6 +30,7 @@ from airflow_provider_lineage.lineage.record import (
     RelationInfo,
 )
 from airflow_provider_lineage.lineage.rules import RULES, Attr, attr_of, attrs_field
+from airflow_provider_lineage.lineage.udf import UDF_CLASSES, UdfTable, result_id
 
 log = get_logger(__name__)
 
@@ -124,6 +125,9 @@ class Analysis:
         self.loop_refs: dict[str, list[list[Attr]]] = {}
         self.quiet = False
         self._user_not_null: set[int] | None = None
+        #: the driver's analyses of the plan's Python UDFs, and which vertex each UDF's value feeds
+        self.udfs = UdfTable(record.udfs)
+        self.udf_targets: dict[Vertex, set[int]] = {}
 
     # -- plan traversal ------------------------------------------------------------------------
     def run_plan(self, root: TreeNode) -> list[Attr]:
@@ -194,6 +198,13 @@ class Analysis:
         if isinstance(target, int) and target not in self.graph.labels and self.current is not None:
             self.graph.labels[target] = f"{self.current.cls}: {pretty(tree)}"
 
+        if self.udfs.by_id:
+            for sub in tree.walk():
+                if sub.cls in UDF_CLASSES:
+                    rid = result_id(sub)
+                    if rid is not None:
+                        self.udf_targets.setdefault(target, set()).add(rid)
+
         def on_attr(leaf: TreeNode, trans: Trans) -> None:
             eid = leaf.expr_id()
             if eid is not None:
@@ -205,7 +216,7 @@ class Analysis:
                 self.graph.add(target, o.id, compose(trans, TRANSFORMATION))
             self.graph.add(target, scope, trans)
 
-        walk_expression(tree, start, on_attr, on_sub)
+        walk_expression(tree, start, on_attr, on_sub, self.udfs.steps if self.udfs.by_id else None)
 
     def influence(self, tree: TreeNode, trans: Trans) -> None:
         """Dataset-wide influence of every attribute in ``tree`` (filter, join, group-by, sort)."""
@@ -444,7 +455,35 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
         notes=notes + ctx.notes,
         lifecycle=lifecycle_for(record) if output is not None else None,
     )
+    if ctx.udfs.seen:
+        _udf_notes(ctx, lin, attrs)
     return lin, ctx, attrs
+
+
+def _udf_notes(ctx: Analysis, lin: WriteLineage, attrs: list[Attr]) -> None:
+    """Which Python UDFs each output column goes through; what their analysis found, or why there was none."""
+    names = [n for n, _ in lin.output_fields]
+    used_by: dict[int, list[str]] = {}
+    for name, a in zip(names, attrs):
+        rids: set[int] = set()
+        stack: list[Vertex] = [a.id]
+        seen: set[Vertex] = {a.id}
+        while stack and len(seen) < 100_000:
+            v = stack.pop()
+            rids |= ctx.udf_targets.get(v, set())
+            for u, _t in ctx.graph.deps.get(v, ()):
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        for rid in sorted(rids):
+            used_by.setdefault(rid, []).append(name)
+            analysis = ctx.udfs.seen.get(rid)
+            if analysis is not None and not analysis[0].analysed:
+                note = f"UDF `{analysis[0].name}` not analysed ({analysis[0].reason}): every argument kept as DIRECT"
+                lin.udf_columns.setdefault(name, [])
+                if note not in lin.udf_columns[name]:
+                    lin.udf_columns[name].append(note)
+    lin.udfs = ctx.udfs.flow_lines({rid: ", ".join(cols) for rid, cols in used_by.items()})
 
 
 def _merge_target(ctx: Analysis, target: TreeNode) -> DatasetRef | None:

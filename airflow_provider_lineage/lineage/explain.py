@@ -71,4 +71,9 @@ def explain(record: CaptureRecord, column: str) -> str:
             lines.append(f"  [{e.type}/{e.subtype}] {e.dataset}.{e.field}")
     if lin.approximate:
         lines.append(f"approximate: conservative rule for {', '.join(lin.unknown)}")
+    mine = [f"`{column}`" in line or "not analysed" in line for line in lin.udfs]
+    udf_lines = [line for line, m in zip(lin.udfs, mine) if m]
+    if udf_lines:
+        lines.append("Python UDFs (body analysis):")
+        lines.extend(f"  {line}" for line in udf_lines)
     return "\n".join(lines)

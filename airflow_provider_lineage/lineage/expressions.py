@@ -13,7 +13,9 @@ Walking an expression top-down, every node decides the transformation step to ea
 * sub-queries (``ScalarSubquery``, ``ListQuery``, ``Exists``, ``InSubquery``): the nested plan is
   analysed on its own; its output feeds the expression, its filters/joins/groupings become
   INDIRECT influences of the expression;
-* anything else (``+``, ``substring``, ``upper``, a Python UDF ...): TRANSFORMATION of every child.
+* a Python UDF whose body the driver analysed (:mod:`.udf`): per argument IDENTITY / TRANSFORMATION
+  (masking through a hash) / CONDITIONAL / no edge, as the analysis says;
+* anything else (``+``, ``substring``, ``upper``, an unanalysed Python UDF ...): TRANSFORMATION of every child.
   For a deterministic scalar function this is exact, so it is not flagged as approximate.
 """
 from __future__ import annotations
@@ -139,12 +141,15 @@ def walk_expression(
     start: Trans,
     on_attr: Callable[[TreeNode, Trans], None],
     on_subquery: Callable[[TreeNode, Trans], None],
+    udf_steps: Callable[[TreeNode], list[list[Trans]] | None] | None = None,
 ) -> None:
     """Visit every attribute leaf of ``expr`` with the transformation of the path from the root.
 
     :param start: the transformation already accumulated above ``expr``.
     :param on_attr: called with each attribute leaf (anything with an ``exprId`` and no children).
     :param on_subquery: called with each sub-query expression (its nested plan is the caller's job).
+    :param udf_steps: the steps from each argument of a ``PythonUDF`` to its value (several per argument:
+        DIRECT and CONDITIONAL; none: the argument does not reach the value), or ``None`` (black box).
     """
     stack: list[tuple[TreeNode, Trans]] = [(expr, start)]
     while stack:
@@ -160,6 +165,13 @@ def walk_expression(
             if node.expr_id() is not None and node.cls not in ("Alias",):
                 on_attr(node, trans)
             continue
+        if udf_steps is not None and node.cls in ("PythonUDF", "PythonUDAF"):
+            per_arg = udf_steps(node)
+            if per_arg is not None:
+                for child, arg_steps in zip(node.children, per_arg):
+                    for s in arg_steps:
+                        stack.append((child, compose(trans, s)))
+                continue
         steps = child_steps(node)
         if node.cls == "Coalesce":
             last = len(node.children) - 1

@@ -17,7 +17,8 @@ Rules the events follow (so that Marquez keeps every edge):
 * several writes of the same output within one job are merged (union of fields and edges);
 * an approximate lineage (some plan node fell back to the conservative rule) says so in every
   transformation's ``description``: ``"approximate: conservative rule for <classes>"`` — the
-  schema-valid place for it (the facet's Python class carries no extra keys).
+  schema-valid place for it (the facet's Python class carries no extra keys); a column computed by a
+  Python UDF whose body was not analysed says ``"conservative: UDF `f` not analysed (no source): ..."``.
 """
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class _Out:
         self.dataset: set[FieldEdge] = set()
         self.unknown: list[str] = []
         self.lifecycle: str | None = None
+        self.udf_columns: dict[str, list[str]] = {}
 
 
 def _input_fields(edges: set[FieldEdge], description: str | None) -> list[cl.InputField]:
@@ -170,6 +172,9 @@ def datasets_for(
             if u not in o.unknown:
                 o.unknown.append(u)
         o.lifecycle = lifecycle_of(lin) or o.lifecycle
+        for col, notes in lin.udf_columns.items():
+            bucket = o.udf_columns.setdefault(col, [])
+            bucket.extend(n for n in notes if n not in bucket)
     # every field an edge names must be in its input dataset's schema
     for o in outs.values():
         for e in [x for es in o.columns.values() for x in es] + list(o.dataset):
@@ -201,6 +206,14 @@ def _fields_entry(edges: set[FieldEdge], desc: str | None) -> cl.Fields:
     return cl.Fields(inputFields=_input_fields(edges, desc), transformationType=kind, transformationDescription=text)
 
 
+def _column_description(desc: str | None, udf_notes: list[str] | None) -> str | None:
+    """The approximation remark plus the column's unanalysed UDFs ("conservative: UDF `f` not analysed ...")."""
+    if not udf_notes:
+        return desc
+    text = "conservative: " + "; ".join(udf_notes)
+    return f"{desc}; {text}" if desc else text
+
+
 def output_facets(o: _Out) -> dict[str, DatasetFacet]:
     desc = f"approximate: conservative rule for {', '.join(o.unknown)}" if o.unknown else None
     facets: dict[str, DatasetFacet] = {
@@ -210,7 +223,8 @@ def output_facets(o: _Out) -> dict[str, DatasetFacet]:
         ),
         "columnLineage": cl.ColumnLineageDatasetFacet(
             fields={
-                col: _fields_entry(edges, desc) for col, edges in o.columns.items() if edges and col in o.fields
+                col: _fields_entry(edges, _column_description(desc, o.udf_columns.get(col)))
+                for col, edges in o.columns.items() if edges and col in o.fields
             },
             dataset=_input_fields(o.dataset, desc),
             producer=PRODUCER,

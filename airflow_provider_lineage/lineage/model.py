@@ -43,6 +43,9 @@ class WriteLineage:
     :param mode: the save mode (``Overwrite``, ``Append`` ...), when known.
     :param command: the write command class.
     :param notes: other analysis remarks (e.g. a relation whose identity was not captured).
+    :param udfs: Python UDFs of the plan: one line each on what the body analysis found, or why the UDF
+        was not analysed (then its edges are the conservative "every argument flows").
+    :param udf_columns: output column -> the "not analysed" lines of the UDFs its value goes through.
     :param lifecycle: OpenLineage ``lifecycleStateChange`` of the output: ``CREATE`` (the write created
         it: CTAS, error-if-exists/ignore writes, ``saveAsTable`` of a new table), ``OVERWRITE``
         (overwrite mode, INSERT OVERWRITE, replace), else ``None`` (append, MERGE).
@@ -59,6 +62,8 @@ class WriteLineage:
     command: str = ""
     notes: list[str] = field(default_factory=list)
     lifecycle: str | None = None
+    udfs: list[str] = field(default_factory=list)
+    udf_columns: dict[str, list[str]] = field(default_factory=dict)
 
     def sources_of(self, column: str) -> set[tuple[str, str, str]]:
         """``{(namespace, name, field)}`` of every edge of ``column`` (handy in tests/benchmarks)."""

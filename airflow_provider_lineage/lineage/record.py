@@ -131,6 +131,9 @@ class CaptureRecord:
     :param wrappers: wrapper commands merged into this record by :func:`collapse_nested` (inner to
         outer, e.g. ``CreateDataSourceTableAsSelectCommand``, ``SaveAsV1TableCommand``).
     :param created: the write created its table (CTAS or ``saveAsTable`` of a table that did not exist).
+    :param udfs: the driver's analysis of each Python UDF in the optimized plan,
+        ``[{"result_id": PythonUDF.resultId, "analysis": UdfAnalysis.to_dict()}]`` (:mod:`.udf`); empty
+        when UDF body analysis is off or the plan has none.
     """
 
     command: str
@@ -152,6 +155,7 @@ class CaptureRecord:
     format_version: int = FORMAT_VERSION
     wrappers: list[str] = field(default_factory=list)
     created: bool = False
+    udfs: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), default=str)

@@ -28,6 +28,7 @@ from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
 if TYPE_CHECKING:
     from airflow_provider_lineage.lineage.graph import ColumnGraph, Trans, Vertex
     from airflow_provider_lineage.lineage.record import CaptureRecord
+    from airflow_provider_lineage.lineage.udf import UdfTable
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Analysis(Protocol):
     distinct_inputs: set[int]
     ctes: dict[str, list[Attr]]
     loop_refs: dict[str, list[list[Attr]]]
+    udfs: UdfTable
 
     def expr(self, target: Vertex, tree: TreeNode, start: Trans = ...) -> None: ...
     def influence(self, tree: TreeNode, trans: Trans) -> None: ...
@@ -392,7 +394,8 @@ ROW_DROPPING_GENERATORS = frozenset({"Explode", "PosExplode", "Inline"})
 
 @rule("BatchEvalPython", "ArrowEvalPython", "BatchEvalPythonUDTF", "ArrowEvalPythonUDTF")
 def eval_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
-    """Python UDFs extracted by the optimizer: result attribute i <- the inputs of UDF i (a black box)."""
+    """Python UDFs extracted by the optimizer: result attribute i <- the inputs of UDF i, through the steps
+    the driver's analysis of the UDF body found (:mod:`.udf`), else a black box (TRANSFORMATION of all)."""
     results = attrs_field(node, "resultAttrs")
     udfs = node.trees_field("udfs") or ([node.tree_field("udtf")] if node.tree_field("udtf") else [])
     child = list(inputs[0] if inputs else [])
@@ -400,7 +403,8 @@ def eval_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list
         child = attrs_field(node, "requiredChildOutput")
     if len(udfs) == len(results):
         for a, u in zip(results, udfs):
-            ctx.expr(a.id, u, TRANSFORMATION)
+            # a PythonUDF's own steps say how each argument reaches its value (black box: TRANSFORMATION)
+            ctx.expr(a.id, u, IDENTITY if u.cls == "PythonUDF" else TRANSFORMATION)
     else:  # UDTF: every result column from every UDTF input
         for a in results:
             for u in udfs:
@@ -414,13 +418,23 @@ def eval_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list
     "MapElements", "FlatMapGroupsInPandasWithState", "ApplyInPandasWithState",
 )
 def opaque_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
-    """A Python function over whole rows or groups: every output column from every input column."""
+    """A Python function over whole rows or groups: every output column from every input column, unless
+    the driver analysed the function (grouped map / mapInPandas over columns picked by name)."""
     out = attrs_field(node, "output") or [a for ins in inputs for a in ins]
     ins = [a for group in inputs for a in group]
     in_ids = {a.id for a in ins}
+    analysis = ctx.udfs.frame_columns(node) if len(inputs) == 1 else None
+    by_name = {a.name: a for a in ins}
     for a in out:
         if a.id in in_ids:
             continue
+        if analysis is not None and analysis.columns is not None:
+            per = analysis.columns.get(a.name, analysis.columns.get("*", {}))
+            if all(c in by_name for c in per):
+                for c, flow in per.items():
+                    for step in flow.steps():
+                        ctx.graph.add(a.id, by_name[c].id, step)
+                continue
         for i in ins:
             ctx.graph.add(a.id, i.id, TRANSFORMATION)
     for key in ("groupingAttributes", "groupingExprs", "leftGroup", "rightGroup", "leftAttributes", "rightAttributes"):

@@ -28,6 +28,8 @@ def summarize(lin: WriteLineage, max_edges: int = 6) -> str:
             lines.append(f"  {' ' * width}    {_short(e)}")
         if len(edges) > max_edges:
             lines.append(f"  {' ' * width}    ... {len(edges) - max_edges} more")
+    for line in lin.udfs:
+        lines.append(f"  [udf] {line}")
     if lin.dataset_edges:
         by_kind: dict[str, list[str]] = {}
         for e in lin.dataset_edges:

@@ -88,6 +88,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     :param indirect_lineage: where dataset-wide INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT) go in the
         ``columnLineage`` facet: ``"both"`` (default: every output field, which Marquez shows, and the
         facet's ``dataset`` list), ``"fields"``, or ``"dataset"`` (invisible in Marquez).
+    :param udf_analysis: read Python UDF bodies on the driver for exact per-argument edges (default);
+        ``False`` keeps UDFs black boxes (every argument DIRECT/TRANSFORMATION).
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
@@ -106,6 +108,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
         asset_alias: str | None = DEFAULT_ASSET_ALIAS,
         indirect_lineage: str = "both",
+        udf_analysis: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -127,6 +130,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.capture_drain_timeout = capture_drain_timeout
         self.lineage_xcom_key = lineage_xcom_key
         self.indirect_lineage = indirect_lineage
+        self.udf_analysis = udf_analysis
         self.lineage_result: events.LineageResult | None = None
         self._ol_inputs: list[Any] = []
         self._ol_outputs: list[Any] = []
@@ -164,7 +168,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         task_run = _task_run_identity(ti, self)
         user_app, user_args = self.application, list(self.application_args or [])
         created_dir: str | None = None
-        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.indirect_lineage)
+        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.indirect_lineage,
+                                      udf_analysis=self.udf_analysis)
         if deploy_mode == "cluster":
             launcher_cfg.emit = emission != "off"
             launcher_cfg.openlineage_config = self._driver_openlineage_config(emission)

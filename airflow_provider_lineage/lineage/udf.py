@@ -1,0 +1,311 @@
+"""Lineage through Python UDF bodies: what each UDF argument does to the UDF's result.
+
+Two halves, both free of Spark and Airflow imports:
+
+* :func:`analyse_udf` runs on the Spark driver (called by ``capture/``, which holds the live function
+  objects): a data-flow pass over the function's source (:mod:`.udf_flow`), once per distinct function
+  (cached by code object), turned into a JSON-able :class:`UdfAnalysis` that travels in the capture
+  record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled.
+* :class:`UdfTable` is the engine's view of those analyses: for a ``PythonUDF`` node of the plan it
+  gives the transformation step(s) from each argument expression to the UDF's value
+  (:func:`~.expressions.walk_expression` composes them with the rest of the expression).
+
+Per argument: DIRECT ``IDENTITY`` (returned unchanged) / ``TRANSFORMATION`` (masking when every path
+goes through a hash), INDIRECT ``CONDITIONAL`` (read by a condition), both, or no edge (never read).
+A UDF that cannot be analysed keeps today's edges (every argument DIRECT/TRANSFORMATION) and carries
+``analysed=False`` with the reason, which the summary, ``explain`` and the facet's transformation
+descriptions show.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import types
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from airflow_provider_lineage.lineage.graph import AGGREGATION, CONDITIONAL, IDENTITY, TRANSFORMATION, Trans
+from airflow_provider_lineage.lineage.plan import TreeNode, pretty
+from airflow_provider_lineage.lineage.udf_flow import (
+    IDENT,
+    FlowResult,
+    Src,
+    Taint,
+    Unanalysable,
+    Val,
+    analyse_callable,
+)
+
+# org.apache.spark.api.python.PythonEvalType
+SCALAR = frozenset({100, 101, 200, 250})
+ITERATOR = frozenset({204, 251})
+AGGREGATE = frozenset({202, 203, 252, 253})
+FRAME = frozenset({201, 209})  # grouped map: (pdf) or (key, pdf)
+MAP_ITER = frozenset({205, 207})  # mapInPandas / mapInArrow: iterator of frames
+
+#: Plan expressions that call a Python function (``PythonUDAF``: grouped-aggregate pandas UDFs, Spark 4).
+UDF_CLASSES = frozenset({"PythonUDF", "PythonUDAF"})
+
+_cache: dict[Any, UdfAnalysis] = {}
+_CACHE_MAX = 2048
+
+
+@dataclass
+class ArgFlow:
+    """What the UDF does with one argument (or, for frame UDFs, one input column)."""
+
+    direct: str | None = None  # "IDENTITY" | "TRANSFORMATION" | None
+    masking: bool = False
+    conditional: bool = False
+    via: list[str] = field(default_factory=list)  # hash functions on the way
+
+    @property
+    def used(self) -> bool:
+        return self.direct is not None or self.conditional
+
+    def steps(self, aggregate: bool = False) -> list[Trans]:
+        out = []
+        if self.direct is not None:
+            step = IDENTITY if self.direct == "IDENTITY" else TRANSFORMATION
+            if aggregate:
+                step = AGGREGATION
+            out.append(step.masked(self.masking))
+        if self.conditional:
+            out.append(CONDITIONAL)
+        return out
+
+
+@dataclass
+class UdfAnalysis:
+    """The analysis of one Python UDF, as carried in a capture record."""
+
+    name: str
+    eval_type: int = 100
+    function: str = ""
+    analysed: bool = False
+    reason: str | None = None
+    args: list[ArgFlow] = field(default_factory=list)
+    #: frame UDFs (grouped map, mapInPandas): output column -> input column -> flow; ``"*"`` = any other
+    columns: dict[str, dict[str, ArgFlow]] | None = None
+    ms: float = 0.0
+    candidates: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UdfAnalysis:
+        known = set(cls.__dataclass_fields__)
+        d = {k: v for k, v in data.items() if k in known}
+        d["args"] = [ArgFlow(**a) for a in d.get("args") or []]
+        if d.get("columns") is not None:
+            d["columns"] = {o: {i: ArgFlow(**f) for i, f in m.items()} for o, m in d["columns"].items()}
+        return cls(**d)
+
+
+# -- driver side: analyse a function ------------------------------------------------------------
+def fallback(name: str, nargs: int, eval_type: int, reason: str, function: str = "") -> UdfAnalysis:
+    """Not analysed: every argument flows (DIRECT/TRANSFORMATION), and the reason is kept."""
+    return UdfAnalysis(name, eval_type, function, False, reason,
+                       [ArgFlow("TRANSFORMATION") for _ in range(nargs)])
+
+
+def describe(fn: Any) -> str:
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    mod = getattr(target, "__module__", None) or ""
+    qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+    text = f"{mod}.{qual}" if mod and mod != "builtins" else str(qual)
+    return f"partial({text})" if isinstance(fn, functools.partial) else text
+
+
+def cache_key(fn: Any, nargs: int, eval_type: int, columns: tuple[str, ...]) -> Any:
+    if isinstance(fn, functools.partial):
+        inner = getattr(fn.func, "__code__", None) or id(fn.func)
+        return ("partial", inner, len(fn.args), tuple(sorted(fn.keywords)), nargs, eval_type, columns)
+    code = getattr(fn, "__code__", None)
+    if isinstance(code, types.CodeType):
+        # same code + same closure cells' functions: the closure may pick another helper
+        cells = tuple(id(c.cell_contents) for c in (fn.__closure__ or ()) if _cell_is_function(c))
+        return (code, cells, nargs, eval_type, columns)
+    return (id(fn), nargs, eval_type, columns)
+
+
+def _cell_is_function(cell: Any) -> bool:
+    try:
+        return callable(cell.cell_contents)
+    except ValueError:
+        return False
+
+
+def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
+                columns: list[str] | None = None) -> UdfAnalysis:
+    """Analyse the UDF function ``fn`` called with ``nargs`` plan arguments (never raises).
+
+    :param columns: the input column names of a frame UDF (grouped map / mapInPandas), in order.
+    """
+    key = cache_key(fn, nargs, eval_type, tuple(columns or ()))
+    hit = _cache.get(key)
+    if hit is not None:
+        if hit.name == name:
+            return hit
+        named = UdfAnalysis.from_dict(hit.to_dict())
+        named.name = name
+        return named
+    t0 = time.perf_counter()
+    try:
+        result = _analyse(fn, name, nargs, eval_type, columns)
+    except Unanalysable as exc:
+        result = fallback(name, nargs, eval_type, str(exc), describe(fn))
+    except RecursionError:
+        result = fallback(name, nargs, eval_type, "body too deeply nested", describe(fn))
+    except Exception as exc:  # noqa: BLE001 - an analysis bug must never cost the write its lineage
+        result = fallback(name, nargs, eval_type, f"analysis error ({type(exc).__name__}: {exc})", describe(fn))
+    result.ms = round((time.perf_counter() - t0) * 1000, 3)
+    if len(_cache) > _CACHE_MAX:
+        _cache.clear()
+    _cache[key] = result
+    return result
+
+
+def _flows(t: Taint, cond: Taint, hashes: dict[Src, set[str]], keys: list[Src]) -> dict[Src, ArgFlow]:
+    out: dict[Src, ArgFlow] = {}
+    for s in keys:
+        f = ArgFlow()
+        if s in t:
+            kind, masked = t[s]
+            f.direct = "IDENTITY" if kind == IDENT and not masked else "TRANSFORMATION"
+            f.masking = masked
+            f.via = sorted(hashes.get(s, ())) if masked else []
+        f.conditional = s in cond
+        out[s] = f
+    return out
+
+
+def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] | None) -> UdfAnalysis:
+    function = describe(fn)
+    if eval_type in SCALAR or eval_type in AGGREGATE:
+        params = [Val({i: (IDENT, False)}) for i in range(nargs)]
+        res = analyse_callable(fn, params)
+        return _scalar(res, name, eval_type, function, nargs)
+    if eval_type in ITERATOR:
+        args = [Val({i: (IDENT, False)}) for i in range(nargs)]
+        batch = args[0] if nargs == 1 else Val(items=args)
+        res = analyse_callable(fn, [Val(elem=batch)])
+        return _scalar(res, name, eval_type, function, nargs)
+    if eval_type in FRAME or eval_type in MAP_ITER:
+        if not columns:
+            raise Unanalysable("input columns unknown")
+        frame = Val(cols={c: Val({c: (IDENT, False)}) for c in columns})
+        if eval_type in MAP_ITER:
+            params = [Val(elem=frame)]
+        else:
+            code = getattr(getattr(fn, "func", fn), "__code__", None)
+            argc = code.co_argcount if code is not None else 1
+            key = Val({c: (1, False) for c in columns})  # the grouping key: some of the columns
+            params = [key, frame] if argc >= 2 else [frame]
+        res = analyse_callable(fn, params)
+        ret = res.ret
+        if eval_type in MAP_ITER and ret.elem is not None:
+            ret = ret.elem
+        cols: dict[str, dict[str, ArgFlow]] = {}
+        default = _flows(ret.flat(), res.cond, res.hashes, list(columns))
+        cols["*"] = {c: f for c, f in default.items() if f.used}
+        for out_name, v in (ret.cols or {}).items():
+            per = _flows(v.flat(), res.cond, res.hashes, list(columns))
+            cols[out_name] = {c: f for c, f in per.items() if f.used}
+        return UdfAnalysis(name, eval_type, function, True, None, [], cols)
+    raise Unanalysable(f"eval type {eval_type} not modelled")
+
+
+def _scalar(res: FlowResult, name: str, eval_type: int, function: str, nargs: int) -> UdfAnalysis:
+    flows = _flows(res.ret.flat(), res.cond, res.hashes, list(range(nargs)))
+    return UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)])
+
+
+# -- engine side -----------------------------------------------------------------------------------
+def result_id(node: TreeNode) -> int | None:
+    raw = node.fields.get("resultId")
+    if isinstance(raw, dict) and "id" in raw:
+        return int(raw["id"])
+    return None
+
+
+class UdfTable:
+    """The capture record's UDF analyses, looked up by the plan's ``PythonUDF`` nodes."""
+
+    def __init__(self, entries: list[dict[str, Any]] | None) -> None:
+        self.by_id: dict[int, UdfAnalysis] = {}
+        for raw in entries or []:
+            try:
+                rid = int(raw["result_id"])
+                self.by_id[rid] = UdfAnalysis.from_dict(raw.get("analysis") or {})
+            except (KeyError, TypeError, ValueError):
+                continue
+        self.seen: dict[int, tuple[UdfAnalysis, TreeNode]] = {}
+        self.missing: list[str] = []
+
+    def lookup(self, node: TreeNode) -> UdfAnalysis | None:
+        rid = result_id(node)
+        a = self.by_id.get(rid) if rid is not None else None
+        if a is not None and rid is not None:
+            self.seen.setdefault(rid, (a, node))
+        return a
+
+    def steps(self, node: TreeNode) -> list[list[Trans]] | None:
+        """The steps from each child of a ``PythonUDF`` node to its value, or ``None`` (black box)."""
+        if node.cls not in UDF_CLASSES:
+            return None
+        a = self.lookup(node)
+        if a is None or not a.analysed or len(a.args) != len(node.children):
+            return None  # a black box: TRANSFORMATION of every argument
+        agg = a.eval_type in AGGREGATE
+        return [f.steps(agg) for f in a.args]
+
+    def frame_columns(self, node: TreeNode) -> UdfAnalysis | None:
+        """The analysis of a frame UDF (``functionExpr``/``func`` of FlatMapGroupsInPandas, MapInPandas)."""
+        for key in ("functionExpr", "func"):
+            expr = node.tree_field(key)
+            if expr is not None and expr.cls in UDF_CLASSES:
+                a = self.lookup(expr)
+                if a is not None and a.analysed and a.columns is not None:
+                    return a
+        return None
+
+    def flow_lines(self, result_names: dict[int, str]) -> list[str]:
+        """``email_hash ← sha256(email) [masking]`` per analysed UDF result."""
+        lines = []
+        for rid, (a, node) in sorted(self.seen.items()):
+            target = result_names.get(rid, f"(UDF {a.name})")
+            if not a.analysed:
+                lines.append(f"UDF `{a.name}`: not analysed — {a.reason} (every argument kept as DIRECT)")
+                continue
+            if a.columns is not None:
+                named = {k: v for k, v in a.columns.items() if k != "*"} or a.columns
+                for out, per in sorted(named.items()):
+                    parts = [_flow_text(f, f"`{c}`") for c, f in sorted(per.items())]
+                    lines.append(f"`{out if out != '*' else target}` ← UDF `{a.name}`: {', '.join(parts) or 'no input'}")
+                continue
+            parts = []
+            for f, child in zip(a.args, node.children):
+                parts.append(_flow_text(f, f"`{_strip_ids(pretty(child, 60))}`"))
+            lines.append(f"`{target}` ← UDF `{a.name}`: {', '.join(parts) or 'no input'}")
+        return lines
+
+
+def _strip_ids(text: str) -> str:
+    import re
+
+    return re.sub(r"#\d+", "", text)
+
+
+def _flow_text(f: ArgFlow, arg: str) -> str:
+    if not f.used:
+        return f"{arg} unused"
+    bits = []
+    if f.direct is not None:
+        body = f"{'/'.join(f.via)}({arg})" if f.via else arg
+        bits.append(f"{body} [{f.direct.lower()}{', masking' if f.masking else ''}]")
+    if f.conditional:
+        bits.append(f"{arg} [conditional]")
+    return " + ".join(bits)

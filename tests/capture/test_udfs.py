@@ -1,0 +1,111 @@
+"""The driver's UDF registry: matching plan UDFs to live functions (no Spark needed: hand-made plan JSON).
+
+The launcher path on real Spark is covered by ``tests/lineage/test_udf_scenarios.py``.
+"""
+from __future__ import annotations
+
+from airflow_provider_lineage.capture.udfs import MAX_PER_NAME, UdfRegistry, python_udfs
+from airflow_provider_lineage.lineage.record import CaptureRecord
+
+EXPR = "org.apache.spark.sql.catalyst.expressions."
+
+
+def _attr(name: str, eid: int) -> dict:
+    return {"class": EXPR + "AttributeReference", "num-children": 0, "name": name, "dataType": "string",
+            "exprId": {"id": eid}}
+
+
+def _plan(udf_name: str, *, named: bool = False, nested: bool = False) -> list[dict]:
+    args: list[dict] = [_attr("a", 1), _attr("b", 2)]
+    if named:
+        args = [args[0], {"class": EXPR + "NamedArgumentExpression", "num-children": 1, "key": "b"}, args[1]]
+    udf = {"class": EXPR + "PythonUDF", "num-children": 2, "name": udf_name, "evalType": 100, "dataType": "string",
+           "resultId": {"id": 9}}
+    inner = []
+    if nested:  # udf(inner(a), b)
+        inner = [{"class": EXPR + "PythonUDF", "num-children": 1, "name": "inner", "evalType": 100,
+                  "dataType": "string", "resultId": {"id": 8}}, _attr("a", 1)]
+        args = [*inner, _attr("b", 2)]
+    expr = [{"class": EXPR + "Alias", "num-children": 1, "name": "r", "exprId": {"id": 5}}, udf, *args]
+    return [{"class": "org.apache.spark.sql.catalyst.plans.logical.Project", "num-children": 0, "projectList": [expr]}]
+
+
+def _record(plan: list[dict]) -> CaptureRecord:
+    return CaptureRecord(command="InsertIntoHadoopFsRelationCommand", status="success", optimized_plan=plan)
+
+
+def first(a, b):
+    return a
+
+
+def second(a, b):
+    return b
+
+
+def test_finds_nested_udfs() -> None:
+    names = sorted(n.name for n, _c in python_udfs(_plan("outer", nested=True)))
+    assert names == ["inner", "outer"]
+
+
+def test_same_name_functions_are_united() -> None:
+    reg = UdfRegistry()
+    reg.add("<lambda>", first, 100, "string")
+    reg.add("<lambda>", second, 100, "string")
+    rec = _record(_plan("<lambda>"))
+    reg.enrich(rec)
+    analysis = rec.udfs[0]["analysis"]
+    assert rec.udfs[0]["result_id"] == 9
+    assert [a["direct"] for a in analysis["args"]] == ["IDENTITY", "IDENTITY"]
+    assert analysis["candidates"] == 2
+
+
+def test_return_type_narrows_the_candidates() -> None:
+    reg = UdfRegistry()
+    reg.add("f", first, 100, "string")
+    reg.add("f", second, 100, "integer")
+    rec = _record(_plan("f"))
+    reg.enrich(rec)
+    assert [a["direct"] for a in rec.udfs[0]["analysis"]["args"]] == ["IDENTITY", None]
+
+
+def test_unknown_function_keyword_call_and_overflow_fall_back() -> None:
+    reg = UdfRegistry()
+    rec = _record(_plan("nobody"))
+    reg.enrich(rec)
+    assert rec.udfs[0]["analysis"]["reason"] == "function not found on the driver"
+    reg.add("f", first, 100, "string")
+    rec = _record(_plan("f", named=True))
+    reg.enrich(rec)
+    assert rec.udfs[0]["analysis"]["reason"] == "called with keyword arguments"
+    for i in range(MAX_PER_NAME + 1):
+        reg.add("many", eval(f"lambda a, b: a + {i}"), 100, "string")
+    rec = _record(_plan("many"))
+    reg.enrich(rec)
+    assert rec.udfs[0]["analysis"]["analysed"] is False
+    assert "more than" in rec.udfs[0]["analysis"]["reason"]
+
+
+def test_bound_method_and_callable_object() -> None:
+    from airflow_provider_lineage.lineage.udf import analyse_udf
+
+    class Masker:
+        def run(self, a, b):
+            return a
+
+        def __call__(self, a, b):
+            return b
+
+    m = Masker()
+    assert [f.direct for f in analyse_udf(m.run, "run", 2, 100).args] == ["IDENTITY", None]
+    obj = analyse_udf(m, "Masker", 2, 100)
+    assert not obj.analysed and obj.reason == "not a Python function (Masker)"
+
+
+def test_capture_session_hands_records_to_the_registry() -> None:
+    from airflow_provider_lineage.capture.listener import CaptureSession
+
+    reg = UdfRegistry()
+    reg.add("f", first, 100, "string")
+    session = CaptureSession(spark=None, udfs=reg)  # type: ignore[arg-type] - only the record callback runs
+    session._on_record(_record(_plan("f")))
+    assert session.records[0].udfs[0]["analysis"]["analysed"] is True

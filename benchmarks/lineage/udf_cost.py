@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         (f"- all capture callbacks (plan JSON, relations, records, UDFs): {timings['callbacks_s']:.2f} s; "
         f"application wall time {wall:.1f} s"),
         (f"- first analysis of each function inside the driver: median {statistics.median(per_udf):.3f} ms, "
-        f"max {max(per_udf):.3f} ms (the first UDF of the run pays the imports of ``ast``/``inspect`` use)"),
+        f"max {max(per_udf):.3f} ms (the first UDF of a source file reads that file)"),
         "",
         "The hand-over runs on Spark's listener thread after the write finished: it never delays a query.",
         "",

@@ -1,4 +1,11 @@
-"""Every use of Airflow internals, behind one tested seam (``tests/test_compat.py``).
+"""Every use of Airflow internals and every Airflow version difference, behind one tested seam
+(``tests/test_compat.py``; the compatibility table in ``benchmarks/compat/`` runs it on Airflow 3.0-3.3).
+
+Version differences:
+
+* ``conf``: the task SDK's configuration (``airflow.sdk.conf``, Airflow >= 3.2); Airflow 3.0 and 3.1
+  have only ``airflow.configuration.conf``. ``from airflow_provider_lineage._compat import conf``
+  gives whichever this Airflow has.
 
 The operators need two things the Spark provider does not expose publicly: the deploy mode its
 hook resolved from the connection and the operator's arguments, and a way to make the operator
@@ -11,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from airflow.configuration import AirflowConfigParser
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -52,3 +60,21 @@ def operator_lineage(**fields: Any) -> OperatorLineage | None:
         return None
     return OperatorLineage(**fields)
 
+
+
+def airflow_conf() -> AirflowConfigParser:
+    """Airflow's configuration: ``airflow.sdk.conf`` where the task SDK has it (3.2+), else
+    ``airflow.configuration.conf`` (3.0, 3.1)."""
+    try:
+        from airflow.sdk import conf
+    except ImportError:
+        from airflow.configuration import conf
+    return conf
+
+
+def __getattr__(name: str) -> Any:
+    # ``from airflow_provider_lineage._compat import conf``: resolved on first use, so importing this
+    # module stays free of Airflow.
+    if name == "conf":
+        return airflow_conf()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,11 +19,12 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_provider_lineage._compat import conf
 from airflow_provider_lineage.sieve.errors import SieveError
+from airflow_provider_lineage.sieve.fs import is_catalog_name
 from airflow_provider_lineage.sieve.maintain import Thresholds, update_mode
-from airflow_provider_lineage.sieve.table import is_catalog_name
 from airflow_provider_lineage.triggers.sieve import SieveMaintenanceTrigger, pending_work
 
 if TYPE_CHECKING:

@@ -287,14 +287,14 @@ def report(result: dict[str, Any]) -> str:
     ref = f"Airflow {result['reference'][0]} × Spark {result['reference'][1]}"
     lines = [
         "# Compatibility report", "",
-        f"Written by `benchmarks/compat/compat.py` on {result['date']} at {result['commit']} "
-        f"({result['seconds'] / 60:.0f} min; wheel {result['wheel']}).", "",
-        "Airflow rows: a clean venv per release, `uv pip install \"apache-airflow==X\" "
+        (f"Written by `benchmarks/compat/compat.py` on {result['date']} at {result['commit']} "
+         f"({result['seconds'] / 60:.0f} min; wheel {result['wheel']})."), "",
+        ("Airflow rows: a clean venv per release, `uv pip install \"apache-airflow==X\" "
         "apache-airflow-providers-apache-spark`, then the wheel. *Changed* lists what installing the "
         f"wheel changed among {', '.join(WATCHED)} (nothing = the user's versions kept). Spark columns: "
         "the example pipelines (`dag.test()`) in that Airflow venv with that release's spark-submit "
         f"(`pyspark==Y` in its own venv, `SPARK_HOME` set); lineage compared with the reference run ({ref}): "
-        "datasets, column edges, transformation types, schema field types.", "",
+        "datasets, column edges, transformation types, schema field types."), "",
         table(result), "",
         "## Details", ""]
     for r in result["airflow_rows"]:

@@ -5,6 +5,7 @@
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
 #   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
+#   ./dev.sh docs     build the documentation (docs/, MkDocs, --strict: broken links fail) into .work/site
 # Needs: Python >= 3.11 (python3, or $PYTHON) and Java 17 (java on PATH or $JAVA_HOME).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -68,5 +69,6 @@ case "$cmd" in
         exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
+  docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;
   *) sed -n '2,9p' "$0"; exit 2 ;;
 esac

@@ -15,6 +15,7 @@ SCRIPTS: dict[str, list[str]] = {
     "capture": ["capture/overhead.py"],
     "lineage": ["lineage/run.py"],
     "sieve": ["sieve/run.py"],
+    "compat": ["compat/import_time.py"],
 }
 
 

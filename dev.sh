@@ -5,6 +5,9 @@
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
 #   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
+#   ./dev.sh up [--port N] [--db postgres] [--marquez-url URL]   a real local deployment (api-server, scheduler,
+#                     dag-processor, triggerer; LocalExecutor; dags/); prints the UI URL and logins (dev/deploy.py)
+#   ./dev.sh down     stop exactly what `up` started (its process groups)
 #   ./dev.sh docs     build the documentation (docs/, MkDocs, --strict: broken links fail) into .work/site
 # Needs: Python >= 3.11 (python3, or $PYTHON) and Java 17 (java on PATH or $JAVA_HOME).
 set -euo pipefail
@@ -35,6 +38,19 @@ setup() {
   touch "$stamp"
 }
 
+# The deployment tests (tests/deployment) also run on PostgreSQL: Debian's server binaries.
+setup_postgres() {
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "dev.sh: installing Debian's postgresql (for the deployment tests)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+      || die "apt-get install postgresql failed (see above)"
+  else
+    echo "dev.sh: PostgreSQL is missing and this is not root: the PostgreSQL deployment test will fail;" \
+         "install it with 'sudo apt-get install postgresql' (or run ./dev.sh setup as root)" >&2
+  fi
+}
+
 run_env() {
   # Every Spark driver, Python worker and Airflow task is a new interpreter: with PYTHONDONTWRITEBYTECODE
   # set (as on CI machines) each compiled pyspark, airflow and openlineage from source again (8.8 s ->
@@ -63,12 +79,13 @@ airflow_env() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  setup) setup ;;
+  setup) setup; setup_postgres ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
-  test) setup; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
+  test) setup; setup_postgres; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
         exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
+  up|down|status) setup; run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;
-  *) sed -n '2,9p' "$0"; exit 2 ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
 esac

@@ -6,7 +6,12 @@ steps with :class:`SparkLineageSubmitOperator`, which publishes their column lin
 written tables to XCom (``lineage_outputs``). ``index`` (:class:`SieveIndexOperator`, ``mode="sync"``)
 then brings the Sieve indexes of the tables named in ``INDEX_COLUMNS`` in step with what the two
 Spark tasks wrote: the first run builds them, later runs add the appended files (and replace the
-rewritten marts' files).
+rewritten marts' files). When ``index`` succeeds it publishes one asset event on ``INDEXES_SYNCED``
+(the ``indexes/`` folder), which starts ``sieve_maintenance`` once per pipeline run, after this
+run's own sync (see that DAG's docstring).
+
+The Spark tasks retry once: a driver lost mid-write (OOM kill, node loss) fails its attempt --
+whose OpenLineage FAIL event says so -- and the retry writes the day again.
 
 Run it (twice: the second run appends a day)::
 
@@ -23,7 +28,7 @@ import os
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, Asset, task
 
 from airflow_provider_lineage.operators.sieve import SieveIndexOperator
 from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator
@@ -41,6 +46,8 @@ INDEX_COLUMNS = {
 }
 #: One folder per index, outside the tables (an overwrite of a mart must not delete its index).
 INDEX_PATH = "{{ params.data_dir }}/indexes/{table}/{column}"
+#: Published by ``index`` after each sync: what ``sieve_maintenance`` is scheduled on (one event per run).
+INDEXES_SYNCED = Asset(f"file://{DEFAULT_DATA_DIR}/indexes")
 
 with DAG(
     dag_id="lineage_etl",
@@ -49,6 +56,7 @@ with DAG(
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
     params={"data_dir": DEFAULT_DATA_DIR},
+    default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=15)},
     tags=["lineage", "sieve", "example"],
 ) as dag:
 
@@ -89,6 +97,7 @@ with DAG(
         mode="sync",
         conn_id="spark_default",
         conf=SPARK_CONF,
+        outlets=[INDEXES_SYNCED],
     )
 
     day >> load >> build_marts >> index

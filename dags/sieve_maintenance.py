@@ -2,20 +2,49 @@
 
 ``wait`` (:class:`SieveMaintenanceSensor`) checks the indexes of ``lineage_etl``'s tables from the
 file listing and the index manifests only (no Spark) until one needs work: files added, removed or
-rewritten since the index version (backfills, other jobs, manual fixes), merge-on-read deltas piling
-up, a spent error budget, or a missing / corrupt index. It hands what each index needs to ``maintain``
-(:class:`SieveIndexOperator`, ``mode="auto"``), which decides per index (sync / compact / rebuild /
-build) and logs why. When nothing needs work within ``timeout``, the sensor is skipped (``soft_fail``)
-and so is ``maintain``.
+rewritten since the index version (backfills, other jobs, manual fixes behind Airflow's back),
+merge-on-read deltas piling up, a spent error budget, or a missing / corrupt index. It hands what each
+index needs to ``maintain`` (:class:`SieveIndexOperator`, ``mode="auto"``), which decides again per
+index when it runs (sync / compact / rebuild / build, or nothing if someone else already did it) and
+logs why. When nothing needs work within ``timeout``, the sensor is skipped (``soft_fail``) and so is
+``maintain``.
 
-``external_write`` (param, default on for the demo) first plays "someone else": it adds a late file
-to ``warehouse/transactions`` behind the pipeline's back, so a test run has something to notice.
-Switch it off (``-c '{"external_write": false}'``) to only watch.
+Safe to leave running: by default it writes nothing into the tables, only the indexes. The
+``external_write`` param (default off) is a demo: it first plays "someone else" and adds a late file
+to ``warehouse/transactions`` behind the pipeline's back, so a manual run has something to notice
+(``./dev.sh airflow dags test sieve_maintenance -c '{"external_write": true}'``). Never switch it on
+for scheduled runs: every run would add a row to the table and to the marts built from it.
 
-Scheduling: hourly (a file written by a job outside Airflow only shows in the listing) **or** as soon
-as an Airflow task publishes an asset event for one of the indexed tables: every
-``SparkLineageSubmitOperator`` does, for each table it writes (asset URI = OpenLineage dataset,
-``file:///<path>``), so a write by any lineage-captured job starts maintenance without polling.
+Waiting costs no worker slot: the sensor is deferrable (its first check runs in the worker, then the
+waiting moves to the triggerer, :class:`~airflow_provider_lineage.triggers.sieve.SieveMaintenanceTrigger`,
+which lists files in a thread and never blocks the triggerer's event loop).
+
+Scheduling -- why these Airflow 3 mechanisms:
+
+* **Asset: one run per pipeline run, after its own sync.** The DAG is scheduled on ``INDEXES_SYNCED``,
+  the one asset event ``lineage_etl.index`` publishes when it has synced the indexes -- not on the
+  tables' own asset events, which every Spark task publishes (two or more per pipeline run, and
+  before ``index`` ran: each would start a run whose first check finds the pipeline's own files
+  not yet indexed and syncs them again, racing ``lineage_etl.index``). So a pipeline run starts one
+  maintenance run, whose first check finds the indexes current and then watches for writes the
+  pipeline did not index (other jobs, manual fixes).
+* **Hourly as well** (``AssetOrTimeSchedule``): files written outside Airflow publish no asset
+  event; an hourly run checks for them even when no pipeline runs.
+* **Events never wait behind a long sensor.** The sensor watches for at most ``WATCH`` (25 min) and
+  ``max_active_runs=2``: an asset-triggered run starts at once even while the hourly run's sensor
+  waits. Should two runs already be watching, a new event's run waits at most until one of them ends
+  (Airflow creates one run for all the events queued meanwhile) -- and the two watchers check the
+  same indexes every 30 s, so the write behind that event is maintained by them in the meantime.
+* **The pipeline indexes its own writes.** A sensor that is watching while ``lineage_etl`` runs sees
+  the pipeline's fresh files before ``lineage_etl.index`` has synced them; ``pipeline_idle`` (a
+  reschedule-mode sensor: no slot held between checks) holds ``maintain`` back while a
+  ``lineage_etl`` run is queued or running, and ``maintain`` then decides again -- usually nothing
+  is left to do.
+* **Never two maintainers at once** (``max_active_tis_per_dag=1`` on ``maintain``): when both
+  watchers fire on one write, the second ``maintain`` waits for the first and then finds nothing to
+  do (``auto`` decides when it runs). A maintainer outside this DAG (``lineage_etl.index``) is safe
+  too: index commits are atomic; a concurrent loser fails with ``CommitConflict`` and leaves the
+  winner's version intact.
 
 Run it after ``lineage_etl``::
 
@@ -25,9 +54,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, Asset, task
+from airflow.sdk import DAG, Asset, PokeReturnValue, task
 from airflow.timetables.assets import AssetOrTimeSchedule
 from airflow.timetables.trigger import CronTriggerTimetable
 
@@ -50,27 +80,28 @@ INDEXES = [
      "index_path": f"{D}/indexes/customer_monthly/customer_id"},
 ]
 
-#: The indexed tables as assets (the URIs SparkLineageSubmitOperator publishes for the tables it writes).
-TABLE_ASSETS = [Asset(f"file://{DEFAULT_DATA_DIR}/{rel}") for rel in
-                ("warehouse/transactions", "marts/transactions_enriched", "marts/customer_monthly")]
+#: The asset ``lineage_etl.index`` publishes after each sync (same URI as ``lineage_etl.INDEXES_SYNCED``).
+INDEXES_SYNCED = Asset(f"file://{DEFAULT_DATA_DIR}/indexes")
+#: How long one run's sensor watches for work (less than the hourly interval: see "Scheduling").
+WATCH = pendulum.duration(minutes=25)
+#: The pipeline that maintains these indexes itself (its ``index`` task).
+PIPELINE = "lineage_etl"
 
 with DAG(
     dag_id="sieve_maintenance",
     description="Sensor -> SieveIndexOperator(mode='auto'): sync/compact/rebuild indexes whoever wrote the tables",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable("0 * * * *", timezone="UTC"),
-        assets=TABLE_ASSETS[0] | TABLE_ASSETS[1] | TABLE_ASSETS[2],
-    ),
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 * * * *", timezone="UTC"), assets=INDEXES_SYNCED),
     start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,
-    params={"data_dir": DEFAULT_DATA_DIR, "external_write": True},
+    max_active_runs=2,
+    params={"data_dir": DEFAULT_DATA_DIR, "external_write": False},
     tags=["sieve", "example"],
 ) as dag:
 
     @task
     def external_write(data_dir: str, enabled: str) -> str | None:
-        """Demo only: a late file written into the transactions table by 'someone else' (pyarrow)."""
+        """Demo only (param ``external_write``, default off): a late file written into the transactions
+        table by 'someone else' (pyarrow). Off, it writes nothing."""
         if str(enabled).strip().lower() not in ("true", "1", "yes"):
             return None
         import datetime as dt
@@ -92,11 +123,18 @@ with DAG(
     wait = SieveMaintenanceSensor(
         task_id="wait",
         indexes=INDEXES,
-        mode="reschedule",
+        deferrable=True,
         poke_interval=pendulum.duration(seconds=30),
-        timeout=pendulum.duration(minutes=50),
+        timeout=WATCH,
         soft_fail=True,
     )
+
+    @task.sensor(poke_interval=15, timeout=pendulum.duration(hours=1), mode="reschedule")
+    def pipeline_idle(ti: Any = None) -> PokeReturnValue:
+        """Wait (no slot held between checks) while a lineage_etl run is queued or running: its own
+        ``index`` task indexes what it writes, so ``maintain`` neither repeats nor races that work."""
+        busy = ti.get_dr_count(dag_id=PIPELINE, states=["queued", "running"])
+        return PokeReturnValue(is_done=busy == 0)
 
     maintain = SieveIndexOperator(
         task_id="maintain",
@@ -104,6 +142,7 @@ with DAG(
         mode="auto",
         conn_id="spark_default",
         conf=SPARK_CONF,
+        max_active_tis_per_dag=1,
     )
 
-    external_write(D, "{{ params.external_write }}") >> wait >> maintain
+    external_write(D, "{{ params.external_write }}") >> wait >> pipeline_idle() >> maintain

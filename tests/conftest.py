@@ -48,12 +48,15 @@ def _make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ExamplesTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if "@" in nodeid:  # an xdist_group mark (see pytest_collection_modifyitems below)
+                return nodeid.rsplit("@", 1)[-1]
             module = nodeid.split("::", 1)[0]
             return _EXAMPLES_SCOPE if module in EXAMPLE_PIPELINE_MODULES else super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
-            if _EXAMPLES_SCOPE in self.workqueue:
-                self.workqueue.move_to_end(_EXAMPLES_SCOPE, last=False)
+            for first in (DEPLOYMENT_GROUP, _EXAMPLES_SCOPE):  # the two longest scopes first, one per worker
+                if first in self.workqueue:
+                    self.workqueue.move_to_end(first, last=False)
             super()._assign_work_unit(node)
 
     return ExamplesTogether(config, log)
@@ -61,6 +64,29 @@ def _make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows with pytest-xdist
     pytest_xdist_make_scheduler = _make_scheduler
+
+
+# The real Airflow deployment (tests/support/deployment.py: api-server, scheduler, dag-processor,
+# triggerer) takes ~30 s to start and a lineage_etl run to warm up, and two of them would fight over
+# 2 cores. Every test that uses the session fixture ``deployment`` carries
+# ``@pytest.mark.xdist_group("deployment")`` (tests/deployment/, the UI's browser tests in
+# tests/plugins/), wherever its module is. Under ``--dist loadfile`` xdist ignores that mark, so the
+# hook below does what xdist's own ``--dist loadgroup`` does -- suffix those tests' ids with
+# ``@<group>`` -- and the scheduler above makes one scope of each group: one worker runs every test
+# of the group and starts the deployment once, while the other modules keep their one-scope-per-file
+# (and module-scoped fixtures) as before. ``--dist loadgroup`` itself is not used: it would spread
+# the tests of unmarked modules one by one over the workers and start their module fixtures twice.
+DEPLOYMENT_GROUP = "deployment"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("dist", "no") != "loadfile" or not hasattr(config, "workerinput"):
+        return
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is not None:
+            group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+            item._nodeid = f"{item.nodeid}@{group}"  # what xdist's loadgroup does
 
 
 @pytest.fixture(scope="session")
@@ -99,3 +125,12 @@ def example_etl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tests.support.pipelines import run_self_emitting
 
     return run_self_emitting("lineage_etl", tmp_path_factory.mktemp("etl-data"), times=2)
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Airflow deployment on the project's dags/ that has run ``lineage_etl`` once (see
+    :mod:`tests.support.deployment`); tests using it carry ``@pytest.mark.xdist_group("deployment")``."""
+    from tests.support.deployment import deployment_with_etl
+
+    yield from deployment_with_etl(tmp_path_factory.mktemp("deployment"))

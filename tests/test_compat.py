@@ -64,3 +64,13 @@ def test_conf_is_airflows_configuration() -> None:
     assert conf.get("core", "dags_folder")
     with pytest.raises(AttributeError):
         _compat.no_such_name  # noqa: B018 - the module's __getattr__ must refuse unknown names
+
+
+@pytest.mark.parametrize("name", _compat.EXCEPTIONS)
+def test_task_exceptions_are_the_ones_this_airflow_catches(name: str) -> None:
+    import airflow.exceptions as core
+
+    exc = getattr(_compat, name)
+    assert issubclass(exc, Exception) and exc.__name__ == name
+    sdk = pytest.importorskip("airflow.sdk.exceptions")
+    assert exc is getattr(sdk, name, None) or exc is getattr(core, name)

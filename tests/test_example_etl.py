@@ -80,24 +80,34 @@ def _asset_uris(condition: Any) -> list[str]:
 
 
 class TestAssetDrivenMaintenance:
-    def test_etl_writes_schedule_the_maintenance_dag(self, etl_runs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-        """The tables lineage_etl writes come out as asset events whose URIs sieve_maintenance is scheduled on."""
+    def test_one_maintenance_event_per_pipeline_run_after_its_sync(self, etl_runs: dict[str, Any]) -> None:
+        """sieve_maintenance is scheduled on the one asset lineage_etl.index publishes after its sync
+        (not on the tables' events, which each Spark task publishes before the sync)."""
         from airflow.dag_processing.dagbag import DagBag
         from airflow.models.asset import AssetEvent, AssetModel
         from airflow.utils.session import create_session
 
-        data_dir = etl_runs["data_dir"]
         last = etl_runs["runs"][-1]
-        with create_session() as session:
-            published = {uri for (uri,) in session.query(AssetModel.uri)
-                         .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
-                         .filter(AssetEvent.source_dag_id == "lineage_etl", AssetEvent.source_run_id == last.run_id)}
-        monkeypatch.setenv("LINEAGE_DEMO_DATA_DIR", str(data_dir))
+        synced = {a.uri for a in load_dag("lineage_etl").get_task("index").outlets}
         dag = DagBag(dag_folder=str(DAGS / "sieve_maintenance.py")).get_dag("sieve_maintenance")
-        scheduled = set(_asset_uris(dag.timetable.asset_condition))
-        assert scheduled == {f"file://{data_dir}/{t}" for t in
-                             ("warehouse/transactions", "marts/transactions_enriched", "marts/customer_monthly")}
-        assert scheduled <= published, (scheduled, published)
+        assert set(_asset_uris(dag.timetable.asset_condition)) == synced
+        with create_session() as session:
+            events = [(uri, task) for uri, task in session.query(AssetModel.uri, AssetEvent.source_task_id)
+                      .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                      .filter(AssetEvent.source_dag_id == "lineage_etl", AssetEvent.source_run_id == last.run_id)
+                      if uri in synced]
+        assert events == [(next(iter(synced)), "index")]
+
+
+    def test_safe_to_leave_running(self, airflow_db: Path) -> None:
+        """Scheduled, it writes nothing into the tables, waits in the triggerer, never longer than its
+        hourly interval, and maintains one index set at a time."""
+        dag = load_dag("sieve_maintenance")
+        assert dag.params["external_write"] is False
+        wait = dag.get_task("wait")
+        assert wait.deferrable and wait.soft_fail and wait.timeout < 3600
+        assert dag.max_active_runs == 2 and dag.get_task("maintain").max_active_tis_per_dag == 1
+        assert dag.get_task("pipeline_idle").mode == "reschedule"
 
 
 class TestLineageEtl:
@@ -167,7 +177,7 @@ class TestLineageEtl:
 class TestSieveMaintenance:
     def test_notices_an_external_write_and_syncs(self, etl_runs: dict[str, Any]) -> None:
         data_dir = etl_runs["data_dir"]
-        dr = load_dag("sieve_maintenance").test(run_conf={"data_dir": str(data_dir)})
+        dr = load_dag("sieve_maintenance").test(run_conf={"data_dir": str(data_dir), "external_write": True})
         assert "success" in str(dr.state), _states(dr)
         needs = _xcom("sieve_maintenance", dr.run_id, "wait")
         txn = str(data_dir / "warehouse/transactions")

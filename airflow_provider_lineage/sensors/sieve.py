@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_lineage._compat import conf
+from airflow_provider_lineage import _compat
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.fs import is_catalog_name
 from airflow_provider_lineage.sieve.maintain import Thresholds, update_mode
@@ -49,7 +49,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         "secret_key": "{{ conn.s3.password }}", "endpoint_override": ..., "region": ...}`` (templated,
         so an Airflow connection can supply them); default: the store's usual environment (AWS_* ...).
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
-        ``[operators] default_deferrable``).
+        ``[operators] default_deferrable``, read when the sensor is created).
     :param poke_interval: time between checks, seconds or a ``timedelta`` / pendulum duration.
     :param timeout: how long to wait, seconds or a ``timedelta`` / pendulum duration; with
         ``soft_fail=True`` a timeout skips the task (nothing needed work) instead of failing it.
@@ -69,7 +69,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         max_budget_fraction: float | None = None,
         update_strategy: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        deferrable: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -90,7 +90,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         self.index_path = index_path
         self.update_strategy = update_strategy
         self.storage_options = dict(storage_options) if storage_options else None
-        self.deferrable = deferrable
+        self.deferrable = _compat.default_deferrable() if deferrable is None else bool(deferrable)
 
     def index_specs(self) -> list[dict[str, Any]]:
         """The indexes to check, after templating: ``[{"table", "column", "index_path"}]``."""
@@ -112,7 +112,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         return specs
 
     def poke(self, context: Context) -> PokeReturnValue:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         try:
             needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy, self.storage_options)
@@ -144,7 +144,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         return None
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+        from airflow_provider_lineage._compat import AirflowException, AirflowSensorTimeout, AirflowSkipException
 
         if not event:
             raise AirflowException(f"{self.task_id}: the Sieve maintenance trigger ended without an event")

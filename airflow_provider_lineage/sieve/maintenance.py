@@ -80,7 +80,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
                                  "rebuild_drift": REBUILD_DRIFT, "rebuild_budget": REBUILD_BUDGET}}
     if st.drift >= REBUILD_DRIFT and len(m.files) > 0:
         st.recommendation = "rebuild"
-        st.reason = f"{n_changed} of {len(m.files)} indexed files changed (drift {st.drift:.2f})"
+        st.reason = drift_reason(len(m.files), len(added), len(removed), len(changed))
     elif st.budget_used_fraction >= REBUILD_BUDGET or (
             metas and st.segments_over_budget / len(metas) >= REBUILD_OVER_BUDGET):
         st.recommendation = "rebuild"
@@ -102,6 +102,20 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     else:
         st.recommendation, st.reason = "none", "index is current"
     return st
+
+
+def drift_reason(indexed: int, added: int, removed: int, changed: int) -> str:
+    """Why a drift rebuild, in true arithmetic: drift = (added + removed + rewritten) / indexed files.
+
+    A table whose every indexed file was removed or rewritten (an overwrite) is called what it is.
+    """
+    drift = (added + removed + changed) / max(1, indexed)
+    files = f"{indexed} indexed file{'s' if indexed != 1 else ''}"
+    if removed + changed >= indexed:
+        return (f"table rewritten: all {files} removed or rewritten, {added} added since the index version "
+                f"(a rebuild reads no more than a sync would)")
+    return (f"{added} added + {removed} removed + {changed} rewritten files against {files} "
+            f"(drift {drift:.2f} >= {REBUILD_DRIFT})")
 
 
 def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore,

@@ -1,8 +1,11 @@
 """``SieveMaintenanceTrigger``: the deferrable half of :class:`~airflow_provider_lineage.sensors.sieve.SieveMaintenanceSensor`.
 
 Runs in the triggerer. Every ``poke_interval`` seconds it checks each index the way the sensor's
-``poke`` does -- a listing of the table's files and the index manifest, no Spark -- in a worker thread
-(``asyncio.to_thread``), so the triggerer's event loop never blocks on the file system. It fires once:
+``poke`` does -- a listing of the table's files and the index manifest, no Spark -- in a child
+process (:mod:`._sieve_check`, started once per trigger run), so the triggerer's event loop never
+blocks: neither on the file system nor on importing the index package (numpy and pyarrow hold the
+GIL while they initialise, which would stall the loop even from a thread). This module imports
+nothing heavy itself (the triggerer imports it on its event loop). It fires once:
 
 * ``{"status": "success", "indexes": [<need>, ...]}`` when at least one index needs work
   (each need is a :class:`~airflow_provider_lineage.sieve.maintain.Need` as a dict);
@@ -12,27 +15,58 @@ Runs in the triggerer. Every ``poke_interval`` seconds it checks each index the 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_lineage.sieve.maintain import Need, Thresholds, check
+from airflow_provider_lineage.triggers._sieve_check import pending_work
+
+__all__ = ["CLASSPATH", "SieveMaintenanceTrigger", "pending_work"]
 
 CLASSPATH = "airflow_provider_lineage.triggers.sieve.SieveMaintenanceTrigger"
 
 
-def pending_work(indexes: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any] | None = None,
-                 update_strategy: str | None = None, storage_options: Mapping[str, Any] | None = None) -> list[Need]:
-    """Every index's need (blocking: file listings and manifest reads). Raises on bad input.
+class _Checker:
+    """A child interpreter (:mod:`._sieve_check`) that runs this trigger's checks, one JSON line each way.
 
-    ``storage_options``: object-store options for tables/indexes on ``s3://`` etc. (see the core's
-    ``sieve.fs``); None uses the store's usual environment.
+    Not a thread: importing the index package (numpy, pyarrow) runs C initialisers that hold the GIL
+    for 0.3-0.6 s, which stalls the triggerer's event loop even from a worker thread. The child is
+    started once per trigger run, keeps its imports for the later checks, and exits when its stdin
+    closes (the trigger ends, is cancelled, or the triggerer dies).
     """
-    limits = Thresholds(**dict(thresholds or {}))
-    return [check(str(i["table"]), str(i["column"]), index_path=i.get("index_path") or None, thresholds=limits,
-                  update_strategy=update_strategy, storage_options=storage_options) for i in indexes]
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.proc is None or self.proc.returncode is not None:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "airflow_provider_lineage.triggers._sieve_check",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 24)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        await self.proc.stdin.drain()
+        line = await self.proc.stdout.readline()
+        if not line:
+            code = await self.proc.wait()
+            raise RuntimeError(f"the Sieve check process exited with {code} (its error is in the triggerer log)")
+        return dict(json.loads(line))
+
+    async def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 class SieveMaintenanceTrigger(BaseTrigger):
@@ -77,21 +111,29 @@ class SieveMaintenanceTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        while True:
-            try:
-                needs = await asyncio.to_thread(pending_work, self.indexes, self.thresholds, self.update_strategy,
-                                            self.storage_options)
-            except Exception as exc:  # noqa: BLE001 - reported as an event; the sensor fails with it
-                yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
-                return
-            todo = [n.to_dict() for n in needs if n.action != "none"]
-            if todo:
-                for n in todo:
-                    self.log.info("Sieve: %s.%s needs %s (%s)", n["table"], n["column"], n["action"], n["reason"])
-                yield TriggerEvent({"status": "success", "indexes": todo})
-                return
-            if self.deadline is not None and time.time() >= self.deadline:
-                yield TriggerEvent({"status": "timeout",
-                                    "message": f"no index needed work before the deadline ({len(needs)} checked)"})
-                return
-            await asyncio.sleep(self.poke_interval)
+        checker = _Checker()
+        request = {"indexes": self.indexes, "thresholds": self.thresholds, "update_strategy": self.update_strategy,
+                   "storage_options": self.storage_options}
+        try:
+            while True:
+                try:
+                    answer = await checker.check(request)
+                except Exception as exc:  # noqa: BLE001 - reported as an event; the sensor fails with it
+                    answer = {"error": f"{type(exc).__name__}: {exc}"}
+                if "error" in answer:
+                    yield TriggerEvent({"status": "error", "message": answer["error"]})
+                    return
+                needs = answer["needs"]
+                todo = [n for n in needs if n["action"] != "none"]
+                if todo:
+                    for n in todo:
+                        self.log.info("Sieve: %s.%s needs %s (%s)", n["table"], n["column"], n["action"], n["reason"])
+                    yield TriggerEvent({"status": "success", "indexes": todo})
+                    return
+                if self.deadline is not None and time.time() >= self.deadline:
+                    yield TriggerEvent({"status": "timeout",
+                                        "message": f"no index needed work before the deadline ({len(needs)} checked)"})
+                    return
+                await asyncio.sleep(self.poke_interval)
+        finally:
+            await checker.close()

@@ -80,7 +80,7 @@ class TestArguments:
             SieveMaintenanceSensor(task_id="w", **kwargs)
 
     def test_catalog_table_needs_index_path(self) -> None:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         s = SieveMaintenanceSensor(task_id="w", indexes=[{"table": "db.sales", "column": "day"}])
         with pytest.raises(AirflowException, match="give its index_path"):
@@ -116,7 +116,7 @@ class TestPoke:
         assert need["action"] in ("build", "rebuild")
 
     def test_error_event_fails_with_the_message_and_timeout_follows_soft_fail(self) -> None:
-        from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+        from airflow_provider_lineage._compat import AirflowException, AirflowSensorTimeout, AirflowSkipException
 
         s = SieveMaintenanceSensor(task_id="w", table="/t", columns="k", deferrable=True)
         with pytest.raises(AirflowException, match="cannot check the Sieve indexes: SieveError: boom"):

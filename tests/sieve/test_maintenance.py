@@ -41,3 +41,29 @@ def test_status_needs_no_spark(tmp_path) -> None:
     before = set(sys.modules)
     S.maintenance_status(root, "k")
     assert not any(m.startswith("pyspark") for m in set(sys.modules) - before)
+
+
+def test_drift_reasons_are_true_arithmetic(tmp_path) -> None:
+    """A small table overwritten wholesale is called a rewrite (was "3 of 1 indexed files changed
+    (drift 3.00)"); a partial drift names its parts, which add up to the drift it prints."""
+    root = str(tmp_path / "small")
+    write_file(f"{root}/part-0.parquet", list(range(10)))
+    S.build(None, root, "k")
+    os.remove(f"{root}/part-0.parquet")  # the overwrite of a one-file mart: two new files
+    write_file(f"{root}/part-1.parquet", list(range(5)))
+    write_file(f"{root}/part-2.parquet", list(range(5, 12)))
+    st = S.maintenance_status(root, "k")
+    assert st.recommendation == "rebuild"
+    assert st.reason.startswith("table rewritten: all 1 indexed file removed or rewritten, 2 added"), st.reason
+
+    root = str(tmp_path / "big")
+    for i in range(4):
+        write_file(f"{root}/f{i}.parquet", list(range(i * 100, i * 100 + 50)))
+    S.build(None, root, "k")
+    for i in range(2):
+        os.remove(f"{root}/f{i}.parquet")
+    write_file(f"{root}/n0.parquet", [7000])
+    st = S.maintenance_status(root, "k")
+    assert st.recommendation == "rebuild"
+    assert st.reason == "1 added + 2 removed + 0 rewritten files against 4 indexed files (drift 0.75 >= 0.5)"
+    assert (st.files_added + st.files_removed + st.files_changed) / 4 == st.drift

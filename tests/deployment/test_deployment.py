@@ -1,0 +1,188 @@
+"""The example DAGs on a real deployment: api-server, scheduler (LocalExecutor), dag-processor and
+triggerer processes (the session fixture ``deployment``, as ``./dev.sh up`` starts them), driven only
+through the REST API as a real user of the simple auth manager, faults included.
+
+The tests share one deployment and run in file order (one xdist group): each leaves the indexes
+matching their tables, which the next one checks again.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from airflow_provider_lineage import sieve as S
+from tests.deployment.helpers import (
+    BLOCKED,
+    INDEXED,
+    add_late_file,
+    day_filter,
+    false_negatives,
+    pruned_equals_full,
+    sigkill,
+    spark_drivers,
+    wait_for,
+)
+from tests.support.deployment import read_events
+
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow]
+
+SPARK_JOBS = ("lineage_etl.load", "lineage_etl.build_marts")
+
+
+def xcom(dep: Any, dag_id: str, run_id: str, task_id: str) -> Any:
+    with dep.client("viewer") as c:
+        res = c.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value",
+                    params={"deserialize": True})
+        res.raise_for_status()
+        return res.json()["value"]
+
+
+def runs(dep: Any, dag_id: str) -> list[dict[str, Any]]:
+    with dep.client("viewer") as c:
+        res = c.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"order_by": "run_after", "limit": 100})
+        res.raise_for_status()
+        return list(res.json()["dag_runs"])
+
+
+def events_since(dep: Any, mark: int) -> list[dict[str, Any]]:
+    """The events written after the first ``mark`` lines of the events file."""
+    return read_events(dep.events_path)[mark:]
+
+
+def assert_indexes_match(data_dir: Path) -> None:
+    for table, column in INDEXED:
+        assert false_negatives(data_dir, table, column) == [], (table, column)
+
+
+@pytest.fixture(scope="module")
+def dep(deployment: Any) -> Any:
+    return deployment
+
+
+def test_access_control_is_real(dep: Any) -> None:
+    """No anonymous access; a viewer reads but cannot trigger (all-admins mode would hide both)."""
+    assert httpx.get(f"{dep.api_url}/api/v2/dags").status_code == 401
+    with dep.client("viewer") as c:
+        assert c.get("/api/v2/dags/lineage_etl").status_code == 200
+        assert c.post("/api/v2/dags/lineage_etl/dagRuns", json={"logical_date": None}).status_code == 403
+
+
+def test_lineage_etl_twice(dep: Any) -> None:
+    """Second run (the fixture ran the first): both succeed, every Spark output carries columnLineage,
+    the second run syncs (not rebuilds) every index, pruned reads equal full reads."""
+    dep.unpause("sieve_maintenance")  # before the run, so its asset event schedules a maintenance run
+    mark = len(read_events(dep.events_path))
+    second = dep.trigger("lineage_etl")
+    assert dep.wait_run("lineage_etl", second, timeout=600) == "success"
+    first = dep.etl_runs[0]
+    dep.etl_runs.append(second)
+    assert dep.run_state("lineage_etl", first) == "success"
+    events = read_events(dep.events_path)
+    for run_events in (events[:mark], events[mark:]):
+        complete = [e for e in run_events if e["eventType"] == "COMPLETE" and e["job"]["name"].startswith("lineage_etl.")]
+        assert {e["job"]["name"] for e in complete} >= set(SPARK_JOBS)
+        for e in complete:
+            assert e["outputs"], e["job"]["name"]
+            for out in e["outputs"]:
+                assert out["facets"]["columnLineage"]["fields"], (e["job"]["name"], out["name"])
+    results = xcom(dep, "lineage_etl", second, "index")
+    assert len(results) == len(INDEXED)
+    assert {(r["column"], r["action"], r["status"]) for r in results} == {
+        (c, "sync", "ok") for _, c in INDEXED}, [(r["table"], r["action"], r["reason"]) for r in results]
+    data = dep.data_dir
+    assert pruned_equals_full(data, "warehouse/transactions", "txn_date", S.Eq(dt.date(2024, 1, 2)),
+                              day_filter("txn_date", dt.date(2024, 1, 2))) > 0
+    import pyarrow.compute as pc
+
+    assert pruned_equals_full(data, "marts/customer_monthly", "customer_id", S.Range(5, 25),
+                              (pc.field("customer_id") >= 5) & (pc.field("customer_id") <= 25)) > 0
+    assert_indexes_match(data)
+
+
+def _asset_run(dep: Any) -> str:
+    return wait_for("an asset-triggered sieve_maintenance run",
+                    lambda: next((r["dag_run_id"] for r in runs(dep, "sieve_maintenance")
+                                  if r["run_type"] == "asset_triggered"), None), timeout=180)
+
+
+def _wait_deferred(dep: Any, run_id: str) -> None:
+    dep.wait_task_state("sieve_maintenance", run_id, "wait", {"deferred"}, timeout=240)
+
+
+def _maintained(dep: Any, run_id: str, late: Path) -> None:
+    """The run succeeded, its maintain task synced the late file into both transactions indexes
+    (here or in a concurrent watcher's run), and every index matches its table."""
+    assert dep.wait_run("sieve_maintenance", run_id, timeout=400) == "success"
+    idx = S.open_index(str(late.parent), "txn_date",
+                       index_path=str(dep.data_dir / "indexes" / "transactions" / "txn_date"))
+    assert str(late) in set(idx.candidates(S.Eq(dt.date(2023, 12, 30))))
+    assert_indexes_match(dep.data_dir)
+
+
+def test_asset_triggered_maintenance_defers_and_resumes_on_a_separate_write(dep: Any) -> None:
+    """lineage_etl.index's asset event makes the scheduler create a sieve_maintenance run; its sensor
+    finds the indexes current and defers; the triggerer resumes it when someone else adds a file."""
+    run_id = _asset_run(dep)
+    _wait_deferred(dep, run_id)
+    late = add_late_file(dep.data_dir, "late-asset-run", 9_100_001)
+    _maintained(dep, run_id, late)
+    blocked = [line for line in dep.log("triggerer").splitlines() if BLOCKED in line]
+    assert not blocked, blocked
+
+
+def test_triggerer_sigkill_while_deferred(dep: Any) -> None:
+    """The triggerer dies (SIGKILL) while the sensor is deferred; a write lands meanwhile; the
+    restarted triggerer picks the trigger up again and the sensor completes."""
+    run_id = dep.trigger("sieve_maintenance")
+    _wait_deferred(dep, run_id)
+    dep.stop("triggerer", sig=signal.SIGKILL)
+    late = add_late_file(dep.data_dir, "late-while-triggerer-down", 9_100_002)
+    time.sleep(2)
+    assert dep.task_instances("sieve_maintenance", run_id)["wait"]["state"] == "deferred"
+    dep.start("triggerer")
+    _maintained(dep, run_id, late)
+
+
+def test_scheduler_sigkill_mid_run(dep: Any) -> None:
+    """The scheduler dies (SIGKILL, its LocalExecutor workers left running) while lineage_etl runs;
+    restarted, it takes the run over and the run completes."""
+    run_id = dep.trigger("lineage_etl")
+    dep.wait_task_state("lineage_etl", run_id, "load", {"running"}, timeout=240)
+    dep.kill("scheduler", signal.SIGKILL)
+    time.sleep(3)
+    dep.start("scheduler")
+    assert dep.wait_run("lineage_etl", run_id, timeout=600) == "success"
+    dep.etl_runs.append(run_id)
+    assert_indexes_match(dep.data_dir)
+
+
+def test_spark_driver_sigkill_mid_write(dep: Any) -> None:
+    """The Spark driver of lineage_etl.load is SIGKILLed while it writes: the attempt fails with a
+    FAIL event, the retry succeeds, no COMPLETE names an output that was not written, and every
+    index stays readable with no false negative."""
+    mark = len(read_events(dep.events_path))
+    run_id = dep.trigger("lineage_etl")
+    drivers = wait_for("the load task's Spark driver", lambda: spark_drivers(dep, "etl_load.py"),
+                       timeout=240, every=0.2)
+    table = dep.data_dir / "warehouse" / "transactions"
+    wait_for("the write to start", lambda: (table / "_temporary").exists(), timeout=60, every=0.05)
+    for pid in drivers:
+        sigkill(pid)
+    assert dep.wait_run("lineage_etl", run_id, timeout=600) == "success"
+    ti = dep.task_instances("lineage_etl", run_id)["load"]
+    assert ti["try_number"] == 2, ti
+    events = [e for e in events_since(dep, mark) if e["job"]["name"] == "lineage_etl.load"]
+    kinds = [e["eventType"] for e in events]
+    assert "FAIL" in kinds and kinds.count("COMPLETE") == 1, kinds
+    for e in read_events(dep.events_path):
+        if e["eventType"] == "COMPLETE" and e["job"]["name"] in SPARK_JOBS:
+            for out in e.get("outputs", []):
+                if out["namespace"] == "file":
+                    assert S.list_table_files(out["name"]), f"COMPLETE names {out['name']}, which holds no file"
+    assert_indexes_match(dep.data_dir)

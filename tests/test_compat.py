@@ -71,6 +71,6 @@ def test_task_exceptions_are_the_ones_this_airflow_catches(name: str) -> None:
     import airflow.exceptions as core
 
     exc = getattr(_compat, name)
-    assert issubclass(exc, Exception) and exc.__name__ == name
+    assert issubclass(exc, BaseException) and exc.__name__ == name
     sdk = pytest.importorskip("airflow.sdk.exceptions")
     assert exc is getattr(sdk, name, None) or exc is getattr(core, name)

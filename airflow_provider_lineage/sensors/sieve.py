@@ -144,7 +144,11 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         return None
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        from airflow_provider_lineage._compat import AirflowException, AirflowSensorTimeout, AirflowSkipException
+        from airflow_provider_lineage._compat import (
+            AirflowException,
+            AirflowSensorTimeout,
+            AirflowSkipException,
+        )
 
         if not event:
             raise AirflowException(f"{self.task_id}: the Sieve maintenance trigger ended without an event")

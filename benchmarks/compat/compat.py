@@ -140,7 +140,7 @@ def airflow_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
 
 
 # -- Airflow rows ----------------------------------------------------------------------------------
-def airflow_row(version: str, wheel: Path, cache: Path, *, layer_tests: bool) -> dict[str, Any]:
+def airflow_row(version: str, wheel: Path, cache: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"airflow": version, "ok": False}
     venv = cache / f"airflow-{version}"
     t0 = time.monotonic()
@@ -175,11 +175,7 @@ def airflow_row(version: str, wheel: Path, cache: Path, *, layer_tests: bool) ->
     log(f"Airflow {version}: changed {row['changed'] or 'nothing'}, +{row['added_mb']} MB, provider listed "
         f"{row['provider_listed']}, DAGs {len(bag['dags'])} errors {list(bag['errors']) or 'none'}")
     run([str(venv / "bin" / "airflow"), "db", "migrate"], env=env, timeout=900)
-    if layer_tests:
-        row["tests"] = layer_test_run(version, py, after, env)
-        row["ok"] = row["install_ok"] and row["tests"]["ok"]
-    else:
-        row["ok"] = row["install_ok"]
+    row["ok"], row["installed"] = row["install_ok"], after
     return row
 
 
@@ -348,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=HERE / "out" / "venvs", help="where the venvs go (rebuilt)")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "compat.json")
     ap.add_argument("--report", type=Path, default=None, help="also write the Markdown report here")
+    ap.add_argument("--commit", default="", help="the commit to name in the report (default: git's HEAD)")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md and docs/compatibility.md")
     args = ap.parse_args(argv)
     airflows = [v for v in args.airflow.split(",") if v]
@@ -357,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     wheel = build_wheel(args.cache / "dist")
     log(f"wheel {wheel.name}")
-    rows = [airflow_row(a, wheel, args.cache, layer_tests=not args.no_layer_tests) for a in airflows]
+    rows = [airflow_row(a, wheel, args.cache) for a in airflows]
     ref_af = REFERENCE[0] if REFERENCE[0] in airflows else airflows[-1]
     pairs: list[tuple[str, str, list[str]]] = []
     for s in sparks:
@@ -378,20 +375,29 @@ def main(argv: list[str] | None = None) -> int:
         if c is not ref:
             sub = {k: v for k, v in ref.get("signature", {}).items() if k.split(" ")[0] in c.get("states", {})}
             c["diffs"] = compare(c.get("signature", {}), sub)
-    commit = run(["git", "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "?"
+    commit = args.commit or run(["git", "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "?"
     result = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "wheel": wheel.name,
-              "reference": list(ref_key), "seconds": round(time.monotonic() - t0, 1), "airflow_rows": rows,
-              "cells": cells}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=str))
-    text = report(result)
-    print(text)
-    if args.report:
-        args.report.write_text(text)
-    if args.readme:
-        for target in (ROOT / "README.md", ROOT / "docs" / "compatibility.md"):
-            if write_table(target, table(result)):
-                log(f"table written into {target.relative_to(ROOT)}")
+              "reference": list(ref_key), "seconds": 0.0, "airflow_rows": rows, "cells": cells}
+
+    def save() -> None:
+        result["seconds"] = round(time.monotonic() - t0, 1)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1, default=str))
+        if args.report:
+            args.report.write_text(report(result))
+        if args.readme:
+            for target in (ROOT / "README.md", ROOT / "docs" / "compatibility.md"):
+                if write_table(target, table(result)):
+                    log(f"table written into {target.relative_to(ROOT)}")
+
+    save()  # the install checks and the pipelines first: the layer tests take longest
+    if not args.no_layer_tests:
+        for r in rows:
+            r["tests"] = layer_test_run(r["airflow"], args.cache / f"airflow-{r['airflow']}" / "bin" / "python",
+                                        r["installed"], airflow_env(args.cache / f"home-{r['airflow']}"))
+            r["ok"] = r["install_ok"] and r["tests"]["ok"]
+            save()
+    print(report(result))
     ok = all(r["ok"] for r in rows) and all(cell_text(c).startswith("✅") for c in cells)
     log(f"{'all passed' if ok else 'FAILURES (see the table)'} in {result['seconds']:.0f} s")
     return 0 if ok else 1

@@ -62,7 +62,7 @@ try:
     from airflow.dag_processing.dagbag import DagBag
 except ImportError:  # Airflow < 3.2
     from airflow.models.dagbag import DagBag
-bag = DagBag(dag_folder=sys.argv[1], include_examples=False)
+bag = DagBag(dag_folder=sys.argv[1])  # examples stay out: AIRFLOW__CORE__LOAD_EXAMPLES=False
 print(json.dumps({"dags": sorted(bag.dag_ids), "errors": {k: v[-500:] for k, v in bag.import_errors.items()}}))
 """
 

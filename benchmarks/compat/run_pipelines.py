@@ -24,7 +24,7 @@ def dagbag(path: Path) -> Any:
         from airflow.dag_processing.dagbag import DagBag
     except ImportError:  # Airflow < 3.2
         from airflow.models.dagbag import DagBag
-    return DagBag(dag_folder=str(path), include_examples=False)
+    return DagBag(dag_folder=str(path))  # examples stay out: AIRFLOW__CORE__LOAD_EXAMPLES=False
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

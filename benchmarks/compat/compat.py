@@ -284,7 +284,7 @@ def cell_text(c: dict[str, Any]) -> str:
     if failed:
         return "❌ " + ", ".join(f"{d} {c['states'][d]}" for d in failed)
     if c.get("reference"):
-        return "✅ reference"
+        return "✅ reference" if (c["airflow"], c["spark"]) == REFERENCE else "✅ ran (not compared: no reference run)"
     return "✅ same lineage" if not c.get("diffs") else f"⚠️ {len(c['diffs'])} lineage differences"
 
 
@@ -344,9 +344,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=HERE / "out" / "venvs", help="where the venvs go (rebuilt)")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "compat.json")
     ap.add_argument("--report", type=Path, default=None, help="also write the Markdown report here")
+    ap.add_argument("--render", type=Path, default=None,
+                    help="only write the report/tables from a compat.json of an earlier run")
     ap.add_argument("--commit", default="", help="the commit to name in the report (default: git's HEAD)")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md and docs/compatibility.md")
     args = ap.parse_args(argv)
+    if args.render:
+        result = json.loads(args.render.read_text())
+        if args.report:
+            args.report.write_text(report(result))
+        if args.readme:
+            for target in (ROOT / "README.md", ROOT / "docs" / "compatibility.md"):
+                if write_table(target, table(result)):
+                    log(f"table written into {target.relative_to(ROOT)}")
+        print(report(result))
+        return 0
     airflows = [v for v in args.airflow.split(",") if v]
     sparks = [v for v in args.spark.split(",") if v]
     pipelines = [p for p in args.pipelines.split(",") if p]

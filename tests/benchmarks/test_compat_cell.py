@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 AIRFLOW, SPARK = "3.0.6", "3.5.9"
 
-pytestmark = [pytest.mark.compat, pytest.mark.slow]
+pytestmark = [pytest.mark.compat, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_oldest_airflow_with_spark_3_5(tmp_path: Path) -> None:

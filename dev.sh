@@ -8,6 +8,7 @@
 #   ./dev.sh up [--port N] [--db postgres] [--marquez-url URL]   a real local deployment (api-server, scheduler,
 #                     dag-processor, triggerer; LocalExecutor; dags/); prints the UI URL and logins (dev/deploy.py)
 #   ./dev.sh down     stop exactly what `up` started (its process groups)
+#   ./dev.sh docs     build the documentation (docs/, MkDocs, --strict: broken links fail) into .work/site
 # Needs: Python >= 3.11 (python3, or $PYTHON) and Java 17 (java on PATH or $JAVA_HOME).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -100,5 +101,6 @@ case "$cmd" in
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   up|down|status) setup; run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
+  docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;
   *) sed -n '2,12p' "$0"; exit 2 ;;
 esac

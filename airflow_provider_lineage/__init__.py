@@ -6,7 +6,7 @@ Airflow layer: :mod:`.operators`, :mod:`.sensors`, :mod:`.triggers`.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The one ``producer`` URI of every OpenLineage event and facet this package emits.
 PRODUCER = f"https://pypi.org/project/airflow-provider-lineage/{__version__}"

@@ -1,4 +1,14 @@
-"""Every use of Airflow internals, behind one tested seam (``tests/test_compat.py``).
+"""Every use of Airflow internals and every Airflow version difference, behind one tested seam
+(``tests/test_compat.py``; the compatibility table in ``benchmarks/compat/`` runs it on Airflow 3.0-3.3).
+
+Version differences:
+
+* ``conf``: the task SDK's configuration (``airflow.sdk.conf``, Airflow >= 3.2); Airflow 3.0 and 3.1
+  have only ``airflow.configuration.conf``. ``from airflow_provider_lineage._compat import conf``
+  gives whichever this Airflow has (:func:`default_deferrable` reads it).
+* task exceptions (``AirflowException``, ``AirflowSkipException``, ``AirflowSensorTimeout``,
+  ``AirflowFailException``): in ``airflow.sdk.exceptions`` from 3.2 (3.1 has only
+  ``AirflowException`` there), in ``airflow.exceptions`` before: import them from this module.
 
 The operators need two things the Spark provider does not expose publicly: the deploy mode its
 hook resolved from the connection and the operator's arguments, and a way to make the operator
@@ -11,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from airflow.configuration import AirflowConfigParser
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -53,15 +64,44 @@ def operator_lineage(**fields: Any) -> OperatorLineage | None:
     return OperatorLineage(**fields)
 
 
-
-def default_deferrable() -> bool:
-    """Airflow's ``[operators] default_deferrable`` (False when unset).
-
-    ``airflow.sdk.conf`` is the public way from Airflow 3.2 on; Airflow 3.0 / 3.1 have no
-    ``airflow.sdk.conf`` and read it from ``airflow.configuration``.
-    """
+def airflow_conf() -> AirflowConfigParser:
+    """Airflow's configuration: ``airflow.sdk.conf`` where the task SDK has it (3.2+), else
+    ``airflow.configuration.conf`` (3.0, 3.1)."""
     try:
         from airflow.sdk import conf
     except ImportError:  # Airflow 3.0 / 3.1
         from airflow.configuration import conf
-    return bool(conf.getboolean("operators", "default_deferrable", fallback=False))
+    return conf
+
+
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable`` (False when unset)."""
+    return bool(airflow_conf().getboolean("operators", "default_deferrable", fallback=False))
+
+
+#: Exceptions a task raises, where each Airflow release has them: the task SDK's
+#: ``airflow.sdk.exceptions`` (all from 3.2; only ``AirflowException`` in 3.1; none in 3.0), else
+#: ``airflow.exceptions``, which the 3.0/3.1 task runner catches.
+EXCEPTIONS = ("AirflowException", "AirflowSensorTimeout", "AirflowSkipException", "AirflowFailException", "TaskDeferred")
+
+
+def airflow_exception(name: str) -> type[BaseException]:
+    """``airflow.sdk.exceptions.<name>`` where this Airflow's task SDK has it, else ``airflow.exceptions.<name>``."""
+    import airflow.sdk.exceptions as sdk_exceptions
+
+    found = getattr(sdk_exceptions, name, None)
+    if found is None:
+        import airflow.exceptions as core_exceptions
+
+        found = getattr(core_exceptions, name)
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    # ``from airflow_provider_lineage._compat import conf, AirflowException``: resolved on first use,
+    # so importing this module stays free of Airflow.
+    if name == "conf":
+        return airflow_conf()
+    if name in EXCEPTIONS:
+        return airflow_exception(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

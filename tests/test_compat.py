@@ -55,3 +55,22 @@ def test_openlineage_provider_active_follows_its_transport(monkeypatch: pytest.M
         monkeypatch.delenv("AIRFLOW__OPENLINEAGE__TRANSPORT")
         for fn in (ol_conf.is_disabled, ol_conf.transport, ol_conf.config_path):
             getattr(fn, "cache_clear", lambda: None)()
+
+
+def test_conf_is_airflows_configuration() -> None:
+    from airflow_provider_lineage._compat import conf
+
+    assert conf.getboolean("operators", "default_deferrable", fallback=False) in (True, False)
+    assert conf.get("core", "dags_folder")
+    with pytest.raises(AttributeError):
+        _compat.no_such_name  # noqa: B018 - the module's __getattr__ must refuse unknown names
+
+
+@pytest.mark.parametrize("name", _compat.EXCEPTIONS)
+def test_task_exceptions_are_the_ones_this_airflow_catches(name: str) -> None:
+    import airflow.exceptions as core
+
+    exc = getattr(_compat, name)
+    assert issubclass(exc, BaseException) and exc.__name__ == name
+    sdk = pytest.importorskip("airflow.sdk.exceptions")
+    assert exc is getattr(sdk, name, None) or exc is getattr(core, name)

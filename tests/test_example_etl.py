@@ -83,7 +83,9 @@ class TestAssetDrivenMaintenance:
     def test_one_maintenance_event_per_pipeline_run_after_its_sync(self, etl_runs: dict[str, Any]) -> None:
         """sieve_maintenance is scheduled on the one asset lineage_etl.index publishes after its sync
         (not on the tables' events, which each Spark task publishes before the sync)."""
-        from airflow.dag_processing.dagbag import DagBag
+        from tests.support.pipelines import dagbag_class
+
+        DagBag = dagbag_class()
         from airflow.models.asset import AssetEvent, AssetModel
         from airflow.utils.session import create_session
 

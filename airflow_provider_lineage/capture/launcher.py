@@ -85,6 +85,8 @@ class CaptureRuntime:
         self.emitted: str | None = None
         self._ol_client: Any = None
         self.emission_problems: list[str] = []
+        #: known-broken Spark combinations seen on this driver (:mod:`.versions`), also in the task log.
+        self.version_warnings: list[str] | None = None
         #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
         #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
         self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0, "udf_s": 0.0}
@@ -161,6 +163,8 @@ class CaptureRuntime:
                     return
                 if self.config is None:
                     self.configure(spark)
+                if self.version_warnings is None:
+                    self.check_versions(spark)
                 assert self.config is not None
                 if not self.config.active:
                     return
@@ -178,6 +182,20 @@ class CaptureRuntime:
                     self.emit_start()
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not attach the capture listener to the SparkSession", exc)
+
+    def check_versions(self, spark: SparkSession) -> None:
+        """Name a driver pyspark that is not the JVM's Spark, and pyspark 4.2.0's Arrow-UDF hang (once)."""
+        self.version_warnings = []
+        try:
+            import pyspark
+
+            from airflow_provider_lineage.capture.versions import check_session
+
+            for text in check_session(spark, pyspark.__version__):
+                self.version_warnings.append(text)
+                log.warning("%s", text)
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            self.problem("could not compare the driver's pyspark with the JVM's Spark", exc)
 
     def _time_callbacks(self, listener: Any) -> None:
         handle = listener._handle
@@ -291,6 +309,7 @@ class CaptureRuntime:
             "exit_code": exit_code,
             "emitted": self.emitted,
             "emission_problems": self.emission_problems,
+            "version_warnings": self.version_warnings or [],
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
         try:

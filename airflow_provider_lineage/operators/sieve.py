@@ -272,7 +272,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         return out
 
     def _jobs_from_lineage(self, written: list[dict[str, Any]]) -> list[IndexJob]:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         jobs: list[IndexJob] = []
         unmatched = []
@@ -314,7 +314,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         return {**(self.env_vars or {}), STORAGE_OPTIONS_ENV: json.dumps(dict(self.storage_options))}
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         jobs = self.resolve_jobs(context)
         if not jobs:

@@ -23,8 +23,8 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_lineage import _compat
 from airflow_provider_lineage.sieve.errors import SieveError
+from airflow_provider_lineage.sieve.fs import is_catalog_name
 from airflow_provider_lineage.sieve.maintain import Thresholds, update_mode
-from airflow_provider_lineage.sieve.table import is_catalog_name
 from airflow_provider_lineage.triggers.sieve import SieveMaintenanceTrigger, pending_work
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         return specs
 
     def poke(self, context: Context) -> PokeReturnValue:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         try:
             needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy, self.storage_options)
@@ -144,7 +144,11 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         return None
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+        from airflow_provider_lineage._compat import (
+            AirflowException,
+            AirflowSensorTimeout,
+            AirflowSkipException,
+        )
 
         if not event:
             raise AirflowException(f"{self.task_id}: the Sieve maintenance trigger ended without an event")

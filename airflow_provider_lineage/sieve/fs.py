@@ -32,12 +32,13 @@ import os
 import posixpath
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import pyarrow.fs as pafs
-
 from .errors import SieveError
+
+if TYPE_CHECKING:  # pyarrow is imported where a store is reached: DAG files import this module
+    import pyarrow.fs as pafs
 
 SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs", "abfs": "abfs", "abfss": "abfss",
            "hdfs": "hdfs", "viewfs": "viewfs"}
@@ -69,6 +70,11 @@ def scheme_of(path: str) -> str:
         raise SieveError(f"{path!r}: the scheme {raw}:// is not supported: use a local path, a file: URI, "
                          f"or one of {', '.join(s + '://' for s in sorted(set(SCHEMES)))}")
     return SCHEMES[raw]
+
+
+def is_catalog_name(table: str) -> bool:
+    """A catalog table name (``db.sales``) rather than a path or URI (``/data/sales``, ``s3://b/sales``)."""
+    return "/" not in table and not table.startswith("file:")
 
 
 def is_local(path: str) -> bool:
@@ -150,6 +156,8 @@ def _s3_endpoint_from_env() -> dict[str, Any]:
 
 def resolve(path: str) -> tuple[pafs.FileSystem, str]:
     """(pyarrow file system, path inside it) of a location (normalized first)."""
+    import pyarrow.fs as pafs
+
     path = normalize(path)
     scheme = scheme_of(path)
     if not scheme:
@@ -182,6 +190,8 @@ def _azure_path(path: str) -> str:
 
 
 def _make_filesystem(scheme: str, path: str, opts: dict[str, Any] | None) -> pafs.FileSystem:
+    import pyarrow.fs as pafs
+
     if opts is None:
         return pafs.FileSystem.from_uri(path)[0]
     if scheme == "s3":
@@ -214,6 +224,8 @@ def store_error(path: str, exc: BaseException) -> StoreError:
 
 def is_dir(path: str) -> bool:
     """True for a local directory; for an object store, a prefix with at least one object below it."""
+    import pyarrow.fs as pafs
+
     if is_local(path):
         return os.path.isdir(normalize(path))
     fs, inner = resolve(path)
@@ -299,6 +311,8 @@ def check_commit_supported(path: str) -> None:
 
 
 def _check_then_write(path: str, data: bytes) -> bool:
+    import pyarrow.fs as pafs
+
     fs, inner = resolve(path)
     try:
         if fs.get_file_info(inner).type != pafs.FileType.NotFound:

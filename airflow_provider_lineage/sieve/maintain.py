@@ -23,15 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .build import build
 from .errors import CommitConflict, IndexNotWritable, IndexUnavailable, SieveError
-from .fs import StoreError, join
+from .fs import StoreError, is_catalog_name, join
 from .fs import storage_options as scoped_options
 from .maintenance import COMPACT_DELTAS, REBUILD_BUDGET, maintenance_status
-from .query import open_index
 from .records import IndexStats, MaintenanceStatus, SyncReport
-from .sync import compact, rebuild, sync
-from .table import is_catalog_name, resolve_table, root_exists, table_path
+
+# The index modules (numpy, pyarrow) are imported in the functions that run a step or a check:
+# the Airflow operator, sensor and trigger import this module while a DAG file is parsed.
 
 RESULT_VERSION = 1
 MODES = ("auto", "build", "sync", "compact", "rebuild")
@@ -99,6 +98,8 @@ class Need:
 
 def table_root(table: str, spark: Any = None) -> str:
     """Root of a path/URI table (no Spark) or a catalog table (needs ``spark``): a local path or a URI."""
+    from .table import resolve_table, table_path
+
     if not is_catalog_name(table):
         return table_path(table)
     return resolve_table(table, spark).root
@@ -143,6 +144,8 @@ def check(table: str, column: str, *, index_path: str | None = None, thresholds:
 
 def _check(table: str, column: str, index_path: str | None, thresholds: Thresholds,
            update_strategy: str | None) -> Need:
+    from .table import root_exists, table_path
+
     if not is_catalog_name(table) and not root_exists(table_path(table)):
         return Need(table, column, index_path, "none",
                     f"table path {table_path(table)} does not exist (yet): nothing to index")
@@ -268,6 +271,11 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
     :raises SieveError: bad input (unknown table, column, type, unwritable folder, lost commit
         races); the message names the fix. The index is never left half-written.
     """
+    from .build import build
+    from .query import open_index
+    from .sync import compact, rebuild, sync
+    from .table import root_exists
+
     say = log or (lambda _msg: None)
     t0 = time.monotonic()
     if mode not in MODES:

@@ -1,19 +1,21 @@
-"""Maintenance decisions from the file listing and the index files only (no Spark, no data reads)."""
+"""Maintenance decisions from the file listing and the index files only (no Spark, no data reads).
+
+Importing this module imports no numpy or pyarrow (the Airflow sensor and trigger import it while
+a DAG file is parsed); the index modules are imported when a status is computed.
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import IndexUnavailable
 from .fs import storage_options as scoped_options
-from .keys import HIGH_KEY, LOW_KEY
-from .model import over_budget
-from .query import diff_files, index_location
 from .records import MaintenanceStatus
-from .storage import IndexStore, Manifest, SegmentMeta
-from .table import list_table_files
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .storage import IndexStore, Manifest, SegmentMeta
 
 # Thresholds (module constants so an operator can document/override them).
 COMPACT_DELTAS = 8  # merge-on-read: compact at this many delta files
@@ -37,6 +39,11 @@ def maintenance_status(table: str, column: str, *, index_path: str | None = None
 
 
 def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatus:
+    from .model import over_budget
+    from .query import diff_files, index_location
+    from .storage import IndexStore
+    from .table import list_table_files
+
     path = index_location(table, column, index_path)
     store = IndexStore(path)
     st = MaintenanceStatus(table=table, column=column, index_path=path, present=False)
@@ -115,6 +122,8 @@ def _outside_prefix(m: Manifest, metas: list[SegmentMeta], store: IndexStore,
                     deltas: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> int:
     """Live files with string/binary values outside the key type's learned prefix (keys LOW_KEY or
     HIGH_KEY, which every such value shares): values a sync added after the build learned it."""
+    from .keys import HIGH_KEY, LOW_KEY
+
     kt = m.key_type
     if not kt.shares_keys or not kt.prefix_bytes:
         return 0

@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import SieveError
-from .fs import is_dir, is_local, normalize, open_input, resolve, scheme_of, store_error
+from .fs import is_catalog_name, is_dir, is_local, normalize, open_input, resolve, scheme_of, store_error
 from .keys import KeyType
 
 
@@ -56,10 +56,6 @@ class FileEntry:
     def same_version(self, other: FileEntry) -> bool:
         """Same path and same (size, mtime): the file was not rewritten."""
         return self.path == other.path and self.size == other.size and self.mtime_ns == other.mtime_ns
-
-
-def is_catalog_name(table: str) -> bool:
-    return "/" not in table and not table.startswith("file:")
 
 
 def table_path(path_or_uri: str) -> str:

@@ -111,7 +111,7 @@ class TestArguments:
             rendered.submit_env()
 
     def test_jobs_from_lineage_outputs(self) -> None:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         written = [
             {"namespace": "file", "name": "/w/mart/daily", "table": None, "location": "file:/w/mart/daily",
@@ -145,7 +145,7 @@ class TestExecute:
         # A sync through spark-submit: the example ETL's second run (tests/test_example_etl.py).
 
     def test_bad_inputs_fail_the_task_naming_each_fix_and_leave_indexes_intact(self, tmp_path: Path) -> None:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         table = _dates_table(tmp_path / "sales")
         good = maintain(None, table, "day")  # an existing index that must survive

@@ -80,7 +80,7 @@ class TestArguments:
             SieveMaintenanceSensor(task_id="w", **kwargs)
 
     def test_catalog_table_needs_index_path(self) -> None:
-        from airflow.sdk.exceptions import AirflowException
+        from airflow_provider_lineage._compat import AirflowException
 
         s = SieveMaintenanceSensor(task_id="w", indexes=[{"table": "db.sales", "column": "day"}])
         with pytest.raises(AirflowException, match="give its index_path"):
@@ -116,7 +116,11 @@ class TestPoke:
         assert need["action"] in ("build", "rebuild")
 
     def test_error_event_fails_with_the_message_and_timeout_follows_soft_fail(self) -> None:
-        from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, AirflowSkipException
+        from airflow_provider_lineage._compat import (
+            AirflowException,
+            AirflowSensorTimeout,
+            AirflowSkipException,
+        )
 
         s = SieveMaintenanceSensor(task_id="w", table="/t", columns="k", deferrable=True)
         with pytest.raises(AirflowException, match="cannot check the Sieve indexes: SieveError: boom"):
@@ -130,7 +134,7 @@ class TestPoke:
         assert s.execute_complete({}, {"status": "success", "indexes": [need]}) == [need]
 
     def test_defers_with_a_json_trigger_when_nothing_is_needed_yet(self, tmp_path: Path) -> None:
-        from airflow.sdk.exceptions import TaskDeferred
+        from airflow_provider_lineage._compat import TaskDeferred
 
         a = _table(tmp_path / "a")
         maintain(None, a, "k")
@@ -163,7 +167,9 @@ def sensor_dags(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     if not marker.exists():
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
         marker.touch()
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.support.pipelines import dagbag_class
+
+    DagBag = dagbag_class()
 
     bag = DagBag(dag_folder=str(folder / "sieve_sensor_dags.py"))
     assert not bag.import_errors, bag.import_errors

@@ -46,10 +46,17 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def load_dag(dag_id: str) -> Any:
-    from airflow.dag_processing.dagbag import DagBag
+def dagbag_class() -> Any:
+    """Airflow's ``DagBag``: ``airflow.dag_processing.dagbag`` from 3.2, ``airflow.models.dagbag`` before."""
+    try:
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # Airflow 3.0 / 3.1
+        from airflow.models.dagbag import DagBag
+    return DagBag
 
-    bag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py"))
+
+def load_dag(dag_id: str) -> Any:
+    bag = dagbag_class()(dag_folder=str(DAGS / f"{dag_id}.py"))
     assert not bag.import_errors, bag.import_errors
     return bag.get_dag(dag_id)
 

@@ -8,6 +8,7 @@ matching their tables, which the next one checks again.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import signal
 import time
 from pathlib import Path
@@ -133,7 +134,11 @@ def test_asset_triggered_maintenance_defers_and_resumes_on_a_separate_write(dep:
     _wait_deferred(dep, run_id)
     late = add_late_file(dep.data_dir, "late-asset-run", 9_100_001)
     _maintained(dep, run_id, late)
-    blocked = [line for line in dep.log("triggerer").splitlines() if BLOCKED in line]
+    # Airflow's warning names no trigger. On a loaded 2-core machine the triggerer logs 0.2-0.3 s
+    # stalls while no trigger runs at all (CPU starvation); this provider's trigger used to block
+    # 0.49-0.58 s at every start (issue 21), so stalls from 0.4 s on fail the test.
+    blocked = [line for line in dep.log("triggerer").splitlines()
+               if BLOCKED in line and float(re.search(r"blocked for ([0-9.]+) seconds", line).group(1)) >= 0.4]
     assert not blocked, blocked
 
 

@@ -349,14 +349,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="", help="the commit to name in the report (default: git's HEAD)")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md and docs/compatibility.md")
     args = ap.parse_args(argv)
-    if args.render:
-        result = json.loads(args.render.read_text())
+
+    def write_outputs(result: dict[str, Any]) -> None:
         if args.report:
             args.report.write_text(report(result))
         if args.readme:
             for target in (ROOT / "README.md", ROOT / "docs" / "compatibility.md"):
                 if write_table(target, table(result)):
                     log(f"table written into {target.relative_to(ROOT)}")
+
+    if args.render:
+        result = json.loads(args.render.read_text())
+        write_outputs(result)
         print(report(result))
         return 0
     airflows = [v for v in args.airflow.split(",") if v]
@@ -395,12 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         result["seconds"] = round(time.monotonic() - t0, 1)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, default=str))
-        if args.report:
-            args.report.write_text(report(result))
-        if args.readme:
-            for target in (ROOT / "README.md", ROOT / "docs" / "compatibility.md"):
-                if write_table(target, table(result)):
-                    log(f"table written into {target.relative_to(ROOT)}")
+        write_outputs(result)
 
     save()  # the install checks and the pipelines first: the layer tests take longest
     if not args.no_layer_tests:

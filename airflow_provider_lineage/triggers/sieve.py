@@ -2,7 +2,7 @@
 
 Runs in the triggerer. Every ``poke_interval`` seconds it checks each index the way the sensor's
 ``poke`` does -- a listing of the table's files and the index manifest, no Spark -- in a child
-process (:mod:`._sieve_check`, started once per trigger run), so the triggerer's event loop never
+process (:mod:`._sieve_check`, one per triggerer, shared by its trigger runs), so the triggerer's event loop never
 blocks: neither on the file system nor on importing the index package (numpy and pyarrow hold the
 GIL while they initialise, which would stall the loop even from a thread). This module imports
 nothing heavy itself (the triggerer imports it on its event loop). It fires once:
@@ -18,6 +18,7 @@ import asyncio
 import json
 import sys
 import time
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,18 +32,29 @@ CLASSPATH = "airflow_provider_lineage.triggers.sieve.SieveMaintenanceTrigger"
 
 
 class _Checker:
-    """A child interpreter (:mod:`._sieve_check`) that runs this trigger's checks, one JSON line each way.
+    """A child interpreter (:mod:`._sieve_check`) that runs the checks, one JSON line each way.
 
     Not a thread: importing the index package (numpy, pyarrow) runs C initialisers that hold the GIL
-    for 0.3-0.6 s, which stalls the triggerer's event loop even from a worker thread. The child is
-    started once per trigger run, keeps its imports for the later checks, and exits when its stdin
-    closes (the trigger ends, is cancelled, or the triggerer dies).
+    for 0.3-0.6 s, which stalls the triggerer's event loop even from a worker thread. One child serves
+    every trigger run of an event loop (:func:`_checker`; about 125 MB once, not per deferred sensor):
+    it keeps its imports, answers one request at a time, and exits when its stdin closes (the
+    triggerer stops or dies). An exchange cut short (a trigger cancelled mid-check, a broken pipe)
+    kills the child, so a half-read answer never reaches another trigger.
     """
 
     def __init__(self) -> None:
         self.proc: asyncio.subprocess.Process | None = None
+        self.lock = asyncio.Lock()
 
     async def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        async with self.lock:
+            try:
+                return await self._ask(request)
+            except BaseException:
+                await self._kill()
+                raise
+
+    async def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.proc is None or self.proc.returncode is not None:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "airflow_provider_lineage.triggers._sieve_check",
@@ -56,17 +68,23 @@ class _Checker:
             raise RuntimeError(f"the Sieve check process exited with {code} (its error is in the triggerer log)")
         return dict(json.loads(line))
 
-    async def close(self) -> None:
+    async def _kill(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 5)
-        except TimeoutError:
+        if proc is not None and proc.returncode is None:
             proc.kill()
-            await proc.wait()
+            await asyncio.shield(proc.wait())
+
+
+_CHECKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Checker] = weakref.WeakKeyDictionary()
+
+
+def _checker() -> _Checker:
+    """The running event loop's shared checker (the triggerer has one loop; tests make several)."""
+    loop = asyncio.get_running_loop()
+    checker = _CHECKERS.get(loop)
+    if checker is None:
+        checker = _CHECKERS[loop] = _Checker()
+    return checker
 
 
 class SieveMaintenanceTrigger(BaseTrigger):
@@ -111,29 +129,26 @@ class SieveMaintenanceTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        checker = _Checker()
+        checker = _checker()
         request = {"indexes": self.indexes, "thresholds": self.thresholds, "update_strategy": self.update_strategy,
                    "storage_options": self.storage_options}
-        try:
-            while True:
-                try:
-                    answer = await checker.check(request)
-                except Exception as exc:  # noqa: BLE001 - reported as an event; the sensor fails with it
-                    answer = {"error": f"{type(exc).__name__}: {exc}"}
-                if "error" in answer:
-                    yield TriggerEvent({"status": "error", "message": answer["error"]})
-                    return
-                needs = answer["needs"]
-                todo = [n for n in needs if n["action"] != "none"]
-                if todo:
-                    for n in todo:
-                        self.log.info("Sieve: %s.%s needs %s (%s)", n["table"], n["column"], n["action"], n["reason"])
-                    yield TriggerEvent({"status": "success", "indexes": todo})
-                    return
-                if self.deadline is not None and time.time() >= self.deadline:
-                    yield TriggerEvent({"status": "timeout",
-                                        "message": f"no index needed work before the deadline ({len(needs)} checked)"})
-                    return
-                await asyncio.sleep(self.poke_interval)
-        finally:
-            await checker.close()
+        while True:
+            try:
+                answer = await checker.check(request)
+            except Exception as exc:  # noqa: BLE001 - reported as an event; the sensor fails with it
+                answer = {"error": f"{type(exc).__name__}: {exc}"}
+            if "error" in answer:
+                yield TriggerEvent({"status": "error", "message": answer["error"]})
+                return
+            needs = answer["needs"]
+            todo = [n for n in needs if n["action"] != "none"]
+            if todo:
+                for n in todo:
+                    self.log.info("Sieve: %s.%s needs %s (%s)", n["table"], n["column"], n["action"], n["reason"])
+                yield TriggerEvent({"status": "success", "indexes": todo})
+                return
+            if self.deadline is not None and time.time() >= self.deadline:
+                yield TriggerEvent({"status": "timeout",
+                                    "message": f"no index needed work before the deadline ({len(needs)} checked)"})
+                return
+            await asyncio.sleep(self.poke_interval)

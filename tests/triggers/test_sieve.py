@@ -84,6 +84,33 @@ class TestSieveMaintenanceTrigger:
         assert payload["status"] == "timeout" and "no index needed work" in payload["message"]
 
 
+    def test_trigger_runs_share_one_child_and_a_cancelled_check_poisons_none(self, table: str, tmp_path) -> None:
+        """Concurrent trigger runs get their own answers from one child process; a run cancelled in
+        the middle of its check kills that child, so its half-read answer never reaches another run."""
+        from airflow_provider_lineage.triggers import sieve as trigger_module
+
+        other = str(tmp_path / "other")
+        write_file(f"{other}/part-0.parquet", [1, 2, 3])  # never indexed: needs a build
+        os.remove(f"{table}/part-1.parquet")  # needs a sync
+
+        def run(root: str) -> SieveMaintenanceTrigger:
+            return SieveMaintenanceTrigger(indexes=[{"table": root, "column": "k"}], poke_interval=0.05)
+
+        async def scenario() -> tuple[list[dict], int]:
+            cut = asyncio.create_task(run(other).run().__anext__())
+            await asyncio.sleep(0.05)  # the child is starting or checking for it
+            cut.cancel()
+            events = await asyncio.gather(run(table).run().__anext__(), run(other).run().__anext__())
+            pids = {trigger_module._checker().proc.pid}
+            await run(table).run().__anext__()
+            pids.add(trigger_module._checker().proc.pid)
+            return [e.payload for e in events], len(pids)
+
+        payloads, children = asyncio.run(scenario())
+        assert [(p["status"], p["indexes"][0]["table"], p["indexes"][0]["action"]) for p in payloads] == [
+            ("success", table, "sync"), ("success", other, "build")]
+        assert children == 1
+
 def test_the_triggerer_process_imports_nothing_heavy(table: str) -> None:
     """The triggerer imports the trigger's module on its event loop, and the index package's C
     initialisers (numpy, pyarrow) would stall that loop even from a thread: neither the module nor a

@@ -34,7 +34,6 @@ from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
 
 if TYPE_CHECKING:
     from airflow_provider_lineage.lineage.model import ParentRun
-    from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator
 
 #: Schemes a ``capture_dir`` on a store both the driver and the worker reach can have.
 REMOTE_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
@@ -253,7 +252,7 @@ def application_name(application: str) -> str:
 
 
 # -- the operator's hooks ---------------------------------------------------------------------------------
-def plan(op: SparkLineageSubmitOperator, task_run: ParentRun, deploy_mode: str,
+def plan(op: Any, task_run: ParentRun, deploy_mode: str,
          launcher_cfg: LauncherConfig) -> RemoteCapture | None:
     """A :class:`RemoteCapture` when the driver must write to a shared location (configured into ``launcher_cfg``).
 
@@ -290,7 +289,7 @@ def plan(op: SparkLineageSubmitOperator, task_run: ParentRun, deploy_mode: str,
     return cap
 
 
-def ship(op: SparkLineageSubmitOperator, user_app: str, deploy_mode: str) -> None:
+def ship(op: Any, user_app: str, deploy_mode: str) -> None:
     """Add the capture archive (and, in cluster mode, the application) to the submission."""
     from airflow_provider_lineage.capture.ship import capture_archive
 
@@ -309,7 +308,7 @@ def ship(op: SparkLineageSubmitOperator, user_app: str, deploy_mode: str) -> Non
         op.lineage_log.warning("could not ship the capture archive (%r): the driver needs the package installed", exc)
 
 
-def fetch(op: SparkLineageSubmitOperator, cap: RemoteCapture) -> FetchResult:
+def fetch(op: Any, cap: RemoteCapture) -> FetchResult:
     """Read the run's records back, log what reading found, remove them unless kept."""
     fetched = cap.fetch()
     for note in fetched.notes:

@@ -270,7 +270,8 @@ def dataset_for_jdbc(url: str, dbtable: str | None, table: str | None = None) ->
     ``dbtable`` split on dots. An unparseable URL keeps ``dbtable`` as name and the URL without
     credentials as namespace (the Java client's fallback).
     """
-    parts = [p for p in (dbtable or "").strip().split(".") if p] or ["?"]
+    # quoted identifiers ("app"."t5", `db`.`t`, [dbo].[t]) name the same table as the catalog's app.t5
+    parts = [p.strip().strip('"`[]') for p in (dbtable or "").strip().split(".") if p.strip()] or ["?"]
     try:
         loc = jdbc_location(url)
     except ValueError:

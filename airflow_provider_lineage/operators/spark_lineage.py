@@ -394,46 +394,16 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         return self.get_openlineage_facets_on_complete(task_instance)
 
 
-# -- identities -----------------------------------------------------------------------------------
-def _task_run_identity(ti: Any, op: SparkLineageSubmitOperator) -> ParentRun:
+# -- identities (operators/openlineage_identity.py) -------------------------------------------------
+def _task_run_identity(ti: Any, op: Any) -> ParentRun:
     """OpenLineage namespace/name/runId of this task run and its DAG run (same as the provider's)."""
-    try:
-        from airflow.providers.openlineage.plugins import macros
+    from airflow_provider_lineage.operators.openlineage_identity import task_run_identity
 
-        return ParentRun(
-            namespace=macros.lineage_job_namespace(),
-            name=macros.lineage_job_name(ti),
-            run_id=macros.lineage_run_id(ti),
-            root_namespace=macros.lineage_root_job_namespace(ti),
-            root_name=macros.lineage_root_job_name(ti),
-            root_run_id=macros.lineage_root_run_id(ti),
-        )
-    except Exception:  # noqa: BLE001, S110 - lineage never fails the task
-        pass
-    import os
-
-    from openlineage.client.uuid import generate_static_uuid
-
-    dag_id = getattr(ti, "dag_id", None) or (op.dag_id if op.has_dag() else "adhoc")
-    task_id = getattr(ti, "task_id", op.task_id)
-    run_id = str(getattr(ti, "run_id", ""))
-    import datetime as dt
-
-    instant = dt.datetime.now(dt.UTC)
-    namespace = os.environ.get("OPENLINEAGE_NAMESPACE", "default")
-    return ParentRun(
-        namespace=namespace,
-        name=f"{dag_id}.{task_id}",
-        run_id=str(generate_static_uuid(instant, f"{dag_id}.{task_id}.{run_id}.{getattr(ti, 'try_number', 1)}".encode())),
-        root_namespace=namespace,
-        root_name=dag_id,
-        root_run_id=str(generate_static_uuid(instant, f"{dag_id}.{run_id}".encode())),
-    )
+    return task_run_identity(ti, dag_id=op.dag_id if op.has_dag() else None, task_id=op.task_id)
 
 
 def _dag_parent(task_run: ParentRun) -> ParentRun | None:
     """The parent of the task run's own events: the DAG run."""
-    if not (task_run.root_name and task_run.root_run_id):
-        return None
-    ns = task_run.root_namespace or task_run.namespace
-    return ParentRun(ns, task_run.root_name, task_run.root_run_id, ns, task_run.root_name, task_run.root_run_id)
+    from airflow_provider_lineage.operators.openlineage_identity import dag_parent
+
+    return dag_parent(task_run)

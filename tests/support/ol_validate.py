@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 #: Where the spec folder is looked for when no ``spec_dir`` is given (first existing wins): the
-#: environment variable, then ``shared/openlineage-spec`` beside the checkout (how CI lays it out).
+#: environment variable, then the copy vendored in this repository (``tests/support/openlineage_spec``,
+#: Apache-2.0, see its NOTICE), then ``shared/openlineage-spec`` beside the checkout.
 SPEC_DIR_ENV = "OPENLINEAGE_SPEC_DIR"
 _CHECKOUT = Path(__file__).resolve().parents[2]
-_DEFAULT_DIRS = (str(_CHECKOUT.parent / "shared" / "openlineage-spec"),)
+VENDORED_SPEC_DIR = Path(__file__).resolve().parent / "openlineage_spec"
+_DEFAULT_DIRS = (str(VENDORED_SPEC_DIR), str(_CHECKOUT.parent / "shared" / "openlineage-spec"))
 
 
 def find_spec_dir(spec_dir: str | os.PathLike[str] | None = None) -> Path | None:

@@ -83,7 +83,9 @@ def v2_table(spark: Any, catalog: Any, ident: Any) -> dict[str, Any]:
         cat_name = str(catalog.name())
         namespace = [str(x) for x in ident.namespace()]
         name = str(ident.name())
-        out["table"] = ".".join([cat_name, *namespace, name])
+        from airflow_provider_lineage.lineage.naming import quote_if_needed
+
+        out["table"] = ".".join([cat_name, *(quote_if_needed(p) for p in [*namespace, name])])
     except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
         return out
     cls = _class_name(catalog)
@@ -96,6 +98,16 @@ def v2_table(spark: Any, catalog: Any, ident: Any) -> dict[str, Any]:
         return out
     if name.startswith("/") or "://" in name:
         out["location"] = name  # a path identifier (delta.`/p`, parquet.`/p`)
+    elif cls in ("SparkCatalog", "SparkSessionCatalog"):  # Iceberg: the catalog's type decides the symlink
+        try:
+            from airflow_provider_lineage.lineage.naming import iceberg_symlink_namespace
+
+            conf = {k: str(spark.conf.get(f"spark.sql.catalog.{cat_name}.{k}", "") or "") for k in ("type", "uri", "warehouse")}
+            ns = iceberg_symlink_namespace(conf)
+            if ns:
+                out["table_namespace"] = ns
+        except Exception:  # the symlink falls back to the location's folder
+            log.debug("could not read Iceberg catalog %s settings", cat_name, exc_info=True)
     try:
         props = catalog.loadTable(ident).properties()
         loc = props.get("location")

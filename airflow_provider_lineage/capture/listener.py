@@ -305,13 +305,16 @@ def _fill_v2(info: Any, found: dict[str, Any]) -> None:
     if found.get("table"):
         info.table = found["table"]
     if found.get("location"):
-        info.locations = [found["location"]] if isinstance(info, RelationInfo) else info.locations
-        if isinstance(info, OutputInfo):
+        if isinstance(info, RelationInfo):
+            info.locations = [found["location"]]
+        else:
             info.location = found["location"]
     if found.get("format"):
         info.format = found["format"]
     if found.get("url"):
         info.options = {**(info.options or {}), "url": found["url"]}
+    if found.get("table_namespace"):
+        info.options = {**(info.options or {}), "table_namespace": found["table_namespace"]}
 
 
 def _v2_write(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:

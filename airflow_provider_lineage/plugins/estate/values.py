@@ -40,10 +40,12 @@ def object_storage_backend() -> Any:
     if "XComObjectStorageBackend" not in name and "common.io" not in name:
         return None
     try:
-        from airflow.providers.common.io.xcom.backend import XComObjectStorageBackend
-        from airflow.utils.module_loading import import_string
+        import importlib
 
-        backend = import_string(name)
+        from airflow.providers.common.io.xcom.backend import XComObjectStorageBackend
+
+        module, _, attr = name.strip().rpartition(".")
+        backend = getattr(importlib.import_module(module), attr)
     except Exception:  # noqa: BLE001 - a backend that does not import is "not object storage"
         return None
     return backend if isinstance(backend, type) and issubclass(backend, XComObjectStorageBackend) else None

@@ -11,6 +11,7 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
+    GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
 time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
@@ -119,11 +120,20 @@ def create_app() -> Any:
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
+    @app.get("/estate", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
+    def estate_page() -> FileResponse:
+        return FileResponse(STATIC / "estate.html", media_type="text/html")
+
+    from airflow_provider_lineage.plugins.estate import api as estate_api
+
+    estate_api.register(app)
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(HTTPException)
     async def _errors(request: Request, exc: HTTPException) -> Any:
-        if request.url.path.rstrip("/").endswith(URL_PREFIX) and exc.status_code in (401, 403):
+        path = request.url.path.rstrip("/")
+        if path.endswith((URL_PREFIX, URL_PREFIX + "/estate")) and exc.status_code in (401, 403):
             return HTMLResponse(_signed_out_page(exc.status_code), status_code=exc.status_code)
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 

@@ -147,9 +147,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wave-limit", type=float, default=120.0, help="seconds a wave may send requests")
     parser.add_argument("--pools", default="default,48")
     parser.add_argument("--out", type=Path, default=HERE / "REPORT.md")
+    parser.add_argument("--render", type=Path, help="only write the report from these rows (JSON lines the run printed)")
+    parser.add_argument("--load", default="", help="with --render: the uptime line of that run")
     args = parser.parse_args(argv)
-    load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
-    rows = [row for pool in args.pools.split(",") for row in run_pool(pool, args)]
+    if args.render:
+        rows = [json.loads(line) for line in args.render.read_text().splitlines() if line.startswith("{")]
+        load = args.load
+    else:
+        load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+        rows = [row for pool in args.pools.split(",") for row in run_pool(pool, args)]
+    write_report(rows, args, load)
+    return 0
+
+
+def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, load: str) -> None:
+    paths = next((r["paths"] for r in rows if r.get("paths")), [])
     lines = [
         "# Load the api-server holds (lineage API, loopback)",
         "",
@@ -165,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine load at the start: `{load}` (2 shared cores).",
         "",
         "Paths (each reader cycles through them): " + ", ".join(f"`{p.split('?')[0].rsplit('/runs/', 1)[-1]}`"
-                                                          for p in (rows[0]["paths"] if rows else [])) + ".",
+                                                          for p in paths) + ".",
         "",
         "| pool | readers | sent | ok | errors | wall s | requests/s | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -177,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text("\n".join(lines) + "\n")
     (args.out.with_suffix(".json")).write_text(json.dumps(rows, indent=1))
     print(f"wrote {args.out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -48,8 +48,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import hashed
 from .errors import IndexUnavailable, SieveError
+from .fingerprints import DEFAULT_FPP
 from .fs import open_input
+from .hashed import check_structure, choose
 from .keys import (
     HIGH_KEY,
     LEN_BITS,
@@ -171,14 +174,19 @@ def check_params(error_bound: int, max_segment_keys: int, mode: str, keep_versio
 def build(spark: Any, table: str, column: str, *, index_path: str | None = None, error_bound: int = DEFAULT_ERROR_BOUND,
           max_segment_keys: int = DEFAULT_MAX_SEGMENT_KEYS, mode: str = "cow", keep_versions: int = 3,
           gap_factor: float = 64.0, rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION,
-          engine: str = "auto") -> IndexStats:
+          engine: str = "auto", structure: str = "auto", fpp: float = DEFAULT_FPP) -> IndexStats:
     """Build a new index version from the table's current files and commit it.
+
+    ``structure``: ``segments`` (ordered keys), ``hashed`` (keys without order: UUIDs, random ids;
+    ``fpp`` is the share of absent keys that may read a file) or ``auto`` (chosen from a sample of
+    the column, see :mod:`.hashed`).
 
     ``engine``: ``spark`` (distributed aggregation, bounded driver memory), ``pyarrow`` (keys read
     on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, else
     Spark). ``spark`` may be None for path tables: keys are then read with pyarrow.
     """
     check_params(error_bound, max_segment_keys, mode, keep_versions)
+    check_structure(structure, fpp)
     if engine not in ENGINES:
         raise SieveError(f"engine={engine!r} is unknown: use one of {', '.join(ENGINES)}")
     if spark is None and engine == "spark":
@@ -198,6 +206,15 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     stats: dict[str, Any] = {}
     with store.discarding_on_error():
         schema = None if spark is None else spark_schema(spark, ref, files, column)
+        if structure != "segments":
+            if not files:
+                raise SieveError("the table has no Parquet files: write data first (an empty table needs no index)")
+            kt = arrow_key_type(files, column) if schema is None else learn_key_type(
+                key_type_from_spark(schema[column].dataType, column), files, column)
+            if structure == "hashed" or choose(files, column, kt) == "hashed":
+                return _build_hashed(store, ref, files, column, kt, schema, fpp, t0, mode=mode,
+                                     error_bound=error_bound, max_segment_keys=max_segment_keys,
+                                     gap_factor=gap_factor, keep_versions=keep_versions)
         if schema is None or engine == "pyarrow" or (engine == "auto" and _small(files)):
             # With Spark, the key type (and its type name in lineage facets) is Spark's, as a Spark build's.
             spark_kt = None if schema is None else learn_key_type(
@@ -218,6 +235,21 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             null_files=sorted(nulls), segment_list=store.write_segment_list(metas),
             schema_json=schema_json, build_stats=stats)
         commit_retrying(store, manifest)
+    return SieveIndex(store, manifest).stats()
+
+
+def _build_hashed(store: IndexStore, ref: TableRef, files: list[FileEntry], column: str, kt: KeyType,
+                  schema: Any, fpp: float, t0: float, **params: Any) -> IndexStats:
+    """A hashed-key index (keys read on the driver with pyarrow, a few files at a time)."""
+    href, nulls, fp_bits, n_keys = hashed.build_local(store, files, column, kt, fpp)
+    stats = {"engine": "pyarrow", "structure": "hashed", "rows": sum(f.num_rows or 0 for f in files),
+             "keys": n_keys, "pairs": href.pairs, "segments": 0, "seconds": round(time.monotonic() - t0, 3)}
+    manifest = Manifest(
+        version=0, created=now_iso(), table=ref, column=column, key_type=kt, files=dict(enumerate(files)),
+        next_file_id=len(files), null_files=sorted(nulls), segment_list=None,
+        schema_json=None if schema is None else schema.json(), build_stats=stats, structure="hashed",
+        hashed=[href], fpp=fpp, fp_bits=fp_bits, **params)
+    commit_retrying(store, manifest)
     return SieveIndex(store, manifest).stats()
 
 

@@ -70,16 +70,29 @@ def group_pairs(fps: np.ndarray, fids: np.ndarray) -> tuple[np.ndarray, np.ndarr
     fingerprint), from (fingerprint, file id) pairs in any order."""
     fps = np.asarray(fps, np.uint64)
     fids = np.asarray(fids, np.uint64)
-    order = np.lexsort((fids, fps))
-    fps, fids = fps[order], fids[order]
-    keep = np.ones(len(fps), bool)
-    keep[1:] = (fps[1:] != fps[:-1]) | (fids[1:] != fids[:-1])
-    fps, fids = fps[keep], fids[keep]
+    fid_bits = int(fids.max()).bit_length() if len(fids) else 0
+    top = int(fps.max()).bit_length() if len(fps) else 0
+    if top + fid_bits <= 64:  # one sort of (fingerprint, file id) packed into one word
+        both = _sorted_unique((fps << np.uint64(fid_bits)) | fids)
+        fps, fids = both >> np.uint64(fid_bits), both & np.uint64((1 << fid_bits) - 1)
+    else:
+        order = np.lexsort((fids, fps))
+        fps, fids = fps[order], fids[order]
+        keep = np.ones(len(fps), bool)
+        keep[1:] = (fps[1:] != fps[:-1]) | (fids[1:] != fids[:-1])
+        fps, fids = fps[keep], fids[keep]
     start = np.ones(len(fps), bool)
     start[1:] = fps[1:] != fps[:-1]
     first = np.flatnonzero(start)
     counts = np.diff(np.append(first, len(fps)))
     return fps[first], counts.astype(np.int64), fids.astype(np.uint32)
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    s = np.sort(a)
+    keep = np.ones(len(s), bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s[keep]
 
 
 def encode_page(low: np.ndarray, low_space_bits: int, counts: np.ndarray, fids: np.ndarray,

@@ -29,7 +29,7 @@ from .errors import SieveError
 from .fingerprints import DEFAULT_FPP, fingerprint_bits, fingerprints
 from .fs import open_input
 from .hashing import hash_of_value, hashes_of_arrow
-from .keys import BYTE_KINDS, KeyType
+from .keys import BYTE_KINDS, KeyType, window_key
 from .storage import HashedHeader, HashedRef, IndexStore, Manifest
 from .table import FileEntry
 
@@ -39,7 +39,7 @@ MAX_STRUCTURES = 16  # a sync that would make more merges them all into one (as 
 CHOOSER_FILES = 16  # files sampled by structure="auto"
 CHOOSER_SPAN = 0.5  # mean share of the column's (sampled) key range one file spans, at least
 CHOOSER_DISTINCT = 0.5  # distinct values / sampled values, at least
-CHOOSER_MIN_KEYS = 1000  # fewer distinct sampled keys: segments (small columns gain nothing)
+CHOOSER_MIN_KEYS = 10_000  # fewer distinct sampled keys: segments (a small column's segments are small anyway)
 
 
 def check_structure(structure: str, fpp: float) -> None:
@@ -113,6 +113,50 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
     return "hashed" if float(np.mean(spans)) >= CHOOSER_SPAN else "segments"
 
 
+UNKNOWN_RANGE = (-(1 << 63), (1 << 63) - 1)  # a file without statistics: every range may match
+
+
+def footer_range(path: str, column: str, kt: KeyType) -> tuple[int, int]:
+    """A file's smallest and largest key from its Parquet footer statistics (no data read);
+    :data:`UNKNOWN_RANGE` when they are missing or cannot be mapped."""
+    try:
+        pf = pq.ParquetFile(open_input(path))
+        md = pf.metadata
+        leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
+        if leaf is None:
+            return UNKNOWN_RANGE
+        lo = hi = None
+        for rg in range(md.num_row_groups):
+            chunk = md.row_group(rg).column(leaf)
+            st = chunk.statistics if chunk.is_stats_set else None
+            if st is not None and st.has_null_count and st.null_count >= chunk.num_values:
+                continue
+            if st is None or not st.has_min_max:
+                return UNKNOWN_RANGE
+            if kt.kind in BYTE_KINDS:
+                a, b = window_key(bytes(st.min_raw), kt.prefix_bytes), window_key(bytes(st.max_raw), kt.prefix_bytes)
+            elif kt.kind == "int":
+                a, b = int(st.min), int(st.max)
+            else:
+                a, b = kt.encode(st.min)[0], kt.encode(st.max)[0]
+            lo = a if lo is None else min(lo, a)
+            hi = b if hi is None else max(hi, b)
+        if lo is None or hi is None or not UNKNOWN_RANGE[0] <= lo <= hi <= UNKNOWN_RANGE[1]:
+            return UNKNOWN_RANGE
+        return int(lo), int(hi)
+    except (OSError, TypeError, ValueError, OverflowError, ArithmeticError):
+        return UNKNOWN_RANGE
+
+
+def footer_ranges(files: Sequence[FileEntry], column: str, kt: KeyType) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(file ids, smallest keys, largest keys) of every file, from the footers (a few threads)."""
+    ctx = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS * 2, len(files)))) as pool:
+        got = list(pool.map(lambda p: ctx.copy().run(footer_range, p, column, kt), [f.path for f in files]))
+    return (np.arange(len(files), dtype=np.int64), np.asarray([g[0] for g in got], np.int64),
+            np.asarray([g[1] for g in got], np.int64))
+
+
 def write_structure(store: IndexStore, hs: list[np.ndarray], fs: list[np.ndarray], fp_bits: int,
                     ranges: dict[int, tuple[Any, Any]]) -> HashedRef:
     hashes = np.concatenate(hs) if hs else np.empty(0, np.uint64)
@@ -145,9 +189,17 @@ def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyT
             hs.append(hashes)
             fs.append(np.full(len(hashes), fid, np.uint32))
             ranges[fid] = (lo, hi)
-    n_keys = len(np.unique(np.concatenate(hs))) if hs else 0
+    n_keys = distinct(np.concatenate(hs)) if hs else 0
     fp_bits = fingerprint_bits(n_keys, fpp)
     return write_structure(store, hs, fs, fp_bits, ranges), nulls, fp_bits, n_keys
+
+
+def distinct(values: np.ndarray) -> int:
+    """The number of distinct values (a sort: faster than numpy's hash-based unique here)."""
+    if not len(values):
+        return 0
+    s = np.sort(values)
+    return 1 + int(np.count_nonzero(s[1:] != s[:-1]))
 
 
 def add_files(store: IndexStore, m: Manifest, files: dict[int, FileEntry], new_ids: list[int]

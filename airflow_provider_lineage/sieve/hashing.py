@@ -124,14 +124,14 @@ def hash_of_value(kt: KeyType, value: Any) -> int | None:
 
 
 def hashes_of_arrow(kt: KeyType, col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
-    """Sorted unique hashes of a column's non-NULL values, and its NULL count."""
+    """Hashes of a column's distinct non-NULL values (unsorted), and its NULL count."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks else pa.array([], col.type)
     nulls = col.null_count
     if kt.kind in BYTE_KINDS:
         vals = col.drop_null() if nulls else col
-        return np.unique(xxh64_binary(pc.unique(vals))), nulls
+        return xxh64_binary(pc.unique(vals)), nulls
     keys, nulls = kt.keys_of_arrow(col)
     if keys.dtype == object:  # beyond int64 (uint64, wide decimals): the low 64 bits, as Spark's cast
         keys = np.asarray([((k + (1 << 63)) % (1 << 64)) - (1 << 63) for k in keys.tolist()], np.int64)
-    return np.unique(xxh64_longs(keys)), nulls
+    return xxh64_longs(keys), nulls

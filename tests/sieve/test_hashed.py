@@ -286,3 +286,31 @@ def test_hashed_lookup_reads_one_page(tmp_path) -> None:
 
 def test_chooser_thresholds_are_documented() -> None:
     assert 0 < H.CHOOSER_SPAN < 1 and 0 < H.CHOOSER_DISTINCT <= 1
+
+
+def test_spark_engine_builds_the_same_answers(spark, tmp_path) -> None:
+    """The Spark path (hashes computed by Spark, pages streamed to the driver) answers as the
+    pyarrow path: every present key finds its files, NULLs are tracked, ranges use the footers."""
+    rng = np.random.default_rng(21)
+    strings = [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**62, 3000)]
+    root = str(tmp_path / "t")
+    layout = {}
+    for i in range(6):
+        path = f"{root}/part-{i}.parquet"
+        keys = strings[i::6] + strings[(i + 1) % 6::6][:50] + ([None] if i == 2 else [])
+        write_file(path, keys, pa.string())
+        layout[path] = keys
+    ints = str(tmp_path / "i")
+    int_layout = _table(ints, [rng.integers(-(2**62), 2**62, 500).tolist() for _ in range(5)], pa.int64())
+    for table, lay in ((root, layout), (ints, int_layout)):
+        st = S.build(spark, table, "k", structure="hashed", engine="spark", index_path=f"{table}-spark")
+        assert st.structure == "hashed"
+        idx = S.open_index(table, "k", index_path=f"{table}-spark")
+        assert idx.manifest.build_stats["engine"] == "spark"
+        for v in {v for ks in lay.values() for v in ks if v is not None}:
+            assert _exact(lay, v) <= set(idx.candidates(S.Eq(v), assume_fresh=True)), v
+        nulls = {p for p, ks in lay.items() if None in ks}
+        assert set(idx.candidates(S.IsNull(), assume_fresh=True)) == nulls
+    idx = S.open_index(ints, "k", index_path=f"{ints}-spark")
+    lo, hi = sorted(int_layout[min(int_layout)])[:2]
+    assert {min(int_layout)} <= set(idx.candidates(S.Range(lo, hi), assume_fresh=True))

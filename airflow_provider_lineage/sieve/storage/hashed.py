@@ -56,19 +56,26 @@ class HashedFiles(Folder):
         gfps, counts, gfids = group_pairs(fps, fids)
         page_bits = page_bits_for(len(gfps), fp_bits)
         fid_width = max(1, int(gfids.max()).bit_length()) if len(gfids) else 1
-        pages = [seal_raw(b"SVP1", p) for p in encode_pages(gfps, counts, gfids, fp_bits, page_bits, fid_width)]
+        pages = encode_pages(gfps, counts, gfids, fp_bits, page_bits, fid_width)
+        return self.write_hashed_pages(pages, fp_bits, page_bits, fid_width, len(gfps), len(gfids), file_ids,
+                                       file_min, file_max)
+
+    def write_hashed_pages(self, pages: list[bytes], fp_bits: int, page_bits: int, fid_width: int, keys: int,
+                           pairs: int, file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray
+                           ) -> HashedRef:
+        """A structure from its encoded pages (in page order; see :func:`..fingerprints.encode_page`)."""
+        sealed = [seal_raw(b"SVP1", p) for p in pages]
         h = Writer()
-        for v in (fp_bits, page_bits, fid_width, len(gfps), len(gfids)):
+        for v in (fp_bits, page_bits, fid_width, keys, pairs):
             h.uvarint(v)
-        h.uints(np.asarray([len(p) for p in pages], np.int64))
+        h.uints(np.asarray([len(p) for p in sealed], np.int64))
         order = np.argsort(file_ids, kind="stable")
         h.uints(np.asarray(file_ids, np.int64)[order])
         h.keys(np.asarray(file_min)[order])
         h.keys(np.asarray(file_max)[order])
         header = seal(b"SVH1", bytes(h.buf))
-        data = header + b"".join(pages)
-        ref = self._write("hkeys", ".svh", data, len(gfids))
-        return HashedRef(ref.name, ref.bytes, len(header), len(gfps), len(gfids))
+        ref = self._write("hkeys", ".svh", header + b"".join(sealed), pairs)
+        return HashedRef(ref.name, ref.bytes, len(header), keys, pairs)
 
     def _range(self, ref: HashedRef, offset: int, length: int) -> bytes:
         try:

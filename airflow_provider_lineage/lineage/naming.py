@@ -270,7 +270,8 @@ def dataset_for_jdbc(url: str, dbtable: str | None, table: str | None = None) ->
     ``dbtable`` split on dots. An unparseable URL keeps ``dbtable`` as name and the URL without
     credentials as namespace (the Java client's fallback).
     """
-    parts = [p for p in (dbtable or "").strip().split(".") if p] or ["?"]
+    # quoted identifiers ("app"."t5", `db`.`t`, [dbo].[t]) name the same table as the catalog's app.t5
+    parts = [p.strip().strip('"`[]') for p in (dbtable or "").strip().split(".") if p.strip()] or ["?"]
     try:
         loc = jdbc_location(url)
     except ValueError:
@@ -320,11 +321,35 @@ def glue_symlink_namespace(region: str, account: str) -> str:
 
 
 def table_name_without_catalog(table: str) -> str:
-    """``spark_catalog.default.t`` -> ``default.t`` (the symlink name openlineage-spark uses)."""
-    parts = table.split(".")
-    if len(parts) >= 3 and parts[0] == "spark_catalog":
+    """``spark_catalog.default.t`` -> ``default.t``, ``ice.db.t`` -> ``db.t``: the symlink name openlineage-spark
+    uses (``PathUtils.nameFromTableIdentifier`` for V1 tables, ``Identifier.toString()`` in the Iceberg and
+    Delta handlers: namespace + name, without the catalog)."""
+    parts = re.findall(r"`(?:[^`]|``)*`|[^.]+", table)  # a backticked part may hold dots (a path identifier)
+    if len(parts) >= 3:
         parts = parts[1:]
     return ".".join(parts)
+
+
+def quote_if_needed(part: str) -> str:
+    """Spark's ``quoteIfNeeded``: a part that is not ``[A-Za-z0-9_]+`` is backticked (as ``Identifier.toString``)."""
+    return part if re.fullmatch(r"[A-Za-z0-9_]+", part) else "`" + part.replace("`", "``") + "`"
+
+
+def iceberg_symlink_namespace(catalog_conf: dict[str, str]) -> str | None:
+    """The symlink namespace of an Iceberg catalog's tables from its ``spark.sql.catalog.<name>.*`` settings
+    (openlineage-spark ``IcebergHandler`` + its catalog type handlers): ``type=hive`` (the default) with
+    ``uri=thrift://h:9083`` -> ``hive://h:9083``; ``type=rest`` -> the catalog ``uri``; ``type=hadoop`` -> the
+    ``warehouse`` location. ``None`` otherwise (the table location's folder is used)."""
+    kind = (catalog_conf.get("type") or "").lower()
+    uri = catalog_conf.get("uri") or ""
+    if kind in ("", "hive") and uri.startswith("thrift://"):
+        return hive_symlink_namespace(uri)
+    if kind == "rest" and uri:
+        return uri.rstrip("/")
+    if kind == "hadoop" and catalog_conf.get("warehouse"):
+        wh = dataset_for_location(catalog_conf["warehouse"])
+        return symlink_namespace(DatasetRef(wh.namespace, wh.name.rstrip("/") + "/x", "t"))
+    return None
 
 
 def _clean_path(path: str) -> str:

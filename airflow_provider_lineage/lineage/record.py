@@ -50,6 +50,8 @@ WRITE_COMMANDS = frozenset(
         "AtomicReplaceTableAsSelect",
         "MergeIntoTable",
         "InsertIntoStatement",
+        "ReplaceData",
+        "WriteDelta",
     }
 )
 

@@ -89,7 +89,7 @@ def relation_sources(rel: RelationInfo, env: Mapping[str, str] | None = None) ->
         return RelationSources([dataset_for_jdbc(url, dbtable)])
     if rel.locations:
         # several files or partition folders of one table are one dataset
-        tns = table_namespace(rel.table, env, rel.format)
+        tns = opts.get("table_namespace") or table_namespace(rel.table, env, rel.format)
         return RelationSources(list(dict.fromkeys(
             dataset_for_location(loc, table=rel.table, default_fs=env.get("default_fs"), table_namespace=tns)
             for loc in rel.locations
@@ -122,7 +122,7 @@ def dataset_for_output(out: OutputInfo | None, env: Mapping[str, str] | None = N
         dbtable = opts.get("dbtable") or (_jdbc_catalog_table(out.table) if out.format == "jdbc-catalog" else None)
         return dataset_for_jdbc(opts.get("url", "jdbc:unknown:"), dbtable)
     if out.location:
-        tns = table_namespace(out.table, env, out.format)
+        tns = opts.get("table_namespace") or table_namespace(out.table, env, out.format)
         return dataset_for_location(out.location, table=out.table, default_fs=env.get("default_fs"), table_namespace=tns)
     if out.table:
         return dataset_for_table(out.table)

@@ -11,6 +11,7 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
+    GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
 time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
@@ -72,16 +73,22 @@ def create_app() -> Any:
                           "SparkLineageSubmitOperator task, or it has not run")
         return g
 
+    def _with(session: Any, g: dict[str, Any], dag_id: str, run_id: str, include: str) -> dict[str, Any]:
+        # ``include=indexes``: the Sieve badges in the same response, so an open page costs one request
+        if "indexes" in include.split(","):
+            g["indexes"] = indexes.badges(store.sieve_results(session, dag_id, run_id))
+        return g
+
     @app.get("/api/dags/{dag_id}/runs/{run_id}/graph", dependencies=read_dag)
-    def run_graph(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+    def run_graph(dag_id: str, run_id: str, session: SessionDep, include: str = "") -> dict[str, Any]:
         """The lineage of every task of the run, as one graph (a dataset shared by tasks is one node)."""
-        return _graph(session, dag_id, run_id)
+        return _with(session, _graph(session, dag_id, run_id), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph", dependencies=read_dag)
     def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep,
-                   map_index: int = -1) -> dict[str, Any]:
+                   map_index: int = -1, include: str = "") -> dict[str, Any]:
         """The lineage of one task instance."""
-        return _graph(session, dag_id, run_id, task_id, map_index)
+        return _with(session, _graph(session, dag_id, run_id, task_id, map_index), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
     def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),
@@ -113,11 +120,20 @@ def create_app() -> Any:
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
+    @app.get("/estate", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
+    def estate_page() -> FileResponse:
+        return FileResponse(STATIC / "estate.html", media_type="text/html")
+
+    from airflow_provider_lineage.plugins.estate import api as estate_api
+
+    estate_api.register(app)
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(HTTPException)
     async def _errors(request: Request, exc: HTTPException) -> Any:
-        if request.url.path.rstrip("/").endswith(URL_PREFIX) and exc.status_code in (401, 403):
+        path = request.url.path.rstrip("/")
+        if path.endswith((URL_PREFIX, URL_PREFIX + "/estate")) and exc.status_code in (401, 403):
             return HTMLResponse(_signed_out_page(exc.status_code), status_code=exc.status_code)
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 

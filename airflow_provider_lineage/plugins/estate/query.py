@@ -185,11 +185,18 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
     for d, c in nodes:
         by_ds.setdefault(d, set()).add(c)
     e = s.edge.c
-    mine, theirs = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
+    mine, theirs_col = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
     ids = sorted(by_ds)
+    cols = {c for cs in by_ds.values() for c in cs}
+    col_filter = None
+    if "" not in cols and len(cols) <= 500:  # narrow by column in SQL too (the pairs are checked below)
+        col_filter = theirs_col.in_(sorted(cols | ({""} if direction == "upstream" else set())))
     out: list[Step] = []
     for i in range(0, len(ids), 300):
-        for r in session.execute(select(s.edge).where(mine.in_(ids[i:i + 300]))):
+        stmt = select(s.edge).where(mine.in_(ids[i:i + 300]))
+        if col_filter is not None:
+            stmt = stmt.where(col_filter)
+        for r in session.execute(stmt):
             runs = prod.sets.get(r.set_ref)
             if not runs:
                 continue
@@ -200,7 +207,6 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
             for run in runs:
                 out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
                                 bool(r.masking), run))
-    del theirs
     return out
 
 

@@ -73,16 +73,22 @@ def create_app() -> Any:
                           "SparkLineageSubmitOperator task, or it has not run")
         return g
 
+    def _with(session: Any, g: dict[str, Any], dag_id: str, run_id: str, include: str) -> dict[str, Any]:
+        # ``include=indexes``: the Sieve badges in the same response, so an open page costs one request
+        if "indexes" in include.split(","):
+            g["indexes"] = indexes.badges(store.sieve_results(session, dag_id, run_id))
+        return g
+
     @app.get("/api/dags/{dag_id}/runs/{run_id}/graph", dependencies=read_dag)
-    def run_graph(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+    def run_graph(dag_id: str, run_id: str, session: SessionDep, include: str = "") -> dict[str, Any]:
         """The lineage of every task of the run, as one graph (a dataset shared by tasks is one node)."""
-        return _graph(session, dag_id, run_id)
+        return _with(session, _graph(session, dag_id, run_id), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph", dependencies=read_dag)
     def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep,
-                   map_index: int = -1) -> dict[str, Any]:
+                   map_index: int = -1, include: str = "") -> dict[str, Any]:
         """The lineage of one task instance."""
-        return _graph(session, dag_id, run_id, task_id, map_index)
+        return _with(session, _graph(session, dag_id, run_id, task_id, map_index), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
     def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),

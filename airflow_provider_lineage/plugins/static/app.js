@@ -140,8 +140,8 @@
     $("scope").textContent = scope.dag_id + " \u203a " + scope.run_id + (scope.task_id ? " \u203a " + scope.task_id +
       (scope.map_index && scope.map_index !== "-1" ? "[" + scope.map_index + "]" : "") : "");
     var url = scope.task_id
-      ? runBase() + "/tasks/" + enc(scope.task_id) + "/graph?map_index=" + enc(scope.map_index || "-1")
-      : runBase() + "/graph";
+      ? runBase() + "/tasks/" + enc(scope.task_id) + "/graph?map_index=" + enc(scope.map_index || "-1") + "&include=indexes"
+      : runBase() + "/graph?include=indexes";  // graph + Sieve badges in one request: one connection per open page
     setState("loading");
     var t0 = performance.now();
     getJSON(url).then(function (graph) {
@@ -151,7 +151,7 @@
       if (!graph.datasets.length) { emptyState(graph); return; }
       render();
       if (params.get("dataset")) find(params.get("column") || "", params.get("dataset"));
-      loadBadges();
+      loadBadges(graph);
     }).catch(function (err) {
       showMessage("error", "Could not load the lineage", [explainError(err)]);
       setState("error");
@@ -446,8 +446,9 @@
   }
 
   // ---- Sieve index badges --------------------------------------------------------------------------
-  function loadBadges() {
-    getJSON(runBase() + "/indexes").then(function (data) {
+  function loadBadges(graph) {
+    var batched = graph && graph.indexes ? Promise.resolve({ indexes: graph.indexes }) : null;
+    (batched || getJSON(runBase() + "/indexes")).then(function (data) {
       state.badges = data.indexes || [];
       api.badgesDone = true;
       if (!state.badges.length) return;

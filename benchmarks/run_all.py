@@ -18,6 +18,7 @@ SCRIPTS: dict[str, list[str]] = {
     "sieve": ["sieve/run.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
+    "estate": ["estate/run.py"],
     "compat": ["compat/import_time.py"],
 }
 

@@ -9,6 +9,7 @@ truncated header or page fails its checksum, which makes the reader do a full re
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -115,6 +116,16 @@ class HashedFiles(Folder):
         if len(raw) != b - a:
             raise IndexUnavailable(f"hashed-key page {where} is truncated (corrupt): rebuild the index")
         return decode_page(unseal_raw(b"SVP1", raw, where), header.fid_width, where)
+
+    def check_hashed(self, ref: HashedRef) -> None:
+        """Verify a structure's header and every page checksum (one read, no page decoded)."""
+        header = self.read_hashed_header(ref)
+        data = self._range(ref, 0, ref.bytes)
+        if len(data) != ref.bytes:
+            raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
+        starts = header.page_start.tolist()
+        for a, b in itertools.pairwise(starts):
+            unseal_raw(b"SVP1", data[a:b], f"{self._full(ref.name)}@{a}")
 
     def read_hashed_pairs(self, ref: HashedRef) -> tuple[HashedHeader, np.ndarray, np.ndarray]:
         """Every (fingerprint, file id) pair of a structure (one read; for compaction and checks)."""

@@ -89,6 +89,7 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
     step = max(1, len(files) // CHOOSER_FILES)
     sample = list(files[::step])[:CHOOSER_FILES]
     per_file: list[np.ndarray] = []
+    hashes: list[np.ndarray] = []
     rows = 0
     for f in sample:
         pf = pq.ParquetFile(open_input(f.path))
@@ -97,16 +98,20 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
         batch = next(pf.iter_batches(columns=[column], batch_size=20_000), None)
         if batch is None:
             continue
-        keys, nulls = kt.keys_of_arrow(batch.column(0))
+        keys, nulls = kt.keys_of_arrow(batch.column(0))  # ordered keys: how much of the range a file spans
         rows += len(batch) - nulls
         if len(keys):
             if keys.dtype == object:  # keys beyond int64 (wide decimals, uint64): keep segments
                 return "segments"
             per_file.append(keys)
+            hashes.append(hashes_of_arrow(kt, batch.column(0))[0])  # distinct values (string keys may share)
     if len(per_file) < 2 or rows == 0:
         return "segments"
+    distinct_values = distinct(np.concatenate(hashes))
+    if distinct_values < CHOOSER_MIN_KEYS or distinct_values < CHOOSER_DISTINCT * rows:
+        return "segments"
     union = np.unique(np.concatenate(per_file))
-    if len(union) < CHOOSER_MIN_KEYS or len(union) < CHOOSER_DISTINCT * rows:
+    if len(union) < 2:
         return "segments"
     n = len(union) - 1
     spans = [(np.searchsorted(union, k[-1]) - np.searchsorted(union, k[0])) / n for k in per_file]

@@ -19,6 +19,7 @@ SCRIPTS: dict[str, list[str]] = {
     "sieve-keys": ["sieve/random_keys.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
+    "estate": ["estate/run.py"],
     "compat": ["compat/import_time.py"],
 }
 

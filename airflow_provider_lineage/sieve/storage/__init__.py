@@ -11,6 +11,8 @@ Folder (default ``<table_root>/_sieve/<column>/``)::
                               one self-contained ((block, file id, counter) triples in pages) and
                               named in the list by (pack, offset, length, crc)
     delta-<token>.svd         merge-on-read deltas: sorted (key, file id) records
+    hkeys-<token>.svh         hashed-key structure (keys without order): hash fingerprints -> file
+                              ids in pages, and each file's key range (one per build, one per sync)
     .tmp-*                    in-flight writes (ignored; a crash leaves only these)
 
 Every data file is immutable and named by a random token; a commit publishes manifest N+1 by
@@ -28,7 +30,7 @@ no temp names are needed there.
 
 One module per structure: :mod:`.folder` (the folder and its immutable files), :mod:`.files` (the
 file table), :mod:`.segments` (segments, packs and the segment list), :mod:`.deltas` (merge-on-read
-deltas), :mod:`.manifest` (the versioned manifest) and :mod:`.store` (:class:`IndexStore`: all of
+deltas), :mod:`.hashed` (hashed-key structures, for keys without order), :mod:`.manifest` (the versioned manifest) and :mod:`.store` (:class:`IndexStore`: all of
 them, commits and pruning). Everything public is importable from here.
 """
 from __future__ import annotations
@@ -36,7 +38,9 @@ from __future__ import annotations
 from .deltas import DeltaFiles
 from .files import FileTable, FileTableFiles
 from .folder import FileRef, Folder
+from .hashed import HashedFiles, HashedHeader, HashedRef
 from .manifest import (
+    HASHED_VERSION,
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
     READABLE_VERSIONS,
@@ -62,9 +66,34 @@ from .segments import (
 from .store import ORPHAN_GRACE_SECONDS, IndexStore
 
 __all__ = [
-    "MANIFEST_FORMAT", "MANIFEST_VERSION", "MAX_SMALL_PACKS", "META_INTS", "ORPHAN_GRACE_SECONDS", "PACK_BYTES",
-    "PAGE_TRIPLES", "READABLE_VERSIONS", "REPACK_MIN_LIVE", "SMALL_PACK_BYTES", "DeltaFiles", "FileRef",
-    "FileTable", "FileTableFiles", "Folder", "IndexStore", "Manifest", "PagedSegment", "SegmentFiles",
-    "SegmentList", "SegmentMeta", "commit_attempts", "default_index_path", "now_iso", "segment_files",
+    "HASHED_VERSION",
+    "MANIFEST_FORMAT",
+    "MANIFEST_VERSION",
+    "MAX_SMALL_PACKS",
+    "META_INTS",
+    "ORPHAN_GRACE_SECONDS",
+    "PACK_BYTES",
+    "PAGE_TRIPLES",
+    "READABLE_VERSIONS",
+    "REPACK_MIN_LIVE",
+    "SMALL_PACK_BYTES",
+    "DeltaFiles",
+    "FileRef",
+    "FileTable",
+    "FileTableFiles",
+    "Folder",
+    "HashedFiles",
+    "HashedHeader",
+    "HashedRef",
+    "IndexStore",
+    "Manifest",
+    "PagedSegment",
+    "SegmentFiles",
+    "SegmentList",
+    "SegmentMeta",
+    "commit_attempts",
+    "default_index_path",
+    "now_iso",
+    "segment_files",
     "sets_by_segment",
 ]

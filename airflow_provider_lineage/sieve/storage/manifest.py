@@ -16,12 +16,14 @@ from ..fs import join, normalize
 from ..keys import KeyType
 from ..table import FileEntry, TableRef
 from .folder import FileRef
+from .hashed import HashedRef
 
 MANIFEST_FORMAT = "sieve-manifest"
 MANIFEST_VERSION = 6  # 2: the file dictionary lives in a files-*.svf file; 3: segments keep holes;
 # 4: paged segment files, a columnar segment list; 5: segments packed into shared files; 6: the
 # segment list records each segment's full files (SVL6)
-READABLE_VERSIONS = (5, 6)  # a v5 index reads as one without full files (and a sync writes v6)
+HASHED_VERSION = 7  # 7: a hashed-key index (older readers refuse it: a full read, never a wrong answer)
+READABLE_VERSIONS = (5, 6, 7)  # a v5 index reads as one without full files (and a sync writes v6)
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 
 @dataclass
@@ -48,12 +50,19 @@ class Manifest:
     build_stats: dict[str, Any] = field(default_factory=dict)
     file_table: FileRef | None = None  # set by IndexStore.commit / load_manifest
     packs: list[str] | None = None  # the segment packs the segment list names (set by IndexStore.commit)
+    # "segments" (ordered keys) or "hashed" (keys without order: see fingerprints.py); a hashed index
+    # has no segments or deltas but its structures, the build's first, then one per sync that added files
+    structure: str = "segments"
+    hashed: list[HashedRef] = field(default_factory=list)
+    fpp: float = 0.0  # hashed: the target share of absent keys that read any file
+    fp_bits: int = 0  # hashed: fingerprint bits of every structure (chosen at build for its key count)
 
     def to_json(self) -> str:
         if self.file_table is None:
             raise ValueError("write the file table first (IndexStore.commit does)")
         body = {
-            "format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "version": self.version,
+            "format": MANIFEST_FORMAT, "version": self.version,
+            "format_version": HASHED_VERSION if self.structure == "hashed" else MANIFEST_VERSION,
             "created": self.created, "table": self.table.to_dict(), "column": self.column,
             "key_type": self.key_type.to_dict(), "mode": self.mode, "error_bound": self.error_bound,
             "max_segment_keys": self.max_segment_keys, "gap_factor": self.gap_factor,
@@ -66,6 +75,9 @@ class Manifest:
         }
         if self.packs is not None:
             body["packs"] = sorted(self.packs)
+        if self.structure == "hashed":
+            body.update(structure=self.structure, hashed=[h.to_dict() for h in self.hashed], fpp=self.fpp,
+                        fp_bits=self.fp_bits)
         canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
         body["checksum"] = zlib.crc32(canon.encode())
         return json.dumps(body, sort_keys=True, indent=1)
@@ -95,10 +107,12 @@ class Manifest:
             deltas=[FileRef(**d) for d in body["deltas"]], dead_files=list(body["dead_files"]),
             schema_json=body.get("schema"), build_stats=body.get("build_stats", {}),
             file_table=FileRef(**body["file_table"]), packs=body.get("packs"),
+            structure=body.get("structure", "segments"), hashed=[HashedRef(**h) for h in body.get("hashed", [])],
+            fpp=body.get("fpp", 0.0), fp_bits=body.get("fp_bits", 0),
         )
 
     def referenced(self) -> set[str]:
-        names = {d.name for d in self.deltas}
+        names = {d.name for d in self.deltas} | {h.name for h in self.hashed}
         if self.file_table:
             names.add(self.file_table.name)
         if self.segment_list:

@@ -16,13 +16,14 @@ from ..fs import StoreError, put_if_absent
 from .deltas import DeltaFiles
 from .files import FileTableFiles
 from .folder import FileRef, _fsync_dir, _link_if_absent
+from .hashed import HashedFiles
 from .manifest import _MANIFEST_RE, Manifest, now_iso
 from .segments import SegmentFiles, SegmentList, segment_files
 
 ORPHAN_GRACE_SECONDS = 3600.0
 
 
-class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles):
+class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
     """Reads and writes the files of one index folder (a local path or an object-store URI)."""
 
     # ---- versions ----------------------------------------------------------------------------
@@ -84,6 +85,8 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles):
                                        "rebuild the index") from exc
             for ref in refs:
                 self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
+        for href in manifest.hashed:  # every page's checksum
+            self.check_hashed(href)
         return {ref.name: self.read_delta(ref) for ref in manifest.deltas}
 
 

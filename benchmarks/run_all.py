@@ -16,6 +16,7 @@ SCRIPTS: dict[str, list[str]] = {
     "lineage": ["lineage/run.py"],
     "udf": ["lineage/udf_cost.py"],
     "sieve": ["sieve/run.py"],
+    "sieve-keys": ["sieve/random_keys.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
     "estate": ["estate/run.py"],

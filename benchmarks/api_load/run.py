@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -176,8 +177,8 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, load: str
         "",
         f"Machine load at the start: `{load}` (2 shared cores).",
         "",
-        "Paths (each reader cycles through them): " + ", ".join(f"`{p.split('?')[0].rsplit('/runs/', 1)[-1]}`"
-                                                          for p in paths) + ".",
+        "Paths (each reader cycles through them): " + ", ".join(
+            "`" + re.sub(r"/runs/[^/?]+", "/runs/<run>", p) + "`" for p in paths) + ".",
         "",
         "| pool | readers | sent | ok | errors | wall s | requests/s | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -42,8 +42,9 @@ def archive_members(root: Path | None = None) -> list[tuple[str, Path]]:
     root = root or package_root()
     members = [("airflow_provider_lineage/__init__.py", root / "__init__.py")]
     for pkg in PACKAGES:
-        for path in sorted((root / pkg).glob("*.py")):
-            members.append((f"airflow_provider_lineage/{pkg}/{path.name}", path))
+        for path in sorted((root / pkg).rglob("*.py")):  # sub-packages too, should they appear
+            if "__pycache__" not in path.parts:
+                members.append((f"airflow_provider_lineage/{path.relative_to(root).as_posix()}", path))
     return members
 
 

@@ -20,6 +20,8 @@ from typing import Any
 SPEC_DIR_ENV = "OPENLINEAGE_SPEC_DIR"
 _CHECKOUT = Path(__file__).resolve().parents[2]
 _DEFAULT_DIRS = (str(_CHECKOUT.parent / "shared" / "openlineage-spec"),)
+#: Facet schemas the spec folder may lack (copied from the OpenLineage repository; see its README).
+EXTRA_FACETS = Path(__file__).resolve().parent / "openlineage-facets"
 
 
 def find_spec_dir(spec_dir: str | os.PathLike[str] | None = None) -> Path | None:
@@ -37,6 +39,8 @@ def _load(spec_dir: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
 
     base = Path(spec_dir)
     files = [base / "OpenLineage.json", *sorted((base / "facets").glob("*.json"))]
+    have = {f.name for f in files}
+    files += [f for f in sorted(EXTRA_FACETS.glob("*.json")) if f.name not in have]
     resources = []
     facet_by_key: dict[str, str] = {}
     schemas: dict[str, Any] = {}
@@ -45,7 +49,7 @@ def _load(spec_dir: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
         sid = doc["$id"]
         schemas[sid] = doc
         resources.append((sid, Resource.from_contents(doc)))
-        if f.parent.name == "facets":
+        if f.parent.name in ("facets", EXTRA_FACETS.name):
             for key in doc.get("properties", {}):
                 facet_by_key[key] = sid
     registry = Registry().with_resources(resources)

@@ -50,6 +50,11 @@ FINAL_STATES = ("success", "failed")
 PG_BIN = Path(os.environ.get("APL_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
+#: SQLAlchemy pool of every Airflow process (apache/airflow#66493, PR #73422): holds 64 concurrent API readers.
+POOL_SIZE = 48
+MAX_OVERFLOW = 48
+
+
 class DeploymentError(RuntimeError):
     """A process did not start / stop as expected (the message names the log to read)."""
 
@@ -131,7 +136,7 @@ class PostgresServer:
 
     def command(self) -> list[str]:
         return [str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.base),
-                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"]
+                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=400"]
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -220,6 +225,11 @@ class AirflowDeployment:
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+            # apache/airflow#66493: with the default pool (5 + 10) 64 concurrent API readers stall the api-server's
+            # event loop in RevokedToken.is_revoked waiting for a pool connection; this pool holds them
+            # (benchmarks/api_load/REPORT.md).
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": str(POOL_SIZE),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": str(MAX_OVERFLOW),
             "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_CONN,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,

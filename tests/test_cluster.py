@@ -187,3 +187,98 @@ def test_driver_emission_on_the_cluster(cluster: StandaloneCluster, tmp_path: Pa
     for event in emitted:
         assert event["run"]["facets"]["parent"]["run"]["runId"] == "01a1fe21-84fa-7d44-9b7a-f2f04d15cd3f"
     assert {str(out / "df_out"), str(out / "sql_out")} <= {o["name"] for e in completes for o in e["outputs"]}
+
+
+# -- issue 31: the driver elsewhere, with nothing of this package installed where it runs ---------------------------
+def _bare_python(folder: Path) -> str:
+    """An interpreter without site-packages (``python -S``): no Airflow, no openlineage-python, no package.
+
+    Spark puts its own pyspark/py4j zips and the ``--py-files`` on the driver's and executors' PYTHONPATH,
+    so what the driver can import is the standard library, pyspark and the shipped capture archive.
+    """
+    wrapper = folder / "bare-python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.fixture(scope="module")
+def remote_c1(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The C1 DAG on the cluster, its driver in a bare interpreter writing the capture records to S3 (moto)."""
+    import boto3
+    import pyspark
+
+    from tests.support.s3 import new_bucket, s3_server
+
+    base = tmp_path_factory.mktemp("c1-remote")
+    bare = _bare_python(base)
+    with s3_server() as endpoint:
+        bucket = new_bucket()
+        env = {"PYSPARK_PYTHON": bare, "PYSPARK_DRIVER_PYTHON": bare, "SPARK_HOME": str(Path(pyspark.__file__).parent),
+               "PYTHONPATH": "",
+               "AIRFLOW_CONN_CAPTURE_S3": json.dumps({"conn_type": "aws", "login": "testing", "password": "testing",
+                                                      "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}})}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            result = run_self_emitting(
+                "lineage_c1_transactions_mart", base / "data", spark_conn=cluster.connection(),
+                task_overrides={"build_mart": {"capture_dir": f"s3://{bucket}/lineage", "capture_conn_id": "capture_s3",
+                                               "keep_capture_records": True}})
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        s3 = boto3.client("s3")
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+        status = [json.loads(s3.get_object(Bucket=bucket, Key=k)["Body"].read()) for k in keys
+                  if k.endswith("_launcher.status.json")]
+        yield {**result, "s3_keys": keys, "status": status}
+
+
+def _task_outputs(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """XCom ``lineage_outputs`` and ``column_lineage`` and the asset events of one task, run ids and data folder out."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    run = result["dag_run"]
+    with create_session() as session:
+        xcoms = {row.key: (json.loads(row.value) if isinstance(row.value, str) else row.value)
+                 for row in session.query(XComModel).filter_by(dag_id=run.dag_id, run_id=run.run_id, task_id=task_id)
+                 if row.key in ("lineage_outputs", "column_lineage")}
+        assets = sorted((uri, extra) for uri, extra in session.query(AssetModel.uri, AssetEvent.extra)
+                        .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+                        .filter(AssetEvent.source_dag_id == run.dag_id, AssetEvent.source_run_id == run.run_id,
+                                AssetEvent.source_task_id == task_id))
+    text = json.dumps({"xcom": xcoms, "assets": assets}).replace(str(result["data_dir"]), "<data>")
+    return _strip_ids(json.loads(text))
+
+
+def _strip_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_ids(v) for k, v in value.items() if k not in ("runId", "run_id", "eventTime")}
+    if isinstance(value, list):
+        return [_strip_ids(v) for v in value]
+    return value
+
+
+class TestDriverElsewhere:
+    def test_the_driver_ran_from_the_shipped_archive_without_site_packages(self, remote_c1: dict[str, Any]) -> None:
+        _succeeded(remote_c1)
+        (status,) = remote_c1["status"]
+        driver = status["payload"]["driver"]
+        assert driver["no_site"] is True
+        assert ".zip/airflow_provider_lineage/" in driver["capture_code"]  # imported from the archive
+        assert "/lineage_c1_transactions_mart.build_mart/" in status["task_run"] and status["token"].startswith("run-")
+        assert sum(k.endswith(".json") for k in remote_c1["s3_keys"]) == status["payload"]["captured"] + 1
+
+    def test_same_lineage_xcom_record_and_asset_events_as_client_mode(
+            self, remote_c1: dict[str, Any], cluster_runs: dict[str, Any]) -> None:
+        client = cluster_runs["c1"]
+        assert normalized_events(remote_c1) == normalized_events(client)
+        got, want = _task_outputs(remote_c1, "build_mart"), _task_outputs(client, "build_mart")
+        assert set(got["xcom"]) == {"lineage_outputs", "column_lineage"} and got["assets"]
+        assert got == want

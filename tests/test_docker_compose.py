@@ -84,8 +84,14 @@ def test_wiring(config: dict[str, Any]) -> None:
         assert Path(mounts["/opt/airflow/dags"]) == ROOT / "dags"
         assert mounts["/data"] == "lineage-data"
         assert env["LINEAGE_DEMO_DATA_DIR"].startswith("/data/")
+        # apache/airflow#66493: a pool that holds 64 concurrent API readers, as ./dev.sh up sets it
+        assert int(env["AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE"]) >= 48
+        assert int(env["AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW"]) >= 48
     assert _mounts(services["spark-worker"])["/data"] == "lineage-data"  # executors see the driver's tables
     assert "lineage-data" in config["volumes"]
+    pg = services["postgres"]["command"]
+    max_conn = int(pg[pg.index("-c") + 1].split("=")[1])
+    assert max_conn >= 4 * (48 + 48)  # four Airflow processes at full pool
     defaults = (ROOT / "docker" / "spark-conf" / "spark-defaults.conf").read_text().split()
     assert defaults[defaults.index("spark.driver.host") + 1] == services["airflow-scheduler"]["hostname"]
     marquez_web = _env(services["marquez-web"])

@@ -16,6 +16,9 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
 ``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``both`` (default), ``fields``, ``dataset``
 ``spark.airflow_lineage.udfAnalysis``             ``AIRFLOW_LINEAGE_UDF_ANALYSIS``             ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
+``spark.airflow_lineage.captureToken``            ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``           the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
+``spark.airflow_lineage.taskRun``                 ``AIRFLOW_LINEAGE_TASK_RUN``                the task run (``namespace/name/runId``) written into each envelope
+``spark.airflow_lineage.maxRecordBytes``          ``AIRFLOW_LINEAGE_MAX_RECORD_BYTES``        bound on one record written with a token (default 32 MiB); a bigger one is reported, not written
 ``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 =================================================  ==========================================  =====================================================
 
@@ -29,8 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_lineage.lineage.facets import INDIRECT_PLACEMENTS
-from airflow_provider_lineage.lineage.model import ParentRun
+from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, ParentRun
 
 PREFIX = "spark.airflow_lineage."
 ENV_PREFIX = "AIRFLOW_LINEAGE_"
@@ -45,6 +47,9 @@ _KEYS = {
     "drainTimeoutSeconds": "DRAIN_TIMEOUT_SECONDS",
     "indirectLineage": "INDIRECT_LINEAGE",
     "udfAnalysis": "UDF_ANALYSIS",
+    "captureToken": "CAPTURE_TOKEN",
+    "taskRun": "TASK_RUN",
+    "maxRecordBytes": "MAX_RECORD_BYTES",
 }
 
 #: Name of the status file the launcher leaves in the capture folder (client deploy mode).
@@ -66,6 +71,10 @@ class LauncherConfig:
     indirect: str = "both"
     spark_openlineage: dict[str, str] = field(default_factory=dict)
     udf_analysis: bool = True
+    #: with a token, records go to ``capture_dir/<token>/`` in envelopes (a driver that runs elsewhere)
+    capture_token: str | None = None
+    task_run: str | None = None
+    max_record_bytes: int | None = None
 
     @property
     def active(self) -> bool:
@@ -90,6 +99,12 @@ class LauncherConfig:
             conf[PREFIX + "indirectLineage"] = self.indirect
         if not self.udf_analysis:
             conf[PREFIX + "udfAnalysis"] = "false"
+        if self.capture_token:
+            conf[PREFIX + "captureToken"] = self.capture_token
+        if self.task_run:
+            conf[PREFIX + "taskRun"] = self.task_run
+        if self.max_record_bytes:
+            conf[PREFIX + "maxRecordBytes"] = str(int(self.max_record_bytes))
         if self.parent is not None:
             p = self.parent
             conf["spark.openlineage.parentJobNamespace"] = p.namespace
@@ -145,8 +160,16 @@ class LauncherConfig:
         indirect = (get("indirectLineage") or "both").strip().lower()
         if indirect not in INDIRECT_PLACEMENTS:
             raise ValueError(f"{PREFIX}indirectLineage must be one of {INDIRECT_PLACEMENTS}, got {indirect!r}")
+        limit_raw = get("maxRecordBytes")
+        try:
+            max_record_bytes = int(limit_raw) if limit_raw else None
+        except ValueError as exc:
+            raise ValueError(f"{PREFIX}maxRecordBytes must be a number of bytes, got {limit_raw!r}") from exc
         return cls(
             capture_dir=get("captureDir"),
+            capture_token=get("captureToken"),
+            task_run=get("taskRun"),
+            max_record_bytes=max_record_bytes,
             emit=(get("emit") or "").strip().lower() in ("1", "true", "yes"),
             openlineage_config=ol_config,
             job_namespace=get("jobNamespace"),

@@ -220,7 +220,18 @@ class CaptureRuntime:
             self.problem("invalid lineage configuration; capture is off for this run", exc)
             return
         self.udfs.enabled = self.config.udf_analysis
-        if self.config.capture_dir:
+        if self.config.capture_dir and self.config.capture_token:  # a driver that runs elsewhere
+            try:
+                from airflow_provider_lineage.capture.remote import DEFAULT_RECORD_LIMIT, RemoteSink
+
+                self.sink = RemoteSink(
+                    self.config.capture_dir, self.config.capture_token, task_run=self.config.task_run, spark=spark,
+                    get_conf=lambda key: conf.get(key, None), limit=self.config.max_record_bytes or DEFAULT_RECORD_LIMIT,
+                )
+                log.info("capture records go to %s (%s)", self.sink.directory, self.sink.store.description)
+            except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+                self.problem(f"cannot write capture records to {self.config.capture_dir}", exc)
+        elif self.config.capture_dir:
             try:
                 self.sink = RecordSink(self.config.capture_dir)
             except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
@@ -311,9 +322,15 @@ class CaptureRuntime:
             "emission_problems": self.emission_problems,
             "version_warnings": self.version_warnings or [],
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            # which capture code ran, in which interpreter (a driver elsewhere runs the shipped archive)
+            "driver": {"python": sys.version.split()[0], "no_site": bool(sys.flags.no_site),
+                       "capture_code": getattr(sys.modules.get("airflow_provider_lineage"), "__file__", None)},
         }
         try:
-            atomic_write_text(self.sink.directory / STATUS_FILE, json.dumps(status))
+            if hasattr(self.sink, "write_status"):
+                self.sink.write_status(json.dumps(status))
+            else:
+                atomic_write_text(self.sink.directory / STATUS_FILE, json.dumps(status))
         except Exception as exc:  # noqa: BLE001 - never fail the user's job for the status file
             self.problem("could not write the launcher status file", exc)
 
@@ -406,7 +423,7 @@ def run(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr)
         raise SystemExit(2)
-    app = argv[0]
+    app = find_application(argv[0])
     if not os.path.isfile(app):
         print(f"launcher.py: application {app!r} not found (give the path of the PySpark .py file to run)", file=sys.stderr)
         raise SystemExit(2)
@@ -435,6 +452,25 @@ def run(argv: list[str]) -> None:
         raise
     finally:
         _finish_quietly(runtime, error, exit_code)
+
+
+def find_application(app: str) -> str:
+    """``app`` itself, else a file of its name that Spark put on the driver (``--py-files``, ``--files``).
+
+    In cluster deploy mode the operator ships the application with ``--py-files``: on the cluster it is in the
+    driver's working folder (YARN) or a folder on ``sys.path`` (Kubernetes), not at the Airflow worker's path.
+    """
+    if os.path.isfile(app):
+        return app
+    name = os.path.basename(app.rstrip("/"))
+    for entry in ["", *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
+        entry = entry or os.getcwd()
+        if os.path.basename(entry) == name and os.path.isfile(entry):
+            return entry
+        candidate = os.path.join(entry, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return app
 
 
 def _finish_quietly(runtime: CaptureRuntime, error: BaseException | None = None, exit_code: int | None = None) -> None:

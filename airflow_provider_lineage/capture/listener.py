@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from airflow_provider_lineage.capture import identity
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.record import (
     WRITE_COMMANDS,
@@ -55,6 +56,7 @@ class WriteCaptureListener:
         self._logical_cls = self._jvm.java.lang.Class.forName(_LOGICAL_PLAN)
         self.errors: list[str] = []
         self.captured = 0
+        self._environment = identity.environment(spark)
 
     # -- QueryExecutionListener -------------------------------------------------------------
     def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
@@ -109,6 +111,7 @@ class WriteCaptureListener:
             duration_ms=duration_ns / 1e6 if duration_ns is not None else None,
             error=_java_message(exception) if exception is not None else None,
             sequence=seq,
+            environment=dict(self._environment),
         )
         problems: list[str] = []
         if plan_error:
@@ -197,7 +200,8 @@ class WriteCaptureListener:
             rel = node.relation()
             rel_cls = rel.getClass().getSimpleName()
             if rel_cls == "HadoopFsRelation":
-                info.locations = [p.toString() for p in _seq(rel.location().rootPaths())]
+                roots = [p.toString() for p in _seq(rel.location().rootPaths())]
+                info.locations = identity.folders_of_files(self._spark, roots)  # a file read names its folder
                 info.format = _format_name(rel.fileFormat().toString())
             elif rel_cls == "JDBCRelation":
                 opts = _scala_map(rel.jdbcOptions().parameters())
@@ -220,12 +224,15 @@ class WriteCaptureListener:
                 rdd = node.rdd()
                 if rdd.isCheckpointed() or rdd.getCheckpointFile().isDefined():
                     info.options = {"checkpoint": "true"}
+                else:  # an RDD over files or a file-based table: LogicalRDDVisitor's trace
+                    info.locations = identity.rdd_inputs(self._spark, rdd)
             except Exception:
                 log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
         elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
             rel = node if cls == "DataSourceV2Relation" else node.relation()
-            info.table = _v2_table_name(rel)
-            info.format = "v2"
+            _fill_v2(info, identity.v2_relation(self._spark, rel))
+            info.table = info.table or _v2_table_name(rel)
+            info.format = info.format or "v2"
         return info
 
 
@@ -293,18 +300,34 @@ def _save_into_data_source(lst: WriteCaptureListener, cmd: Any, out: OutputInfo)
     lst._fill_columns(out, cmd.query())
 
 
+def _fill_v2(info: Any, found: dict[str, Any]) -> None:
+    """Copy :func:`.identity.v2_table`'s findings onto a RelationInfo/OutputInfo."""
+    if found.get("table"):
+        info.table = found["table"]
+    if found.get("location"):
+        if isinstance(info, RelationInfo):
+            info.locations = [found["location"]]
+        else:
+            info.location = found["location"]
+    if found.get("format"):
+        info.format = found["format"]
+    if found.get("url"):
+        info.options = {**(info.options or {}), "url": found["url"]}
+    if found.get("table_namespace"):
+        info.options = {**(info.options or {}), "table_namespace": found["table_namespace"]}
+
+
 def _v2_write(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.mode = "Append" if out.command == "AppendData" else "Overwrite"
+    out.mode = {"AppendData": "Append", "ReplaceData": "Overwrite", "WriteDelta": "Merge"}.get(out.command, "Overwrite")
     out.table = _v2_table_name(cmd.table())
+    _fill_v2(out, identity.v2_relation(lst._spark, cmd.table()))
     lst._fill_columns(out, cmd.query())
 
 
 def _v2_table_as_select(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
     out.mode = "Overwrite" if "Replace" in out.command else "ErrorIfExists"
-    try:
-        out.table = cmd.name().toString()
-    except Exception:  # noqa: BLE001 - an unnamed V2 target only loses the table name
-        out.table = None
+    # the target is a ResolvedIdentifier: its catalog and identifier, never its plan text
+    _fill_v2(out, identity.resolved_identifier(lst._spark, cmd))
     lst._fill_columns(out, cmd.query())
 
 
@@ -318,6 +341,13 @@ def _directory_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> N
 
 def _merge(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
     out.table = _v2_table_name(cmd.targetTable())
+    try:
+        target = cmd.targetTable()
+        while target.getClass().getSimpleName() != "DataSourceV2Relation" and target.children().size() == 1:
+            target = target.children().head()
+        _fill_v2(out, identity.v2_relation(lst._spark, target))
+    except Exception:
+        log.debug("could not name the MERGE target's storage", exc_info=True)
     out.mode = "Merge"
 
 
@@ -342,6 +372,8 @@ OUTPUT_READERS: dict[str, OutputReader] = {
     "AppendData": _v2_write,
     "OverwriteByExpression": _v2_write,
     "OverwritePartitionsDynamic": _v2_write,
+    "ReplaceData": _v2_write,
+    "WriteDelta": _v2_write,
     "CreateTableAsSelect": _v2_table_as_select,
     "ReplaceTableAsSelect": _v2_table_as_select,
     "AtomicCreateTableAsSelect": _v2_table_as_select,

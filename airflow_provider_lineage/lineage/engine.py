@@ -20,16 +20,22 @@ from airflow_provider_lineage.lineage.graph import (
 )
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
-from airflow_provider_lineage.lineage.naming import DatasetRef, dataset_for_jdbc, dataset_for_location
+from airflow_provider_lineage.lineage.naming import DatasetRef
 from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, parse_tree, pretty
 from airflow_provider_lineage.lineage.record import (
     CREATE_WRAPPERS,
     WRITE_COMMANDS,
     CaptureRecord,
-    OutputInfo,
     RelationInfo,
 )
 from airflow_provider_lineage.lineage.rules import RULES, Attr, attr_of, attrs_field
+from airflow_provider_lineage.lineage.sources import (  # noqa: F401 - re-exported
+    RDD_LEAVES,
+    dataset_for_output,
+    dataset_for_table,
+    datasets_for_relation,
+    relation_sources,
+)
 from airflow_provider_lineage.lineage.udf import UDF_CLASSES, UdfTable, result_id
 
 log = get_logger(__name__)
@@ -49,45 +55,6 @@ REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
 _logged_unknown: set[str] = set()
 
 
-def dataset_for_table(table: str) -> DatasetRef:
-    """A catalog table without a storage location: namespace = catalog, name = the rest."""
-    parts = table.split(".")
-    if len(parts) >= 3:
-        return DatasetRef(parts[0], ".".join(parts[1:]), table)
-    return DatasetRef("spark_catalog", table, table)
-
-
-def datasets_for_relation(rel: RelationInfo) -> list[DatasetRef]:
-    """The datasets one captured relation reads (empty for local data)."""
-    if rel.node_class in LOCAL_LEAVES or rel.node_class == "InMemoryRelation":
-        return []
-    opts = {k.lower(): v for k, v in (rel.options or {}).items()}
-    if (rel.format or "").lower() == "jdbc" or "url" in opts:
-        url = opts.get("url", "jdbc:unknown:")
-        dbtable = opts.get("dbtable") or ("(query)" if "query" in opts else None)
-        return [dataset_for_jdbc(url, dbtable, table=rel.table)]
-    if rel.locations:
-        # several partition folders of one table (``t/day=1``, ``t/day=2``) are one dataset
-        return list(dict.fromkeys(dataset_for_location(loc, table=rel.table) for loc in rel.locations))
-    if rel.table:
-        return [dataset_for_table(rel.table)]
-    return []
-
-
-def dataset_for_output(out: OutputInfo | None) -> DatasetRef | None:
-    """The written dataset (``None`` when nothing is persisted: ``noop``, or identity unknown)."""
-    if out is None or (out.format or "").lower() == "noop" or out.table == "noop-table":
-        return None
-    opts = {k.lower(): v for k, v in (out.options or {}).items()}
-    if (out.format or "").lower() == "jdbc" or ("url" in opts and "dbtable" in opts):
-        return dataset_for_jdbc(opts.get("url", "jdbc:unknown:"), opts.get("dbtable"), table=out.table)
-    if out.location:
-        return dataset_for_location(out.location, table=out.table)
-    if out.table:
-        return dataset_for_table(out.table)
-    return None
-
-
 class Analysis:
     """State of one record's analysis: the graph, the relations by exprId, the scopes."""
 
@@ -104,7 +71,7 @@ class Analysis:
         # a relation with a dataset identity wins over local data sharing its exprIds
         ranked = sorted(
             (r for r in record.relations if r.node_class not in REFERENCE_LEAVES),
-            key=lambda r: 0 if datasets_for_relation(r) else 1,
+            key=lambda r: 0 if datasets_for_relation(r, record.environment) else 1,
         )
         for rel in ranked:
             for i, eid in enumerate(rel.expr_ids):
@@ -280,7 +247,7 @@ class Analysis:
                     "LogicalRDD from checkpoint()/localCheckpoint(): the plan before the checkpoint is not "
                     "part of this write's plan; lineage stops there"
                 )
-        if node.cls in LOCAL_LEAVES or node.cls == "InMemoryRelation":
+        if node.cls in LOCAL_LEAVES - RDD_LEAVES or node.cls == "InMemoryRelation":
             return
         seen: set[int] = set()
         missing = []
@@ -290,16 +257,26 @@ class Analysis:
                 missing.append(a.name)
                 continue
             rel, idx = hit
-            datasets = datasets_for_relation(rel)
+            src = relation_sources(rel, self.record.environment)
+            datasets = src.datasets
             if id(rel) not in seen:
                 seen.add(id(rel))
+                if src.note and src.note not in self.notes:
+                    self.notes.append(src.note)
                 for ds in datasets:
                     fields = self.inputs.setdefault(ds, {})
-                    for col in rel.columns:
-                        fields.setdefault(col.get("name", ""), col.get("type", ""))
+                    if src.columns is None:
+                        for col in rel.columns:
+                            fields.setdefault(col.get("name", ""), col.get("type", ""))
             fname = rel.columns[idx].get("name", a.name) if idx < len(rel.columns) else a.name
+            ftype = rel.columns[idx].get("type", "") if idx < len(rel.columns) else a.type or ""
+            if src.columns is not None:
+                for ds, origin in src.columns.get(fname, []):
+                    self.inputs.setdefault(ds, {}).setdefault(origin, ftype)
+                    self.graph.add_source(a.id, ds, origin)
+                continue
             for ds in datasets:
-                self.inputs.setdefault(ds, {}).setdefault(fname, rel.columns[idx].get("type", "") if idx < len(rel.columns) else a.type or "")
+                self.inputs.setdefault(ds, {}).setdefault(fname, ftype)
                 self.graph.add_source(a.id, ds, fname)
         if missing:
             self.notes.append(f"{node.cls}: no captured relation for columns {missing[:5]}; their lineage stops here")
@@ -426,7 +403,7 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
         query = root
     attrs = ctx.run_plan(query)
     out_info = record.output
-    output = dataset_for_output(out_info)
+    output = dataset_for_output(out_info, record.environment)
     if output is None and root.cls == "MergeIntoTable" and root.children:
         output = _merge_target(ctx, root.children[0])
     names = list(out_info.columns) if out_info and out_info.columns else []
@@ -492,7 +469,7 @@ def _merge_target(ctx: Analysis, target: TreeNode) -> DatasetRef | None:
         for a in ctx.outputs.get(id(leaf), []):
             hit = ctx.rel_by_id.get(a.id)
             if hit is not None:
-                refs = datasets_for_relation(hit[0])
+                refs = datasets_for_relation(hit[0], ctx.record.environment)
                 if refs:
                     return refs[0]
     return None

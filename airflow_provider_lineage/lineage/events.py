@@ -21,6 +21,7 @@ from airflow_provider_lineage import PRODUCER, __version__
 from airflow_provider_lineage.lineage.engine import analyze_record
 from airflow_provider_lineage.lineage.facets import datasets_for
 from airflow_provider_lineage.lineage.model import ParentRun, WriteLineage
+from airflow_provider_lineage.lineage.naming import identity_problem
 from airflow_provider_lineage.lineage.record import CaptureRecord, collapse_nested
 from airflow_provider_lineage.lineage.summary import summarize
 
@@ -84,9 +85,34 @@ def analyze(records: Iterable[CaptureRecord], problems: Iterable[Problem] = ()) 
         except Exception as exc:  # noqa: BLE001 - one write's analysis never costs the others or the job
             result.problems.append(Problem(f"lineage analysis failed: {exc!r}", task=label, stack=traceback.format_exc()))
             continue
+        _guard_identities(lineage, label, result.problems)
         result.lineages.append(lineage)
         result.analysed_pairs.append((rec, lineage))
     return result
+
+
+def _guard_identities(lineage: WriteLineage, label: str, problems: list[Problem]) -> None:
+    """Refuse dataset names that are not identities (plan text, JVM object hashes, newlines, Java class
+    names): such a name differs at every run and makes an orphan dataset. The write stays captured (its
+    record, summary and the other datasets); the bad dataset is left out of the events, with a problem."""
+    out = lineage.output
+    if out is not None:
+        why = identity_problem(out.namespace, out.name)
+        if why:
+            problems.append(Problem(f"output dataset left out of the lineage events: {why}", task=label))
+            lineage.output = None
+    kept = []
+    for ref, fields in lineage.inputs:
+        why = identity_problem(ref.namespace, ref.name)
+        if why:
+            problems.append(Problem(f"input dataset left out of the lineage events: {why}", task=label))
+            continue
+        kept.append((ref, fields))
+    if len(kept) != len(lineage.inputs):
+        bad = {ref for ref, _ in lineage.inputs} - {ref for ref, _ in kept}
+        lineage.inputs = kept
+        lineage.columns = {c: [e for e in es if e.dataset not in bad] for c, es in lineage.columns.items()}
+        lineage.dataset_edges = [e for e in lineage.dataset_edges if e.dataset not in bad]
 
 
 def datasets(result: LineageResult, indirect: str = "both") -> tuple[list[InputDataset], list[OutputDataset]]:

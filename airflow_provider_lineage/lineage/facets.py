@@ -32,7 +32,7 @@ from openlineage.client.generated import symlinks_dataset as sy
 from openlineage.client.generated.base import DatasetFacet
 
 from airflow_provider_lineage import PRODUCER as _PRODUCER
-from airflow_provider_lineage.lineage.model import FieldEdge, WriteLineage
+from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, FieldEdge, WriteLineage
 from airflow_provider_lineage.lineage.naming import (
     DatasetRef,
     symlink_namespace,
@@ -41,8 +41,6 @@ from airflow_provider_lineage.lineage.naming import (
 
 #: ``_producer`` of every facet (the package's one producer URI, also the events' ``producer``).
 PRODUCER = _PRODUCER
-#: Where dataset-wide INDIRECT edges go: every output field and the ``dataset`` list (default), or one of them.
-INDIRECT_PLACEMENTS = ("both", "fields", "dataset")
 #: Schema type of a field whose type was not captured (a stable value: Marquez keys fields on name + type).
 UNKNOWN_TYPE = "unknown"
 _DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}

@@ -5,6 +5,10 @@ from dataclasses import dataclass, field
 
 from airflow_provider_lineage.lineage.naming import DatasetRef
 
+#: Where dataset-wide INDIRECT edges go: every output field and the ``dataset`` list (default), or one of them.
+#: (Here, not in ``facets``: the driver reads it without openlineage-python.)
+INDIRECT_PLACEMENTS = ("both", "fields", "dataset")
+
 
 class LineageError(ValueError):
     """The capture record cannot be analysed at all (no plan, no output); the message says why."""

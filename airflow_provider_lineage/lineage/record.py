@@ -50,6 +50,8 @@ WRITE_COMMANDS = frozenset(
         "AtomicReplaceTableAsSelect",
         "MergeIntoTable",
         "InsertIntoStatement",
+        "ReplaceData",
+        "WriteDelta",
     }
 )
 
@@ -134,6 +136,10 @@ class CaptureRecord:
     :param udfs: the driver's analysis of each Python UDF in the optimized plan,
         ``[{"result_id": PythonUDF.resultId, "analysis": UdfAnalysis.to_dict()}]`` (:mod:`.udf`); empty
         when UDF body analysis is off or the plan has none.
+    :param environment: what naming needs of the application's settings: ``default_fs``
+        (``fs.defaultFS``, for host-less ``hdfs:/p``), ``catalog_implementation`` (``hive``/``in-memory``),
+        ``metastore_uris`` (``hive.metastore.uris``), ``glue_region``/``glue_account`` (Glue as the Hive
+        metastore client); empty in records of older drivers.
     """
 
     command: str
@@ -156,6 +162,7 @@ class CaptureRecord:
     wrappers: list[str] = field(default_factory=list)
     created: bool = False
     udfs: list[dict[str, Any]] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), default=str)

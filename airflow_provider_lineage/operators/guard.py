@@ -148,7 +148,8 @@ class Guard:
         outputs_known = record.get("status") == "ok"
         # 1. diff with the previous successful run of this task
         try:
-            prev_run, prev, note = previous_record(ti, getattr(ti, "map_index", -1) or -1)
+            map_index = getattr(ti, "map_index", -1)
+            prev_run, prev, note = previous_record(ti, -1 if map_index is None else map_index)
             if note:
                 problems.append(note)
             self.diff = diffs.diff(prev, record, prev_run) if prev is not None else diffs.empty(None)

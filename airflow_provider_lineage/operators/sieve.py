@@ -89,6 +89,9 @@ class SieveIndexOperator(SparkSubmitOperator):
     :param rows_per_partition: rows per Spark partition of a build's aggregation.
     :param engine: how a build reads the keys: ``auto`` (default: pyarrow on the Spark driver for
         tables up to 8 M rows, no Spark job; Spark above), ``spark`` or ``pyarrow``.
+    :param structure: ``auto`` (default: chosen from a sample of the column), ``segments`` (ordered
+        keys) or ``hashed`` (keys without order: UUIDs, random ids; see docs/sieve.md).
+    :param fpp: ``hashed``: share of absent keys that may read a file (default 0.005).
     :param index_path: index folder; may contain ``{table}`` (the table directory's name) and
         ``{column}``; default ``<table>/_sieve/<column>``. Several columns need ``{column}``. (templated)
     :param max_deltas: ``auto``: compact a merge-on-read index at this many delta files.
@@ -142,6 +145,8 @@ class SieveIndexOperator(SparkSubmitOperator):
         gap_factor: float | None = None,
         rows_per_partition: int | None = None,
         engine: str | None = None,
+        structure: str | None = None,
+        fpp: float | None = None,
         index_path: str | None = None,
         max_deltas: int | None = None,
         max_budget_fraction: float | None = None,
@@ -184,7 +189,8 @@ class SieveIndexOperator(SparkSubmitOperator):
         self.update_strategy = update_strategy
         self.index_options = {"error_bound": error_bound, "max_segment_keys": max_segment_keys,
                               "keep_versions": keep_versions, "gap_factor": gap_factor,
-                              "rows_per_partition": rows_per_partition, "engine": engine}
+                              "rows_per_partition": rows_per_partition, "engine": engine,
+                              "structure": structure, "fpp": fpp}
         self.index_path = index_path
         self.thresholds = {k: v for k, v in (("max_deltas", max_deltas),
                                              ("max_budget_fraction", max_budget_fraction)) if v is not None}

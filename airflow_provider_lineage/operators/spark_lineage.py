@@ -8,8 +8,14 @@ runs the application unchanged and records every write (plans + schemas). Then:
   folder; after spark-submit returns, the operator runs the lineage engine over them, logs a
   column-lineage summary, pushes the written datasets to XCom (``lineage_outputs``) and publishes
   the OpenLineage datasets;
-* cluster deploy mode (driver elsewhere): the driver builds and emits the events itself, as a child
-  run of this task (ParentRunFacet), with the same OpenLineage configuration.
+* cluster deploy mode (driver elsewhere) with a ``capture_dir`` both sides reach (``s3://``, ``gs://``,
+  ``abfs://``, ``hdfs://``, a shared path): the operator ships the capture code with the job (a
+  self-contained archive on ``--py-files``, :mod:`airflow_provider_lineage.capture.ship`), the driver
+  writes its records there under this attempt's token, and the operator reads them back and does what
+  client mode does (:mod:`.remote_capture`);
+* cluster deploy mode without one (fallback): the driver builds and emits the events itself, as a child
+  run of this task (ParentRunFacet), with the same OpenLineage configuration; the task log says what
+  this loses.
 
 Publishing follows one rule, *never both*: when Airflow's OpenLineage provider is installed and
 configured, the datasets go out through it (``get_openlineage_facets_on_complete``); otherwise the
@@ -33,12 +39,11 @@ from airflow_provider_lineage import _compat
 from airflow_provider_lineage.capture import launcher as launcher_module
 from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
 from airflow_provider_lineage.lineage import events, transport
-from airflow_provider_lineage.lineage.facets import INDIRECT_PLACEMENTS
 from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
-from airflow_provider_lineage.lineage.model import ParentRun
+from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, ParentRun
 from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import read_records
-from airflow_provider_lineage.operators import guard
+from airflow_provider_lineage.operators import guard, remote_capture
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -76,8 +81,17 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     :param openlineage_config: openlineage-python client config for self-emission and for the
         driver in cluster mode (e.g. ``{"transport": {"type": "http", "url": ...}}``). Default:
         ``OPENLINEAGE_*`` settings / ``openlineage.yml``, else ``$AIRFLOW_HOME/lineage/events.jsonl``.
-    :param capture_dir: folder for the capture records of this run (client mode). Default: a fresh
-        temporary folder, removed afterwards; a given folder is kept. (templated)
+    :param capture_dir: where the driver leaves the capture records. Client deploy mode: a local folder
+        (default: a fresh temporary folder, removed afterwards; a given folder is kept). Cluster deploy mode,
+        or any URI: a location both the driver and this worker reach (``s3://bucket/prefix``, ``gs://``,
+        ``abfs://``, ``hdfs://``, a shared path); each attempt writes below its own token sub-folder, removed
+        after use unless ``keep_capture_records``. (templated)
+    :param capture_conn_id: Airflow connection whose credentials this worker uses to read an object-store
+        ``capture_dir`` (login/password, ``endpoint_url``/``region_name`` extras); default: the worker's
+        environment. The driver writes with the credentials Spark already has.
+    :param keep_capture_records: keep the run's records on the shared location after use.
+    :param capture_record_limit: bound (bytes) on one capture record written to / read from a shared location;
+        a bigger record is reported and skipped, never read into memory.
     :param capture_drain_timeout: seconds the driver waits at stop/exit for Spark's listener bus to
         deliver the last writes.
     :param lineage_xcom_key: XCom key of the written datasets (``None`` to not push).
@@ -116,6 +130,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         openlineage_config: dict[str, Any] | None = None,
         capture_dir: str | None = None,
         capture_drain_timeout: float = 60.0,
+        capture_conn_id: str | None = None,
+        keep_capture_records: bool = False,
+        capture_record_limit: int = 32 * 1024 * 1024,
         lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
         asset_alias: str | None = DEFAULT_ASSET_ALIAS,
         indirect_lineage: str = "both",
@@ -142,6 +159,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.openlineage_config = openlineage_config
         self.capture_dir = capture_dir
         self.capture_drain_timeout = capture_drain_timeout
+        self.capture_conn_id = capture_conn_id
+        self.keep_capture_records = keep_capture_records
+        self.capture_record_limit = capture_record_limit
         self.lineage_xcom_key = lineage_xcom_key
         self.indirect_lineage = indirect_lineage
         self.udf_analysis = udf_analysis
@@ -192,7 +212,10 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         created_dir: str | None = None
         launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.indirect_lineage,
                                       udf_analysis=self.udf_analysis)
-        if deploy_mode == "cluster":
+        remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
+        if remote_cap is not None:
+            pass
+        elif deploy_mode == "cluster":
             launcher_cfg.emit = emission != "off"
             launcher_cfg.openlineage_config = self._driver_openlineage_config(emission)
             launcher_cfg.job_namespace = task_run.namespace
@@ -209,9 +232,12 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         if emission == "self":
             client = self._self_emit_start(task_run)
 
+        user_py_files, user_conf = self.py_files, self.conf
         self.application = launcher_path()
         self.application_args = [user_app, *user_args]
         self.conf = {**(self.conf or {}), **launcher_cfg.to_spark_conf()}
+        if remote_cap is not None or deploy_mode == "cluster":
+            remote_capture.ship(self, user_app, deploy_mode)
         _compat.reset_spark_submit_hook(self)
         error: BaseException | None = None
         try:
@@ -220,9 +246,15 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             error = exc
         finally:
             self.application, self.application_args = user_app, user_args
+            self.py_files, self.conf = user_py_files, user_conf
 
         try:
-            if deploy_mode == "cluster":
+            if remote_cap is not None:
+                fetched = remote_capture.fetch(self, remote_cap)
+                created_dir = fetched.folder
+                result = self.process_capture_dir(fetched.folder, error, extra_problems=fetched.problems,
+                                                  status_expected=fetched.status_expected)
+            elif deploy_mode == "cluster":
                 self.log.info(
                     "cluster deploy mode: the Spark driver emitted the lineage events itself (job %s.spark, "
                     "parent run %s); no datasets are pushed to XCom",
@@ -245,19 +277,23 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         if self.guard is not None and self.guard.failure:
             raise _compat.airflow_exception("AirflowFailException")(self.guard.failure)
 
-    def process_capture_dir(self, capture_dir: str, error: BaseException | None = None) -> events.LineageResult:
+    def process_capture_dir(self, capture_dir: str, error: BaseException | None = None, *,
+                            extra_problems: list[str] | None = None,
+                            status_expected: bool = True) -> events.LineageResult:
         """Read the launcher's records in ``capture_dir`` and compute this run's lineage and datasets.
 
         Sets :attr:`lineage_result` and what :meth:`get_openlineage_facets_on_complete` returns.
+        ``extra_problems``: what reading them back from a shared location found (:mod:`.remote_capture`).
         """
-        result = self._collect(capture_dir, error)
+        result = self._collect(capture_dir, error, extra_problems, status_expected)
         self.lineage_result = result
         self._ol_inputs, self._ol_outputs = events.datasets(result, indirect=self.indirect_lineage)
         self._ol_run_facets = events.run_facets(result)
         return result
 
-    def _collect(self, capture_dir: str, error: BaseException | None) -> events.LineageResult:
-        problems: list[events.Problem] = []
+    def _collect(self, capture_dir: str, error: BaseException | None, extra_problems: list[str] | None = None,
+                 status_expected: bool = True) -> events.LineageResult:
+        problems: list[events.Problem] = [events.Problem(p) for p in extra_problems or []]
         unreadable: list[str] = []
         try:
             records = read_records(capture_dir, unreadable)
@@ -275,7 +311,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 problems += [events.Problem(p) for p in status.get("problems") or []]
             except Exception as exc:  # noqa: BLE001 - lineage never fails the task
                 problems.append(events.Problem(f"unreadable launcher status {status_path}: {exc!r}"))
-        elif error is None:
+        elif error is None and status_expected:
             problems.append(
                 events.Problem(
                     f"the launcher left no status file in {capture_dir}: the application created no SparkSession, "
@@ -328,14 +364,17 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 len(self._ol_inputs),
             )
         elif emission == "self" and client is not None:
+            failure: BaseException | str | None = error
+            if failure is None and self.guard is not None and self.guard.failure:
+                failure = self.guard.failure  # the task fails after the write: its event says so
             event = events.build_event(
-                "FAIL" if error is not None else "COMPLETE",
+                "FAIL" if failure is not None else "COMPLETE",
                 job_namespace=task_run.namespace,
                 job_name=task_run.name,
                 run_id=task_run.run_id,
                 inputs=self._ol_inputs,
                 outputs=self._ol_outputs,
-                run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=error),
+                run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=failure),
                 job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
             )
             for msg in transport.emit_all(client, [event]):
@@ -405,9 +444,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             try:
                 from airflow.providers.openlineage import conf as ol_conf
 
-                transport = ol_conf.transport()
-                if transport:
-                    return {"transport": transport}
+                provider_transport = ol_conf.transport()
+                if provider_transport:
+                    return {"transport": provider_transport}
             except Exception:  # noqa: BLE001, S110 - lineage never fails the task
                 pass
             return None
@@ -432,46 +471,16 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         return self.get_openlineage_facets_on_complete(task_instance)
 
 
-# -- identities -----------------------------------------------------------------------------------
-def _task_run_identity(ti: Any, op: SparkLineageSubmitOperator) -> ParentRun:
+# -- identities (operators/openlineage_identity.py) -------------------------------------------------
+def _task_run_identity(ti: Any, op: Any) -> ParentRun:
     """OpenLineage namespace/name/runId of this task run and its DAG run (same as the provider's)."""
-    try:
-        from airflow.providers.openlineage.plugins import macros
+    from airflow_provider_lineage.operators.openlineage_identity import task_run_identity
 
-        return ParentRun(
-            namespace=macros.lineage_job_namespace(),
-            name=macros.lineage_job_name(ti),
-            run_id=macros.lineage_run_id(ti),
-            root_namespace=macros.lineage_root_job_namespace(ti),
-            root_name=macros.lineage_root_job_name(ti),
-            root_run_id=macros.lineage_root_run_id(ti),
-        )
-    except Exception:  # noqa: BLE001, S110 - lineage never fails the task
-        pass
-    import os
-
-    from openlineage.client.uuid import generate_static_uuid
-
-    dag_id = getattr(ti, "dag_id", None) or (op.dag_id if op.has_dag() else "adhoc")
-    task_id = getattr(ti, "task_id", op.task_id)
-    run_id = str(getattr(ti, "run_id", ""))
-    import datetime as dt
-
-    instant = dt.datetime.now(dt.UTC)
-    namespace = os.environ.get("OPENLINEAGE_NAMESPACE", "default")
-    return ParentRun(
-        namespace=namespace,
-        name=f"{dag_id}.{task_id}",
-        run_id=str(generate_static_uuid(instant, f"{dag_id}.{task_id}.{run_id}.{getattr(ti, 'try_number', 1)}".encode())),
-        root_namespace=namespace,
-        root_name=dag_id,
-        root_run_id=str(generate_static_uuid(instant, f"{dag_id}.{run_id}".encode())),
-    )
+    return task_run_identity(ti, dag_id=op.dag_id if op.has_dag() else None, task_id=op.task_id)
 
 
 def _dag_parent(task_run: ParentRun) -> ParentRun | None:
     """The parent of the task run's own events: the DAG run."""
-    if not (task_run.root_name and task_run.root_run_id):
-        return None
-    ns = task_run.root_namespace or task_run.namespace
-    return ParentRun(ns, task_run.root_name, task_run.root_run_id, ns, task_run.root_name, task_run.root_run_id)
+    from airflow_provider_lineage.operators.openlineage_identity import dag_parent
+
+    return dag_parent(task_run)

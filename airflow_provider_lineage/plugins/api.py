@@ -11,6 +11,8 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
+    GET /api/tags/unmasked?tag=                                  where tags reach unmasked (newest record per task)
+    GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
 time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
@@ -45,7 +47,7 @@ def create_app() -> Any:
     from fastapi.staticfiles import StaticFiles
 
     from airflow_provider_lineage.plugins import graph as graphs
-    from airflow_provider_lineage.plugins import indexes, store
+    from airflow_provider_lineage.plugins import guard_view, indexes, store
 
     app = FastAPI(
         title="Column lineage (airflow-provider-lineage)",
@@ -66,22 +68,32 @@ def create_app() -> Any:
         _run_exists(session, dag_id, run_id)
         tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
         g = graphs.stitch(tasks)
+        try:
+            guard_view.annotate(g, tasks)
+        except Exception as exc:  # noqa: BLE001 - the guard's view data never costs the graph
+            g["guard_error"] = f"lineage guard data not shown: {exc!r}"
         g.update(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
         if task_id is not None and not tasks:
             g["empty"] = (f"task {task_id!r} of this run kept no lineage record: it is not a "
                           "SparkLineageSubmitOperator task, or it has not run")
         return g
 
+    def _with(session: Any, g: dict[str, Any], dag_id: str, run_id: str, include: str) -> dict[str, Any]:
+        # ``include=indexes``: the Sieve badges in the same response, so an open page costs one request
+        if "indexes" in include.split(","):
+            g["indexes"] = indexes.badges(store.sieve_results(session, dag_id, run_id))
+        return g
+
     @app.get("/api/dags/{dag_id}/runs/{run_id}/graph", dependencies=read_dag)
-    def run_graph(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+    def run_graph(dag_id: str, run_id: str, session: SessionDep, include: str = "") -> dict[str, Any]:
         """The lineage of every task of the run, as one graph (a dataset shared by tasks is one node)."""
-        return _graph(session, dag_id, run_id)
+        return _with(session, _graph(session, dag_id, run_id), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph", dependencies=read_dag)
     def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep,
-                   map_index: int = -1) -> dict[str, Any]:
+                   map_index: int = -1, include: str = "") -> dict[str, Any]:
         """The lineage of one task instance."""
-        return _graph(session, dag_id, run_id, task_id, map_index)
+        return _with(session, _graph(session, dag_id, run_id, task_id, map_index), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
     def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),
@@ -99,6 +111,17 @@ def create_app() -> Any:
         _run_exists(session, dag_id, run_id)
         return {"indexes": indexes.badges(store.sieve_results(session, dag_id, run_id))}
 
+    @app.get("/api/tags/unmasked")
+    def tags_unmasked(user: GetUserDep, session: SessionDep, tag: Optional[str] = Query(None, max_length=200),  # noqa: UP045
+                      limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
+        """Where tags reach unmasked: output columns that inherited a tag through no masking step, from the
+        newest lineage record of every task of the DAGs the user may read (with the path)."""
+        from airflow.api_fastapi.app import get_auth_manager
+
+        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+        records = store.recent_records(session, set(readable), '"tags"', limit=limit)
+        return {"tag": tag, "unmasked": guard_view.unmasked_from_records(records, tag), "records_read": len(records)}
+
     @app.get("/api/search")
     def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),
                limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
@@ -113,11 +136,20 @@ def create_app() -> Any:
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
+    @app.get("/estate", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
+    def estate_page() -> FileResponse:
+        return FileResponse(STATIC / "estate.html", media_type="text/html")
+
+    from airflow_provider_lineage.plugins.estate import api as estate_api
+
+    estate_api.register(app)
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(HTTPException)
     async def _errors(request: Request, exc: HTTPException) -> Any:
-        if request.url.path.rstrip("/").endswith(URL_PREFIX) and exc.status_code in (401, 403):
+        path = request.url.path.rstrip("/")
+        if path.endswith((URL_PREFIX, URL_PREFIX + "/estate")) and exc.status_code in (401, 403):
             return HTMLResponse(_signed_out_page(exc.status_code), status_code=exc.status_code)
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 

@@ -2,7 +2,9 @@
 
 * ``fastapi_apps``: the JSON API and the page under ``/column-lineage`` (Airflow 3.0+);
 * ``external_views`` (Airflow 3.1+; 3.0 ignores them and the API still works): a "Column lineage"
-  tab on DAG runs and on task instances, and a "Column lineage" entry in the navigation (search).
+  tab on DAG runs and on task instances, and a "Column lineage" entry in the navigation (the estate page:
+  lineage across every DAG and back in time);
+* ``listeners``: the scheduler updates the estate index when a DAG run finishes (:mod:`.estate.listener`).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_provider_lineage.plugins.api import URL_PREFIX, LazyApp
+from airflow_provider_lineage.plugins.estate import listener as estate_listener
 
 PLUGIN_NAME = "column_lineage"
 
@@ -33,9 +36,14 @@ def _external_views() -> list[dict[str, Any]]:
     ]
 
 
+def _listeners() -> list[Any]:
+    return [estate_listener]
+
+
 class ColumnLineagePlugin(AirflowPlugin):
     """Column lineage view: JSON API + page (``fastapi_apps``) and tabs/nav entry (``external_views``)."""
 
     name = PLUGIN_NAME
     fastapi_apps = _fastapi_apps()
     external_views = _external_views()
+    listeners = _listeners()

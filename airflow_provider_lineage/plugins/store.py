@@ -8,7 +8,6 @@ never unpickled; a value that is not a record is reported as unreadable.
 """
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_lineage.lineage import run_record
@@ -24,15 +23,17 @@ SEARCH_RECORDS = 500
 
 
 def decode(value: Any) -> Any:
-    """An XCom column value as plain JSON (strings are parsed with ``json.loads``; nothing else runs)."""
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
+    """An XCom column value as plain JSON (strings are parsed with ``json.loads``; nothing else runs).
+
+    A reference to ``XComObjectStorageBackend``'s object storage is followed and the object parsed as
+    JSON (:func:`.estate.values.read`); an unreadable one gives ``None``.
+    """
+    from airflow_provider_lineage.plugins.estate import values
+
+    try:
+        return values.read(value)
+    except values.UnreadableValue:
+        return None
 
 
 def run_tasks(session: Session, dag_id: str, run_id: str, task_id: str | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from .build import DEFAULT_ERROR_BOUND
 from .errors import IndexUnavailable, SieveError
+from .fingerprints import DEFAULT_FPP
 from .predicates import Eq, In, IsNull, Predicate, Range
 
 EPILOG = """examples:
@@ -104,6 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--engine", choices=("auto", "spark", "pyarrow"), default="auto",
                    help="how keys are read: pyarrow on this machine or a Spark job (default auto: pyarrow "
                         "up to 8 M rows)")
+    b.add_argument("--structure", choices=("auto", "segments", "hashed"), default="auto",
+                   help="index structure: segments (ordered keys), hashed (keys without order: UUIDs, random "
+                        "ids) or auto (default: chosen from a sample of the column)")
+    b.add_argument("--fpp", type=float, default=DEFAULT_FPP,
+                   help=f"hashed: share of absent keys that may read a file (default {DEFAULT_FPP})")
     s = sub.add_parser("sync", help="update the index for added/removed/rewritten files (builds if none)")
     common(s)
     sparky(s)
@@ -213,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             out: Any = build(spark, args.table, args.column, index_path=args.index_path,
                              error_bound=args.error_bound, max_segment_keys=args.max_segment_keys,
-                             mode=args.mode, keep_versions=args.keep_versions, engine=args.engine).to_dict()
+                             mode=args.mode, keep_versions=args.keep_versions, engine=args.engine,
+                             structure=args.structure, fpp=args.fpp).to_dict()
         elif args.command == "sync":
             out = sync(spark, args.table, args.column, index_path=args.index_path).to_dict()
         elif args.command == "rebuild":

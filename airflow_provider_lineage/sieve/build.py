@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import math
 import time
 from array import array
@@ -48,9 +49,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import hashed
 from .errors import IndexUnavailable, SieveError
+from .fingerprints import DEFAULT_FPP
 from .fs import open_input
+from .hashed import check_structure, choose
 from .keys import (
+    BYTE_KINDS,
     HIGH_KEY,
     LEN_BITS,
     LOW_KEY,
@@ -171,14 +176,19 @@ def check_params(error_bound: int, max_segment_keys: int, mode: str, keep_versio
 def build(spark: Any, table: str, column: str, *, index_path: str | None = None, error_bound: int = DEFAULT_ERROR_BOUND,
           max_segment_keys: int = DEFAULT_MAX_SEGMENT_KEYS, mode: str = "cow", keep_versions: int = 3,
           gap_factor: float = 64.0, rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION,
-          engine: str = "auto") -> IndexStats:
+          engine: str = "auto", structure: str = "auto", fpp: float = DEFAULT_FPP) -> IndexStats:
     """Build a new index version from the table's current files and commit it.
+
+    ``structure``: ``segments`` (ordered keys), ``hashed`` (keys without order: UUIDs, random ids;
+    ``fpp`` is the share of absent keys that may read a file) or ``auto`` (chosen from a sample of
+    the column, see :mod:`.hashed`).
 
     ``engine``: ``spark`` (distributed aggregation, bounded driver memory), ``pyarrow`` (keys read
     on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, else
     Spark). ``spark`` may be None for path tables: keys are then read with pyarrow.
     """
     check_params(error_bound, max_segment_keys, mode, keep_versions)
+    check_structure(structure, fpp)
     if engine not in ENGINES:
         raise SieveError(f"engine={engine!r} is unknown: use one of {', '.join(ENGINES)}")
     if spark is None and engine == "spark":
@@ -198,6 +208,17 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     stats: dict[str, Any] = {}
     with store.discarding_on_error():
         schema = None if spark is None else spark_schema(spark, ref, files, column)
+        if structure != "segments":
+            if not files:
+                raise SieveError("the table has no Parquet files: write data first (an empty table needs no index)")
+            # unlearned (no string prefix or alphabet): hashes need none, and ranges stay correct
+            kt = arrow_key_type(files, column, learn=False) if schema is None else \
+                key_type_from_spark(schema[column].dataType, column)
+            if structure == "hashed" or choose(files, column, kt) == "hashed":
+                return _build_hashed(spark, engine, rows_per_partition, store, ref, files, column, kt, schema,
+                                     fpp, t0, mode=mode,
+                                     error_bound=error_bound, max_segment_keys=max_segment_keys,
+                                     gap_factor=gap_factor, keep_versions=keep_versions)
         if schema is None or engine == "pyarrow" or (engine == "auto" and _small(files)):
             # With Spark, the key type (and its type name in lineage facets) is Spark's, as a Spark build's.
             spark_kt = None if schema is None else learn_key_type(
@@ -221,6 +242,121 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     return SieveIndex(store, manifest).stats()
 
 
+def _build_hashed(spark: Any, engine: str, rows_per_partition: int, store: IndexStore, ref: TableRef,
+                  files: list[FileEntry], column: str, kt: KeyType, schema: Any, fpp: float, t0: float,
+                  **params: Any) -> IndexStats:
+    """A hashed-key index: keys read on the driver with pyarrow (small tables, or no Spark), or
+    hashed by a Spark job whose pairs stream to the driver page by page (bounded driver memory)."""
+    got = None
+    stats: dict[str, Any] = {"structure": "hashed"}
+    if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and (engine == "spark" or not _small(files)):
+        got = _spark_hashed(spark, files, column, kt, fpp, rows_per_partition, store, stats)
+    if got is None:
+        got = hashed.build_local(store, files, column, kt, fpp)
+        stats["engine"] = "pyarrow"
+    href, nulls, fp_bits, n_keys = got
+    stats.update(rows=sum(f.num_rows or 0 for f in files), keys=n_keys, pairs=href.pairs, segments=0,
+                 seconds=round(time.monotonic() - t0, 3))
+    manifest = Manifest(
+        version=0, created=now_iso(), table=ref, column=column, key_type=kt, files=dict(enumerate(files)),
+        next_file_id=len(files), null_files=sorted(nulls), segment_list=None,
+        schema_json=None if schema is None else schema.json(), build_stats=stats, structure="hashed",
+        hashed=[href], fpp=fpp, fp_bits=fp_bits, **params)
+    commit_retrying(store, manifest)
+    return SieveIndex(store, manifest).stats()
+
+
+def _spark_hashed(spark: Any, files: list[FileEntry], column: str, kt: KeyType, fpp: float,
+                  rows_per_partition: int, store: IndexStore, stats: dict[str, Any]
+                  ) -> tuple[Any, set[int], int, int] | None:
+    """Spark computes the distinct (``xxhash64`` of the key, ``xxhash64`` of the file URI, NULL)
+    triples, range-partitioned by page (the hash's top bits) and sorted; they stream to the driver as
+    Arrow batches, a page's rows one after another, and each page is encoded as soon as it is whole.
+    The driver holds one batch, one page and the encoded pages (the index itself). Fingerprint bits
+    are sized for the table's row count (from the footers: at least the distinct keys). Each file's
+    key range comes from its footer statistics. None when the Arrow path is unavailable."""
+    from pyspark.sql import functions as F
+
+    from .fingerprints import encode_page, fingerprint_bits, group_pairs, page_bits_for
+
+    footer_rows([f for f in files if f.num_rows is None])
+    rows = sum(f.num_rows or 0 for f in files)
+    fp_bits = fingerprint_bits(rows, fpp)
+    page_bits = page_bits_for(rows, fp_bits)
+    low_bits = fp_bits - page_bits
+    fid_width = max(1, (len(files) - 1).bit_length())
+    c = F.col(f"`{column}`")
+    h = F.xxhash64(c) if kt.kind in BYTE_KINDS else F.xxhash64(spark_key_expr(column, kt).cast("long"))
+    page = F.shiftrightunsigned(h, 64 - page_bits) if page_bits else F.lit(0)
+    key_df = spark.read.parquet(*[spark_path(f.path) for f in files]).select(c)
+    agg = (key_df.select(page.alias("p"), h.alias("h"), F.xxhash64(F.input_file_name()).alias("f"),
+                         c.isNull().alias("n"))
+           .distinct().repartitionByRange(max(1, math.ceil(rows / max(1, rows_per_partition))), "p")
+           .sortWithinPartitions("p"))
+    conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+            "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    uris = [(spark_uri(f.path), i) for i, f in enumerate(files)]
+    pages: dict[int, bytes] = {}
+    sizes = [0, 0]  # keys (fingerprints), pairs
+
+    def emit(p: int, hs: np.ndarray, fids: np.ndarray) -> None:
+        fps = hs.view(np.uint64) >> np.uint64(64 - fp_bits)
+        g, counts, gf = group_pairs(fps, fids)
+        sizes[0] += len(g)
+        sizes[1] += len(gf)
+        pages[p] = encode_page(g & np.uint64((1 << low_bits) - 1), low_bits, counts, gf, fid_width)
+
+    for mapping in ("predicted", "observed"):
+        table = FileHashes.of(spark, uris)
+        if table is None:
+            return None
+        pages.clear()
+        sizes[:] = [0, 0]
+        nulls: set[int] = set()
+
+        try:
+            with session_conf(spark, conf):
+                batches = arrow_batches(agg)
+                if batches is None:
+                    return None
+                held: tuple[int, list[np.ndarray], list[np.ndarray]] | None = None
+                with contextlib.closing(batches):
+                    for batch in batches:
+                        p = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64)
+                        hs = batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64)
+                        fids = table.ids(batch.column(2).to_numpy(zero_copy_only=False).astype(np.int64))
+                        isnull = batch.column(3).to_numpy(zero_copy_only=False).astype(bool)
+                        if isnull.any():
+                            nulls.update(fids[isnull].tolist())
+                            p, hs, fids = p[~isnull], hs[~isnull], fids[~isnull]
+                        if not len(p):
+                            continue
+                        cuts = [0, *(np.flatnonzero(p[1:] != p[:-1]) + 1).tolist(), len(p)]
+                        for a, b in itertools.pairwise(cuts):
+                            pid = int(p[a])
+                            if held is not None and held[0] == pid:
+                                held[1].append(hs[a:b])
+                                held[2].append(fids[a:b])
+                                continue
+                            if held is not None:
+                                emit(held[0], np.concatenate(held[1]), np.concatenate(held[2]))
+                            held = (pid, [hs[a:b]], [fids[a:b]])
+                    if held is not None:
+                        emit(held[0], np.concatenate(held[1]), np.concatenate(held[2]))
+        except _UnknownFile:
+            if mapping == "observed":
+                raise SieveError("files of the table changed during the build: build again") from None
+            uris = _observed_uris(key_df, files)
+            continue
+        empty = encode_page(np.empty(0, np.uint64), low_bits, np.empty(0, np.int64), np.empty(0, np.uint32), fid_width)
+        ordered = [pages.get(i, empty) for i in range(1 << page_bits)]
+        ids, lo, hi = hashed.footer_ranges(files, column, kt)
+        ref = store.write_hashed_pages(ordered, fp_bits, page_bits, fid_width, sizes[0], sizes[1], ids, lo, hi)
+        stats.update(engine="spark", transfer="arrow", file_id_mapping=mapping)
+        return ref, nulls, fp_bits, sizes[0]
+    raise AssertionError("unreachable")
+
+
 def require_root(ref: TableRef) -> None:
     """A table whose root directory is missing is an error (not an empty table)."""
     found = root_exists(ref.root)  # a local directory, or a prefix with objects on a store
@@ -238,11 +374,12 @@ def commit_retrying(store: IndexStore, manifest: Manifest) -> int:
 
 
 # ---- pyarrow engine ---------------------------------------------------------------------------
-def arrow_key_type(files: list[FileEntry], column: str) -> KeyType:
+def arrow_key_type(files: list[FileEntry], column: str, learn: bool = True) -> KeyType:
     for f in files:
         schema = read_schema(f.path)
         if column in schema.names:
-            return learn_key_type(key_type_from_arrow(schema.field(column).type, column), files, column)
+            kt = key_type_from_arrow(schema.field(column).type, column)
+            return learn_key_type(kt, files, column) if learn else kt
     names = sorted({n for f in files for n in read_schema(f.path).names})
     raise SieveError(f"no file of the table has a column {column!r}; its columns are {', '.join(names)}: "
                      "check the column name")

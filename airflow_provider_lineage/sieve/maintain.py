@@ -38,7 +38,8 @@ ACTIONS = ("none", "sync", "compact", "rebuild", "build")
 _STRATEGIES = {"cow": "cow", "copy_on_write": "cow", "copy-on-write": "cow",
                "mor": "mor", "merge_on_read": "mor", "merge-on-read": "mor"}
 #: Build settings a caller may pass (the core's keyword arguments; ``update_strategy`` is ``mode``).
-BUILD_OPTIONS = ("error_bound", "max_segment_keys", "keep_versions", "gap_factor", "rows_per_partition", "engine")
+BUILD_OPTIONS = ("error_bound", "max_segment_keys", "keep_versions", "gap_factor", "rows_per_partition", "engine",
+                 "structure", "fpp")
 
 
 def update_mode(strategy: str | None) -> str | None:

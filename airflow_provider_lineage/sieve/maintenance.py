@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 COMPACT_DELTAS = 8  # merge-on-read: compact at this many delta files
 COMPACT_DEAD_FILES = 16  # merge-on-read: compact when this many dead ids linger in segments
 REBUILD_DRIFT = 0.5  # rebuild when this share of the indexed files changed
+HASHED_KEYS_GROWTH = 2.0  # hashed: keys beyond this many times the fingerprints' design count -> rebuild
 REBUILD_BUDGET = 0.5  # rebuild when this share of the total error budget is used
 REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over budget (mor)
 
@@ -67,9 +68,11 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     st.present, st.version, st.mode = True, m.version, m.mode
     st.files_indexed = len(m.files)
     st.files_added, st.files_removed, st.files_changed = len(added), len(removed), len(changed)
-    st.delta_count = len(m.deltas)
-    st.delta_bytes = sum(d.bytes for d in m.deltas)
-    st.delta_records = sum(d.records for d in m.deltas)
+    st.delta_count = len(m.deltas) + max(0, len(m.hashed) - 1)  # hashed: the structures syncs added
+    st.delta_bytes = sum(d.bytes for d in m.deltas) + sum(h.bytes for h in m.hashed[1:])
+    st.delta_records = sum(d.records for d in m.deltas) + sum(h.pairs for h in m.hashed[1:])
+    hashed_keys = sum(h.keys for h in m.hashed)
+    design_keys = m.fpp * 2.0 ** m.fp_bits if m.structure == "hashed" else 0.0
     st.dead_files = len(m.dead_files)
     st.segments = len(metas)
     st.segments_over_budget = sum(1 for s in metas if over_budget(s.used, s.budget))
@@ -86,6 +89,11 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
         st.recommendation = "rebuild"
         st.reason = (f"error budget {st.budget_used_fraction:.0%} used, {st.segments_over_budget} of "
                      f"{len(metas)} segments over budget")
+    elif m.structure == "hashed" and hashed_keys > HASHED_KEYS_GROWTH * design_keys:
+        st.recommendation = "rebuild"
+        st.reason = (f"{hashed_keys} keys in fingerprints of {m.fp_bits} bits sized for {design_keys:.0f}: absent keys "
+                     f"read a file {hashed_keys / 2.0 ** m.fp_bits:.2%} of the time (target {m.fpp:.2%}); a rebuild "
+                     "sizes the fingerprints for the keys now")
     elif outside := _outside_prefix(m, metas, store, deltas):
         st.recommendation = "rebuild"
         st.reason = (f"{outside} file(s) hold {m.column} values outside the learned prefix "
@@ -94,7 +102,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     elif n_changed:
         st.recommendation = "sync"
         st.reason = f"{len(added)} added, {len(removed)} removed, {len(changed)} rewritten files since v{m.version}"
-    elif m.mode == "mor" and (st.delta_count >= COMPACT_DELTAS or st.dead_files >= COMPACT_DEAD_FILES
+    elif (m.mode == "mor" or m.structure == "hashed") and (st.delta_count >= COMPACT_DELTAS or st.dead_files >= COMPACT_DEAD_FILES
                               or st.segments_over_budget):
         st.recommendation = "compact"
         st.reason = (f"{st.delta_count} deltas, {st.dead_files} dead file ids, "

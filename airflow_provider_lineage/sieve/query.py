@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import IndexUnavailable, SieveError
+from .hashed import HashedLookup
 from .keys import KeyType
 from .model import over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
@@ -129,6 +130,8 @@ class SieveIndex:
         self._cache_size = cache_segments
         self.deltas = [store.read_delta(d) for d in manifest.deltas]
         self.segments_loaded = 0
+        # keys without order: hash fingerprints (hashed.py); None for a segment index
+        self.hashed = HashedLookup(store, manifest) if manifest.structure == "hashed" else None
 
     @property
     def key_type(self) -> KeyType:
@@ -158,6 +161,15 @@ class SieveIndex:
         if isinstance(pred, IsNull):
             return {f for f in self.manifest.null_files if f in live}
         found: set[int] = set()
+        if self.hashed is not None:
+            if isinstance(pred, Eq | In):
+                values = [pred.value] if isinstance(pred, Eq) else list(pred.values)
+                intervals_of(pred, self.key_type)  # the values' types checked as for segments
+                found = self.hashed.ids_for_values(values)
+            else:
+                for lo, hi in intervals_of(pred, self.key_type):
+                    found.update(self.hashed.ids_for_range(lo, hi))
+            return {f for f in found if f in live}
         for lo, hi in intervals_of(pred, self.key_type):
             found.update(self._ids_in(lo, hi))
         return {f for f in found if f in live}
@@ -273,12 +285,14 @@ class SieveIndex:
         """Read and checksum every file of this version (raises IndexUnavailable)."""
         for i in range(len(self.metas)):
             self.store.read_segment(self.metas[i].file)
+        for ref in self.manifest.hashed:
+            self.store.read_hashed_pairs(ref)
 
     def stats(self) -> IndexStats:
         m = self.manifest
         rows = [f.num_rows for f in m.files.values()]
         n_rows = sum(r for r in rows if r is not None) if all(r is not None for r in rows) else None
-        keys = sum(s.n_keys for s in self.metas) + sum(len(k) for k, _ in self.deltas)
+        keys = sum(s.n_keys for s in self.metas) + sum(len(k) for k, _ in self.deltas) + sum(h.keys for h in m.hashed)
         index_bytes = self.store.total_bytes(m)
         budget_total = sum(s.budget for s in self.metas)
         budget_used = sum(min(s.used, s.budget) for s in self.metas)
@@ -294,7 +308,8 @@ class SieveIndex:
             segments_over_budget=sum(1 for s in self.metas if over_budget(s.used, s.budget)),
             deltas=len(m.deltas), delta_records=sum(d.records for d in m.deltas),
             delta_bytes=sum(d.bytes for d in m.deltas), null_files=len(m.null_files),
-            build_seconds=m.build_stats.get("seconds"),
+            build_seconds=m.build_stats.get("seconds"), structure=m.structure,
+            pairs=sum(h.pairs for h in m.hashed), structures=len(m.hashed), fpp=m.fpp,
         )
 
 

@@ -37,6 +37,10 @@ class IndexStats:
     delta_bytes: int
     null_files: int
     build_seconds: float | None = None
+    structure: str = "segments"  # or "hashed" (keys without order): then keys/pairs/structures/fpp
+    pairs: int = 0  # hashed: (key fingerprint, file) pairs
+    structures: int = 0  # hashed: the build's structure + one per sync that added files
+    fpp: float = 0.0  # hashed: target share of absent keys that read any file
     record_version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import hashed
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
@@ -462,8 +463,39 @@ def _new_manifest(base: Manifest, **changes: Any) -> Manifest:
     return Manifest(**fields)
 
 
+def _update_hashed(store: IndexStore, base: Manifest, added: list[FileEntry], gone: list[int],
+                   report: SyncReport) -> Manifest:
+    """A hashed index: the added files get a small structure of their own (same fingerprint bits);
+    removed files leave the file table, so no answer names them (compact drops their pairs)."""
+    files = dict(base.files)
+    for fid in gone:
+        files.pop(fid, None)
+    next_id = base.next_file_id
+    new_ids = []
+    for entry in added:
+        files[next_id] = entry
+        new_ids.append(next_id)
+        next_id += 1
+    nulls = {f for f in base.null_files if f in files}
+    structures = list(base.hashed)
+    if new_ids:
+        ref, new_nulls, pairs = hashed.add_files(store, base, files, new_ids)
+        nulls |= new_nulls
+        report.keys_read = pairs
+        if ref is not None:
+            structures.append(ref)
+            report.deltas_written = 1
+    new = _new_manifest(base, files=files, next_file_id=next_id, null_files=sorted(nulls), hashed=structures,
+                        dead_files=sorted(set(base.dead_files) | set(gone)))
+    if len(structures) > hashed.MAX_STRUCTURES:  # bounded however often it syncs without a compact
+        new = _new_manifest(new, hashed=[hashed.merge(store, new, files)], dead_files=[])
+    return new
+
+
 def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: list[int],
             report: SyncReport) -> Manifest:
+    if base.structure == "hashed":
+        return _update_hashed(store, base, added, gone, report)
     files = dict(base.files)
     for fid in gone:
         files.pop(fid, None)
@@ -527,8 +559,11 @@ def _delta_adds(store: IndexStore, m: Manifest, live: dict[int, FileEntry]) -> l
 
 def _params(m: Manifest) -> dict[str, Any]:
     """Build parameters of an existing index (kept by rebuilds and repairs)."""
-    return {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
-            "keep_versions": m.keep_versions, "gap_factor": m.gap_factor}
+    params = {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
+              "keep_versions": m.keep_versions, "gap_factor": m.gap_factor, "structure": m.structure}
+    if m.structure == "hashed":
+        params["fpp"] = m.fpp
+    return params
 
 
 def _report(m: Manifest, action: str) -> SyncReport:
@@ -597,6 +632,17 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
             metas = store.read_segment_list(base.segment_list)
             report = _report(base, "compact")
             report.attempts = attempt.retry_state.attempt_number
+            if base.structure == "hashed":  # one structure of the live files' pairs
+                if len(base.hashed) <= 1 and not base.dead_files:
+                    report.action = "none"
+                    return report
+                with store.discarding_on_error():
+                    merged = hashed.merge(store, base, base.files)
+                    report.deltas_folded = len(base.hashed) - 1
+                    new = _new_manifest(base, hashed=[merged], dead_files=[])
+                    report.version = store.commit(new, base.version)
+                report.seconds = round(time.monotonic() - t0, 3)
+                return report
             if not base.deltas and not base.dead_files and not any(over_budget(s.used, s.budget) for s in metas):
                 report.action = "none"
                 return report

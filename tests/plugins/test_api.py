@@ -174,6 +174,12 @@ class TestRunGraph:
         assert ("transactions", "txn_date") in badges and ("customer_monthly", "customer_id") in badges
         for b in badges.values():
             assert b["state"] == "fresh" and isinstance(b["version"], int), b
+        # The page's one request (issue 31): the graph with the same badges, for the run and for one task.
+        batched = _get(app_client, _run_path(example_etl["dag_run"]) + "/graph", include="indexes").json()
+        assert batched["indexes"] == r.json()["indexes"] and batched["datasets"]
+        task = _get(app_client, _run_path(example_etl["dag_run"]) + "/tasks/load/graph", include="indexes").json()
+        assert task["indexes"] == r.json()["indexes"]
+        assert "indexes" not in _get(app_client, _run_path(example_etl["dag_run"]) + "/graph").json()
 
     def test_search_finds_columns_of_recent_runs(self, app_client: Any) -> None:
         r = _get(app_client, "/api/search", q="customer_id")

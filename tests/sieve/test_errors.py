@@ -53,7 +53,8 @@ def test_existing_index_folder_turned_read_only(tmp_path, monkeypatch) -> None:
             raise PermissionError(13, "Permission denied", path)
         return real_open(path, mode, *a, **kw)
 
-    monkeypatch.setattr(storage_mod, "open", ro_open, raising=False)
+    for module in (storage_mod.folder, storage_mod.store):  # where the index files are written
+        monkeypatch.setattr(module, "open", ro_open, raising=False)
     with pytest.raises(S.IndexNotWritable, match=os.path.join(root, "_sieve", "k")):
         S.sync(None, root, "k")
     with pytest.raises(S.IndexNotWritable):

@@ -165,7 +165,7 @@ def test_sync_retries_after_losing_a_race_on_s3(table: tuple[str, dict[str, list
     root, layout = table
     put_parquet(f"{root}/day=2024-01-09/late.parquet", [500, 501])
     layout[f"{root}/day=2024-01-09/late.parquet"] = [500, 501]
-    real_put = storage_mod.put_if_absent
+    real_put = storage_mod.store.put_if_absent
     calls = {"n": 0}
 
     def racing_put(path: str, data: bytes) -> bool:  # another writer publishes the same version first
@@ -175,7 +175,7 @@ def test_sync_retries_after_losing_a_race_on_s3(table: tuple[str, dict[str, list
             assert other.commit(other.load_manifest(1), 1) == 2  # its own put goes through (call 2)
         return real_put(path, data)
 
-    monkeypatch.setattr(storage_mod, "put_if_absent", racing_put)
+    monkeypatch.setattr(storage_mod.store, "put_if_absent", racing_put)
     report = S.sync(None, root, "k")
     assert report.attempts == 2 and report.version == 3
     assert S.open_index(root, "k").candidates(S.Eq(500)) == [f"{root}/day=2024-01-09/late.parquet"]
@@ -192,7 +192,7 @@ def test_crash_mid_commit_leaves_previous_version(table: tuple[str, dict[str, li
     def crash(path: str, data: bytes) -> bool:
         raise KeyboardInterrupt("the writer died before publishing its manifest")
 
-    monkeypatch.setattr(storage_mod, "put_if_absent", crash)
+    monkeypatch.setattr(storage_mod.store, "put_if_absent", crash)
     monkeypatch.setattr(IndexStore, "discard_written", lambda self: None)  # a dead process cleans nothing
     with pytest.raises(KeyboardInterrupt):
         S.sync(None, root, "k")
@@ -208,7 +208,7 @@ def test_crash_mid_commit_leaves_previous_version(table: tuple[str, dict[str, li
     # the next writer commits on top; orphans survive the grace period, then pruning removes them
     assert S.sync(None, root, "k").version == 2
     assert left <= set(store._listing())
-    monkeypatch.setattr(storage_mod, "ORPHAN_GRACE_SECONDS", -1.0)
+    monkeypatch.setattr(storage_mod.store, "ORPHAN_GRACE_SECONDS", -1.0)
     removed = store.prune(3)
     assert left <= set(removed)
     S.open_index(root, "k").verify()

@@ -93,7 +93,7 @@ def test_older_format_is_refused_then_rebuilt(spark, tmp_path, monkeypatch) -> N
     write_file(f"{root}/a.parquet", [1, 500])
     write_file(f"{root}/b.parquet", [2, 9000])
     monkeypatch.setattr(codec, "FORMAT_VERSION", 2)  # write an index as the previous release did
-    monkeypatch.setattr(storage, "MANIFEST_VERSION", 2)
+    monkeypatch.setattr(storage.manifest, "MANIFEST_VERSION", 2)
     S.build(None, root, "k")
     monkeypatch.undo()
     with pytest.raises(S.IndexUnavailable, match="v2"):

@@ -300,7 +300,7 @@ def test_format_5_index_is_read_and_synced_to_format_6(tmp_path) -> None:
     r.uvarint()
     r.keys(), r.keys()
     for _ in storage.META_INTS:
-        storage._read_big_uints(r)
+        storage.segments._read_big_uints(r)
     r.blob(), r.uints(), r.uints()
     old = seal(b"SVL5", payload[:r.pos])
     with open(os.path.join(folder, "segments-format5.svl"), "wb") as fh:
@@ -370,7 +370,7 @@ def test_small_pack_limit_splits_packs_and_reads_unflushed_segments(tmp_path, mo
 
     from .helpers import exact_files, write_layout
 
-    monkeypatch.setattr(storage, "PACK_BYTES", 64)
+    monkeypatch.setattr(storage.segments, "PACK_BYTES", 64)
     root = str(tmp_path / "t")
     layout = write_layout(root, [list(range(i * 20, i * 20 + 20)) for i in range(12)])
     S.build(None, root, "k", mode="mor")

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 #: Where the spec folder is looked for when no ``spec_dir`` is given (first existing wins): the
-#: environment variable, then ``shared/openlineage-spec`` beside the checkout (how CI lays it out).
+#: environment variable, then the copy vendored in this repository (``tests/support/openlineage_spec``,
+#: Apache-2.0, see its NOTICE), then ``shared/openlineage-spec`` beside the checkout.
 SPEC_DIR_ENV = "OPENLINEAGE_SPEC_DIR"
 _CHECKOUT = Path(__file__).resolve().parents[2]
-_DEFAULT_DIRS = (str(_CHECKOUT.parent / "shared" / "openlineage-spec"),)
-#: Facet schemas the spec folder may lack (copied from the OpenLineage repository; see its README).
-EXTRA_FACETS = Path(__file__).resolve().parent / "openlineage-facets"
+VENDORED_SPEC_DIR = Path(__file__).resolve().parent / "openlineage_spec"
+_DEFAULT_DIRS = (str(VENDORED_SPEC_DIR), str(_CHECKOUT.parent / "shared" / "openlineage-spec"))
 
 
 def find_spec_dir(spec_dir: str | os.PathLike[str] | None = None) -> Path | None:
@@ -39,8 +39,6 @@ def _load(spec_dir: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
 
     base = Path(spec_dir)
     files = [base / "OpenLineage.json", *sorted((base / "facets").glob("*.json"))]
-    have = {f.name for f in files}
-    files += [f for f in sorted(EXTRA_FACETS.glob("*.json")) if f.name not in have]
     resources = []
     facet_by_key: dict[str, str] = {}
     schemas: dict[str, Any] = {}
@@ -49,7 +47,7 @@ def _load(spec_dir: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
         sid = doc["$id"]
         schemas[sid] = doc
         resources.append((sid, Resource.from_contents(doc)))
-        if f.parent.name in ("facets", EXTRA_FACETS.name):
+        if f.parent.name == "facets":
             for key in doc.get("properties", {}):
                 facet_by_key[key] = sid
     registry = Registry().with_resources(resources)

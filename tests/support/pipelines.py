@@ -62,11 +62,13 @@ def load_dag(dag_id: str) -> Any:
 
 
 def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: str | None = None,
-                      index_options: dict[str, Any] | None = None) -> dict[str, Any]:
+                      index_options: dict[str, Any] | None = None,
+                      task_overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run ``dag_id`` ``times`` times on ``data_dir``; the runs and the events they self-emitted.
 
     ``spark_conn``: ``spark_default`` for these runs only (an ``AIRFLOW_CONN_*`` JSON value; default local[2]).
     ``index_options``: build settings for every ``SieveIndexOperator`` of the DAG (e.g. the engine).
+    ``task_overrides``: ``{task_id: {attribute: value}}`` set on the loaded DAG's tasks (e.g. a ``capture_dir``).
     """
     migrate_db()
     env_for_spark()
@@ -81,6 +83,8 @@ def run_self_emitting(dag_id: str, data_dir: Path, times: int = 1, spark_conn: s
     for task in dag.tasks:
         if index_options and hasattr(task, "index_options"):
             task.index_options.update(index_options)
+        for name, value in (task_overrides or {}).get(task.task_id, {}).items():
+            setattr(task, name, value)
     saved = os.environ["AIRFLOW_CONN_SPARK_DEFAULT"]
     os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = spark_conn or saved
     try:

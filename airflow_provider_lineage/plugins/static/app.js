@@ -88,7 +88,30 @@
   }
 
   // ---- search page -------------------------------------------------------------------------------
+  function unmaskedPage() {
+    var tag = params.get("tag") || "";
+    document.body.classList.add("search-page");
+    $("title").textContent = "Where tags reach unmasked";
+    $("scope").textContent = tag ? "tag " + tag : "every tag";
+    setState("loading");
+    getJSON("api/tags/unmasked" + (tag ? "?tag=" + enc(tag) : "")).then(function (data) {
+      api.unmasked = data.unmasked;
+      $("canvas").hidden = true;
+      if (!data.unmasked.length) {
+        showMessage("info", "No column receives " + (tag || "a tag") + " unmasked",
+          ["Read the newest lineage record of " + data.records_read + " task(s) with column tags."]);
+      } else {
+        unmaskedList(data.unmasked, $("notices"));
+      }
+      setState("ready");
+    }).catch(function (err) {
+      showMessage("error", "Could not load the list", [explainError(err)]);
+      setState("error");
+    });
+  }
+
   function searchPage() {
+    $("bar").appendChild(el("a", { id: "unmasked-link", href: "?view=unmasked&tag=pii" }, "Where does pii reach unmasked?"));
     document.body.classList.add("search-page");
     $("scope").textContent = "search the datasets and columns of recent runs";
     $("canvas").hidden = true;
@@ -140,8 +163,8 @@
     $("scope").textContent = scope.dag_id + " \u203a " + scope.run_id + (scope.task_id ? " \u203a " + scope.task_id +
       (scope.map_index && scope.map_index !== "-1" ? "[" + scope.map_index + "]" : "") : "");
     var url = scope.task_id
-      ? runBase() + "/tasks/" + enc(scope.task_id) + "/graph?map_index=" + enc(scope.map_index || "-1")
-      : runBase() + "/graph";
+      ? runBase() + "/tasks/" + enc(scope.task_id) + "/graph?map_index=" + enc(scope.map_index || "-1") + "&include=indexes"
+      : runBase() + "/graph?include=indexes";  // graph + Sieve badges in one request: one connection per open page
     setState("loading");
     var t0 = performance.now();
     getJSON(url).then(function (graph) {
@@ -152,7 +175,7 @@
       if (!graph.datasets.length) { emptyState(graph); return; }
       render();
       if (params.get("dataset")) find(params.get("column") || "", params.get("dataset"));
-      loadBadges();
+      loadBadges(graph);
     }).catch(function (err) {
       showMessage("error", "Could not load the lineage", [explainError(err)]);
       setState("error");
@@ -550,8 +573,9 @@
   }
 
   // ---- Sieve index badges --------------------------------------------------------------------------
-  function loadBadges() {
-    getJSON(runBase() + "/indexes").then(function (data) {
+  function loadBadges(graph) {
+    var batched = graph && graph.indexes ? Promise.resolve({ indexes: graph.indexes }) : null;
+    (batched || getJSON(runBase() + "/indexes")).then(function (data) {
       state.badges = data.indexes || [];
       api.badgesDone = true;
       if (!state.badges.length) return;
@@ -591,5 +615,5 @@
   }
 
   window.addEventListener("error", function (e) { api.errors.push(String(e.message)); });
-  if (scope.dag_id && scope.run_id) runPage(); else searchPage();
+  if (scope.dag_id && scope.run_id) runPage(); else if (params.get("view") === "unmasked") unmaskedPage(); else searchPage();
 })();

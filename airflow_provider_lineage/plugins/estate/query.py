@@ -1,0 +1,438 @@
+"""The estate index's read side: column edges as of an instant, traversal, impact, graph, diff, search.
+
+Time travel: "as of T" every producing task (``dag_id, task_id, map_index``) contributes the lineage of
+its last *successful* run that ended at or before T (:func:`producers_as_of`). Access: the caller passes
+the DAG ids the user may read; an edge of another DAG is never named, only counted (``hidden``).
+
+Functions meant for reuse (e.g. tag propagation): :func:`edges_as_of` (every column edge of the estate
+as of T, with type, subtype, masking and its DAG/task/run) and :func:`traverse` (up/downstream walk).
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from airflow_provider_lineage.plugins.estate import schema as s
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+MAX_DEPTH = 20
+_cache: dict[Any, Any] = {}
+
+
+@dataclass(frozen=True)
+class Run:
+    """A task run of the index (the producer of edges)."""
+
+    ref: int
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    state: str | None
+    end_date: datetime | None
+    owner: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["end_date"] = self.end_date.isoformat() if self.end_date else None
+        return out
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One column edge (``target_col == ''``: dataset-wide) with the run that produced it."""
+
+    source: tuple[str, str]
+    source_col: str
+    target: tuple[str, str]
+    target_col: str
+    type: str
+    subtype: str | None
+    masking: bool
+    run: Run
+
+
+@dataclass
+class Producers:
+    """The runs that count as of an instant: ``current`` (last success per task) and ``last`` (any state)."""
+
+    as_of: datetime | None
+    current: dict[int, Run]
+    last: dict[tuple[str, str, int], Run]
+
+
+def _utc(ts: datetime | None) -> datetime | None:
+    if ts is None:
+        return None
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _generation(session: Session) -> tuple[Any, ...]:
+    n, top = session.execute(select(func.count(), func.max(s.task_run.c.id)).select_from(s.task_run)).one()
+    refreshed = session.execute(select(func.count()).select_from(s.task_run).where(
+        s.task_run.c.state == "success")).scalar()
+    return (str(session.get_bind().engine.url), n, top, refreshed)
+
+
+def _latest(session: Session, as_of: datetime | None, success_only: bool) -> list[Run]:
+    t = s.task_run.c
+    cond = [t.end_date.is_not(None)]
+    if success_only:
+        cond.append(t.state == "success")
+    if as_of is not None:
+        cond.append(t.end_date <= as_of)
+    rn = func.row_number().over(partition_by=(t.dag_id, t.task_id, t.map_index),
+                                order_by=(t.end_date.desc(), t.id.desc())).label("rn")
+    inner = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, rn).where(*cond)
+    sub = inner.subquery()
+    rows = session.execute(select(sub.c.id, sub.c.dag_id, sub.c.task_id, sub.c.run_id, sub.c.map_index,
+                                  sub.c.state, sub.c.end_date, sub.c.owner).where(sub.c.rn == 1))
+    return [Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner) for r in rows]
+
+
+def producers_as_of(session: Session, as_of: datetime | None = None) -> Producers:
+    """Every task's last successful run (and last run of any state) that ended at or before ``as_of``."""
+    as_of = _utc(as_of)
+    key = ("producers", _generation(session), as_of)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    current = {r.ref: r for r in _latest(session, as_of, True)}
+    last = {(r.dag_id, r.task_id, r.map_index): r for r in _latest(session, as_of, False)}
+    out = Producers(as_of, current, last)
+    if len(_cache) > 64:
+        _cache.clear()
+    _cache[key] = out
+    return out
+
+
+def _dataset_keys(session: Session, ids: Iterable[int]) -> dict[int, tuple[str, str, str | None]]:
+    ids = sorted(set(ids))
+    out: dict[int, tuple[str, str, str | None]] = {}
+    for i in range(0, len(ids), 500):
+        for r in session.execute(select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name,
+                                        s.dataset.c.table_name).where(s.dataset.c.id.in_(ids[i:i + 500]))):
+            out[r.id] = (r.namespace, r.name, r.table_name)
+    return out
+
+
+def dataset_id(session: Session, namespace: str, name: str) -> int | None:
+    """The index's id of a dataset identity, ``None`` if no record names it."""
+    return session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == namespace, s.dataset.c.name == name))
+
+
+def edges_as_of(session: Session, as_of: datetime | None = None, dag_ids: Collection[str] | None = None) -> list[Edge]:
+    """Every column edge of the estate as of ``as_of`` (default now), of the DAGs ``dag_ids`` (default all)."""
+    prod = producers_as_of(session, as_of)
+    runs = {ref: r for ref, r in prod.current.items() if dag_ids is None or r.dag_id in dag_ids}
+    rows = []
+    refs = sorted(runs)
+    for i in range(0, len(refs), 500):
+        rows += session.execute(select(s.edge).where(s.edge.c.run_ref.in_(refs[i:i + 500]))).all()
+    keys = _dataset_keys(session, [r.source_id for r in rows] + [r.target_id for r in rows])
+    return [Edge(keys[r.source_id][:2], r.source_col, keys[r.target_id][:2], r.target_col, r.type, r.subtype,
+                 bool(r.masking), runs[r.run_ref]) for r in rows]
+
+
+Node = tuple[int, str]  # (dataset id, column; '' = the whole dataset)
+
+
+@dataclass
+class Step:
+    """An edge the traversal followed (ids), with the run that produced it."""
+
+    source: Node
+    target: Node
+    type: str
+    subtype: str | None
+    masking: bool
+    run: Run
+
+
+@dataclass
+class Traversal:
+    """What :func:`traverse` reached: ``depth`` and first ``parent`` step of each node, all ``steps``,
+    and the nodes reachable only through DAGs the user may not read (``hidden``: counted, never named)."""
+
+    start: list[Node]
+    direction: str
+    depth: dict[Node, int] = field(default_factory=dict)
+    parent: dict[Node, Step] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    hidden: set[Node] = field(default_factory=set)
+    frontier_more: dict[Node, int] = field(default_factory=dict)
+
+
+def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Producers) -> list[Step]:
+    """The edges one hop from ``nodes`` (col '' in ``nodes``: any column of the dataset), of current runs."""
+    by_ds: dict[int, set[str]] = {}
+    for d, c in nodes:
+        by_ds.setdefault(d, set()).add(c)
+    e = s.edge.c
+    mine, theirs = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
+    ids = sorted(by_ds)
+    out: list[Step] = []
+    for i in range(0, len(ids), 300):
+        for r in session.execute(select(s.edge).where(mine.in_(ids[i:i + 300]))):
+            run = prod.current.get(r.run_ref)
+            if run is None:
+                continue
+            d, c = (r.source_id, r.source_col) if direction == "downstream" else (r.target_id, r.target_col)
+            cols = by_ds[d]
+            if "" not in cols and c not in cols and not (direction == "upstream" and c == ""):
+                continue
+            out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
+                            bool(r.masking), run))
+    del theirs
+    return out
+
+
+def traverse(session: Session, start: Iterable[Node], *, direction: str = "downstream", depth: int = 1,
+             as_of: datetime | None = None, readable: Collection[str] | None = None,
+             producers: Producers | None = None) -> Traversal:
+    """Walk column edges from ``start`` up or downstream to ``depth`` hops, as of ``as_of``.
+
+    :param start: ``(dataset id, column)`` nodes; column ``''`` starts from every column of the dataset.
+    :param direction: ``downstream`` (what this feeds) or ``upstream`` (what feeds this).
+    :param readable: DAG ids whose edges may be followed and named (``None``: all); others are counted.
+    A dataset-wide (INDIRECT) edge reaches ``(dataset, '')`` downstream, which is not expanded further;
+    upstream, a column also depends on the dataset-wide edges into its dataset.
+    """
+    if direction not in ("downstream", "upstream"):
+        raise ValueError(f"direction must be 'downstream' or 'upstream', not {direction!r}")
+    prod = producers or producers_as_of(session, as_of)
+    start = list(dict.fromkeys(start))
+    tr = Traversal(start, direction)
+    for n in start:
+        tr.depth[n] = 0
+    frontier = list(start)
+    for level in range(1, max(0, min(depth, MAX_DEPTH)) + 1):
+        if not frontier:
+            break
+        nxt: list[Node] = []
+        for st in _hop(session, frontier, direction, prod):
+            other = st.target if direction == "downstream" else st.source
+            if readable is not None and st.run.dag_id not in readable:
+                if other not in tr.depth:
+                    tr.hidden.add(other)
+                continue
+            tr.steps.append(st)
+            if other not in tr.depth:
+                tr.depth[other] = level
+                tr.parent[other] = st
+                if not (direction == "downstream" and other[1] == ""):
+                    nxt.append(other)
+        frontier = nxt
+    tr.hidden -= set(tr.depth)
+    if frontier:  # how many more nodes one hop beyond the depth limit (the page's "+N")
+        for st in _hop(session, frontier, direction, prod):
+            if readable is not None and st.run.dag_id not in readable:
+                continue
+            here, other = (st.source, st.target) if direction == "downstream" else (st.target, st.source)
+            if other not in tr.depth:
+                tr.frontier_more[here] = tr.frontier_more.get(here, 0) + 1
+    return tr
+
+
+def _label(key: tuple[str, str, str | None], col: str) -> str:
+    return f"{key[0]}:{key[1]}" + (f"#{col}" if col else "")
+
+
+IMPACT_COLUMNS = ("namespace", "name", "column", "depth", "dag_id", "task_id", "run_id", "path", "types", "masked")
+
+
+def impact(session: Session, namespace: str, name: str, column: str = "", *, direction: str = "downstream",
+           depth: int = 5, as_of: datetime | None = None, readable: Collection[str] | None = None) -> dict[str, Any]:
+    """The impact list (``docs/ui.md``): ``{"rows": [...], "hidden": N}``, rows in :data:`IMPACT_COLUMNS`.
+
+    One row per reached column (``column`` ``''``: the whole dataset, via a dataset-wide edge) and per
+    task producing the edge that reached it first: ``path`` the nodes from the start joined by `` > ``
+    (``namespace:name#column``), ``types`` the edges' ``TYPE/SUBTYPE`` joined the same way, ``masked``
+    whether any edge on the path masks. ``hidden``: columns reachable only through DAGs not readable.
+    """
+    did = dataset_id(session, namespace, name)
+    if did is None:
+        return {"rows": [], "hidden": 0}
+    tr = traverse(session, [(did, column)], direction=direction, depth=depth, as_of=as_of, readable=readable)
+    keys = _dataset_keys(session, [n[0] for n in tr.depth] + [n[0] for n in tr.hidden])
+    rows = []
+    for node, d in sorted(tr.depth.items(), key=lambda kv: (kv[1], keys[kv[0][0]][:2], kv[0][1])):
+        if d == 0:
+            continue
+        chain: list[Step] = []
+        at = node
+        while at in tr.parent:
+            st = tr.parent[at]
+            chain.append(st)
+            at = st.source if direction == "downstream" else st.target
+        chain.reverse()
+        first = chain[0].source if direction == "downstream" else chain[0].target
+        nodes = [first] + [(st.target if direction == "downstream" else st.source) for st in chain]
+        last = chain[-1]
+        ns, nm, _ = keys[node[0]]
+        rows.append({
+            "namespace": ns, "name": nm, "column": node[1], "depth": d,
+            "dag_id": last.run.dag_id, "task_id": last.run.task_id, "run_id": last.run.run_id,
+            "path": " > ".join(_label(keys[n[0]], n[1]) for n in nodes),
+            "types": " > ".join(f"{st.type}/{st.subtype}" if st.subtype else st.type for st in chain),
+            "masked": any(st.masking for st in chain),
+        })
+    return {"rows": rows, "hidden": len(tr.hidden)}
+
+
+def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: int = 1,
+          as_of: datetime | None = None, readable: Collection[str] | None = None,
+          link: Any = None) -> dict[str, Any]:
+    """The estate graph around ``starts`` (``(namespace, name, column)``; column ``''``: whole dataset).
+
+    ``depth`` hops each way. Answer: ``datasets`` (with fields, ``more_up`` / ``more_down``: neighbours
+    beyond the shown depth, ``hidden_up`` / ``hidden_down``: neighbours only through DAGs the user may
+    not read), column ``edges`` and table-level ``dataset_edges`` (each with ``dag_id``, ``task_id``,
+    ``run_id``, ``run`` end time, ``last_run`` of the task, ``url`` of the run's tab), ``hidden``.
+    """
+    prod = producers_as_of(session, as_of)
+    start_nodes: list[Node] = []
+    missing = []
+    for ns, nm, col in starts:
+        did = dataset_id(session, ns, nm)
+        if did is None:
+            missing.append(f"{ns}:{nm}")
+        else:
+            start_nodes.append((did, col or ""))
+    down = traverse(session, start_nodes, direction="downstream", depth=depth, readable=readable, producers=prod)
+    up = traverse(session, start_nodes, direction="upstream", depth=depth, readable=readable, producers=prod)
+    ds_ids = {n[0] for n in list(down.depth) + list(up.depth)}
+    keys = _dataset_keys(session, ds_ids)
+    fields: dict[int, list[dict[str, Any]]] = {d: [] for d in ds_ids}
+    ids = sorted(ds_ids)
+    for i in range(0, len(ids), 500):
+        for r in session.execute(select(s.field.c.dataset_id, s.field.c.name, s.field.c.type)
+                                 .where(s.field.c.dataset_id.in_(ids[i:i + 500])).order_by(s.field.c.name)):
+            fields[r.dataset_id].append({"name": r.name, "type": r.type or "unknown"})
+
+    def did_key(d: int) -> str:
+        return f"{keys[d][0]}:{keys[d][1]}"
+
+    def run_json(run: Run) -> dict[str, Any]:
+        last = prod.last.get((run.dag_id, run.task_id, run.map_index), run)
+        return {"dag_id": run.dag_id, "task_id": run.task_id, "run_id": run.run_id, "map_index": run.map_index,
+                "owner": run.owner, "run_end": run.end_date.isoformat() if run.end_date else None,
+                "last_run": {"run_id": last.run_id, "state": last.state,
+                             "end": last.end_date.isoformat() if last.end_date else None},
+                "url": link(run) if link else None}
+
+    edges: dict[tuple[Any, ...], dict[str, Any]] = {}
+    table: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for st in down.steps + up.steps:
+        k = (st.source, st.target, st.type, st.subtype, st.masking, st.run.dag_id, st.run.task_id, st.run.map_index)
+        if k in edges:
+            continue
+        if st.source[0] not in keys or st.target[0] not in keys:
+            continue
+        edges[k] = {"source": did_key(st.source[0]), "source_field": st.source[1], "target": did_key(st.target[0]),
+                    "target_field": st.target[1], "type": st.type, "subtype": st.subtype, "masking": st.masking,
+                    **run_json(st.run)}
+        tk = (st.source[0], st.target[0], st.run.dag_id, st.run.task_id, st.run.map_index)
+        if tk not in table:
+            table[tk] = {"source": did_key(st.source[0]), "target": did_key(st.target[0]), **run_json(st.run)}
+    more_down: dict[int, int] = {}
+    more_up: dict[int, int] = {}
+    for n, c in down.frontier_more.items():
+        more_down[n[0]] = more_down.get(n[0], 0) + c
+    for n, c in up.frontier_more.items():
+        more_up[n[0]] = more_up.get(n[0], 0) + c
+    hid_down: dict[int, int] = {}
+    hid_up: dict[int, int] = {}
+    for tr, acc in ((down, hid_down), (up, hid_up)):
+        for st in _hop(session, list(tr.depth), tr.direction, prod) if readable is not None else []:
+            if st.run.dag_id in readable:  # type: ignore[operator]
+                continue
+            here = st.source if tr.direction == "downstream" else st.target
+            acc[here[0]] = acc.get(here[0], 0) + 1
+    start_ids = {n[0] for n in start_nodes}
+    datasets = []
+    for d in sorted(ds_ids, key=lambda x: keys[x][:2]):
+        ns, nm, table_name = keys[d]
+        datasets.append({"id": f"{ns}:{nm}", "namespace": ns, "name": nm, "table": table_name,
+                         "label": _short(nm, table_name), "fields": fields[d], "start": d in start_ids,
+                         "depth": min([v for n, v in list(down.depth.items()) + list(up.depth.items()) if n[0] == d]),
+                         "more_down": more_down.get(d, 0), "more_up": more_up.get(d, 0),
+                         "hidden_down": hid_down.get(d, 0), "hidden_up": hid_up.get(d, 0)})
+    return {"as_of": prod.as_of.isoformat() if prod.as_of else None, "depth": depth, "datasets": datasets,
+            "edges": list(edges.values()), "dataset_edges": list(table.values()),
+            "hidden": len(down.hidden | up.hidden), "missing": missing}
+
+
+def _short(name: str, table: str | None) -> str:
+    if table:
+        return table
+    parts = [p for p in name.split("/") if p]
+    return "/".join(parts[-2:]) or name
+
+
+def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Datasets, columns and edges added / removed between two :func:`graph` answers."""
+    def cols(g: dict[str, Any]) -> set[tuple[str, str]]:
+        return {(d["id"], f["name"]) for d in g["datasets"] for f in d["fields"]}
+
+    def eds(g: dict[str, Any]) -> set[tuple[Any, ...]]:
+        return {(e["source"], e["source_field"], e["target"], e["target_field"], e["type"], e["subtype"],
+                 e["masking"], e["dag_id"], e["task_id"]) for e in g["edges"]}
+
+    def pack(items: set[Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [dict(zip(names, i)) for i in sorted(items, key=str)]
+
+    ds_b, ds_a = {d["id"] for d in before["datasets"]}, {d["id"] for d in after["datasets"]}
+    enames = ("source", "source_field", "target", "target_field", "type", "subtype", "masking", "dag_id", "task_id")
+    return {
+        "added": {"datasets": sorted(ds_a - ds_b), "columns": pack(cols(after) - cols(before), ("dataset", "column")),
+                  "edges": pack(eds(after) - eds(before), enames)},
+        "removed": {"datasets": sorted(ds_b - ds_a), "columns": pack(cols(before) - cols(after), ("dataset", "column")),
+                    "edges": pack(eds(before) - eds(after), enames)},
+    }
+
+
+def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Datasets and columns whose name contains ``q`` (case-insensitive), of runs of readable DAGs."""
+    text = q.strip().lower()
+    if not text:
+        return []
+    like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    visible = None
+    if readable is not None:
+        visible = select(s.io.c.dataset_id).join(s.task_run, s.task_run.c.id == s.io.c.run_ref).where(
+            s.task_run.c.dag_id.in_(sorted(readable))).distinct()
+    dq = select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name).where(
+        func.lower(s.dataset.c.name).like(like, escape="\\") | func.lower(s.dataset.c.table_name).like(like, escape="\\"))
+    fq = select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name, s.field.c.name.label("col"),
+                s.field.c.type).join(s.field, s.field.c.dataset_id == s.dataset.c.id).where(
+        func.lower(s.field.c.name).like(like, escape="\\"))
+    if visible is not None:
+        if not readable:
+            return []
+        dq, fq = dq.where(s.dataset.c.id.in_(visible)), fq.where(s.dataset.c.id.in_(visible))
+    hits = [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
+            for r in session.execute(dq.limit(limit))]
+    hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": r.col,
+              "type": r.type} for r in session.execute(fq.limit(limit))]
+    return hits[:limit]
+
+
+def runs(session: Session, *, readable: Collection[str] | None = None, dag_id: str | None = None,
+         limit: int = 200) -> list[dict[str, Any]]:
+    """Recent finished lineage runs (for the as-of run picker): DAG, run, end time (newest first)."""
+    t = s.task_run.c
+    stmt = select(t.dag_id, t.run_id, func.max(t.end_date).label("end")).where(t.end_date.is_not(None)).group_by(
+        t.dag_id, t.run_id).order_by(func.max(t.end_date).desc()).limit(limit)
+    if dag_id is not None:
+        stmt = stmt.where(t.dag_id == dag_id)
+    if readable is not None:
+        stmt = stmt.where(t.dag_id.in_(sorted(readable)))
+    return [{"dag_id": r.dag_id, "run_id": r.run_id, "end": _utc(r.end).isoformat() if r.end else None}
+            for r in session.execute(stmt)]

@@ -1,0 +1,91 @@
+"""The estate index's tables (SQLAlchemy Core, a ``MetaData`` of their own, never Airflow's ``Base``).
+
+The index is *derived* data: every row comes from a ``column_lineage`` XCom record and can be rebuilt
+from them (:func:`.index.reindex`). So there are no migrations: :data:`SCHEMA_VERSION` is kept in
+``apl_estate_meta``; a different version found at start drops and rebuilds the tables.
+
+One row of ``apl_estate_task_run`` per lineage XCom row (key: ``dag_run_id, task_id, map_index``, the
+XCom's own primary key), with the task instance's state and end time; its datasets (``_io``), column
+edges (``_edge``, ``target_col`` ``''`` for a dataset-wide edge) hang off it by ``run_ref``.
+Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them.
+"""
+from __future__ import annotations
+
+from airflow.utils.sqlalchemy import UtcDateTime
+from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+
+SCHEMA_VERSION = "1"
+PREFIX = "apl_estate_"
+metadata = MetaData()
+_ID = 250
+_DT = UtcDateTime
+
+meta = Table(
+    f"{PREFIX}meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=True),
+)
+
+task_run = Table(
+    f"{PREFIX}task_run", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dag_run_id", Integer, nullable=False),
+    Column("dag_id", String(_ID), nullable=False),
+    Column("task_id", String(_ID), nullable=False),
+    Column("run_id", String(_ID), nullable=False),
+    Column("map_index", Integer, nullable=False, default=-1),
+    Column("state", String(20), nullable=True),
+    Column("start_date", _DT, nullable=True),
+    Column("end_date", _DT, nullable=True),
+    Column("xcom_ts", _DT, nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("job", String(1000), nullable=True),
+    Column("owner", String(500), nullable=True),
+    Column("note", Text, nullable=True),
+    UniqueConstraint("dag_run_id", "task_id", "map_index", name=f"{PREFIX}task_run_xcom"),
+    Index(f"{PREFIX}task_run_last", "dag_id", "task_id", "map_index", "state", "end_date"),
+    Index(f"{PREFIX}task_run_ts", "xcom_ts"),
+    Index(f"{PREFIX}task_run_end", "end_date"),
+)
+
+dataset = Table(
+    f"{PREFIX}dataset", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(500), nullable=False),
+    Column("name", String(1000), nullable=False),
+    Column("table_name", String(500), nullable=True),
+    UniqueConstraint("namespace", "name", name=f"{PREFIX}dataset_identity"),
+    Index(f"{PREFIX}dataset_name", "name"),
+)
+
+field = Table(
+    f"{PREFIX}field", metadata,
+    Column("dataset_id", Integer, primary_key=True),
+    Column("name", String(500), primary_key=True),
+    Column("type", String(200), nullable=True),
+    Index(f"{PREFIX}field_name", "name"),
+)
+
+io = Table(
+    f"{PREFIX}io", metadata,
+    Column("run_ref", Integer, nullable=False),
+    Column("dataset_id", Integer, nullable=False),
+    Column("output", Boolean, nullable=False),
+    Index(f"{PREFIX}io_run", "run_ref"),
+    Index(f"{PREFIX}io_dataset", "dataset_id", "output"),
+)
+
+edge = Table(
+    f"{PREFIX}edge", metadata,
+    Column("run_ref", Integer, nullable=False),
+    Column("target_id", Integer, nullable=False),
+    Column("target_col", String(500), nullable=False),
+    Column("source_id", Integer, nullable=False),
+    Column("source_col", String(500), nullable=False),
+    Column("type", String(20), nullable=False),
+    Column("subtype", String(40), nullable=True),
+    Column("masking", Boolean, nullable=False),
+    Index(f"{PREFIX}edge_run", "run_ref"),
+    Index(f"{PREFIX}edge_source", "source_id", "source_col"),
+    Index(f"{PREFIX}edge_target", "target_id", "target_col"),
+)

@@ -1,0 +1,137 @@
+"""Hashed-key structures on disk (``hkeys-<token>.svh``): one per build, plus one small one per
+sync that added files (merged into one by ``compact``).
+
+A file is a sealed header (fingerprint bits, page bits, file id width, key and pair counts, each
+page's byte length, and each file's minimum and maximum key for range predicates), then the pages
+(:mod:`..fingerprints`), each sealed on its own (magic, version, CRC32). A lookup reads the header
+once (a ranged read) and then the one page its key falls in (a ranged read): a corrupt or
+truncated header or page fails its checksum, which makes the reader do a full read.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..codec import Reader, Writer, seal, seal_raw, unseal, unseal_raw
+from ..errors import IndexUnavailable
+from ..fingerprints import Page, decode_page, encode_pages, group_pairs, page_bits_for
+from .folder import FileRef, Folder
+
+
+@dataclass(frozen=True)
+class HashedRef:
+    """One hashed-key structure: its file and the length of its header (read first)."""
+
+    name: str
+    bytes: int
+    header: int
+    keys: int
+    pairs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class HashedHeader:
+    fp_bits: int
+    page_bits: int
+    fid_width: int
+    keys: int
+    pairs: int
+    page_start: np.ndarray  # byte offset of each page in the file, and the end
+    file_ids: np.ndarray  # files with keys in this structure (sorted)
+    file_min: np.ndarray  # their smallest and largest key (ordered keys of :mod:`..keys`)
+    file_max: np.ndarray
+
+
+class HashedFiles(Folder):
+    """Writes and reads hashed-key structures."""
+
+    def write_hashed(self, fps: np.ndarray, fids: np.ndarray, fp_bits: int, file_ids: np.ndarray,
+                     file_min: np.ndarray, file_max: np.ndarray) -> HashedRef:
+        """A structure over (fingerprint, file id) pairs, with each file's key range."""
+        gfps, counts, gfids = group_pairs(fps, fids)
+        page_bits = page_bits_for(len(gfps), fp_bits)
+        fid_width = max(1, int(gfids.max()).bit_length()) if len(gfids) else 1
+        pages = encode_pages(gfps, counts, gfids, fp_bits, page_bits, fid_width)
+        return self.write_hashed_pages(pages, fp_bits, page_bits, fid_width, len(gfps), len(gfids), file_ids,
+                                       file_min, file_max)
+
+    def write_hashed_pages(self, pages: list[bytes], fp_bits: int, page_bits: int, fid_width: int, keys: int,
+                           pairs: int, file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray
+                           ) -> HashedRef:
+        """A structure from its encoded pages (in page order; see :func:`..fingerprints.encode_page`)."""
+        sealed = [seal_raw(b"SVP1", p) for p in pages]
+        h = Writer()
+        for v in (fp_bits, page_bits, fid_width, keys, pairs):
+            h.uvarint(v)
+        h.uints(np.asarray([len(p) for p in sealed], np.int64))
+        order = np.argsort(file_ids, kind="stable")
+        h.uints(np.asarray(file_ids, np.int64)[order])
+        h.keys(np.asarray(file_min)[order])
+        h.keys(np.asarray(file_max)[order])
+        header = seal(b"SVH1", bytes(h.buf))
+        ref = self._write("hkeys", ".svh", header + b"".join(sealed), pairs)
+        return HashedRef(ref.name, ref.bytes, len(header), keys, pairs)
+
+    def _range(self, ref: HashedRef, offset: int, length: int) -> bytes:
+        try:
+            if self.local:
+                with open(self._full(ref.name), "rb") as fh:
+                    fh.seek(offset)
+                    return fh.read(length)
+            filesystem, inner = self._remote(ref.name)
+            with filesystem.open_input_file(inner) as fh:
+                return fh.read_at(length, offset)
+        except OSError as exc:
+            raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
+                                   "rebuild the index") from exc
+
+    def read_hashed_header(self, ref: HashedRef) -> HashedHeader:
+        where = self._full(ref.name)
+        data = unseal(b"SVH1", self._range(ref, 0, ref.header), where)
+        try:
+            r = Reader(data)
+            fp_bits, page_bits, fid_width, keys, pairs = (r.uvarint() for _ in range(5))
+            lengths = r.uints().astype(np.int64)
+            file_ids = r.uints().astype(np.int64)
+            fmin, fmax = r.keys(), r.keys()
+        except (IndexError, ValueError) as exc:
+            raise IndexUnavailable(f"hashed-key header of {where} is truncated (corrupt): rebuild the index") from exc
+        starts = np.concatenate([[ref.header], ref.header + np.cumsum(lengths)]).astype(np.int64)
+        if len(lengths) != 1 << page_bits or int(starts[-1]) != ref.bytes or keys != ref.keys \
+                or not len(file_ids) == len(fmin) == len(fmax):
+            raise IndexUnavailable(f"hashed-key header of {where} does not match the file (corrupt or "
+                                   "truncated): rebuild the index")
+        return HashedHeader(fp_bits, page_bits, fid_width, keys, pairs, starts, file_ids, fmin, fmax)
+
+    def read_hashed_page(self, ref: HashedRef, header: HashedHeader, page: int, data: bytes | None = None) -> Page:
+        a, b = int(header.page_start[page]), int(header.page_start[page + 1])
+        where = f"{self._full(ref.name)}@{a}"
+        raw = data[a:b] if data is not None else self._range(ref, a, b - a)
+        if len(raw) != b - a:
+            raise IndexUnavailable(f"hashed-key page {where} is truncated (corrupt): rebuild the index")
+        return decode_page(unseal_raw(b"SVP1", raw, where), header.fid_width, where)
+
+    def read_hashed_pairs(self, ref: HashedRef) -> tuple[HashedHeader, np.ndarray, np.ndarray]:
+        """Every (fingerprint, file id) pair of a structure (one read; for compaction and checks)."""
+        header = self.read_hashed_header(ref)
+        data = self._range(ref, 0, ref.bytes)
+        if len(data) != ref.bytes:
+            raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
+        low_bits = header.fp_bits - header.page_bits
+        fps, fids = [], []
+        for p in range(1 << header.page_bits):
+            page = self.read_hashed_page(ref, header, p, data)
+            counts = np.diff(page.starts)
+            fps.append(np.repeat((np.uint64(p) << np.uint64(low_bits)) | page.low, counts))
+            fids.append(page.fids)
+        return (header, np.concatenate(fps) if fps else np.empty(0, np.uint64),
+                np.concatenate(fids) if fids else np.empty(0, np.uint32))
+
+
+def hashed_file_ref(ref: HashedRef) -> FileRef:
+    return FileRef(ref.name, ref.bytes, 0, ref.pairs)

@@ -255,7 +255,7 @@ def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, d
     assert badge.text == "changed"
     badge.click()
     changes = browser.find_element(By.ID, "changes").text
-    assert "+ column orders_mart.segment" in changes and "region" in changes
+    assert "+ column marts/orders_mart.segment" in changes and "warehouse/orders.region" in changes
     added = [e for e in graph["edges"] if e.get("change") == "added"]
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge.change-added")) == len(added) == 1
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .edge.change-changed")) == 1  # the hash removed
@@ -278,7 +278,7 @@ def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, d
     assert console_errors(browser) == []
 
 
-def test_estate_page_lists_where_pii_reaches_unmasked(signed_in: Any, deployment: Any, guard_runs: list[str]) -> None:
+def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, deployment: Any, guard_runs: list[str]) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

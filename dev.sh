@@ -5,7 +5,7 @@
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
 #   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
-#   ./dev.sh up [--port N] [--db postgres] [--marquez-url URL]   a real local deployment (api-server, scheduler,
+#   ./dev.sh up [--port N] [--db postgres] [--executor celery] [--marquez-url URL]   a real local deployment (api-server, scheduler,
 #                     dag-processor, triggerer; LocalExecutor; dags/); prints the UI URL and logins (dev/deploy.py)
 #   ./dev.sh down     stop exactly what `up` started (its process groups)
 #   ./dev.sh docs     build the documentation (docs/, MkDocs, --strict: broken links fail) into .work/site
@@ -66,6 +66,19 @@ setup_postgres() {
   fi
 }
 
+# The Celery variant of ./dev.sh up (--executor celery) uses Debian's redis-server as its broker.
+setup_redis() {
+  command -v redis-server >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "dev.sh: installing Debian's redis-server (broker of the Celery deployment)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      redis-server >/dev/null || die "apt-get install redis-server failed (see above)"
+  else
+    echo "dev.sh: redis-server is missing and this is not root: ./dev.sh up --executor celery needs it;" \
+         "install it with 'sudo apt-get install redis-server' (or run ./dev.sh setup as root)" >&2
+  fi
+}
+
 run_env() {
   # Every Spark driver, Python worker and Airflow task is a new interpreter: with PYTHONDONTWRITEBYTECODE
   # set (as on CI machines) each compiled pyspark, airflow and openlineage from source again (8.8 s ->
@@ -94,12 +107,13 @@ airflow_env() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  setup) setup; setup_postgres; setup_chromium ;;
+  setup) setup; setup_postgres; setup_chromium; setup_redis ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
   test) setup; setup_postgres; setup_chromium; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
         exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
-  up|down|status) setup; run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
+  up|down|status) setup; case " $* " in *" celery "*|*"--executor=celery"*) setup_postgres; setup_redis ;; esac
+                  run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;
   *) sed -n '2,12p' "$0"; exit 2 ;;

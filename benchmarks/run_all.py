@@ -16,8 +16,10 @@ SCRIPTS: dict[str, list[str]] = {
     "lineage": ["lineage/run.py"],
     "udf": ["lineage/udf_cost.py"],
     "sieve": ["sieve/run.py"],
+    "sieve-keys": ["sieve/random_keys.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
+    "estate": ["estate/run.py"],
     "compat": ["compat/import_time.py"],
 }
 

@@ -47,6 +47,9 @@ HEARTBEATS = {"scheduler": ("scheduler", "latest_scheduler_heartbeat"),
               "triggerer": ("triggerer", "latest_triggerer_heartbeat"),
               "dag-processor": ("dag_processor", "latest_dag_processor_heartbeat")}
 FINAL_STATES = ("success", "failed")
+#: The Celery variant's extra processes: the broker, two workers, the OpenLineage receiver.
+CELERY_WORKERS = ("worker-1", "worker-2")
+EXECUTORS = ("local", "celery")
 PG_BIN = Path(os.environ.get("APL_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
@@ -165,17 +168,27 @@ class AirflowDeployment:
     :param host: the api-server's listen address.
     :param pg_dir: with ``db="postgres"``: the server's folder (default: a new temp folder, removed by
         :meth:`stop`); its parents must be traversable by the ``postgres`` user when run as root.
+    :param executor: ``"local"`` (LocalExecutor) or ``"celery"``: CeleryExecutor with Debian's ``redis-server``
+        as broker, PostgreSQL as metadata DB and result backend (``db`` must be ``"postgres"``), two Celery
+        workers that share no local folder with each other (each its own ``AIRFLOW_HOME``, ``HOME``,
+        ``TMPDIR`` and working folder under ``home/workers/``), and the OpenLineage events sent over HTTP
+        to a local receiver (``dev/receiver.py``, into ``home/lineage/received.jsonl``).
     """
 
     def __init__(self, home: Path, *, processes: Iterable[str] = PROCESSES, db: str = "sqlite",
                  users: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
                  dags_folder: Path | None = None, api_port: int | None = None, host: str = "127.0.0.1",
-                 pg_dir: Path | None = None) -> None:
+                 pg_dir: Path | None = None, executor: str = "local") -> None:
         unknown = sorted(set(processes) - set(PROCESSES))
         if unknown:
             raise ValueError(f"unknown process(es) {unknown}: use some of {PROCESSES}")
         if db not in ("sqlite", "postgres"):
             raise ValueError(f"db={db!r}: use 'sqlite' or 'postgres'")
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor={executor!r}: use one of {EXECUTORS}")
+        if executor == "celery" and db != "postgres":
+            raise ValueError("the Celery variant needs db='postgres' (metadata DB and Celery result backend)")
+        self.executor = executor
         self.home = Path(home).resolve()
         self.home.mkdir(parents=True, exist_ok=True)
         self.processes = tuple(processes)
@@ -195,6 +208,8 @@ class AirflowDeployment:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.groups: dict[str, list[int]] = {}  # every process group ever started per process name
         self._tokens: dict[str, str] = {}
+        self.redis_port = free_port()
+        self.receiver_port = free_port()
         self.env = self._environment(dict(env or {}), dags_folder or DAGS)
 
     # -- environment ------------------------------------------------------------------------------
@@ -242,8 +257,35 @@ class AirflowDeployment:
             env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC"] = self.postgres.url
         else:
             env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{self.home / 'airflow.db'}"
+        if self.executor == "celery" and self.postgres is not None:
+            env.update({
+                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+                "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+                "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + self.postgres.url,
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "2",
+                "AIRFLOW__CELERY__WORKER_ENABLE_REMOTE_CONTROL": "True",
+                "OPENLINEAGE_URL": f"http://127.0.0.1:{self.receiver_port}",
+                "OPENLINEAGE_NAMESPACE": "airflow-provider-lineage",
+                "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-provider-lineage",
+            })
         env.update(extra)
         return env
+
+    def worker_dir(self, name: str) -> Path:
+        """A Celery worker's own folder: its AIRFLOW_HOME, HOME, TMPDIR and working folder (nothing shared)."""
+        return self.home / "workers" / name
+
+    def _worker_env(self, name: str) -> dict[str, str]:
+        wdir = self.worker_dir(name)
+        (wdir / "tmp").mkdir(parents=True, exist_ok=True)
+        return {**self.env, "AIRFLOW_HOME": str(wdir), "HOME": str(wdir), "TMPDIR": str(wdir / "tmp"),
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wdir / "logs")}
+
+    @property
+    def received_events_path(self) -> Path:
+        """Where the Celery variant's local OpenLineage receiver writes the events it got."""
+        return self.home / "lineage" / "received.jsonl"
 
     @property
     def events_path(self) -> Path:
@@ -256,11 +298,12 @@ class AirflowDeployment:
         return Path(self.env["LINEAGE_DEMO_DATA_DIR"])
 
     # -- processes --------------------------------------------------------------------------------
-    def _spawn(self, name: str, cmd: list[str], cwd: Path | None = None, **kwargs: Any) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, cmd: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None,
+               **kwargs: Any) -> subprocess.Popen[bytes]:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as out:
-            proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(cmd, env=dict(env or self.env), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=cwd or self.home, **kwargs)
         self.procs[name] = proc
         self.groups.setdefault(name, []).append(proc.pid)
@@ -298,12 +341,20 @@ class AirflowDeployment:
 
     def start(self, process: str | None = None, timeout: float = 180) -> None:
         """Start every process (``None``) or one; wait until each is healthy."""
-        names = self.processes if process is None else (process,)
-        if process is not None and process not in PROCESSES:
-            raise ValueError(f"unknown process {process!r}: use one of {PROCESSES}")
+        extra = ("redis", "receiver", *CELERY_WORKERS) if self.executor == "celery" else ()
+        names = (*self.processes, *CELERY_WORKERS) if process is None and extra else (
+            self.processes if process is None else (process,))
+        if process is not None and process not in (*PROCESSES, *extra):
+            raise ValueError(f"unknown process {process!r}: use one of {(*PROCESSES, *extra)}")
         self.migrate()
+        if extra and process is None:
+            self._start_celery_services(timeout)
         started = {}
         for name in names:
+            if name in CELERY_WORKERS:
+                if name not in self.procs or self.procs[name].poll() is not None:
+                    self._start_worker(name, timeout)
+                continue
             if name in self.procs and self.procs[name].poll() is None:
                 continue
             started[name] = dt.datetime.now(dt.UTC)
@@ -314,6 +365,46 @@ class AirflowDeployment:
         for name, since in started.items():
             if name != "api-server":
                 self._wait_heartbeat(name, since, timeout)
+
+    def _start_celery_services(self, timeout: float) -> None:
+        """redis-server (broker, no persistence) and the OpenLineage receiver, each in its own group."""
+        for name in ("redis", "receiver"):
+            if name in self.procs and self.procs[name].poll() is None:
+                continue
+            if name == "redis":
+                redis = shutil.which("redis-server")
+                if not redis:
+                    raise DeploymentError("redis-server not found: run ./dev.sh setup as root (installs Debian's "
+                                          "redis-server), or put redis-server on PATH")
+                rdir = self.home / "redis"
+                rdir.mkdir(parents=True, exist_ok=True)
+                self._spawn(name, [redis, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no", "--dir", str(rdir)])
+                port = self.redis_port
+            else:
+                self.received_events_path.parent.mkdir(parents=True, exist_ok=True)
+                self._spawn(name, [sys.executable, str(ROOT / "dev" / "receiver.py"), "--port", str(self.receiver_port),
+                                   "--out", str(self.received_events_path)])
+                port = self.receiver_port
+            deadline = time.monotonic() + timeout
+            while not port_in_use(port):
+                self._check_alive(name)
+                if time.monotonic() > deadline:
+                    raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port}: see {self.log_dir / (name + '.log')}")
+                time.sleep(0.2)
+
+    def _start_worker(self, name: str, timeout: float) -> None:
+        """``airflow celery worker`` in its own folder; waits for Celery's "ready" line in its log."""
+        before = len(self.log(name))
+        wdir = self.worker_dir(name)
+        self._spawn(name, self._airflow("celery", "worker", "--celery-hostname", f"{name}@%h", "--concurrency", "2",
+                                        "--skip-serve-logs"), cwd=wdir, env=self._worker_env(name))
+        deadline = time.monotonic() + timeout
+        while " ready." not in self.log(name)[before:]:
+            self._check_alive(name)
+            if time.monotonic() > deadline:
+                raise DeploymentError(f"{name} not ready within {timeout:.0f} s: see {self.log_dir / (name + '.log')}")
+            time.sleep(0.5)
 
     def _check_alive(self, name: str) -> None:
         proc = self.procs[name]
@@ -363,7 +454,8 @@ class AirflowDeployment:
         Stopping everything also stops the DB server and every group an earlier, killed incarnation
         of a process left behind (e.g. LocalExecutor workers of a SIGKILLed scheduler).
         """
-        names = [process] if process else [n for n in (*reversed(PROCESSES), "postgres") if n in self.groups]
+        order = (*CELERY_WORKERS, *reversed(PROCESSES), "receiver", "redis", "postgres")
+        names = [process] if process else [n for n in order if n in self.groups]
         for name in names:
             groups = self.groups.get(name, []) if process is None else self.groups.get(name, [])[-1:]
             for pgid in groups:
@@ -559,7 +651,10 @@ def up(args: argparse.Namespace) -> int:
     for key, value in os.environ.items():  # the user's own Airflow settings win over the defaults
         if key.startswith("AIRFLOW__") and key not in ("AIRFLOW__CORE__DAGS_FOLDER",):
             env[key] = value
-    dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host, pg_dir=home / "postgres")
+    if args.executor == "celery" and args.db != "postgres":
+        args.db = "postgres"  # the Celery variant's metadata DB and result backend
+    dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host, pg_dir=home / "postgres",
+                            executor=args.executor)
     print(f"deploy: starting {', '.join(PROCESSES)} in {home} (logs: {dep.log_dir})", flush=True)
     try:
         dep.start()
@@ -573,7 +668,8 @@ Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or vi
   passwords: {dep.password_file}
   API token: curl -s -X POST {dep.api_url}/auth/token -H 'Content-Type: application/json' \\
                -d '{{"username": "admin", "password": "{dep.password('admin')}"}}'
-  lineage events: {where}
+  lineage events: {dep.received_events_path if args.executor == "celery" else where}
+  executor: {args.executor}{" (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")" if args.executor == "celery" else ""}
   tables and indexes: {dep.data_dir}
   logs and pids: {dep.log_dir}, {dep.run_dir}
   DAGs (paused until you unpause them): {', '.join(dags) or 'none parsed yet'}{errors}
@@ -624,6 +720,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default=os.environ.get("APL_API_HOST", "127.0.0.1"),
                         help="api-server listen address (default 127.0.0.1)")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default=os.environ.get("APL_DB", "sqlite"))
+    parser.add_argument("--executor", choices=EXECUTORS, default=os.environ.get("APL_EXECUTOR", "local"),
+                        help="local (LocalExecutor) or celery (redis broker, PostgreSQL, two workers)")
     parser.add_argument("--marquez-url", default=os.environ.get("MARQUEZ_URL") or os.environ.get("OPENLINEAGE_URL"),
                         help="send OpenLineage events there (default: $AIRFLOW_HOME/lineage/events.jsonl)")
     args = parser.parse_args(argv)

@@ -123,8 +123,9 @@ class UdfRegistry:
         eval_type = int(node.fields.get("evalType", 100) or 100)
         nargs = len(node.children)
         frame = eval_type in FRAME or eval_type in MAP_ITER
-        if any(c.cls == "NamedArgumentExpression" for c in node.children):
-            return fallback(name, nargs, eval_type, "called with keyword arguments")
+        # Spark's named arguments (``f(note=sku, price=qty)``): each child binds to its parameter by name
+        names = tuple(str(c.fields.get("key")) if c.cls == "NamedArgumentExpression" else None for c in node.children)
+        arg_names = names if any(names) else None
         with self._lock:
             cands = list(self.by_name.get(name, []))
             if name in self._overflow:
@@ -135,7 +136,8 @@ class UdfRegistry:
         cands = typed or cands
         if not cands:
             return fallback(name, nargs, eval_type, "function not found on the driver")
-        results = [analyse_udf(c.func, name, nargs, eval_type, columns if frame else None) for c in cands]
+        results = [analyse_udf(c.func, name, nargs, eval_type, columns if frame else None, arg_names=arg_names)
+                   for c in cands]
         fitting = [r for r in results if r.analysed or "arguments do not match" not in (r.reason or "")]
         return unite(fitting or results)
 

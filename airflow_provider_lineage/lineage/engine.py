@@ -95,6 +95,8 @@ class Analysis:
         #: the driver's analyses of the plan's Python UDFs, and which vertex each UDF's value feeds
         self.udfs = UdfTable(record.udfs)
         self.udf_targets: dict[Vertex, set[int]] = {}
+        #: result attribute of a struct-returning UDF -> field ordinal -> the vertex of that field alone
+        self.udf_fields: dict[int, dict[int, Vertex]] = {}
 
     # -- plan traversal ------------------------------------------------------------------------
     def run_plan(self, root: TreeNode) -> list[Attr]:
@@ -183,7 +185,15 @@ class Analysis:
                 self.graph.add(target, o.id, compose(trans, TRANSFORMATION))
             self.graph.add(target, scope, trans)
 
-        walk_expression(tree, start, on_attr, on_sub, self.udfs.steps if self.udfs.by_id else None)
+        def on_field(leaf: TreeNode, ordinal: int, trans: Trans) -> bool:
+            vertex = self.udf_fields.get(leaf.expr_id() or -1, {}).get(ordinal)
+            if vertex is None:
+                return False
+            self.graph.add(target, vertex, trans)
+            return True
+
+        walk_expression(tree, start, on_attr, on_sub, self.udfs.steps if self.udfs.by_id else None,
+                        on_field if self.udf_fields else None)
 
     def influence(self, tree: TreeNode, trans: Trans) -> None:
         """Dataset-wide influence of every attribute in ``tree`` (filter, join, group-by, sort)."""

@@ -50,6 +50,8 @@ TRANSPARENT = frozenset(
         "AssertNotNull",
         # partitioned writes wrap string partition columns: "" becomes null, any other value passes
         "Empty2Null",
+        # a UDF argument passed by name (``f(price=qty)``): the value, labelled with its parameter
+        "NamedArgumentExpression",
     }
 )
 
@@ -141,7 +143,8 @@ def walk_expression(
     start: Trans,
     on_attr: Callable[[TreeNode, Trans], None],
     on_subquery: Callable[[TreeNode, Trans], None],
-    udf_steps: Callable[[TreeNode], list[list[Trans]] | None] | None = None,
+    udf_steps: Callable[..., list[list[Trans]] | None] | None = None,
+    on_field: Callable[[TreeNode, int, Trans], bool] | None = None,
 ) -> None:
     """Visit every attribute leaf of ``expr`` with the transformation of the path from the root.
 
@@ -150,6 +153,9 @@ def walk_expression(
     :param on_subquery: called with each sub-query expression (its nested plan is the caller's job).
     :param udf_steps: the steps from each argument of a ``PythonUDF`` to its value (several per argument:
         DIRECT and CONDITIONAL; none: the argument does not reach the value), or ``None`` (black box).
+        Called as ``udf_steps(udf)``, and ``udf_steps(udf, ordinal)`` for ``GetStructField`` of a UDF's struct.
+    :param on_field: ``GetStructField(attribute, ordinal)``: the caller may bind the field itself (a field of
+        a struct-returning UDF's result attribute); returns whether it did.
     """
     stack: list[tuple[TreeNode, Trans]] = [(expr, start)]
     while stack:
@@ -165,6 +171,20 @@ def walk_expression(
             if node.expr_id() is not None and node.cls not in ("Alias",):
                 on_attr(node, trans)
             continue
+        if on_field is not None and node.cls == "GetStructField" and len(node.children) == 1 \
+                and not node.children[0].children and node.children[0].expr_id() is not None \
+                and isinstance(node.fields.get("ordinal"), int) and on_field(node.children[0], node.fields["ordinal"], trans):
+            continue
+        if udf_steps is not None and node.cls == "GetStructField" and node.children \
+                and node.children[0].cls == "PythonUDF" and isinstance(node.fields.get("ordinal"), int):
+            # one field of a struct-returning UDF: the arguments that build that field (when analysed)
+            udf = node.children[0]
+            per_arg = udf_steps(udf, node.fields["ordinal"])  # type: ignore[call-arg]
+            if per_arg is not None:
+                for child, arg_steps in zip(udf.children, per_arg):
+                    for s in arg_steps:
+                        stack.append((child, compose(trans, s)))
+                continue
         if udf_steps is not None and node.cls in ("PythonUDF", "PythonUDAF"):
             per_arg = udf_steps(node)
             if per_arg is not None:

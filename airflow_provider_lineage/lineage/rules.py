@@ -55,6 +55,7 @@ class Analysis(Protocol):
     ctes: dict[str, list[Attr]]
     loop_refs: dict[str, list[list[Attr]]]
     udfs: UdfTable
+    udf_fields: dict[int, dict[int, Vertex]]
 
     def expr(self, target: Vertex, tree: TreeNode, start: Trans = ...) -> None: ...
     def influence(self, tree: TreeNode, trans: Trans) -> None: ...
@@ -405,11 +406,30 @@ def eval_python(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list
         for a, u in zip(results, udfs):
             # a PythonUDF's own steps say how each argument reaches its value (black box: TRANSFORMATION)
             ctx.expr(a.id, u, IDENTITY if u.cls == "PythonUDF" else TRANSFORMATION)
+            if u.cls == "PythonUDF":
+                _struct_fields(ctx, a, u)
     else:  # UDTF: every result column from every UDTF input
         for a in results:
             for u in udfs:
                 ctx.expr(a.id, u, TRANSFORMATION)
     return child + results
+
+
+def _struct_fields(ctx: Analysis, result: Attr, udf: TreeNode) -> None:
+    """A struct-returning UDF whose body builds the struct field by field: one vertex per field, fed by the
+    arguments that build it; ``GetStructField(result, i)`` above reads that vertex, not the whole UDF."""
+    dtype = udf.fields.get("dataType")
+    if not (isinstance(dtype, dict) and dtype.get("type") == "struct"):
+        return
+    for i in range(len(dtype.get("fields") or [])):
+        per_arg = ctx.udfs.steps(udf, i)
+        if per_arg is None:
+            return
+        vertex = f"udf-field:{result.id}:{i}"
+        for child, steps in zip(udf.children, per_arg):
+            for step in steps:
+                ctx.expr(vertex, child, step)
+        ctx.udf_fields.setdefault(result.id, {})[i] = vertex
 
 
 @rule(

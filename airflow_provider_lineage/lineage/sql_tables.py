@@ -70,7 +70,7 @@ def _sqlglot(sql: str, dialect: str | None) -> ParsedQuery:
     try:
         for proj in (select.expressions if select is not None else []):
             out = proj.alias_or_name
-            node = lineage(out, tree, dialect=dia)
+            node = lineage(out, tree, schema=None, dialect=dia)
             origins = []
             for leaf in node.walk():
                 if not leaf.downstream and isinstance(leaf.expression, exp.Table):

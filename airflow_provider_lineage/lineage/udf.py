@@ -90,6 +90,9 @@ class UdfAnalysis:
     columns: dict[str, dict[str, ArgFlow]] | None = None
     ms: float = 0.0
     candidates: int = 1
+    #: struct-returning scalar UDFs whose body builds the struct (a dict, ``Row(x=...)`` or a tuple):
+    #: per returned field (by name, or ``"#i"`` by position), the flow of each argument
+    fields: dict[str, list[ArgFlow]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,6 +104,8 @@ class UdfAnalysis:
         d["args"] = [ArgFlow(**a) for a in d.get("args") or []]
         if d.get("columns") is not None:
             d["columns"] = {o: {i: ArgFlow(**f) for i, f in m.items()} for o, m in d["columns"].items()}
+        if d.get("fields") is not None:
+            d["fields"] = {k: [ArgFlow(**f) for f in v] for k, v in d["fields"].items()}
         return cls(**d)
 
 
@@ -139,12 +144,14 @@ def _cell_is_function(cell: Any) -> bool:
 
 
 def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
-                columns: list[str] | None = None) -> UdfAnalysis:
+                columns: list[str] | None = None, arg_names: tuple[str | None, ...] | None = None) -> UdfAnalysis:
     """Analyse the UDF function ``fn`` called with ``nargs`` plan arguments (never raises).
 
     :param columns: the input column names of a frame UDF (grouped map / mapInPandas), in order.
+    :param arg_names: per plan argument, the parameter name it was passed to (Spark's named arguments,
+        ``f(price=qty)``), or ``None`` for a positional one; the flows stay in plan-argument order.
     """
-    key = cache_key(fn, nargs, eval_type, tuple(columns or ()))
+    key = (cache_key(fn, nargs, eval_type, tuple(columns or ())), arg_names)
     hit = _cache.get(key)
     if hit is not None:
         if hit.name == name:
@@ -154,7 +161,7 @@ def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
         return named
     t0 = time.perf_counter()
     try:
-        result = _analyse(fn, name, nargs, eval_type, columns)
+        result = _analyse(fn, name, nargs, eval_type, columns, arg_names)
     except Unanalysable as exc:
         result = fallback(name, nargs, eval_type, str(exc), describe(fn))
     except RecursionError:
@@ -182,11 +189,14 @@ def _flows(t: Taint, cond: Taint, hashes: dict[Src, set[str]], keys: list[Src]) 
     return out
 
 
-def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] | None) -> UdfAnalysis:
+def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] | None,
+             arg_names: tuple[str | None, ...] | None = None) -> UdfAnalysis:
     function = describe(fn)
     if eval_type in SCALAR or eval_type in AGGREGATE:
-        params = [Val({i: (IDENT, False)}) for i in range(nargs)]
-        res = analyse_callable(fn, params)
+        names = arg_names if arg_names is not None and len(arg_names) == nargs else (None,) * nargs
+        params = [Val({i: (IDENT, False)}) for i in range(nargs) if names[i] is None]
+        kw = {n: Val({i: (IDENT, False)}) for i, n in enumerate(names) if n is not None}
+        res = analyse_callable(fn, params, kw)
         return _scalar(res, name, eval_type, function, nargs)
     if eval_type in ITERATOR:
         args = [Val({i: (IDENT, False)}) for i in range(nargs)]
@@ -220,7 +230,18 @@ def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] 
 
 def _scalar(res: FlowResult, name: str, eval_type: int, function: str, nargs: int) -> UdfAnalysis:
     flows = _flows(res.ret.flat(), res.cond, res.hashes, list(range(nargs)))
-    return UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)])
+    out = UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)])
+    parts: dict[str, Val] = {}
+    if res.ret.cols is not None and not res.ret.t:
+        parts = dict(res.ret.cols)
+    elif res.ret.items is not None and not res.ret.t:
+        parts = {f"#{i}": v for i, v in enumerate(res.ret.items)}
+    if parts:
+        out.fields = {}
+        for key, v in parts.items():
+            per = _flows(v.flat(), res.cond, res.hashes, list(range(nargs)))
+            out.fields[key] = [per[i] for i in range(nargs)]
+    return out
 
 
 # -- engine side -----------------------------------------------------------------------------------
@@ -252,14 +273,22 @@ class UdfTable:
             self.seen.setdefault(rid, (a, node))
         return a
 
-    def steps(self, node: TreeNode) -> list[list[Trans]] | None:
-        """The steps from each child of a ``PythonUDF`` node to its value, or ``None`` (black box)."""
+    def steps(self, node: TreeNode, ordinal: int | None = None) -> list[list[Trans]] | None:
+        """The steps from each child of a ``PythonUDF`` node to its value, or ``None`` (black box).
+
+        :param ordinal: a field of the UDF's struct result (``GetStructField``): the steps to that field,
+            when the body builds the struct field by field; ``None`` when it does not (the caller then
+            walks the whole UDF).
+        """
         if node.cls not in UDF_CLASSES:
             return None
         a = self.lookup(node)
         if a is None or not a.analysed or len(a.args) != len(node.children):
             return None  # a black box: TRANSFORMATION of every argument
         agg = a.eval_type in AGGREGATE
+        if ordinal is not None:
+            flows = _field_flows(a, node, ordinal)
+            return None if flows is None else [f.steps(agg) for f in flows]
         return [f.steps(agg) for f in a.args]
 
     def frame_columns(self, node: TreeNode) -> UdfAnalysis | None:
@@ -291,6 +320,22 @@ class UdfTable:
                 parts.append(_flow_text(f, f"`{_strip_ids(pretty(child, 60))}`"))
             lines.append(f"`{target}` ← UDF `{a.name}`: {', '.join(parts) or 'no input'}")
         return lines
+
+
+def _field_flows(a: UdfAnalysis, node: TreeNode, ordinal: int) -> list[ArgFlow] | None:
+    """The flows to field ``ordinal`` of the UDF's struct type, matched by name (a dict / ``Row``) or position."""
+    if not a.fields:
+        return None
+    names = _struct_field_names(node.fields.get("dataType"))
+    if ordinal < len(names) and names[ordinal] in a.fields:
+        return a.fields[names[ordinal]]
+    return a.fields.get(f"#{ordinal}")
+
+
+def _struct_field_names(dtype: Any) -> list[str]:
+    if isinstance(dtype, dict) and dtype.get("type") == "struct":
+        return [str(f.get("name")) for f in dtype.get("fields") or []]
+    return []
 
 
 def _strip_ids(text: str) -> str:

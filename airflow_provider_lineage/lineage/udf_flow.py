@@ -588,6 +588,8 @@ class Frame:
         # a method call on a value: receiver and arguments flow into the result
         if isinstance(func, ast.Attribute):
             receiver = self.ev(func.value)
+            if isinstance(receiver.fn, Hasher):
+                return self.hasher_method(receiver, func, everything)
             out = trans_val(receiver, *everything)
             if func.attr not in NON_MUTATING and any(v.flat() for v in everything):
                 self.mutate(func.value, trans_val(*everything))
@@ -595,6 +597,24 @@ class Frame:
                 out = self.frame_method(func.attr, receiver, e, out)
             return out
         return trans_val(self.ev(func), *everything)
+
+    def hasher_method(self, receiver: Val, func: ast.Attribute, everything: list[Val]) -> Val:
+        """Methods of a hash object (``hashlib``/``hmac``): ``update`` feeds it (masked), ``hexdigest``/``digest``/
+        ``copy`` give its masked state; the object stays a hash object in its variable."""
+        hasher = receiver.fn
+        assert isinstance(hasher, Hasher)
+        if func.attr == "update":
+            for v in everything:
+                for s in v.flat():
+                    self.budget.hashes.setdefault(s, set()).add(hasher.label)
+            fed = Val(join_taint(receiver.t, trans_val(*everything, masked=True).t), fn=hasher)
+            if isinstance(func.value, ast.Name):
+                frame: Frame | None = self
+                while frame is not None and func.value.id not in frame.env:
+                    frame = frame.parent
+                (frame or self).write(func.value.id, fed)
+            return EMPTY
+        return Val(trans_val(receiver, *everything, masked=True).t, fn=hasher if func.attr == "copy" else None)
 
     def frame_method(self, attr: str, receiver: Val, e: ast.Call, default: Val) -> Val:
         """pandas DataFrame methods that keep columns apart (grouped map / mapInPandas bodies)."""
@@ -672,10 +692,15 @@ class Frame:
             raise Unanalysable(f"dynamic code: {name}() in the body")
         if _is_hash(obj):
             label = hash_label(obj)
+            if not any(v.flat() for v in everything):
+                return Val(fn=hasher(label))  # ``h = hashlib.sha256()``: data arrives by ``h.update(x)``
             for v in everything:
                 for s in v.flat():
                     self.budget.hashes.setdefault(s, set()).add(label)
-            return trans_val(*everything, masked=True)
+            return Val(trans_val(*everything, masked=True).t, fn=hasher(label))
+        if name == "Row" and str(getattr(obj, "__module__", "")).startswith("pyspark") and kwargs and not args \
+                and not starred:
+            return Val(cols=dict(kwargs))  # Row(x=..., y=...): a struct built field by field
         if isinstance(obj, functools.partial) and not starred:
             bound = [EMPTY] * len(obj.args)
             kw = {k: EMPTY for k in obj.keywords}
@@ -774,6 +799,21 @@ class Frame:
         if memo_key is not None and mutations == self.budget.mutations:
             self.budget.memo[memo_key] = (result, frame.cond)
         return result
+
+
+@dataclass(frozen=True)
+class Hasher:
+    """A hash object (``hashlib.sha256()``, ``hmac.new(key)``): what its ``update`` calls feed comes out masked."""
+
+    label: str
+
+
+_HASHERS: dict[str, Hasher] = {}
+
+
+def hasher(label: str) -> Hasher:
+    """One :class:`Hasher` per label: the data-flow join keeps a value's ``fn`` only when both sides share it."""
+    return _HASHERS.setdefault(label, Hasher(label))
 
 
 def _is_hash(obj: Any) -> bool:

@@ -31,7 +31,7 @@ def _external_views() -> list[dict[str, Any]]:
          "icon": icon},
         {"name": "Column lineage", "href": f"{run}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}",
          "destination": "task_instance", "url_route": "column-lineage-task", "icon": icon},
-        {"name": "Column lineage", "href": f"{URL_PREFIX}/", "destination": "nav", "category": "browse",
+        {"name": "Column lineage", "href": f"{URL_PREFIX}/estate", "destination": "nav", "category": "browse",
          "url_route": "column-lineage", "icon": icon},
     ]
 

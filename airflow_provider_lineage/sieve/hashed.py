@@ -89,6 +89,7 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
     step = max(1, len(files) // CHOOSER_FILES)
     sample = list(files[::step])[:CHOOSER_FILES]
     per_file: list[np.ndarray] = []
+    hashes: list[np.ndarray] = []
     rows = 0
     for f in sample:
         pf = pq.ParquetFile(open_input(f.path))
@@ -97,16 +98,20 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
         batch = next(pf.iter_batches(columns=[column], batch_size=20_000), None)
         if batch is None:
             continue
-        keys, nulls = kt.keys_of_arrow(batch.column(0))
+        keys, nulls = kt.keys_of_arrow(batch.column(0))  # ordered keys: how much of the range a file spans
         rows += len(batch) - nulls
         if len(keys):
             if keys.dtype == object:  # keys beyond int64 (wide decimals, uint64): keep segments
                 return "segments"
             per_file.append(keys)
+            hashes.append(hashes_of_arrow(kt, batch.column(0))[0])  # distinct values (string keys may share)
     if len(per_file) < 2 or rows == 0:
         return "segments"
+    distinct_values = distinct(np.concatenate(hashes))
+    if distinct_values < CHOOSER_MIN_KEYS or distinct_values < CHOOSER_DISTINCT * rows:
+        return "segments"
     union = np.unique(np.concatenate(per_file))
-    if len(union) < CHOOSER_MIN_KEYS or len(union) < CHOOSER_DISTINCT * rows:
+    if len(union) < 2:
         return "segments"
     n = len(union) - 1
     spans = [(np.searchsorted(union, k[-1]) - np.searchsorted(union, k[0])) / n for k in per_file]
@@ -248,9 +253,22 @@ class HashedLookup:
     def __init__(self, store: IndexStore, manifest: Manifest, cache_pages: int = 256) -> None:
         self.store, self.manifest = store, manifest
         self._headers: dict[str, HashedHeader] = {}
+        self._layouts: dict[str, tuple[int, int, int, np.ndarray]] = {}
         self._pages: OrderedDict[tuple[str, int], Any] = OrderedDict()
         self._cache_pages = cache_pages
         self.pages_read = 0
+
+    def layout(self, ref: HashedRef) -> tuple[int, int, int, np.ndarray]:
+        """(fingerprint bits, page bits, file id width, page offsets): from the manifest when it
+        carries the page table (a point lookup then reads one page), else from the header."""
+        got = self._layouts.get(ref.name)
+        if got is None:
+            got = ref.page_table()
+            if got is None:
+                h = self.header(ref)
+                got = (h.fp_bits, h.page_bits, h.fid_width, h.page_start)
+            self._layouts[ref.name] = got
+        return got
 
     def header(self, ref: HashedRef) -> HashedHeader:
         h = self._headers.get(ref.name)
@@ -258,11 +276,12 @@ class HashedLookup:
             h = self._headers[ref.name] = self.store.read_hashed_header(ref)
         return h
 
-    def _page(self, ref: HashedRef, header: HashedHeader, p: int) -> Any:
+    def _page(self, ref: HashedRef, p: int) -> Any:
         key = (ref.name, p)
         page = self._pages.get(key)
         if page is None:
-            page = self.store.read_hashed_page(ref, header, p)
+            _, _, fid_width, starts = self.layout(ref)
+            page = self.store.read_hashed_page(ref, None, p, starts=starts, fid_width=fid_width)
             self.pages_read += 1
             self._pages[key] = page
             if len(self._pages) > self._cache_pages:
@@ -284,12 +303,12 @@ class HashedLookup:
             return out
         fps = fingerprints(np.asarray(hashes, np.uint64), self.manifest.fp_bits)
         for ref in self.manifest.hashed:
-            header = self.header(ref)
-            low_bits = header.fp_bits - header.page_bits
-            pages = (fps >> np.uint64(low_bits)).astype(np.int64) if header.page_bits else np.zeros(len(fps), np.int64)
+            fp_bits, page_bits, _, _ = self.layout(ref)
+            low_bits = fp_bits - page_bits
+            pages = (fps >> np.uint64(low_bits)).astype(np.int64) if page_bits else np.zeros(len(fps), np.int64)
             lows = fps & np.uint64((1 << low_bits) - 1)
             for p in np.unique(pages).tolist():
-                out.update(self._page(ref, header, p).files_of(lows[pages == p]).tolist())
+                out.update(self._page(ref, p).files_of(lows[pages == p]).tolist())
         return out
 
     def ids_for_range(self, lo: int | None, hi: int | None) -> set[int]:

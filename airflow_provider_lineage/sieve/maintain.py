@@ -123,8 +123,9 @@ def decide(st: MaintenanceStatus, thresholds: Thresholds, *, table_files: int | 
                            f"(threshold {thresholds.max_budget_fraction:.0%})")
     if st.recommendation == "sync":
         return "sync", st.reason
-    if st.mode == "mor" and st.delta_count >= thresholds.max_deltas:
-        return "compact", f"{st.delta_count} merge-on-read deltas (threshold {thresholds.max_deltas})"
+    if (st.mode == "mor" or st.structure == "hashed") and st.delta_count >= thresholds.max_deltas:
+        what = "hashed-key structures added by syncs" if st.structure == "hashed" else "merge-on-read deltas"
+        return "compact", f"{st.delta_count} {what} (threshold {thresholds.max_deltas})"
     if st.recommendation == "compact":
         return "compact", st.reason
     return "none", st.reason or "index is current"

@@ -55,7 +55,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
         st.recommendation, st.reason = "build", exc.reason
         return st
     st.present, st.version, st.mode = True, m.version, m.mode
-    st.files_indexed, st.segments = len(m.files), len(metas)
+    st.files_indexed, st.segments, st.structure = len(m.files), len(metas), m.structure
     try:
         deltas = store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
     except IndexUnavailable as exc:

@@ -101,6 +101,7 @@ class MaintenanceStatus:
     recommendation: str = "none"  # none | sync | compact | rebuild | build
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    structure: str | None = None  # segments | hashed (a hashed index counts its sync structures as deltas)
     record_version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,8 @@ With Spark (skip with ``--no-spark``) the same rows are written three times by S
 filters, and with ``parquet.bloom.filter.enabled#col`` at fpp 0.01 and 0.001 (``expected.ndv`` =
 the keys per file). ``WHERE col = X`` on present keys runs as a full scan (filter push-down off), with
 bloom-filter push-down, and through ``sieve.read`` (Sieve pruning) on the plain table. For each: wall
-time, files opened, row groups read and bytes read (Spark's stage input metrics, from its REST API).
+time, files opened, row groups read and bytes read (from the files' metadata; Spark's stage input
+metrics, from its REST API, beside them).
 
     .venv/bin/python benchmarks/sieve/random_keys.py                       # writes RANDOM_KEYS.md
     .venv/bin/python benchmarks/sieve/random_keys.py --sizes 2000 --no-spark   # smoke run
@@ -234,8 +235,20 @@ def measured(spark: Any, run: Any) -> tuple[float, int, int]:
     return wall, sum(b for b, _ in new), sum(r for _, r in new)
 
 
+def chunk_bytes(root: Path, column: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Per file: compressed bytes of the column's chunks, and the footer's size."""
+    chunks, footers = {}, {}
+    for p in sorted(root.glob("*.parquet")):
+        md = pq.ParquetFile(p).metadata
+        leaf = next(i for i in range(md.num_columns) if md.schema.column(i).path == column)
+        chunks[p.name] = sum(md.row_group(r).column(leaf).total_compressed_size for r in range(md.num_row_groups))
+        footers[p.name] = md.serialized_size
+    return chunks, footers
+
+
 def spark_case(spark: Any, plain: Path, blooms: dict[str, Path], column: str, values: np.ndarray,
-               files: list[np.ndarray], queries: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+               files: list[np.ndarray], queries: int, rng: np.random.Generator,
+               per_file_filter: dict[str, float]) -> list[dict[str, Any]]:
     from pyspark.sql import functions as fn
 
     rows_per_file = statistics.mean(len(x) for x in files)
@@ -261,6 +274,9 @@ def spark_case(spark: Any, plain: Path, blooms: dict[str, Path], column: str, va
     methods += [(f"bloom fpp {name}", functools.partial(bloom, p), len(files)) for name, p in blooms.items()]
     methods.append(("Sieve", sieve, None))
     idx = S.open_index(idx_root, column)
+    chunks, footers = chunk_bytes(plain, column)
+    mean_chunk = statistics.mean(chunks.values())
+    mean_footer = statistics.mean(footers.values())
     for name, make, opened in methods:
         walls, nbytes, recs, nfiles = [], [], [], []
         for i in sample:
@@ -270,9 +286,19 @@ def spark_case(spark: Any, plain: Path, blooms: dict[str, Path], column: str, va
             nbytes.append(b)
             recs.append(r)
             nfiles.append(opened if opened is not None else len(idx.candidates(S.Eq(v), assume_fresh=True)))
+        groups = statistics.mean(recs) / rows_per_file
+        files_opened = statistics.mean(nfiles)
+        # bytes a reader must fetch: footers of the files it opens, the column chunks of the row groups
+        # it reads, plus the bloom filters (bloom) or one index page and header (Sieve)
+        computed = files_opened * mean_footer + groups * mean_chunk
+        if name.startswith("bloom"):
+            computed += len(files) * per_file_filter.get(name, 0.0)
+        elif name == "Sieve":
+            href = idx.manifest.hashed[0]
+            computed += href.header + (href.bytes - href.header) / (1 << idx.hashed.header(href).page_bits)
         out.append({"column": column, "method": name, "wall_s": statistics.median(walls),
-                    "files_opened": statistics.mean(nfiles), "row_groups_read": statistics.mean(recs) / rows_per_file,
-                    "bytes_read": statistics.mean(nbytes)})
+                    "files_opened": files_opened, "row_groups_read": groups, "bytes_read": computed,
+                    "spark_input_bytes": statistics.mean(nbytes)})
     return out
 
 
@@ -316,16 +342,21 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
                   ("Bloom-filter bytes: the Spark-written table's size minus the same rows written without "
                   "bloom filters, per (key, file) pair. Files opened: bloom filters and a full scan open every "
                   "file's footer; Sieve opens the candidates only. Row groups read: rows the scan read ÷ rows "
-                  "per file (one row group per file here). Bytes read: Spark's stage input bytes."), "",
-                  "| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "per file (one row group per file here). Bytes read: what the reader must fetch, from the "
+                  "files' metadata: the footers of the files it opens, the bloom filters (bloom) or the index "
+                  "header and one page (Sieve), and the column chunks of the row groups it reads; Spark's own "
+                  "stage input bytes beside it."), "",
+                  ("| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
+                  "| Spark input bytes |"),
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in results:
             for c in r.get("spark", []):
                 extra = r["bloom_bytes_per_pair"].get(c["method"], r["sieve_bytes_per_pair"].get(c["column"])
                                                       if c["method"] == "Sieve" else None)
                 ex = "" if extra is None else f"{extra:.2f}"
                 lines.append(f"| {r['per_file']:,} | {c['column']} | {c['method']} | {ex} | {c['wall_s']:.2f} | "
-                             f"{c['files_opened']:.1f} | {c['row_groups_read']:.1f} | {fmt_bytes(c['bytes_read'])} |")
+                             f"{c['files_opened']:.1f} | {c['row_groups_read']:.1f} | {fmt_bytes(c['bytes_read'])} | "
+                             f"{fmt_bytes(c['spark_input_bytes'])} |")
     if len(results) > 1:
         a, b = results[0], results[-1]
         lines += ["", "## Growth", "", (f"From K = {a['per_file']:,} to {b['per_file']:,} per file "
@@ -388,14 +419,16 @@ def main() -> int:
                     p = base / f"spark-bloom-{fpp}"
                     nbytes = spark_copy(spark, root, p, float(fpp), per_file)
                     blooms[fpp] = p
-                    res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / pairs
+                    # both columns carry a filter sized by the same NDV: half the growth is one column's
+                    res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / 2 / pairs
                 res["sieve_bytes_per_pair"] = {c["column"]: c["bytes_per_pair"] for c in res["sieve"]}
                 print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
                 res["spark"] = []
                 vals = {"u": u, "k": k}
                 for col in ("u", "k"):
+                    filt = {m: b * pairs / args.files for m, b in res["bloom_bytes_per_pair"].items()}
                     for c in spark_case(spark, base / "spark-plain", blooms, col, vals[col], files,
-                                        args.spark_queries, rng):
+                                        args.spark_queries, rng, filt):
                         print(json.dumps(c), flush=True)
                         res["spark"].append(c)
             results.append(res)

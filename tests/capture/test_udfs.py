@@ -74,9 +74,9 @@ def test_unknown_function_keyword_call_and_overflow_fall_back() -> None:
     reg.enrich(rec)
     assert rec.udfs[0]["analysis"]["reason"] == "function not found on the driver"
     reg.add("f", first, 100, "string")
-    rec = _record(_plan("f", named=True))
+    rec = _record(_plan("f", named=True))  # f(a, b=b): the keyword binds by parameter name
     reg.enrich(rec)
-    assert rec.udfs[0]["analysis"]["reason"] == "called with keyword arguments"
+    assert [a["direct"] for a in rec.udfs[0]["analysis"]["args"]] == ["IDENTITY", None]
     for i in range(MAX_PER_NAME + 1):
         reg.add("many", eval(f"lambda a, b: a + {i}"), 100, "string")
     rec = _record(_plan("many"))
@@ -109,3 +109,24 @@ def test_capture_session_hands_records_to_the_registry() -> None:
     session = CaptureSession(spark=None, udfs=reg)  # type: ignore[arg-type] - only the record callback runs
     session._on_record(_record(_plan("f")))
     assert session.records[0].udfs[0]["analysis"]["analysed"] is True
+
+
+def price_band(price, note):
+    return "high" if price > 10 else "low"
+
+
+def test_named_arguments_map_by_parameter_name_not_position() -> None:
+    """``price_band(note=sku, price=qty)``: ``qty`` is read (by a condition), ``sku`` is not (was: a false edge)."""
+    named = [{"class": EXPR + "NamedArgumentExpression", "num-children": 1, "key": "note"}, _attr("sku", 1),
+             {"class": EXPR + "NamedArgumentExpression", "num-children": 1, "key": "price"}, _attr("qty", 2)]
+    udf = {"class": EXPR + "PythonUDF", "num-children": 2, "name": "price_band", "evalType": 100,
+           "dataType": "string", "resultId": {"id": 9}}
+    expr = [{"class": EXPR + "Alias", "num-children": 1, "name": "band", "exprId": {"id": 5}}, udf, *named]
+    plan = [{"class": "org.apache.spark.sql.catalyst.plans.logical.Project", "num-children": 0, "projectList": [expr]}]
+    reg = UdfRegistry()
+    reg.add("price_band", price_band, 100, "string")
+    rec = _record(plan)
+    reg.enrich(rec)
+    note, price = rec.udfs[0]["analysis"]["args"]
+    assert (note["direct"], note["conditional"]) == (None, False)
+    assert price["conditional"] is True

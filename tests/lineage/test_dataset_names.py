@@ -60,7 +60,14 @@ def test_readers_name_datasets_as_their_writers(env, spark):
     ctas = env.capture(lambda: spark.sql("CREATE TABLE dcat27.app.t5 AS SELECT id, amount FROM orders"))
     append = env.capture(lambda: spark.sql("INSERT INTO dcat27.app.t5 SELECT id + 100, amount FROM orders"))
     jdbc_ds = ("derby:memory:names27", "app.t5")
-    assert _out(ctas) == jdbc_ds and _out(append) == jdbc_ds
+    overwrite = env.capture(lambda: spark.sql("INSERT OVERWRITE dcat27.app.t5 SELECT id, amount FROM orders"))
+    spark.sql("DROP TABLE IF EXISTS dcat27.app.t7")
+    rtas = env.capture(lambda: spark.sql("CREATE OR REPLACE TABLE dcat27.app.t7 AS SELECT id FROM orders"))
+    assert overwrite.command in ("OverwriteByExpression", "OverwritePartitionsDynamic"), overwrite.command
+    # RTAS on a non-staging catalog runs its write as an inner OverwriteByExpression/AppendData: one record
+    assert rtas.command in ("ReplaceTableAsSelect", "OverwriteByExpression", "AppendData"), rtas.command
+    assert _out(ctas) == jdbc_ds and _out(append) == jdbc_ds and _out(overwrite) == jdbc_ds
+    assert _out(rtas) == ("derby:memory:names27", "app.t7")
     assert analyze_record(ctas).output.table is None  # JdbcHandler emits no symlink
     assert _in(env.write_parquet(spark.table("dcat27.app.t5"))) == [jdbc_ds]
     opts = {"url": DERBY, "driver": DRIVER}

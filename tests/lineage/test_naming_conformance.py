@@ -279,3 +279,23 @@ def test_event_builder_refuses_a_plan_text_name_and_keeps_the_write():
     inputs, outputs = events.datasets(result)
     assert outputs == [] and [(i.namespace, i.name) for i in inputs] == [("file", "/data/src")]
     assert events.written_datasets(result) == []
+
+
+def test_jdbc_query_falls_back_to_sqlglot_without_openlineage_sql(monkeypatch):
+    """Without openlineage-sql (it comes with Airflow's OpenLineage provider) sqlglot parses the query."""
+    import builtins
+
+    from airflow_provider_lineage.lineage.sql_tables import parse_query
+
+    real_import = builtins.__import__
+
+    def no_ol_sql(name, *args, **kwargs):
+        if name == "openlineage_sql":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ol_sql)
+    parsed = parse_query("SELECT o.id, i.x AS y FROM public.orders o JOIN public.items i ON o.id = i.id", "postgresql")
+    assert parsed.parser == "sqlglot"
+    assert parsed.tables == ["public.orders", "public.items"]
+    assert parsed.columns == {"id": [("public.orders", "id")], "y": [("public.items", "x")]}

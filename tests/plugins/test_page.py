@@ -286,7 +286,11 @@ def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, de
     assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [("lineage_guard", "mart", "email")]
     browser = signed_in
     browser.switch_to.default_content()
-    browser.get(deployment.api_url + "/column-lineage/?view=unmasked&tag=pii")
+    browser.get(deployment.api_url + "/column-lineage/estate")  # the estate page's list
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#unmasked-estate tr.unmasked"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#unmasked-estate tr.unmasked")
+    assert [(r.get_attribute("data-tag"), r.get_attribute("data-column")) for r in rows] == [("pii", "email")]
+    browser.get(deployment.api_url + "/column-lineage/?view=unmasked&tag=pii")  # the same list on its own page
     WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#unmasked tr.unmasked"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#unmasked tr.unmasked")
     assert [(r.get_attribute("data-tag"), r.get_attribute("data-column")) for r in rows] == [("pii", "email")]

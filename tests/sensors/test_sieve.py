@@ -271,3 +271,26 @@ class TestUnderDagTest:
         assert "success" in str(dr.state)
         (need,) = _xcom("sieve_sensor_deferrable", dr.run_id)
         assert (need["action"], need["files_removed"]) == ("sync", 1)
+
+
+class TestHashedKeys:
+    def test_sensor_sees_appends_structures_and_corruption_of_a_hashed_index(self, tmp_path: Path) -> None:
+        from airflow_provider_lineage import sieve as S
+
+        a = _table(tmp_path / "a")
+        maintain(None, a, "k", structure="hashed")
+        s = SieveMaintenanceSensor(task_id="w", table=a, columns="k", max_deltas=2)
+        assert s.poke({}).is_done is False
+        for j in range(2):
+            write_file(f"{a}/new-{j}.parquet", [5000 + j])
+            assert [n["action"] for n in s.poke({}).xcom_value] == ["sync"]
+            maintain(None, a, "k", mode="sync")
+        assert [n["action"] for n in s.poke({}).xcom_value] == ["compact"]  # two structures added by syncs
+        maintain(None, a, "k", mode="compact")
+        assert s.poke({}).is_done is False
+        assert S.open_index(a, "k").candidates(S.Eq(5001)) == [f"{a}/new-1.parquet"]
+        hk = Path(a) / "_sieve" / "k" / S.open_index(a, "k").manifest.hashed[0].name
+        data = bytearray(hk.read_bytes())
+        data[-10] ^= 0xFF
+        hk.write_bytes(bytes(data))
+        assert [n["action"] for n in s.poke({}).xcom_value] == ["rebuild"]

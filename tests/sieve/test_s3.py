@@ -425,3 +425,41 @@ def test_spark_paths_for_s3() -> None:
     assert spark_uri("s3://b/t/p=a b/x.parquet") == "s3a://b/t/p=a%20b/x.parquet"
     assert table_path("s3a://b/t/p=a%20b/x.parquet") == "s3://b/t/p=a b/x.parquet"
     assert table_path("gcs://b/t/") == "gs://b/t"
+
+
+def test_hashed_point_lookup_reads_one_range_of_the_structure(bucket: str) -> None:
+    """On S3 a hashed index answers a point from one ranged GET of its structure (after the open's
+    listing, manifest and file table); a sync and compact work there too."""
+    import logging
+
+    import numpy as np
+
+    rng = np.random.default_rng(8)
+    keys = rng.integers(0, 2**62, 30_000)
+    root = f"s3://{bucket}/rk"
+    for i in range(6):
+        put_parquet(f"{root}/part-{i}.parquet", keys[i::6].tolist())
+    S.build(None, root, "k", structure="hashed")
+    requests: list[str] = []
+
+    class Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            requests.append(record.getMessage())
+
+    log = logging.getLogger("werkzeug")
+    handler, level = Count(), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        idx = S.open_index(root, "k")
+        opened = len(requests)
+        assert idx.candidates(S.Eq(int(keys[7])), assume_fresh=True) == [f"{root}/part-1.parquet"]
+        structure = [r for r in requests[opened:] if "hkeys-" in r and "GET" in r]
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    assert len(structure) == 1, requests
+    put_parquet(f"{root}/part-9.parquet", [5, 6])
+    assert S.sync(None, root, "k").files_added == 1
+    assert S.compact(root, "k").action == "compact"
+    assert S.open_index(root, "k").candidates(S.Eq(6)) == [f"{root}/part-9.parquet"]

@@ -15,6 +15,8 @@ renamed identities leave no duplicates, and drops datasets no record names any m
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
@@ -109,13 +111,66 @@ class _Datasets:
             self.ids[(ns, nm)] = did
 
 
+def _lineage(record: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], dict[str, Any], str]:
+    """(dataset identities, the record's lineage by identity index, its digest)."""
+    idents = []
+    for ds in record["datasets"]:
+        ns, nm = canonical(str(ds.get("namespace", "")), str(ds.get("name", "")))
+        idents.append((ns, nm, ds.get("table")))
+    n = len(idents)
+    io_rows = sorted({(i, False) for i in record.get("inputs") or [] if 0 <= i < n}
+                     | {(i, True) for i in record.get("outputs") or [] if 0 <= i < n})
+    edges = []
+    for out, col, src, src_field, typ, sub, masked in record.get("edges") or []:
+        edges.append((out, str(col)[:500], src, str(src_field)[:500], str(typ)[:20], sub and str(sub)[:40], bool(masked)))
+    for out, src, src_field, typ, sub, masked in record.get("dataset_edges") or []:
+        edges.append((out, "", src, str(src_field)[:500], str(typ)[:20], sub and str(sub)[:40], bool(masked)))
+    fields = []
+    for i, ds in enumerate(record["datasets"]):
+        for name_type in ds.get("fields") or []:
+            fields.append((i, str(name_type[0])[:500], (str(name_type[1])[:200] or None) if len(name_type) > 1 else None))
+    body = {"d": [[a, b] for a, b, _ in idents], "io": io_rows, "e": edges, "f": fields}
+    digest = hashlib.sha256(json.dumps(body, separators=(",", ":"), default=str).encode()).hexdigest()
+    return idents, body, digest
+
+
+def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets) -> int:
+    """The id of the record's edge set, inserted with its io rows, edges and fields if new."""
+    idents, body, digest = _lineage(record)
+    found = session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
+    if found is not None:
+        return found
+    from sqlalchemy.exc import IntegrityError
+
+    datasets.resolve(idents)
+    ids = [datasets.ids[(ns, nm)] for ns, nm, _ in idents]
+    try:
+        with session.begin_nested():
+            ref = session.execute(s.edge_set.insert().values(digest=digest)).inserted_primary_key[0]
+    except IntegrityError:  # another process stored the same lineage meanwhile
+        return session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
+    if body["io"]:
+        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": ids[i], "output": o} for i, o in body["io"]])
+    edges = [{"set_ref": ref, "target_id": ids[out], "target_col": col, "source_id": ids[src], "source_col": sf,
+              "type": typ, "subtype": sub, "masking": m} for out, col, src, sf, typ, sub, m in body["e"]]
+    if edges:
+        session.execute(s.edge.insert(), edges)
+    fields: dict[tuple[int, str], str | None] = {(ids[i], name): typ for i, name, typ in body["f"]}
+    for e in edges:
+        fields.setdefault((e["target_id"], e["target_col"]), None)
+        fields.setdefault((e["source_id"], e["source_col"]), None)
+    _upsert_fields(session, {k: v for k, v in fields.items() if k[1]})
+    return ref
+
+
 def ingest(session: Session, *, dag_run_id: int, dag_id: str, task_id: str, run_id: str, map_index: int,
            record: dict[str, Any] | None, state: str | None = None, start_date: datetime | None = None,
            end_date: datetime | None = None, xcom_ts: datetime | None = None, owner: str | None = None,
            note: str | None = None, datasets: _Datasets | None = None) -> int:
     """Index one task run's record (``None``: an unreadable value, kept with ``note``); returns its row id.
 
-    Replaces an earlier row of the same XCom (``dag_run_id, task_id, map_index``). Does not commit.
+    Replaces an earlier row of the same XCom (``dag_run_id, task_id, map_index``). A lineage already
+    stored for another run (same digest) is shared, not stored again. Does not commit.
     """
     datasets = datasets or _Datasets(session)
     delete_runs(session, session.execute(select(s.task_run.c.id).where(
@@ -123,47 +178,15 @@ def ingest(session: Session, *, dag_run_id: int, dag_id: str, task_id: str, run_
         s.task_run.c.map_index == map_index)).scalars().all())
     ok = record is not None and run_record.is_record(record)
     job = (record.get("job") or {}) if ok else {}
-    run_ref = session.execute(s.task_run.insert().values(
+    set_ref = _edge_set(session, record, datasets) if ok and record is not None else None
+    return session.execute(s.task_run.insert().values(
         dag_run_id=dag_run_id, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index, state=state,
-        start_date=start_date, end_date=end_date, xcom_ts=xcom_ts,
-        status=str(record.get("status") or "ok")[:20] if ok else "unreadable",
+        start_date=start_date, end_date=end_date, xcom_ts=xcom_ts, set_ref=set_ref,
+        status=str(record.get("status") or "ok")[:20] if ok and record is not None else "unreadable",
         job=f"{job.get('namespace', '')}/{job.get('name', '')}"[:1000] if job else None,
         owner=(owner or None) and owner[:500],
         note=note if ok else (note or f"the XCom '{run_record.XCOM_KEY}' is not a lineage record"),
     )).inserted_primary_key[0]
-    if not ok:
-        return run_ref
-    assert record is not None
-    idents = []
-    for ds in record["datasets"]:
-        ns, nm = canonical(str(ds.get("namespace", "")), str(ds.get("name", "")))
-        idents.append((ns, nm, ds.get("table")))
-    datasets.resolve(idents)
-    ids = [datasets.ids[(ns, nm)] for ns, nm, _ in idents]
-    io_rows = {(ids[i], False) for i in record.get("inputs") or [] if 0 <= i < len(ids)}
-    io_rows |= {(ids[i], True) for i in record.get("outputs") or [] if 0 <= i < len(ids)}
-    if io_rows:
-        session.execute(s.io.insert(), [{"run_ref": run_ref, "dataset_id": d, "output": o} for d, o in io_rows])
-    edges = []
-    for out, col, src, src_field, typ, sub, masked in record.get("edges") or []:
-        edges.append({"run_ref": run_ref, "target_id": ids[out], "target_col": str(col)[:500], "source_id": ids[src],
-                      "source_col": str(src_field)[:500], "type": str(typ)[:20], "subtype": sub and str(sub)[:40],
-                      "masking": bool(masked)})
-    for out, src, src_field, typ, sub, masked in record.get("dataset_edges") or []:
-        edges.append({"run_ref": run_ref, "target_id": ids[out], "target_col": "", "source_id": ids[src],
-                      "source_col": str(src_field)[:500], "type": str(typ)[:20], "subtype": sub and str(sub)[:40],
-                      "masking": bool(masked)})
-    if edges:
-        session.execute(s.edge.insert(), edges)
-    fields: dict[tuple[int, str], str | None] = {}
-    for i, ds in enumerate(record["datasets"]):
-        for name_type in ds.get("fields") or []:
-            fields[(ids[i], str(name_type[0])[:500])] = (str(name_type[1])[:200] or None) if len(name_type) > 1 else None
-    for e in edges:
-        fields.setdefault((e["target_id"], e["target_col"]), None)
-        fields.setdefault((e["source_id"], e["source_col"]), None)
-    _upsert_fields(session, {k: v for k, v in fields.items() if k[1]})
-    return run_ref
 
 
 def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) -> None:
@@ -195,13 +218,26 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
 
 
 def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
-    """Delete index rows (task runs with their datasets links and edges). Does not commit."""
+    """Delete task-run rows, and the edge sets no run uses any more (io rows, edges). Does not commit."""
     refs = list(run_refs)
+    sets: set[int] = set()
     for i in range(0, len(refs), 500):
         part = refs[i:i + 500]
-        session.execute(delete(s.edge).where(s.edge.c.run_ref.in_(part)))
-        session.execute(delete(s.io).where(s.io.c.run_ref.in_(part)))
+        sets |= {r for r in session.execute(select(s.task_run.c.set_ref).where(
+            s.task_run.c.id.in_(part), s.task_run.c.set_ref.is_not(None))).scalars()}
         session.execute(delete(s.task_run).where(s.task_run.c.id.in_(part)))
+    if sets:
+        used = set()
+        ordered = sorted(sets)
+        for i in range(0, len(ordered), 500):
+            used |= set(session.execute(select(s.task_run.c.set_ref).where(
+                s.task_run.c.set_ref.in_(ordered[i:i + 500]))).scalars())
+        free = sorted(sets - used)
+        for i in range(0, len(free), 500):
+            part = free[i:i + 500]
+            session.execute(delete(s.edge).where(s.edge.c.set_ref.in_(part)))
+            session.execute(delete(s.io).where(s.io.c.set_ref.in_(part)))
+            session.execute(delete(s.edge_set).where(s.edge_set.c.id.in_(part)))
     return len(refs)
 
 

@@ -60,11 +60,13 @@ class Edge:
 
 @dataclass
 class Producers:
-    """The runs that count as of an instant: ``current`` (last success per task) and ``last`` (any state)."""
+    """The runs that count as of an instant: ``current`` (last success per task) and ``last`` (any state);
+    ``sets``: the current runs by the edge set their lineage is."""
 
     as_of: datetime | None
     current: dict[int, Run]
     last: dict[tuple[str, str, int], Run]
+    sets: dict[int, list[Run]] = field(default_factory=dict)
 
 
 def _utc(ts: datetime | None) -> datetime | None:
@@ -80,7 +82,7 @@ def _generation(session: Session) -> tuple[Any, ...]:
     return (str(session.get_bind().engine.url), n, top, refreshed)
 
 
-def _latest(session: Session, as_of: datetime | None, success_only: bool) -> list[Run]:
+def _latest(session: Session, as_of: datetime | None, success_only: bool) -> list[tuple[Run, int | None]]:
     t = s.task_run.c
     cond = [t.end_date.is_not(None)]
     if success_only:
@@ -89,11 +91,13 @@ def _latest(session: Session, as_of: datetime | None, success_only: bool) -> lis
         cond.append(t.end_date <= as_of)
     rn = func.row_number().over(partition_by=(t.dag_id, t.task_id, t.map_index),
                                 order_by=(t.end_date.desc(), t.id.desc())).label("rn")
-    inner = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, rn).where(*cond)
+    inner = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref,
+                   rn).where(*cond)
     sub = inner.subquery()
     rows = session.execute(select(sub.c.id, sub.c.dag_id, sub.c.task_id, sub.c.run_id, sub.c.map_index,
-                                  sub.c.state, sub.c.end_date, sub.c.owner).where(sub.c.rn == 1))
-    return [Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner) for r in rows]
+                                  sub.c.state, sub.c.end_date, sub.c.owner, sub.c.set_ref).where(sub.c.rn == 1))
+    return [(Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner), r.set_ref)
+            for r in rows]
 
 
 def producers_as_of(session: Session, as_of: datetime | None = None) -> Producers:
@@ -103,9 +107,14 @@ def producers_as_of(session: Session, as_of: datetime | None = None) -> Producer
     hit = _cache.get(key)
     if hit is not None:
         return hit
-    current = {r.ref: r for r in _latest(session, as_of, True)}
-    last = {(r.dag_id, r.task_id, r.map_index): r for r in _latest(session, as_of, False)}
-    out = Producers(as_of, current, last)
+    current: dict[int, Run] = {}
+    sets: dict[int, list[Run]] = {}
+    for r, set_ref in _latest(session, as_of, True):
+        current[r.ref] = r
+        if set_ref is not None:
+            sets.setdefault(set_ref, []).append(r)
+    last = {(r.dag_id, r.task_id, r.map_index): r for r, _ in _latest(session, as_of, False)}
+    out = Producers(as_of, current, last, sets)
     if len(_cache) > 64:
         _cache.clear()
     _cache[key] = out
@@ -130,14 +139,15 @@ def dataset_id(session: Session, namespace: str, name: str) -> int | None:
 def edges_as_of(session: Session, as_of: datetime | None = None, dag_ids: Collection[str] | None = None) -> list[Edge]:
     """Every column edge of the estate as of ``as_of`` (default now), of the DAGs ``dag_ids`` (default all)."""
     prod = producers_as_of(session, as_of)
-    runs = {ref: r for ref, r in prod.current.items() if dag_ids is None or r.dag_id in dag_ids}
+    sets = {ref: [r for r in runs if dag_ids is None or r.dag_id in dag_ids] for ref, runs in prod.sets.items()}
+    sets = {ref: runs for ref, runs in sets.items() if runs}
     rows = []
-    refs = sorted(runs)
+    refs = sorted(sets)
     for i in range(0, len(refs), 500):
-        rows += session.execute(select(s.edge).where(s.edge.c.run_ref.in_(refs[i:i + 500]))).all()
+        rows += session.execute(select(s.edge).where(s.edge.c.set_ref.in_(refs[i:i + 500]))).all()
     keys = _dataset_keys(session, [r.source_id for r in rows] + [r.target_id for r in rows])
     return [Edge(keys[r.source_id][:2], r.source_col, keys[r.target_id][:2], r.target_col, r.type, r.subtype,
-                 bool(r.masking), runs[r.run_ref]) for r in rows]
+                 bool(r.masking), run) for r in rows for run in sets[r.set_ref]]
 
 
 Node = tuple[int, str]  # (dataset id, column; '' = the whole dataset)
@@ -175,21 +185,28 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
     for d, c in nodes:
         by_ds.setdefault(d, set()).add(c)
     e = s.edge.c
-    mine, theirs = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
+    mine, theirs_col = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
     ids = sorted(by_ds)
+    cols = {c for cs in by_ds.values() for c in cs}
+    col_filter = None
+    if "" not in cols and len(cols) <= 500:  # narrow by column in SQL too (the pairs are checked below)
+        col_filter = theirs_col.in_(sorted(cols | ({""} if direction == "upstream" else set())))
     out: list[Step] = []
     for i in range(0, len(ids), 300):
-        for r in session.execute(select(s.edge).where(mine.in_(ids[i:i + 300]))):
-            run = prod.current.get(r.run_ref)
-            if run is None:
+        stmt = select(s.edge).where(mine.in_(ids[i:i + 300]))
+        if col_filter is not None:
+            stmt = stmt.where(col_filter)
+        for r in session.execute(stmt):
+            runs = prod.sets.get(r.set_ref)
+            if not runs:
                 continue
             d, c = (r.source_id, r.source_col) if direction == "downstream" else (r.target_id, r.target_col)
             cols = by_ds[d]
             if "" not in cols and c not in cols and not (direction == "upstream" and c == ""):
                 continue
-            out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
-                            bool(r.masking), run))
-    del theirs
+            for run in runs:
+                out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
+                                bool(r.masking), run))
     return out
 
 
@@ -406,7 +423,7 @@ def search(session: Session, q: str, *, limit: int = 50, readable: Collection[st
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     visible = None
     if readable is not None:
-        visible = select(s.io.c.dataset_id).join(s.task_run, s.task_run.c.id == s.io.c.run_ref).where(
+        visible = select(s.io.c.dataset_id).join(s.task_run, s.task_run.c.set_ref == s.io.c.set_ref).where(
             s.task_run.c.dag_id.in_(sorted(readable))).distinct()
     dq = select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name).where(
         func.lower(s.dataset.c.name).like(like, escape="\\") | func.lower(s.dataset.c.table_name).like(like, escape="\\"))

@@ -5,8 +5,10 @@ from them (:func:`.index.reindex`). So there are no migrations: :data:`SCHEMA_VE
 ``apl_estate_meta``; a different version found at start drops and rebuilds the tables.
 
 One row of ``apl_estate_task_run`` per lineage XCom row (key: ``dag_run_id, task_id, map_index``, the
-XCom's own primary key), with the task instance's state and end time; its datasets (``_io``), column
-edges (``_edge``, ``target_col`` ``''`` for a dataset-wide edge) hang off it by ``run_ref``.
+XCom's own primary key), with the task instance's state and end time. Its lineage -- datasets read and
+written (``_io``) and column edges (``_edge``, ``target_col`` ``''`` for a dataset-wide edge) -- is an
+``_edge_set`` shared by every run whose lineage is the same (keyed by a digest): a task that runs daily
+with the same code stores its edges once, not once per run.
 Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250
@@ -38,6 +40,7 @@ task_run = Table(
     Column("start_date", _DT, nullable=True),
     Column("end_date", _DT, nullable=True),
     Column("xcom_ts", _DT, nullable=True),
+    Column("set_ref", Integer, nullable=True),
     Column("status", String(20), nullable=False),
     Column("job", String(1000), nullable=True),
     Column("owner", String(500), nullable=True),
@@ -46,6 +49,14 @@ task_run = Table(
     Index(f"{PREFIX}task_run_last", "dag_id", "task_id", "map_index", "state", "end_date"),
     Index(f"{PREFIX}task_run_ts", "xcom_ts"),
     Index(f"{PREFIX}task_run_end", "end_date"),
+    Index(f"{PREFIX}task_run_set", "set_ref"),
+)
+
+edge_set = Table(
+    f"{PREFIX}edge_set", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("digest", String(64), nullable=False),
+    UniqueConstraint("digest", name=f"{PREFIX}edge_set_digest"),
 )
 
 dataset = Table(
@@ -68,16 +79,16 @@ field = Table(
 
 io = Table(
     f"{PREFIX}io", metadata,
-    Column("run_ref", Integer, nullable=False),
+    Column("set_ref", Integer, nullable=False),
     Column("dataset_id", Integer, nullable=False),
     Column("output", Boolean, nullable=False),
-    Index(f"{PREFIX}io_run", "run_ref"),
+    Index(f"{PREFIX}io_set", "set_ref"),
     Index(f"{PREFIX}io_dataset", "dataset_id", "output"),
 )
 
 edge = Table(
     f"{PREFIX}edge", metadata,
-    Column("run_ref", Integer, nullable=False),
+    Column("set_ref", Integer, nullable=False),
     Column("target_id", Integer, nullable=False),
     Column("target_col", String(500), nullable=False),
     Column("source_id", Integer, nullable=False),
@@ -85,7 +96,7 @@ edge = Table(
     Column("type", String(20), nullable=False),
     Column("subtype", String(40), nullable=True),
     Column("masking", Boolean, nullable=False),
-    Index(f"{PREFIX}edge_run", "run_ref"),
+    Index(f"{PREFIX}edge_set_ref", "set_ref"),
     Index(f"{PREFIX}edge_source", "source_id", "source_col"),
     Index(f"{PREFIX}edge_target", "target_id", "target_col"),
 )

@@ -9,6 +9,9 @@ truncated header or page fails its checksum, which makes the reader do a full re
 """
 from __future__ import annotations
 
+import base64
+import itertools
+import zlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -29,9 +32,28 @@ class HashedRef:
     header: int
     keys: int
     pairs: int
+    # The page table, copied into the manifest so that a point lookup reads one page and nothing
+    # else of the structure: fingerprint bits, page bits, file id width and the pages' byte lengths
+    # (zlib'd varints, base64). The header repeats them and is read for ranges and checks.
+    layout: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def page_table(self) -> tuple[int, int, int, np.ndarray] | None:
+        """(fingerprint bits, page bits, file id width, byte offset of each page and the end), or None."""
+        if not self.layout:
+            return None
+        try:
+            r = Reader(zlib.decompress(base64.b64decode(self.layout)))
+            fp_bits, page_bits, fid_width = r.uvarint(), r.uvarint(), r.uvarint()
+            lengths = r.uints().astype(np.int64)
+        except (ValueError, IndexError, zlib.error) as exc:
+            raise IndexUnavailable(f"the page table of {self.name} in the manifest is corrupt: rebuild the index") from exc
+        starts = np.concatenate([[self.header], self.header + np.cumsum(lengths)]).astype(np.int64)
+        if len(lengths) != 1 << page_bits or int(starts[-1]) != self.bytes:
+            raise IndexUnavailable(f"the page table of {self.name} does not match the file: rebuild the index")
+        return fp_bits, page_bits, fid_width, starts
 
 
 @dataclass
@@ -75,7 +97,12 @@ class HashedFiles(Folder):
         h.keys(np.asarray(file_max)[order])
         header = seal(b"SVH1", bytes(h.buf))
         ref = self._write("hkeys", ".svh", header + b"".join(sealed), pairs)
-        return HashedRef(ref.name, ref.bytes, len(header), keys, pairs)
+        t = Writer()
+        for v in (fp_bits, page_bits, fid_width):
+            t.uvarint(v)
+        t.uints(np.asarray([len(p) for p in sealed], np.int64))
+        layout = base64.b64encode(zlib.compress(bytes(t.buf), 9)).decode()
+        return HashedRef(ref.name, ref.bytes, len(header), keys, pairs, layout)
 
     def _range(self, ref: HashedRef, offset: int, length: int) -> bytes:
         try:
@@ -108,13 +135,28 @@ class HashedFiles(Folder):
                                    "truncated): rebuild the index")
         return HashedHeader(fp_bits, page_bits, fid_width, keys, pairs, starts, file_ids, fmin, fmax)
 
-    def read_hashed_page(self, ref: HashedRef, header: HashedHeader, page: int, data: bytes | None = None) -> Page:
-        a, b = int(header.page_start[page]), int(header.page_start[page + 1])
+    def read_hashed_page(self, ref: HashedRef, header: HashedHeader | None, page: int, data: bytes | None = None,
+                         *, starts: np.ndarray | None = None, fid_width: int = 0) -> Page:
+        """Page ``page`` (one ranged read), located by the header or by the manifest's page table."""
+        if header is not None:
+            starts, fid_width = header.page_start, header.fid_width
+        assert starts is not None
+        a, b = int(starts[page]), int(starts[page + 1])
         where = f"{self._full(ref.name)}@{a}"
         raw = data[a:b] if data is not None else self._range(ref, a, b - a)
         if len(raw) != b - a:
             raise IndexUnavailable(f"hashed-key page {where} is truncated (corrupt): rebuild the index")
-        return decode_page(unseal_raw(b"SVP1", raw, where), header.fid_width, where)
+        return decode_page(unseal_raw(b"SVP1", raw, where), fid_width, where)
+
+    def check_hashed(self, ref: HashedRef) -> None:
+        """Verify a structure's header and every page checksum (one read, no page decoded)."""
+        header = self.read_hashed_header(ref)
+        data = self._range(ref, 0, ref.bytes)
+        if len(data) != ref.bytes:
+            raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
+        starts = header.page_start.tolist()
+        for a, b in itertools.pairwise(starts):
+            unseal_raw(b"SVP1", data[a:b], f"{self._full(ref.name)}@{a}")
 
     def read_hashed_pairs(self, ref: HashedRef) -> tuple[HashedHeader, np.ndarray, np.ndarray]:
         """Every (fingerprint, file id) pair of a structure (one read; for compaction and checks)."""

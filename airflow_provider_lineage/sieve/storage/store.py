@@ -86,7 +86,7 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
             for ref in refs:
                 self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
         for href in manifest.hashed:  # every page's checksum
-            self.read_hashed_pairs(href)
+            self.check_hashed(href)
         return {ref.name: self.read_delta(ref) for ref in manifest.deltas}
 
 

@@ -136,6 +136,20 @@ def kwargs_pick(a, b, **extra):
     return b
 
 
+def price_band(score, note):  # called with Spark's named arguments, in another order
+    return "high" if score > 50 else "low"
+
+
+def hash_update(email, country):  # the hash object form: h.update(x) keeps the masking
+    h = hashlib.sha256()
+    h.update(email.encode())
+    return h.hexdigest()
+
+
+def to_pair(email, country, name):  # a struct built field by field
+    return {"x": email.upper(), "y": country}
+
+
 # -- pandas UDFs (annotations make pandas_udf infer the eval type) ---------------------------------
 def pd_twice(a: pd.Series, b: pd.Series) -> pd.Series:
     return a * 2

@@ -1,0 +1,269 @@
+"""Estate index benchmark: ``./dev.sh bench estate [-- --sizes small,medium,large --db sqlite,postgres]``.
+
+Synthetic estates at three sizes (up to 2,000 DAGs, 20,000 datasets, 200,000 distinct column edges and
+100,000 task records over 90 days) are written through the index's own path
+(:func:`airflow_provider_lineage.plugins.estate.index.ingest`, one call per finished task run), on SQLite
+(a file) and PostgreSQL (a throw-away server from ``dev/deploy.py``). Each DAG has one Spark task that
+writes ``datasets / dags`` tables of 10 columns, each column read from a column of a table an earlier DAG
+writes (so lineage chains across DAGs); every 25th run of a task changes one edge (new lineage version).
+Then it times, median of several runs, caches cleared:
+
+* index update per finished task (a repeated lineage, and a new one), target < 50 ms;
+* search (a column name substring), target < 200 ms;
+* 5-hop downstream column impact, target < 300 ms;
+* time-travel graph (a column, 2 hops each way, as of a random instant), target < 500 ms;
+* page data (the page's first request: a column, 1 hop, now, JSON encoded), target < 1.5 s for the
+  page drawn (the browser's own drawing time of such a graph is logged by the browser test).
+
+Prints the figures and writes ``benchmarks/estate/REPORT.md`` (with ``uptime``: the machine is shared).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+SIZES = {
+    "small": {"dags": 100, "datasets": 1_000, "edges": 10_000, "records": 5_000},
+    "medium": {"dags": 500, "datasets": 5_000, "edges": 50_000, "records": 25_000},
+    "large": {"dags": 2_000, "datasets": 20_000, "edges": 200_000, "records": 100_000},
+}
+TARGETS = {"update_ms": 50, "search_ms": 200, "impact5_ms": 300, "as_of_graph_ms": 500, "page_ms": 1500}
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NS = "s3://lake"
+
+
+class Estate:
+    """The synthetic estate of one size: DAG j writes tables [j*k, (j+1)*k), 10 columns each."""
+
+    def __init__(self, dags: int, datasets: int, edges: int, records: int, seed: int = 7) -> None:
+        self.dags, self.datasets, self.records = dags, datasets, records
+        self.per_dag = datasets // dags
+        self.cols = max(1, edges // datasets)
+        self.runs = max(1, records // dags)
+        rnd = random.Random(seed)
+        # each table's source table: one written by an earlier DAG (or a landing table for DAG 0)
+        self.source = [rnd.randrange(0, (t // self.per_dag) * self.per_dag) if t >= self.per_dag else -1 - t
+                       for t in range(datasets)]
+
+    def name(self, t: int) -> str:
+        return f"landing/raw_{-t - 1}" if t < 0 else f"warehouse/d{t // self.per_dag}/table_{t}"
+
+    def record(self, dag: int, version: int) -> dict[str, Any]:
+        from airflow_provider_lineage.lineage import run_record
+
+        names: list[str] = []
+
+        def at(t: int) -> int:
+            n = self.name(t)
+            if n not in names:
+                names.append(n)
+            return names.index(n)
+
+        edges = []
+        for t in range(dag * self.per_dag, (dag + 1) * self.per_dag):
+            src = self.source[t]
+            for c in range(self.cols):
+                sc = (c + version) % self.cols if c == 0 else c  # a new version re-wires column 0
+                edges.append([at(t), f"col_{c}", at(src), f"col_{sc}", "DIRECT",
+                              "IDENTITY" if c % 3 else "TRANSFORMATION", int(c == 4)])
+        outputs = sorted({e[0] for e in edges})
+        inputs = sorted({e[2] for e in edges})
+        datasets = [{"namespace": NS, "name": n, "table": None,
+                     "fields": [[f"col_{c}", "string"] for c in range(self.cols)]} for n in names]
+        return {"format": run_record.FORMAT, "version": 1, "status": "ok", "job": {"namespace": "b", "name": f"j{dag}"},
+                "run_id": "x", "emission": "bench", "datasets": datasets, "inputs": inputs, "outputs": outputs,
+                "edges": edges, "dataset_edges": [], "problems": [], "truncated": None}
+
+
+def _time(fn: Any, repeat: int) -> float:
+    from airflow_provider_lineage.plugins.estate import query
+
+    out = []
+    for _ in range(repeat):
+        query._cache.clear()
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(out)
+
+
+def measure(url: str, size: str, quick: bool) -> dict[str, Any]:
+    from sqlalchemy import create_engine, func, select
+    from sqlalchemy.orm import Session
+
+    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import schema as s
+
+    spec = SIZES[size]
+    est = Estate(**spec)
+    engine = create_engine(url)
+    s.metadata.drop_all(engine)
+    index._ready.clear()
+    span = timedelta(days=90)
+    rnd = random.Random(1)
+    load_t = time.perf_counter()
+    with Session(engine) as session:
+        index.ensure_schema(session)
+        datasets = index._Datasets(session)
+        runs = [(dag, r) for r in range(est.runs) for dag in range(est.dags)]
+        cache: dict[tuple[int, int], dict[str, Any]] = {}
+        for i, (dag, r) in enumerate(runs):
+            version = r // 25
+            rec = cache.get((dag, version))
+            if rec is None:
+                rec = cache[(dag, version)] = est.record(dag, version)
+                cache.pop((dag, version - 1), None)
+            end = T0 + span * (i + 1) / len(runs)
+            index.ingest(session, dag_run_id=i, dag_id=f"dag_{dag:04d}", task_id="spark", run_id=f"r{r}",
+                         map_index=-1, record=rec, state="success" if rnd.random() > 0.05 else "failed",
+                         start_date=end - timedelta(minutes=5), end_date=end, xcom_ts=end, datasets=datasets)
+            if i % 500 == 499:
+                session.commit()
+        session.commit()
+    load_s = time.perf_counter() - load_t
+    with Session(engine) as session:
+        counts = {t.name.replace(s.PREFIX, ""): session.scalar(select(func.count()).select_from(t))
+                  for t in (s.task_run, s.edge_set, s.edge, s.dataset, s.field)}
+        rep = 5 if quick else 15
+        # index update: a repeated lineage (the common case) and a new one, committed
+        upd_same, upd_new = [], []
+        for k in range(rep):
+            dag = rnd.randrange(est.dags)
+            for new, acc in ((False, upd_same), (True, upd_new)):
+                rec = est.record(dag, 1000 + k if new else 0)
+                t = time.perf_counter()
+                index.ingest(session, dag_run_id=10_000_000 + 2 * k + new, dag_id=f"dag_{dag:04d}", task_id="spark",
+                             run_id=f"bench{k}{new}", map_index=-1, record=rec, state="success",
+                             end_date=T0 + span + timedelta(seconds=k), xcom_ts=T0 + span)
+                session.commit()
+                acc.append((time.perf_counter() - t) * 1000)
+        late = est.dags // 2
+
+        def search() -> None:
+            assert query.search(session, f"table_{rnd.randrange(est.datasets)}", limit=50)
+
+        def impact() -> None:
+            t = rnd.randrange(est.per_dag * 2)  # an early table: long chains downstream
+            query.impact(session, NS, est.name(t), "col_1", depth=5)
+
+        def as_of_graph() -> None:
+            t = rnd.randrange(late * est.per_dag, est.datasets)
+            query.graph(session, [(NS, est.name(t), "col_2")], depth=2,
+                        as_of=T0 + timedelta(days=rnd.uniform(30, 90)))
+
+        def page() -> None:
+            t = rnd.randrange(late * est.per_dag, est.datasets)
+            json.dumps(query.graph(session, [(NS, est.name(t), "col_2")], depth=1))
+
+        deep = query.impact(session, NS, est.name(0), "col_1", depth=5)
+        figures = {
+            "update_ms": statistics.median(upd_same), "update_new_ms": statistics.median(upd_new),
+            "search_ms": _time(search, rep), "impact5_ms": _time(impact, rep),
+            "as_of_graph_ms": _time(as_of_graph, rep), "page_ms": _time(page, rep),
+        }
+    engine.dispose()
+    return {"size": size, **spec, "load_s": load_s, "rows": counts, "impact_rows_example": len(deep["rows"]),
+            **figures}
+
+
+def _postgres(base: Path) -> tuple[Any, subprocess.Popen[bytes]]:
+    from dev.deploy import PostgresServer
+
+    pg = PostgresServer(base, temporary=True)
+    pg.init()
+    proc = subprocess.Popen(pg.command(), user=pg.user, cwd=pg.base, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pg.wait_ready()
+    return pg, proc
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="small,medium,large")
+    p.add_argument("--db", default="sqlite,postgres")
+    p.add_argument("--postgres-sizes", default=None, help="sizes on PostgreSQL (default: --sizes)")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--report", default=str(HERE / "REPORT.md"))
+    args = p.parse_args(argv)
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="apl-bench-estate-"))
+    results = []
+    load = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="apl-bench-estate-"))
+    tmp.chmod(0o755)
+    try:
+        for db in args.db.split(","):
+            proc = None
+            if db == "postgres":
+                pg, proc = _postgres(tmp / "pg")
+                url = pg.url
+            else:
+                url = f"sqlite:///{tmp}/estate.db"
+            try:
+                sizes = args.postgres_sizes if db == "postgres" and args.postgres_sizes else args.sizes
+                for size in sizes.split(","):
+                    r = measure(url, size, args.quick)
+                    r["db"] = db
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
+            finally:
+                if proc is not None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=60)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    write_report(Path(args.report), results, load, os.getloadavg())
+    return 0
+
+
+def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float, ...], after: tuple[float, ...]) -> None:
+    cols = ["db", "size", "dags", "datasets", "edges", "records", "load_s", "update_ms", "update_new_ms",
+            "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms"]
+    lines = ["# Estate index benchmark", "",
+             (f"`benchmarks/estate/run.py`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+             f"Load average (1/5/15 min) before: {before[0]:.1f} / {before[1]:.1f} / {before[2]:.1f}, after: "
+             f"{after[0]:.1f} / {after[1]:.1f} / {after[2]:.1f} on a shared 2-core machine (five engineers' tests "
+             "and Spark jobs were running): figures are pessimistic."), "",
+             ("Targets: index update per finished task < 50 ms, search < 200 ms, 5-hop impact < 300 ms, "
+              "time-travel graph < 500 ms, page < 1.5 s. Medians, milliseconds (`load_s`: seconds to index all "
+              "records one by one through `index.ingest`)."), "",
+             "| " + " | ".join(cols) + " | stored rows (task_run / edge_set / edge / dataset / field) |",
+             "|" + "---|" * (len(cols) + 1)]
+    for r in results:
+        cells = [f"{r[c]:.1f}" if isinstance(r[c], float) else f"{r[c]:,}" if isinstance(r[c], int) else str(r[c])
+                 for c in cols]
+        rows = r["rows"]
+        cells.append(" / ".join(f"{rows[k]:,}" for k in ("task_run", "edge_set", "edge", "dataset", "field")))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Over target:"]
+    over = [f"- {r['db']} {r['size']}: {k} {r[k]:.0f} ms > {v} ms" for r in results for k, v in TARGETS.items()
+            if r[k] > v]
+    lines += over or ["- none"]
+    lines += ["", "Growth (largest / smallest size measured, per database):"]
+    for db in sorted({r["db"] for r in results}):
+        rs = [r for r in results if r["db"] == db]
+        if len(rs) > 1:
+            a, b = rs[0], rs[-1]
+            lines.append(f"- {db}: {b['records'] / a['records']:.0f}x the records -> " + ", ".join(
+                f"{k} x{b[k] / a[k]:.1f}" for k in ("update_ms", "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms")))
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,123 @@
+"""The Celery variant of the deployment (issue 31): ``./dev.sh up --executor celery``.
+
+CeleryExecutor with Debian's ``redis-server`` as broker, PostgreSQL as metadata DB and result backend, two
+Celery workers that share no local folder with each other (each its own ``AIRFLOW_HOME``, ``HOME``,
+``TMPDIR`` and working folder), lineage events over HTTP to a local receiver. The example DAGs' tables and
+Sieve indexes stay on one data folder both workers reach (Spark here has no S3 connector: see
+docs/deploy.md, "Celery").
+
+Too slow for CI's budget (a PostgreSQL server, redis, six Airflow processes and two ``lineage_etl`` runs,
+one with a worker killed mid-task): it runs with ``APL_CELERY_DEPLOYMENT=1``::
+
+    APL_CELERY_DEPLOYMENT=1 ./dev.sh test -n 0 tests/deployment/test_celery.py
+"""
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dev.deploy import CELERY_WORKERS, AirflowDeployment
+from tests.deployment.helpers import cmdline, wait_for
+from tests.support.deployment import read_events
+
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("APL_CELERY_DEPLOYMENT") != "1",
+                       reason="the Celery deployment runs with APL_CELERY_DEPLOYMENT=1 (too slow for CI)"),
+    pytest.mark.slow, pytest.mark.timeout(3600),
+]
+
+SPARK_TASKS = ("load", "build_marts")
+
+
+@pytest.fixture(scope="module")
+def celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
+    env = {  # a killed worker's task is failed (and retried) after 60 s without heartbeat, not 300
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+    }
+    with AirflowDeployment(tmp_path_factory.mktemp("celery"), db="postgres", executor="celery", env=env) as dep:
+        for dag_id in ("lineage_etl", "sieve_maintenance"):
+            dep.unpause(dag_id)
+        yield dep
+
+
+def _worker_of(dep: AirflowDeployment, pid: int) -> str | None:
+    """The Celery worker a process belongs to (its process group), or None."""
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+    return next((w for w in CELERY_WORKERS if pgid in dep.groups.get(w, [])), None)
+
+
+def _task_workers(dep: AirflowDeployment) -> dict[str, set[str]]:
+    """Which worker ran which task: the worker whose own folder holds the task's log."""
+    out: dict[str, set[str]] = {}
+    for w in CELERY_WORKERS:
+        for log in (dep.worker_dir(w) / "logs").rglob("*.log"):
+            task = next((p.split("=", 1)[1] for p in log.parts if p.startswith("task_id=")), None)
+            if task:
+                out.setdefault(task, set()).add(w)
+    return out
+
+
+def test_workers_share_no_local_folder(celery: AirflowDeployment) -> None:
+    homes = [celery.worker_dir(w) for w in CELERY_WORKERS]
+    assert len(set(homes)) == 2 and not any(a in b.parents or a == b for a in homes for b in homes if a is not b)
+    for w in CELERY_WORKERS:  # (the worker's setproctitle overwrites /proc/PID/environ: check its folder)
+        assert Path(os.readlink(f"/proc/{celery.procs[w].pid}/cwd")) == celery.worker_dir(w)
+        assert (celery.worker_dir(w) / "airflow.cfg").is_file()  # its own AIRFLOW_HOME
+
+
+def test_lineage_etl_and_sieve_maintenance_green_with_lineage_from_every_worker(celery: AirflowDeployment) -> None:
+    run_id = celery.trigger("lineage_etl")
+    assert celery.wait_run("lineage_etl", run_id, timeout=1200) == "success"
+    # The asset event of the index task starts sieve_maintenance, which runs on a worker too.
+    def maintenance_done() -> Any:
+        with celery.client("viewer") as c:
+            runs = c.get("/api/v2/dags/sieve_maintenance/dagRuns").json()["dag_runs"]
+        return [r for r in runs if r["state"] == "success"]
+
+    wait_for("a green sieve_maintenance run", maintenance_done, timeout=900, every=5)
+    # The Column lineage tab: every Spark task's record, whichever worker ran it.
+    with celery.client("viewer") as c:
+        graph = c.get(f"/column-lineage/api/dags/lineage_etl/runs/{run_id}/graph").json()
+    assert {t["task_id"] for t in graph["tasks"]} >= set(SPARK_TASKS), graph.get("tasks")
+    ran_on = _task_workers(celery)
+    assert all(ran_on.get(t) for t in SPARK_TASKS), ran_on
+    # Events over HTTP at the receiver, a COMPLETE with outputs per Spark task.
+    events = read_events(celery.received_events_path)
+    for task in SPARK_TASKS:
+        assert any(e["eventType"] == "COMPLETE" and e["job"]["name"] == f"lineage_etl.{task}" and e.get("outputs")
+                   for e in events), task
+
+
+def test_a_worker_killed_mid_task_the_retry_on_the_other_worker_succeeds(celery: AirflowDeployment) -> None:
+    run_id = celery.trigger("lineage_etl")
+
+    def driver() -> Any:
+        for pid in celery.leftovers():
+            if any("SparkSubmit" in a for a in cmdline(pid)) and any(a.endswith("etl_load.py") for a in cmdline(pid)):
+                worker = _worker_of(celery, pid)
+                if worker:
+                    return worker
+        return None
+
+    victim = wait_for("the load task's Spark driver under a worker", driver, timeout=600, every=0.5)
+    for pgid in celery.groups[victim]:  # the worker and everything it runs, as when its machine dies
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert celery.wait_run("lineage_etl", run_id, timeout=1500) == "success"
+    ti = celery.task_instances("lineage_etl", run_id)["load"]
+    assert ti["try_number"] >= 2, ti
+    other = next(w for w in CELERY_WORKERS if w != victim)
+    assert other in _task_workers(celery).get("load", set())
+    with celery.client("viewer") as c:
+        graph = c.get(f"/column-lineage/api/dags/lineage_etl/runs/{run_id}/graph").json()
+    assert {t["task_id"] for t in graph["tasks"]} >= set(SPARK_TASKS)

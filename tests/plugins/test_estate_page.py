@@ -1,0 +1,145 @@
+"""The estate page in a real browser (Chromium) on the deployment fixture: three DAGs chained through
+tables -- ``lineage_etl`` (run by the fixture) writes ``marts/customer_monthly``, ``lineage_estate_scores``
+reads it and writes ``reports/customer_scores``, ``lineage_estate_flags`` reads that and writes
+``reports/customer_flags`` (``dags/lineage_estate_chain.py``, tiny Spark apps).
+
+From a column of ``customer_monthly`` the page reaches both reports; as of the instant between the
+scores run and the first flags run it does not reach the flags; the diff against that instant
+highlights what the flags DAG added; the impact CSV export equals the JSON. A screenshot goes to
+``docs/img/estate.png``. One module: two Spark runs on the shared deployment.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.support.browser import BrowserMissing, chromium, chromium_paths, console_errors, wait_state
+
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow, pytest.mark.timeout(2400)]
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "img" / "estate.png"
+
+
+@pytest.fixture(scope="module")
+def chain(deployment: Any) -> dict[str, Any]:
+    """Runs the scores DAG, notes the instant, then the flags DAG; the datasets' identities."""
+    out: dict[str, Any] = {}
+    for dag_id in ("lineage_estate_scores", "lineage_estate_flags"):
+        run_id = deployment.trigger(dag_id)
+        assert deployment.wait_run(dag_id, run_id, timeout=600) == "success", f"see {deployment.log_dir}"
+        with deployment.client("admin") as c:
+            out[dag_id] = c.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
+    with deployment.client("viewer") as c:
+        hits = c.get("/column-lineage/api/estate/search", params={"q": "customer_", "limit": 200}).json()["hits"]
+    ids = {h["name"].rsplit("/", 1)[-1]: h for h in hits if not h["column"]}
+    out["t1"], out["t2"], out["t3"] = ids["customer_monthly"], ids["customer_scores"], ids["customer_flags"]
+    out["before_flags"] = out["lineage_estate_scores"]["end_date"]
+    assert out["before_flags"] < out["lineage_estate_flags"]["start_date"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(deployment: Any) -> Iterator[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        chromium_paths()
+    except BrowserMissing as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests need Chromium under CI: {exc}")
+        pytest.skip(str(exc))
+    driver = chromium(width=1600, height=900)
+    driver.get(deployment.api_url + "/auth/login/")
+    wait = WebDriverWait(driver, 60)
+    wait.until(ec.presence_of_element_located((By.NAME, "username"))).send_keys("viewer")
+    driver.find_element(By.NAME, "password").send_keys(deployment.password("viewer"))
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait.until(lambda d: d.get_cookie("_token"))
+    yield driver
+    driver.quit()
+
+
+def _open(browser: Any, deployment: Any, start: dict[str, Any], **params: Any) -> None:
+    q = {"namespace": start["namespace"], "name": start["name"], "column": "customer_id", **params}
+    browser.get(deployment.api_url + "/column-lineage/estate?" + urlencode(q))
+    assert wait_state(browser, timeout=90) == "ready"
+
+
+def _boxes(browser: Any) -> set[str]:
+    from selenium.webdriver.common.by import By
+
+    return {b.get_attribute("data-id") for b in browser.find_elements(By.CSS_SELECTOR, "#graph .box")}
+
+
+def _id(ds: dict[str, Any]) -> str:
+    return f"{ds['namespace']}:{ds['name']}"
+
+
+def test_estate_page_across_dags_and_back_in_time(browser: Any, deployment: Any, chain: dict[str, Any]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    t1, t2, t3 = chain["t1"], chain["t2"], chain["t3"]
+    # search from the nav page: a column of t1, one hop each way by default
+    browser.get(deployment.api_url + "/column-lineage/estate")
+    box = browser.find_element(By.ID, "search")
+    box.send_keys("customer_monthly", Keys.ENTER)
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results button.hit"))
+    browser.find_element(By.CSS_SELECTOR, "#results button.hit").click()
+    assert wait_state(browser, ("ready",), timeout=90) == "ready"
+    shown = _boxes(browser)
+    assert _id(t1) in shown and _id(t2) in shown and _id(t3) not in shown
+    # expand t2 by a click on its "+N down" badge: t3 appears (one request for both starts)
+    browser.find_element(By.CSS_SELECTOR, f'#graph .box[data-id="{_id(t2)}"] .more-down text').click()
+    WebDriverWait(browser, 60).until(lambda d: _id(t3) in _boxes(d))
+    edges = browser.find_elements(By.CSS_SELECTOR, "#edges tr.edge-row a")
+    assert any("lineage_estate_flags" in a.text and "/plugin/column-lineage-run" in a.get_attribute("href")
+               for a in edges)
+
+    # from a column of t1, depth 3: t2 and t3
+    _open(browser, deployment, t1)
+    browser.find_element(By.CSS_SELECTOR, "#depth option[value='3']").click()
+    assert wait_state(browser, ("ready",), timeout=90) == "ready"
+    WebDriverWait(browser, 60).until(lambda d: {_id(t2), _id(t3)} <= _boxes(d))
+
+    # as of the instant before the flags DAG first ran: t2 but not t3
+    _open(browser, deployment, t1, as_of=chain["before_flags"])
+    browser.find_element(By.CSS_SELECTOR, "#depth option[value='3']").click()
+    assert wait_state(browser, ("ready",), timeout=90) == "ready"
+    WebDriverWait(browser, 60).until(lambda d: _id(t2) in _boxes(d))
+    assert _id(t3) not in _boxes(browser)
+
+    # now, compared with that instant: t3 and its edges are highlighted as added
+    _open(browser, deployment, t1, before=chain["before_flags"])
+    browser.find_element(By.CSS_SELECTOR, "#depth option[value='3']").click()
+    WebDriverWait(browser, 90).until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#graph .box.added[data-id="{_id(t3)}"]'))
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph .edge.added")
+    assert "added dataset " + _id(t3) in browser.find_element(By.ID, "diff").text
+
+    # impact list, and its CSV export equals the JSON one
+    browser.find_element(By.ID, "impact-go").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#impact tr.impact-row"))
+    fetch = ("var cb = arguments[arguments.length - 1]; Promise.all([fetch(document.getElementById('export-json').href)"
+             ".then(r => r.json()), fetch(document.getElementById('export-csv').href).then(r => r.text())])"
+             ".then(cb, e => cb(String(e)));")
+    as_json, as_csv = browser.execute_async_script(fetch)
+    rows = list(csv.DictReader(io.StringIO(as_csv)))
+    assert rows == [{k: ("true" if v is True else "false" if v is False else str(v)) for k, v in r.items()}
+                    for r in as_json["rows"]]
+    reached = {(r["name"].rsplit("/", 1)[-1], r["column"]) for r in as_json["rows"]}
+    assert {("customer_scores", "customer_id"), ("customer_flags", "customer_id")} <= reached
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#impact tr.impact-row")) == len(as_json["rows"])
+
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOT))
+    assert console_errors(browser) == []

@@ -118,7 +118,7 @@ def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
             found = list(InletEventsAccessor(asset_name=uri, asset_uri=uri).ascending(False).limit(1))
         except Exception as exc:  # noqa: BLE001 - an unknown asset is normal (not written by a lineage task)
             if "not found" not in str(exc).lower() and "NOT_FOUND" not in str(exc):
-                problems.append(f"cannot read asset events of {uri}: {exc!r}")
+                problems.append(f"cannot read asset events of {uri} (its tags are not inherited): {str(exc)[:200]}")
             continue
         if found:
             known.update(tagging.known_from_extra(d["namespace"], d["name"], found[0].extra))
@@ -205,7 +205,7 @@ class Guard:
         except Exception as exc:  # noqa: BLE001 - the guard never fails the write
             problems.append(f"column tags not computed: {exc!r}")
             lineage_log.warning("column tags not computed: %r (the task is not affected)", exc)
-        record["guard_problems"] = problems[:20]
+        record["guard_problems"] = [p[:500] for p in problems[:20]]
         self.failure = "\n".join(failures) or None
 
     def dataset_tags(self, namespace: str, name: str) -> dict[str, list[dict[str, Any]]]:
@@ -242,3 +242,22 @@ def _bounded(d: dict[str, Any]) -> dict[str, Any]:
             out[key] = out[key][:VIEW_DIFF_ITEMS]
             out.setdefault("cut", []).append(key)
     return out
+
+
+def fit(record: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``record`` within ``limit`` bytes with the guard's keys: their details go first (the diff keeps
+    ``changed``, ``previous_run_id`` and a ``cut`` marker; tags and stopped lists are dropped, the XComs
+    ``lineage_diff`` / ``lineage_policy`` keep everything), then :func:`run_record.cut` trims edges."""
+    if run_record.size(record) <= limit:
+        return record
+    if isinstance(record.get("diff"), dict):
+        d = record["diff"]
+        record["diff"] = {**diffs.empty(d.get("previous_run_id")), "changed": bool(d.get("changed")),
+                          "cut": "the diff was too big for the lineage record: see the XCom lineage_diff"}
+    if run_record.size(record) > limit and record.get("tags"):
+        record["tags"] = {"columns": [], "stopped": [], "cut": "tags too big for the lineage record"}
+    record["guard_problems"] = [p[:200] for p in (record.get("guard_problems") or [])[:3]]
+    record = run_record.cut(record, limit)
+    if run_record.size(record) > limit:
+        record["guard_problems"] = []
+    return record

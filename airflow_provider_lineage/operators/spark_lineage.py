@@ -401,8 +401,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 deploy_mode=self.resolved_deploy_mode(),
                 limit=self.lineage_record_limit,
             )
-            if self.resolved_deploy_mode() != "cluster":
+            if record.get("status") != "cluster_mode":  # a driver that emitted itself left nothing to compare
                 self._run_guard(context, record)
+                record = guard.fit(record, self.lineage_record_limit)
             context["ti"].xcom_push(key=run_record.XCOM_KEY, value=record)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("could not keep the lineage record for the UI view: %r", exc)

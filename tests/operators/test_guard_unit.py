@@ -101,3 +101,16 @@ def test_tags_file_setting_and_list_settings(no_inputs_lookup: None, monkeypatch
     cols = sorted(v["column"]["column"] for v in ti.pushed["lineage_policy"]["violations"])
     assert cols == ["email_lower"]  # the hashed path is masked: still not a violation of require_masked
     assert g.tags is not None and ("file", "/w/mart", "email_hash") in g.tags["columns"]  # carried, marked masked
+
+
+def test_a_big_guard_result_fits_the_record_bound(no_inputs_lookup: None) -> None:
+    from airflow_provider_lineage.lineage import run_record
+
+    ti, rec = FakeTI(V1), copy.deepcopy(V2)
+    g = guard.Guard(on_lineage_change="warn", require_masked=None, on_policy_violation="fail")
+    _run(g, ti, rec)
+    rec["guard_problems"] = ["x" * 500] * 20
+    limit = run_record.size(V2) + 1500
+    fitted = guard.fit(rec, limit)
+    assert run_record.size(fitted) <= limit and fitted["diff"]["changed"] is True and "cut" in fitted["diff"]
+    assert ti.pushed["lineage_diff"]["columns_added"]  # the XCom keeps the whole diff

@@ -45,13 +45,22 @@ def celery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployme
         yield dep
 
 
-def _worker_of(dep: AirflowDeployment, pid: int) -> str | None:
-    """The Celery worker a process belongs to (its process group), or None."""
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-    return next((w for w in CELERY_WORKERS if pgid in dep.groups.get(w, [])), None)
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (task supervisors start their own sessions: not its process group)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _task_workers(dep: AirflowDeployment) -> dict[str, set[str]]:
@@ -100,15 +109,22 @@ def test_a_worker_killed_mid_task_the_retry_on_the_other_worker_succeeds(celery:
     run_id = celery.trigger("lineage_etl")
 
     def driver() -> Any:
-        for pid in celery.leftovers():
-            if any("SparkSubmit" in a for a in cmdline(pid)) and any(a.endswith("etl_load.py") for a in cmdline(pid)):
-                worker = _worker_of(celery, pid)
-                if worker:
-                    return worker
+        for w in CELERY_WORKERS:
+            for pid in _descendants(celery.procs[w].pid):
+                if any("SparkSubmit" in a for a in cmdline(pid)) and any(a.endswith("etl_load.py") for a in cmdline(pid)):
+                    return w
         return None
 
     victim = wait_for("the load task's Spark driver under a worker", driver, timeout=600, every=0.5)
-    for pgid in celery.groups[victim]:  # the worker and everything it runs, as when its machine dies
+    # The worker and everything it runs (task supervisor, task, spark-submit, the driver JVM), as when its
+    # machine dies.
+    root = celery.procs[victim].pid
+    for pid in [root, *_descendants(root)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pgid in celery.groups[victim]:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except ProcessLookupError:

@@ -141,5 +141,7 @@ def test_estate_page_across_dags_and_back_in_time(browser: Any, deployment: Any,
     assert len(browser.find_elements(By.CSS_SELECTOR, "#impact tr.impact-row")) == len(as_json["rows"])
 
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    browser.execute_script("var c = document.getElementById('canvas'); c.scrollLeft = c.scrollWidth;")  # downstream
     browser.save_screenshot(str(SCREENSHOT))
+    print("estate page timings (ms):", browser.execute_script("return window.estate.timings"))  # not asserted
     assert console_errors(browser) == []

@@ -42,6 +42,26 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_lineage.sensors.sieve"],
             },
         ],
+        "config": {
+            "column_lineage": {
+                "description": "Lineage as a guard (docs/guard.md): column tags and the masking policy.",
+                "options": {
+                    "tags_file": {
+                        "description": "JSON file of column tags, same shape as the Variable lineage_column_tags.",
+                        "version_added": "0.2.0", "type": "string", "example": "/etc/airflow/column_tags.json",
+                        "default": None,
+                    },
+                    "stopped_by_masking": {
+                        "description": "Tags a masking transformation stops (JSON list or comma-separated).",
+                        "version_added": "0.2.0", "type": "string", "example": "pii,secret", "default": "pii",
+                    },
+                    "require_masked": {
+                        "description": "require_masked for every SparkLineageSubmitOperator that does not set it.",
+                        "version_added": "0.2.0", "type": "string", "example": "pii", "default": None,
+                    },
+                },
+            },
+        },
         "plugins": [
             {
                 "name": "column_lineage",

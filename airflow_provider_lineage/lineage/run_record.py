@@ -146,6 +146,8 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
     }
     record["truncated"] = marker
     record["problems"] = record["problems"][:5]
+    if record.get("guard_problems"):  # the guard's notes (operators/guard.py) are cut the same way
+        record["guard_problems"] = [p[:200] for p in record["guard_problems"][:5]]
     # edges: keep the longest prefix that fits (binary search on the count)
     for key in ("edges", "dataset_edges"):
         items = record[key]

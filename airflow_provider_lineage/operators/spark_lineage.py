@@ -43,7 +43,7 @@ from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
 from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, ParentRun
 from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import read_records
-from airflow_provider_lineage.operators import remote_capture
+from airflow_provider_lineage.operators import guard, remote_capture
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -105,9 +105,19 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         facet's ``dataset`` list), ``"fields"``, or ``"dataset"`` (invisible in Marquez).
     :param udf_analysis: read Python UDF bodies on the driver for exact per-argument edges (default);
         ``False`` keeps UDFs black boxes (every argument DIRECT/TRANSFORMATION).
+    :param on_lineage_change: what a change of this task's lineage since its previous successful run
+        does (XCom ``lineage_diff``): ``"ignore"`` (logged at info), ``"warn"`` (default: a warning in
+        the task log and a "changed" badge on the page) or ``"fail"`` (the task fails after the write,
+        with the diff in the message, so downstream tasks do not run on a changed shape). (templated)
+    :param require_masked: tags (e.g. ``["pii"]``) that no output column may receive through a path
+        without a masking step; ``None`` (default): the provider setting ``[column_lineage]
+        require_masked``, else no policy. Result in XCom ``lineage_policy``. (templated)
+    :param on_policy_violation: ``"fail"`` (default: the task fails after the write, naming each
+        column and its path) or ``"warn"``. (templated)
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir")
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir", "on_lineage_change",
+                                      "require_masked", "on_policy_violation")
     ui_color = "#e8c1a0"
     #: Size bound (bytes of JSON) of the lineage record kept in XCom ``column_lineage`` for the
     #: column-lineage view; a bigger record is cut with a marker the view shows (see ``lineage.run_record``).
@@ -127,6 +137,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         asset_alias: str | None = DEFAULT_ASSET_ALIAS,
         indirect_lineage: str = "both",
         udf_analysis: bool = True,
+        on_lineage_change: str = "warn",
+        require_masked: list[str] | None = None,
+        on_policy_violation: str = "fail",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -152,6 +165,14 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.lineage_xcom_key = lineage_xcom_key
         self.indirect_lineage = indirect_lineage
         self.udf_analysis = udf_analysis
+        for name, value, allowed in (("on_lineage_change", on_lineage_change, guard.CHANGE_MODES),
+                                     ("on_policy_violation", on_policy_violation, guard.POLICY_MODES)):
+            if "{{" not in value and value not in allowed:
+                raise ValueError(f"{name}={value!r} is not one of {allowed}")
+        self.on_lineage_change = on_lineage_change
+        self.require_masked = require_masked
+        self.on_policy_violation = on_policy_violation
+        self.guard: guard.Guard | None = None
         self.lineage_result: events.LineageResult | None = None
         self._ol_inputs: list[Any] = []
         self._ol_outputs: list[Any] = []
@@ -253,6 +274,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 shutil.rmtree(created_dir, ignore_errors=True)
         if error is not None:
             raise error
+        if self.guard is not None and self.guard.failure:
+            raise _compat.airflow_exception("AirflowFailException")(self.guard.failure)
 
     def process_capture_dir(self, capture_dir: str, error: BaseException | None = None, *,
                             extra_problems: list[str] | None = None,
@@ -307,6 +330,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             try:
                 uri = asset_uri(ds["namespace"], ds["name"])
                 extra = {k: ds[k] for k in ("table", "format", "mode") if ds.get(k)}
+                if self.guard is not None and (tagged := self.guard.dataset_tags(ds["namespace"], ds["name"])):
+                    extra["column_tags"] = tagged  # the next task (this DAG or another) inherits them
                 context["outlet_events"][AssetAlias(self.asset_alias)].add(Asset(uri=uri), extra=extra)
                 self.log.info("asset event for %s (alias %s)", uri, self.asset_alias)
             except Exception as exc:  # noqa: BLE001 - lineage never fails the task
@@ -323,6 +348,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     ) -> None:
         self.log.info("column lineage of %s:\n%s", task_run.name, events.summaries(result))
         written = events.written_datasets(result)
+        self._push_lineage_record(context, result, emission, task_run)
         if self.asset_alias and error is None:
             self._publish_assets(context, written)
         if self.lineage_xcom_key:
@@ -330,7 +356,6 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 context["ti"].xcom_push(key=self.lineage_xcom_key, value=written)
             except Exception as exc:  # noqa: BLE001 - lineage never fails the task
                 self.lineage_log.warning("could not push %s to XCom: %r", self.lineage_xcom_key, exc)
-        self._push_lineage_record(context, result, emission, task_run)
         if emission == "provider":
             self.lineage_destination = "Airflow's OpenLineage provider"
             self.log.info(
@@ -339,14 +364,17 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 len(self._ol_inputs),
             )
         elif emission == "self" and client is not None:
+            failure: BaseException | str | None = error
+            if failure is None and self.guard is not None and self.guard.failure:
+                failure = self.guard.failure  # the task fails after the write: its event says so
             event = events.build_event(
-                "FAIL" if error is not None else "COMPLETE",
+                "FAIL" if failure is not None else "COMPLETE",
                 job_namespace=task_run.namespace,
                 job_name=task_run.name,
                 run_id=task_run.run_id,
                 inputs=self._ol_inputs,
                 outputs=self._ol_outputs,
-                run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=error),
+                run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=failure),
                 job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
             )
             for msg in transport.emit_all(client, [event]):
@@ -373,9 +401,22 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 deploy_mode=self.resolved_deploy_mode(),
                 limit=self.lineage_record_limit,
             )
+            if record.get("status") != "cluster_mode":  # a driver that emitted itself left nothing to compare
+                self._run_guard(context, record)
+                record = guard.fit(record, self.lineage_record_limit)
             context["ti"].xcom_push(key=run_record.XCOM_KEY, value=record)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("could not keep the lineage record for the UI view: %r", exc)
+
+    def _run_guard(self, context: Context, record: dict[str, Any]) -> None:
+        """Diff with the previous run, column tags and policy (see :mod:`.guard`); tags facets on the datasets."""
+        try:
+            self.guard = guard.Guard(on_lineage_change=self.on_lineage_change, require_masked=self.require_masked,
+                                     on_policy_violation=self.on_policy_violation)
+            self.guard.run(context["ti"], record, self.log, self.lineage_log)
+            self.guard.add_tags_facets([*self._ol_inputs, *self._ol_outputs])
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            self.lineage_log.warning("lineage guard not run: %r (the task is not affected)", exc)
 
     def _self_emit_start(self, task_run: ParentRun) -> Any:
         try:

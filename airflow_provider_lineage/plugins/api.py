@@ -11,6 +11,7 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
+    GET /api/tags/unmasked?tag=                                  where tags reach unmasked (newest record per task)
     GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
@@ -46,7 +47,7 @@ def create_app() -> Any:
     from fastapi.staticfiles import StaticFiles
 
     from airflow_provider_lineage.plugins import graph as graphs
-    from airflow_provider_lineage.plugins import indexes, store
+    from airflow_provider_lineage.plugins import guard_view, indexes, store
 
     app = FastAPI(
         title="Column lineage (airflow-provider-lineage)",
@@ -67,6 +68,10 @@ def create_app() -> Any:
         _run_exists(session, dag_id, run_id)
         tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
         g = graphs.stitch(tasks)
+        try:
+            guard_view.annotate(g, tasks)
+        except Exception as exc:  # noqa: BLE001 - the guard's view data never costs the graph
+            g["guard_error"] = f"lineage guard data not shown: {exc!r}"
         g.update(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
         if task_id is not None and not tasks:
             g["empty"] = (f"task {task_id!r} of this run kept no lineage record: it is not a "
@@ -105,6 +110,17 @@ def create_app() -> Any:
         """State of the Sieve indexes the run's index tasks maintained (the sensor's checks)."""
         _run_exists(session, dag_id, run_id)
         return {"indexes": indexes.badges(store.sieve_results(session, dag_id, run_id))}
+
+    @app.get("/api/tags/unmasked")
+    def tags_unmasked(user: GetUserDep, session: SessionDep, tag: Optional[str] = Query(None, max_length=200),  # noqa: UP045
+                      limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
+        """Where tags reach unmasked: output columns that inherited a tag through no masking step, from the
+        newest lineage record of every task of the DAGs the user may read (with the path)."""
+        from airflow.api_fastapi.app import get_auth_manager
+
+        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+        records = store.recent_records(session, set(readable), '"tags"', limit=limit)
+        return {"tag": tag, "unmasked": guard_view.unmasked_from_records(records, tag), "records_read": len(records)}
 
     @app.get("/api/search")
     def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),

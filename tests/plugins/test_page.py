@@ -207,3 +207,92 @@ def test_task_view_shows_that_task_only(signed_in: Any, deployment: Any) -> None
     assert wait_state(browser, timeout=60) == "empty"
     assert "no lineage record" in browser.find_element(By.ID, "message").text
     assert console_errors(browser) == []
+
+
+# ---- lineage as a guard (docs/guard.md): two runs of lineage_guard on the same deployment -----------------
+GUARD_SCREENSHOT = ROOT / "docs" / "img" / "lineage-guard.png"
+
+
+@pytest.fixture(scope="module")
+def guard_runs(deployment: Any) -> list[str]:
+    """``lineage_guard`` version 1 then version 2 (a column added, a join key dropped, the email's hash
+    removed), with ``email`` of the customers declared ``pii`` in the Variable ``lineage_column_tags``."""
+    import json
+
+    data = deployment.home / "guard-data"
+    decl = {"datasets": [{"namespace": "file", "name": str(data / "warehouse" / "customers"),
+                          "columns": {"email": ["pii"]}}]}
+    with deployment.client("admin") as client:
+        client.post("/api/v2/variables", json={"key": "lineage_column_tags", "value": json.dumps(decl)}).raise_for_status()
+    runs = []
+    for version in (1, 2):
+        run_id = deployment.trigger("lineage_guard", conf={"data_dir": str(data), "version": version, "on_change": "warn"})
+        assert deployment.wait_run("lineage_guard", run_id, timeout=900) == "success"
+        runs.append(run_id)
+    return runs
+
+
+def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, deployment: Any,
+                                                               guard_runs: list[str]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser = signed_in
+    run_id = guard_runs[-1]
+    graph = _api(deployment, f"/api/dags/lineage_guard/runs/{quote(run_id, safe='')}/graph")
+    assert graph["changed"] is True
+    browser.switch_to.default_content()
+    browser.get(f"{deployment.api_url}/dags/lineage_guard/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
+    frame = WebDriverWait(browser, 60).until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
+    browser.switch_to.frame(frame)
+    assert wait_state(browser, timeout=60) == "ready"
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!window.columnLineage.badgesDone"))
+    wait_state(browser, ("ready",))
+
+    badge = browser.find_element(By.ID, "changed-badge")
+    assert badge.text == "changed"
+    badge.click()
+    changes = browser.find_element(By.ID, "changes").text
+    assert "+ column marts/orders_mart.segment" in changes and "warehouse/orders.region" in changes
+    added = [e for e in graph["edges"] if e.get("change") == "added"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge.change-added")) == len(added) == 1
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .edge.change-changed")) == 1  # the hash removed
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .removed-edge")) == len(graph["removed_edges"]) == 2
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge")) == len(graph["edges"])
+
+    def chips(label: str, column: str) -> set[tuple[str, str]]:
+        ds = next(d for d in graph["datasets"] if d["label"].endswith(label))
+        row = browser.find_element(By.CSS_SELECTOR, f'#graph .box[data-id="{ds["id"]}"] .row[data-field="{column}"]')
+        return {(c.get_attribute("data-tag"), c.get_attribute("data-source")) for c in row.find_elements(By.CSS_SELECTOR, ".chip")}
+
+    assert chips("customers", "email") == {("pii", "declared")}
+    assert chips("orders_mart", "email") == {("pii", "inherited")}
+    assert chips("orders_mart", "customer_id") == set()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#unmasked tr.unmasked")
+    assert [(r.get_attribute("data-tag"), r.get_attribute("data-column")) for r in rows] == [("pii", "email")]
+    assert "customers.email \u2192 marts/orders_mart.email" in rows[0].text
+    browser.switch_to.default_content()
+    browser.save_screenshot(str(GUARD_SCREENSHOT))
+    assert console_errors(browser) == []
+
+
+def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, deployment: Any, guard_runs: list[str]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    answer = _api(deployment, "/api/tags/unmasked", tag="pii")
+    assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [("lineage_guard", "mart", "email")]
+    browser = signed_in
+    browser.switch_to.default_content()
+    browser.get(deployment.api_url + "/column-lineage/estate")  # the estate page's list
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#unmasked-estate tr.unmasked"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#unmasked-estate tr.unmasked")
+    assert [(r.get_attribute("data-tag"), r.get_attribute("data-column")) for r in rows] == [("pii", "email")]
+    browser.get(deployment.api_url + "/column-lineage/?view=unmasked&tag=pii")  # the same list on its own page
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#unmasked tr.unmasked"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#unmasked tr.unmasked")
+    assert [(r.get_attribute("data-tag"), r.get_attribute("data-column")) for r in rows] == [("pii", "email")]
+    assert "lineage_guard" in rows[0].text
+    assert console_errors(browser) == []

@@ -60,13 +60,19 @@ class Edge:
 
 @dataclass
 class Producers:
-    """The runs that count as of an instant: ``current`` (last success per task) and ``last`` (any state);
-    ``sets``: the current runs by the edge set their lineage is."""
+    """The runs that count as of an instant: ``current`` (last success per task), ``sets`` (the current
+    runs by the edge set their lineage is) and, computed on first use, ``last`` (last run of any state)."""
 
     as_of: datetime | None
     current: dict[int, Run]
-    last: dict[tuple[str, str, int], Run]
     sets: dict[int, list[Run]] = field(default_factory=dict)
+    _last: dict[tuple[str, str, int], Run] | None = None
+
+    def last(self, session: Session) -> dict[tuple[str, str, int], Run]:
+        """Each task's last run of any state as of :attr:`as_of` (read on first use, then kept)."""
+        if self._last is None:
+            self._last = {(r.dag_id, r.task_id, r.map_index): r for r, _ in _latest(session, self.as_of, False)}
+        return self._last
 
 
 def _utc(ts: datetime | None) -> datetime | None:
@@ -83,21 +89,29 @@ def _generation(session: Session) -> tuple[Any, ...]:
 
 
 def _latest(session: Session, as_of: datetime | None, success_only: bool) -> list[tuple[Run, int | None]]:
+    """Each task's newest run (successful only, or of any state) that ended at or before ``as_of``.
+
+    A GROUP BY over the ``(dag_id, task_id, map_index, state, end_date)`` index joined back to the rows
+    (cheaper than a window function's sort on SQLite); ties on the end time keep the newest row.
+    """
     t = s.task_run.c
     cond = [t.end_date.is_not(None)]
     if success_only:
         cond.append(t.state == "success")
     if as_of is not None:
         cond.append(t.end_date <= as_of)
-    rn = func.row_number().over(partition_by=(t.dag_id, t.task_id, t.map_index),
-                                order_by=(t.end_date.desc(), t.id.desc())).label("rn")
-    inner = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref,
-                   rn).where(*cond)
-    sub = inner.subquery()
-    rows = session.execute(select(sub.c.id, sub.c.dag_id, sub.c.task_id, sub.c.run_id, sub.c.map_index,
-                                  sub.c.state, sub.c.end_date, sub.c.owner, sub.c.set_ref).where(sub.c.rn == 1))
+    sub = (select(t.dag_id, t.task_id, t.map_index, func.max(t.end_date).label("m")).where(*cond)
+           .group_by(t.dag_id, t.task_id, t.map_index).subquery())
+    stmt = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref).join(
+        sub, (t.dag_id == sub.c.dag_id) & (t.task_id == sub.c.task_id) & (t.map_index == sub.c.map_index)
+        & (t.end_date == sub.c.m)).where(*cond)
+    best: dict[tuple[str, str, int], Any] = {}
+    for r in session.execute(stmt):
+        k = (r.dag_id, r.task_id, r.map_index)
+        if k not in best or r.id > best[k].id:
+            best[k] = r
     return [(Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner), r.set_ref)
-            for r in rows]
+            for r in best.values()]
 
 
 def producers_as_of(session: Session, as_of: datetime | None = None) -> Producers:
@@ -113,8 +127,7 @@ def producers_as_of(session: Session, as_of: datetime | None = None) -> Producer
         current[r.ref] = r
         if set_ref is not None:
             sets.setdefault(set_ref, []).append(r)
-    last = {(r.dag_id, r.task_id, r.map_index): r for r, _ in _latest(session, as_of, False)}
-    out = Producers(as_of, current, last, sets)
+    out = Producers(as_of, current, sets)
     if len(_cache) > 64:
         _cache.clear()
     _cache[key] = out
@@ -337,7 +350,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
         return f"{keys[d][0]}:{keys[d][1]}"
 
     def run_json(run: Run) -> dict[str, Any]:
-        last = prod.last.get((run.dag_id, run.task_id, run.map_index), run)
+        last = prod.last(session).get((run.dag_id, run.task_id, run.map_index), run)
         return {"dag_id": run.dag_id, "task_id": run.task_id, "run_id": run.run_id, "map_index": run.map_index,
                 "owner": run.owner, "run_end": run.end_date.isoformat() if run.end_date else None,
                 "last_run": {"run_id": last.run_id, "state": last.state,

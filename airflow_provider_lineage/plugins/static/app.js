@@ -88,7 +88,30 @@
   }
 
   // ---- search page -------------------------------------------------------------------------------
+  function unmaskedPage() {
+    var tag = params.get("tag") || "";
+    document.body.classList.add("search-page");
+    $("title").textContent = "Where tags reach unmasked";
+    $("scope").textContent = tag ? "tag " + tag : "every tag";
+    setState("loading");
+    getJSON("api/tags/unmasked" + (tag ? "?tag=" + enc(tag) : "")).then(function (data) {
+      api.unmasked = data.unmasked;
+      $("canvas").hidden = true;
+      if (!data.unmasked.length) {
+        showMessage("info", "No column receives " + (tag || "a tag") + " unmasked",
+          ["Read the newest lineage record of " + data.records_read + " task(s) with column tags."]);
+      } else {
+        unmaskedList(data.unmasked, $("notices"));
+      }
+      setState("ready");
+    }).catch(function (err) {
+      showMessage("error", "Could not load the list", [explainError(err)]);
+      setState("error");
+    });
+  }
+
   function searchPage() {
+    $("bar").appendChild(el("a", { id: "unmasked-link", href: "?view=unmasked&tag=pii" }, "Where does pii reach unmasked?"));
     document.body.classList.add("search-page");
     $("scope").textContent = "search the datasets and columns of recent runs";
     $("canvas").hidden = true;
@@ -148,6 +171,7 @@
       api.timings.fetchMs = performance.now() - t0;
       state.graph = graph;
       taskNotices(graph);
+      guardPanel(graph);
       if (!graph.datasets.length) { emptyState(graph); return; }
       render();
       if (params.get("dataset")) find(params.get("column") || "", params.get("dataset"));
@@ -222,7 +246,9 @@
     g.datasets.forEach(function (ds) {
       var vis = visibleFields(ds);
       var longest = ds.label.length + 4, extra = badged(ds.id) ? 14 : 0;
-      vis.rows.forEach(function (f) { longest = Math.max(longest, Math.min(f.name.length, 34) + extra + (f.type || "").length + 8); });
+      vis.rows.forEach(function (f) {
+        longest = Math.max(longest, Math.min(f.name.length, 34) + extra + (f.type || "").length + 8 + chipChars(f));
+      });
       var width = Math.max(180, Math.min(440, PAD_X * 2 + CHAR * longest));
       var height = HEAD + vis.rows.length * ROW + (vis.hidden ? MORE : 0) + (state.level === "table" ? 0 : 6);
       shapes[ds.id] = { ds: ds, rows: vis.rows, hidden: vis.hidden, width: width, height: height };
@@ -278,6 +304,13 @@
         state.dsEdgeEls.push(edgePath(e, i, rowY(a, e.source_field), b.y + HEAD / 2, a, b, "dataset-edge", edgeLayer));
         drawnDs++;
       });
+      // edges of the previous run that this run no longer has: drawn apart (red, dotted), never counted as edges
+      (g.removed_edges || []).forEach(function (e, i) {
+        var a = state.boxes[e.source], b = state.boxes[e.target];
+        if (!a || !b) return;
+        var y2 = e.target_field ? rowY(b, e.target_field) : b.y + HEAD / 2;
+        edgePath(e, i, rowY(a, e.source_field), y2, a, b, "removed-edge", edgeLayer);
+      });
     }
     var t2 = performance.now();
     api.counts = { nodes: g.datasets.length, edges: drawn, datasetEdges: drawnDs, level: state.level };
@@ -296,18 +329,110 @@
   }
 
   function edgePath(e, i, y1, y2, a, b, kind, layer) {
-    var cls = "edge " + kind + " " + (e.type === "DIRECT" ? "direct" : "indirect") + (e.masking ? " masked" : "");
+    var cls = "edge " + kind + " " + (e.type === "DIRECT" ? "direct" : "indirect") + (e.masking ? " masked" : "") +
+      (e.change ? " change-" + e.change : "");
     var d = curve(a.x + a.width, y1, b.x, y2);
     var p = sv("path", { "class": cls, d: d, "data-kind": kind, "data-index": i });
     var hit = sv("path", { "class": "edge-hit", d: d });
     var text = e.type + " / " + e.subtype + (e.masking ? "\nmasked: yes (the value is obfuscated)" : "\nmasked: no") +
       "\n" + e.source + " . " + e.source_field + "\n\u2192 " + e.target + (e.target_field ? " . " + e.target_field : " (whole dataset)") +
-      "\ntask: " + (e.tasks || []).join(", ");
+      "\ntask: " + (e.tasks || []).join(", ") +
+      (e.change === "added" ? "\nNEW since the previous run" : "") +
+      (e.change === "removed" ? "\nREMOVED: in the previous run, not in this one" : "") +
+      (e.change === "changed" && e.previous ? "\nCHANGED: was " + e.previous.type + " / " + e.previous.subtype +
+        (e.previous.masking ? ", masked" : ", not masked") : "");
     withTip(hit, text);
     layer.appendChild(p);
     layer.appendChild(hit);
     return p;
   }
+
+  // ---- lineage as a guard: tag chips, the "changed" badge, where tags reach unmasked -------------
+  function chipChars(f) {
+    return (f.tags || []).reduce(function (n, t) { return n + t.tag.length + 3; }, 0);
+  }
+
+  function pathText(path) {
+    return (path || []).map(function (p) {
+      var parts = String(p.name).split("/").filter(Boolean);
+      return parts.slice(-2).join("/") + "." + p.column;
+    }).join(" \u2192 ");
+  }
+
+  function drawChips(row, f, right) {
+    var x = right;
+    (f.tags || []).slice().reverse().forEach(function (t) {
+      var w = t.tag.length * 6 + 10;
+      x -= w + 3;
+      var g = sv("g", { "class": "chip " + t.source + (t.masked ? " masked" : ""), transform: "translate(" + x + ",3)",
+        "data-tag": t.tag, "data-source": t.source });
+      g.appendChild(sv("rect", { width: w, height: ROW - 6 }));
+      g.appendChild(sv("text", { x: 5, y: (ROW - 6) / 2 + 1 }, t.tag));
+      withTip(g, "tag " + t.tag + ": " + (t.source === "declared" ? "declared on this column" :
+        "inherited along lineage" + (t.masked ? " (through a masking step)" : " (no masking on the way)")) +
+        "\npath: " + pathText(t.path));
+      row.appendChild(g);
+    });
+  }
+
+  function guardPanel(graph) {
+    (graph.tasks || []).forEach(function (t) {
+      (t.guard_problems || []).forEach(function (p) { notice("Task " + t.label + ": lineage guard: " + p, "error"); });
+      ((t.policy || {}).violations || []).forEach(function (v) {
+        notice("Task " + t.label + ": policy: " + v.tag + " reaches " + v.column.column + " unmasked (" + pathText(v.path) + ")", "error");
+      });
+    });
+    var changed = (graph.changes || []).filter(function (c) { return c.changed; });
+    api.changed = !!graph.changed;
+    if (changed.length) {
+      var badge = el("button", { id: "changed-badge", type: "button", "class": "changed-badge",
+        title: "The lineage of " + changed.map(function (c) { return c.task; }).join(", ") + " changed since the previous successful run" },
+        "changed");
+      $("title").after(badge);
+      var box = el("div", { id: "changes", hidden: "" });
+      changed.forEach(function (c) {
+        var d = c.diff;
+        box.appendChild(el("h4", {}, "Task " + c.task + ": changed since run " + c.previous_run_id));
+        var ul = el("ul");
+        function col(x) { return pathText([x]).replace(/\.null$/, ".*"); }
+        (d.columns_added || []).forEach(function (x) { ul.appendChild(el("li", { "class": "added" }, "+ column " + col(x))); });
+        (d.columns_removed || []).forEach(function (x) { ul.appendChild(el("li", { "class": "removed" }, "\u2212 column " + col(x))); });
+        (d.edges_added || []).forEach(function (e) { ul.appendChild(el("li", { "class": "added" }, "+ edge " + col(e.from) + " \u2192 " + col(e.to) + " (" + e.type + "/" + e.subtype + ")")); });
+        (d.edges_removed || []).forEach(function (e) { ul.appendChild(el("li", { "class": "removed" }, "\u2212 edge " + col(e.from) + " \u2192 " + col(e.to) + " (" + e.type + "/" + e.subtype + ")")); });
+        (d.edges_changed || []).forEach(function (e) {
+          ul.appendChild(el("li", { "class": "changed" }, "~ edge " + col(e.from) + " \u2192 " + col(e.to) + ": " + e.previous.type + "/" +
+            e.previous.subtype + (e.previous.masking ? " masked" : "") + " \u2192 " + e.type + "/" + e.subtype + (e.masking ? " masked" : "")));
+        });
+        (d.datasets_added || []).forEach(function (x) { ul.appendChild(el("li", { "class": "added" }, "+ " + x.role + " " + x.namespace + ":" + x.name)); });
+        (d.datasets_removed || []).forEach(function (x) { ul.appendChild(el("li", { "class": "removed" }, "\u2212 " + x.role + " " + x.namespace + ":" + x.name)); });
+        box.appendChild(ul);
+      });
+      $("notices").after(box);
+      badge.addEventListener("click", function () { box.hidden = !box.hidden; });
+    }
+    if ((graph.unmasked || []).length) unmaskedList(graph.unmasked, $("notices"));
+  }
+
+  function unmaskedList(items, after) {
+    var wrap = el("div", { id: "unmasked" });
+    var tags = [];
+    items.forEach(function (u) { if (tags.indexOf(u.tag) < 0) tags.push(u.tag); });
+    wrap.appendChild(el("h4", {}, "Where tags reach unmasked (" + items.length + ")"));
+    var t = el("table");
+    var h = el("tr");
+    ["Tag", "Column", "Path", "Written by"].forEach(function (c) { h.appendChild(el("th", {}, c)); });
+    t.appendChild(h);
+    items.forEach(function (u) {
+      var tr = el("tr", { "class": "unmasked", "data-tag": u.tag, "data-dataset": u.dataset, "data-column": u.column });
+      [u.tag, u.label + "." + u.column, pathText(u.path), (u.dag_id ? u.dag_id + " \u203a " : "") + (u.task || u.task_id || "")]
+        .forEach(function (v) { tr.appendChild(el("td", {}, v)); });
+      t.appendChild(tr);
+    });
+    wrap.appendChild(t);
+    after.after(wrap);
+    return wrap;
+  }
+  api.unmaskedList = unmaskedList;
 
   function rowIndex(box, field) {
     for (var i = 0; i < box.rows.length; i++) if (box.rows[i].name === field) return i;
@@ -331,10 +456,12 @@
       "\n" + ds.fields.length + " columns");
     g.appendChild(title);
     s.rows.forEach(function (f, i) {
-      var row = sv("g", { "class": "row", transform: "translate(0," + (HEAD + i * ROW) + ")", "data-field": f.name });
+      var row = sv("g", { "class": "row" + (f.removed ? " removed" : "") + (f.change === "added" ? " added" : ""),
+        transform: "translate(0," + (HEAD + i * ROW) + ")", "data-field": f.name });
       row.appendChild(sv("rect", { width: s.width, height: ROW }));
       row.appendChild(sv("text", { x: PAD_X, y: ROW / 2 }, clip(f.name, 34)));
       row.appendChild(sv("text", { "class": "type", x: s.width - PAD_X, y: ROW / 2, "text-anchor": "end" }, clip(f.type || "", 18)));
+      drawChips(row, f, s.width - PAD_X - CHAR * Math.min((f.type || "").length, 18) - 6);
       row.addEventListener("click", function (evt) { evt.stopPropagation(); select(ds.id, f.name); });
       g.appendChild(row);
     });
@@ -488,5 +615,5 @@
   }
 
   window.addEventListener("error", function (e) { api.errors.push(String(e.message)); });
-  if (scope.dag_id && scope.run_id) runPage(); else searchPage();
+  if (scope.dag_id && scope.run_id) runPage(); else if (params.get("view") === "unmasked") unmaskedPage(); else searchPage();
 })();

@@ -1,0 +1,258 @@
+"""Column tags that follow lineage and stop at masking (pure Python, no Airflow).
+
+Tags are declared once for the estate on source columns (:func:`parse_declaration`)::
+
+    {"datasets": [{"namespace": "file", "name": "/data/customers", "columns": {"email": ["pii"]}}]}
+
+:func:`propagate` carries the tags of a task's input columns to its output columns along the task's
+column edges (a lineage record, :mod:`.run_record`):
+
+* DIRECT edges (IDENTITY, TRANSFORMATION, AGGREGATION) carry every tag;
+* INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT, WINDOW, CONDITIONAL) carry none: a column that only
+  decides which rows are kept does not put its values in the output;
+* a masking edge (a hash, ``mask``, a count) stops the tags listed in ``stopped_by_masking``
+  (default ``["pii"]``) and marks the others it carries as ``masked``.
+
+Each tag on a column says where it came from: ``{"tag", "source": "declared" | "inherited",
+"path": [{"namespace", "name", "column"}, ...], "masked"}``, the path running from the declared
+column to this one (one entry for a declared tag). Across tasks and DAGs the inherited tags of a
+task's output columns travel with its lineage record and its asset events; the next task passes
+them in as ``known`` tags of its inputs.
+
+:func:`violations` is the policy: an output column that *received* a tag of ``require_masked``
+through a path with no masking step.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: Airflow Variable holding the declaration (JSON).
+VARIABLE = "lineage_column_tags"
+#: XCom key of the policy result.
+POLICY_XCOM_KEY = "lineage_policy"
+DEFAULT_STOPPED_BY_MASKING = ("pii",)
+#: The longest path kept on a tag (a longer one keeps its first and last hops with a marker between).
+MAX_PATH = 24
+DIRECT = "DIRECT"
+
+Column = tuple[str, str, str]
+Declared = dict[tuple[str, str], dict[str, list[str]]]
+Tags = dict[Column, list[dict[str, Any]]]
+
+EXAMPLE = '{"datasets": [{"namespace": "file", "name": "/data/customers", "columns": {"email": ["pii"]}}]}'
+
+
+class TagsError(ValueError):
+    """The tag declaration is malformed (the message names the problem and the fix)."""
+
+
+def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Declared:
+    """``{(namespace, name): {column: [tag, ...]}}`` from the JSON text (or decoded JSON) of a declaration.
+
+    Raises :class:`TagsError` naming the problem, where it is, and the expected shape.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise TagsError(f"{where} is not valid JSON ({exc}); expected e.g. {EXAMPLE}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("datasets"), list):
+        raise TagsError(f"{where} must be a JSON object with a \"datasets\" list; expected e.g. {EXAMPLE}")
+    out: Declared = {}
+    for i, entry in enumerate(value["datasets"]):
+        at = f"{where}: datasets[{i}]"
+        if not isinstance(entry, dict):
+            raise TagsError(f"{at} is not an object; expected {{\"namespace\", \"name\", \"columns\"}}")
+        ns, name, cols = entry.get("namespace"), entry.get("name"), entry.get("columns")
+        if not isinstance(ns, str) or not ns or not isinstance(name, str) or not name:
+            raise TagsError(f"{at} needs \"namespace\" and \"name\" strings (the OpenLineage dataset, e.g. "
+                            "\"file\" and \"/data/customers\")")
+        if not isinstance(cols, dict):
+            raise TagsError(f"{at} ({ns}:{name}) needs \"columns\": an object of column -> list of tags, "
+                            "e.g. {\"email\": [\"pii\"]}")
+        target = out.setdefault((ns, name), {})
+        for col, tags in cols.items():
+            if isinstance(tags, str):
+                tags = [tags]
+            if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+                raise TagsError(f"{at} ({ns}:{name}) column {col!r}: tags must be a list of non-empty strings, "
+                                f"got {tags!r}")
+            known = target.setdefault(col, [])
+            known += [t for t in tags if t not in known]
+    return out
+
+
+def merge(*declarations: Declared) -> Declared:
+    """One declaration from several (the Variable and the file): tags add up."""
+    out: Declared = {}
+    for d in declarations:
+        for key, cols in d.items():
+            target = out.setdefault(key, {})
+            for col, tags in cols.items():
+                known = target.setdefault(col, [])
+                known += [t for t in tags if t not in known]
+    return out
+
+
+def _col(c: Column) -> dict[str, Any]:
+    return {"namespace": c[0], "name": c[1], "column": c[2]}
+
+
+def _key(c: Mapping[str, Any]) -> Column:
+    return (c["namespace"], c["name"], c["column"])
+
+
+def declared_tags(declared: Declared, columns: Iterable[Column]) -> Tags:
+    """The declared tags of ``columns`` (path: the column itself)."""
+    out: Tags = {}
+    for c in columns:
+        for tag in declared.get((c[0], c[1]), {}).get(c[2], []):
+            out.setdefault(c, []).append({"tag": tag, "source": "declared", "path": [_col(c)], "masked": False})
+    return out
+
+
+def record_columns(record: Mapping[str, Any]) -> tuple[list[Column], list[Column]]:
+    """``(input columns, output columns)`` of a lineage record (from the datasets' schemas and edges)."""
+    ds = record.get("datasets") or []
+    ins: dict[Column, None] = {}
+    outs: dict[Column, None] = {}
+    for role, target in (("inputs", ins), ("outputs", outs)):
+        for i in record.get(role) or []:
+            if 0 <= i < len(ds):
+                for f in ds[i].get("fields") or []:
+                    target[(ds[i]["namespace"], ds[i]["name"], f[0])] = None
+    for o, ofield, s, sfield, *_ in record.get("edges") or []:
+        if 0 <= s < len(ds) and s not in (record.get("outputs") or []):
+            ins[(ds[s]["namespace"], ds[s]["name"], sfield)] = None
+        if 0 <= o < len(ds):
+            outs[(ds[o]["namespace"], ds[o]["name"], ofield)] = None
+    return list(ins), list(outs)
+
+
+def _short_path(path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(path) <= MAX_PATH:
+        return path
+    half = MAX_PATH // 2
+    return [*path[:half], {"namespace": "", "name": "...", "column": f"{len(path) - 2 * half} more"}, *path[-half:]]
+
+
+def propagate(
+    record: Mapping[str, Any],
+    declared: Declared,
+    known: Tags | None = None,
+    stopped_by_masking: Iterable[str] = DEFAULT_STOPPED_BY_MASKING,
+) -> dict[str, Any]:
+    """Tags of the record's columns: declared ones, ``known`` ones of its inputs, carried along its edges.
+
+    :param known: tags of input columns from upstream tasks (their ``inherited`` entries, with paths).
+    :return: ``{"columns": {column: [tag entries]}, "stopped": [{"column", "tag", "path", "at"}]}``
+        where ``columns`` covers every input and output column that has a tag, and ``stopped`` lists
+        tags a masking step stopped (``at``: the masking edge's output column).
+    """
+    stopped_set = set(stopped_by_masking)
+    ds = record.get("datasets") or []
+    ins, outs = record_columns(record)
+    tags: Tags = declared_tags(declared, [*ins, *outs])
+    for c, entries in (known or {}).items():
+        have = {(e["tag"], _key(e["path"][0])) for e in tags.get(c, []) if e.get("path")}
+        for e in entries:
+            if e.get("path") and (e["tag"], _key(e["path"][0])) not in have:
+                tags.setdefault(c, []).append(dict(e))
+    stopped: dict[tuple[Column, str, Column], dict[str, Any]] = {}
+    edges = []
+    for o, ofield, s, sfield, typ, sub, mask in record.get("edges") or []:
+        if 0 <= o < len(ds) and 0 <= s < len(ds) and typ == DIRECT:
+            edges.append(((ds[s]["namespace"], ds[s]["name"], sfield), (ds[o]["namespace"], ds[o]["name"], ofield),
+                          sub, bool(mask)))
+    for _ in range(len(edges) + 1):  # writes of one task can read each other: repeat until nothing new
+        grew = False
+        for src, dst, _sub, mask in edges:
+            for e in list(tags.get(src, [])):
+                origin = _key(e["path"][0])
+                if mask and e["tag"] in stopped_set:
+                    stopped.setdefault((dst, e["tag"], origin), {
+                        "column": _col(dst), "tag": e["tag"], "path": _short_path([*e["path"], _col(dst)]),
+                        "at": _col(dst)})
+                    continue
+                have = tags.setdefault(dst, [])
+                if any(h["tag"] == e["tag"] and _key(h["path"][0]) == origin for h in have):
+                    continue
+                have.append({"tag": e["tag"], "source": "inherited", "path": _short_path([*e["path"], _col(dst)]),
+                             "masked": bool(e.get("masked")) or mask})
+                grew = True
+        if not grew:
+            break
+    # a tag that reached a column unmasked by one path and was stopped on another: the column has it
+    return {"columns": tags, "stopped": list(stopped.values())}
+
+
+def violations(result: Mapping[str, Any], outputs: Iterable[Column], require_masked: Iterable[str]) -> list[dict[str, Any]]:
+    """Output columns that received a ``require_masked`` tag through a path with no masking step."""
+    required = set(require_masked)
+    out = []
+    for c in outputs:
+        for e in result["columns"].get(c, []):
+            if e["tag"] in required and e["source"] == "inherited" and not e.get("masked"):
+                out.append({"column": _col(c), "tag": e["tag"], "path": e["path"]})
+    return sorted(out, key=lambda v: (v["column"]["name"], v["column"]["column"], v["tag"]))
+
+
+def for_record(result: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON the lineage record keeps: ``{"columns": [[dataset index, column, [entries]]], "stopped"}``."""
+    index = {(d["namespace"], d["name"]): i for i, d in enumerate(record.get("datasets") or [])}
+    cols = [[index[(c[0], c[1])], c[2], entries] for c, entries in result["columns"].items()
+            if (c[0], c[1]) in index and entries]
+    return {"columns": sorted(cols, key=lambda x: (x[0], x[1])), "stopped": result["stopped"]}
+
+
+def dataset_tags(result: Mapping[str, Any], namespace: str, name: str) -> dict[str, list[dict[str, Any]]]:
+    """``{column: [entries]}`` of one dataset (what an asset event's extra carries downstream)."""
+    return {c[2]: entries for c, entries in result["columns"].items() if (c[0], c[1]) == (namespace, name) and entries}
+
+
+def known_from_extra(namespace: str, name: str, extra: Any) -> Tags:
+    """The tags of a dataset's columns from the ``column_tags`` of an asset event's extra (validated JSON)."""
+    out: Tags = {}
+    value = extra.get("column_tags") if isinstance(extra, Mapping) else None
+    if not isinstance(value, Mapping):
+        return out
+    for col, entries in value.items():
+        good = [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("tag"), str)
+                and isinstance(e.get("path"), list) and e["path"] and all(isinstance(p, Mapping) for p in e["path"])]
+        if good:
+            out[(namespace, name, str(col))] = [
+                {"tag": e["tag"], "source": "inherited", "path": [dict(p) for p in e["path"]],
+                 "masked": bool(e.get("masked"))} for e in good]
+    return out
+
+
+def unknown_columns(declared: Declared, record: Mapping[str, Any]) -> list[str]:
+    """Declared columns missing from the schema of a dataset the record knows (reported, not fatal)."""
+    out = []
+    for d in record.get("datasets") or []:
+        cols = declared.get((d["namespace"], d["name"]))
+        fields = {f[0] for f in d.get("fields") or []}
+        if cols and fields:
+            out += [f"tags declared on column {c!r} of {d['namespace']}:{d['name']}, which has no such column "
+                    f"(columns: {', '.join(sorted(fields))})" for c in sorted(cols) if c not in fields]
+    return out
+
+
+def summary(result: Mapping[str, Any], outputs: Iterable[Column], found: list[dict[str, Any]]) -> str:
+    """Task-log lines: tags of the output columns, tags stopped by masking, violations."""
+    lines = []
+    for c in outputs:
+        for e in result["columns"].get(c, []):
+            how = " -> ".join(f"{p['name'].rstrip('/').rsplit('/', 1)[-1]}.{p['column']}" for p in e["path"])
+            lines.append(f"  {c[1].rstrip('/').rsplit('/', 1)[-1]}.{c[2]}: {e['tag']} ({e['source']}"
+                         f"{', masked' if e.get('masked') else ''}) via {how}")
+    for s in result["stopped"]:
+        lines.append(f"  {s['tag']} stopped by masking at {s['at']['name'].rstrip('/').rsplit('/', 1)[-1]}."
+                     f"{s['at']['column']}")
+    for v in found:
+        lines.append(f"  VIOLATION: {v['tag']} reaches {v['column']['name']}.{v['column']['column']} unmasked")
+    return "column tags:\n" + "\n".join(lines) if lines else "column tags: none on this task's columns"

@@ -1,0 +1,55 @@
+/* Estate page addition (lineage as a guard, docs/guard.md): "Where does <tag> reach unmasked".
+ * Plain browser JavaScript. Reads GET api/tags/unmasked?tag= (the newest lineage record of every task of
+ * the DAGs the user may read) and lists each output column that inherited the tag through no masking step,
+ * with its path and the task that wrote it. Test hooks: #unmasked tr.unmasked[data-tag][data-column].
+ */
+(function () {
+  "use strict";
+  var box = document.getElementById("unmasked-estate");
+  var pick = document.getElementById("unmasked-tag");
+  if (!box || !pick) return;
+  function el(tag, attrs, text) {
+    var n = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+  function short(p) { return String(p.name).split("/").filter(Boolean).slice(-2).join("/") + "." + p.column; }
+  function load() {
+    var tag = pick.value.trim();
+    box.setAttribute("data-state", "loading");
+    fetch("api/tags/unmasked" + (tag ? "?tag=" + encodeURIComponent(tag) : ""),
+          { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (data) {
+        box.replaceChildren();
+        var wrap = el("div", { id: "unmasked" });
+        if (!data.unmasked.length) {
+          wrap.appendChild(el("p", {}, "No column receives " + (tag || "a tag") + " unmasked (newest record of " +
+            data.records_read + " task(s) with column tags)."));
+        } else {
+          var t = el("table");
+          var h = el("tr");
+          ["Tag", "Column", "Path", "Written by"].forEach(function (c) { h.appendChild(el("th", {}, c)); });
+          t.appendChild(h);
+          data.unmasked.forEach(function (u) {
+            var tr = el("tr", { "class": "unmasked", "data-tag": u.tag, "data-dataset": u.dataset, "data-column": u.column });
+            tr.appendChild(el("td", {}, u.tag));
+            tr.appendChild(el("td", {}, u.label + "." + u.column));
+            tr.appendChild(el("td", {}, (u.path || []).map(short).join(" \u2192 ")));
+            var who = el("td");
+            who.appendChild(el("a", { target: "_top", href: "../dags/" + encodeURIComponent(u.dag_id) + "/runs/" +
+              encodeURIComponent(u.run_id) + "/plugin/column-lineage-run" }, u.dag_id + " / " + u.task_id));
+            tr.appendChild(who);
+            t.appendChild(tr);
+          });
+          wrap.appendChild(t);
+        }
+        box.appendChild(wrap);
+        box.setAttribute("data-state", "ready");
+      })
+      .catch(function (err) { box.textContent = "Could not list where tags reach unmasked: " + err.message; box.setAttribute("data-state", "error"); });
+  }
+  pick.addEventListener("change", load);
+  load();
+})();

@@ -1,0 +1,135 @@
+"""Lineage diff (record vs record) and column tags (declared -> inherited, stopped by masking): tables of
+cases on hand-written lineage records, no Spark, no Airflow."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_lineage.lineage import diff as diffs
+from airflow_provider_lineage.lineage import tags as tagging
+
+CUST, ORD, MART = "/w/customers", "/w/orders", "/w/mart"
+
+
+def record(fields_mart: list[str], edges: list[list], dataset_edges: list[list]) -> dict:
+    return {"format": "airflow-provider-lineage/column-lineage", "version": 1, "status": "ok",
+            "datasets": [{"namespace": "file", "name": CUST, "table": None, "fields": [["id", "int"], ["email", "string"]]},
+                         {"namespace": "file", "name": ORD, "table": None, "fields": [["cid", "int"], ["amount", "int"]]},
+                         {"namespace": "file", "name": MART, "table": None, "fields": [[f, "string"] for f in fields_mart]}],
+            "inputs": [0, 1], "outputs": [2], "edges": edges, "dataset_edges": dataset_edges, "problems": []}
+
+
+V1 = record(["id", "email_h", "amount"],
+            [[2, "id", 0, "id", "DIRECT", "IDENTITY", 0], [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 1],
+             [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0]],
+            [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0], [2, 0, "email", "INDIRECT", "JOIN", 0]])
+V2 = record(["id", "email_h", "amount", "segment"],
+            [[2, "id", 0, "id", "DIRECT", "IDENTITY", 0], [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 0],
+             [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0], [2, "segment", 0, "id", "DIRECT", "TRANSFORMATION", 0]],
+            [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0]])
+
+
+def col(name: str, column: str | None) -> dict:
+    return {"namespace": "file", "name": name, "column": column}
+
+
+class TestDiff:
+    def test_first_run_has_no_previous(self) -> None:
+        d = diffs.diff(None, V1)
+        assert d == diffs.empty(None) and set(d) == set(diffs.KEYS)
+        assert "first run" in diffs.summary(d)
+
+    def test_unchanged(self) -> None:
+        d = diffs.diff(V1, json.loads(json.dumps(V1)), "run1")
+        assert d["changed"] is False and d["previous_run_id"] == "run1"
+        assert "unchanged since run run1" in diffs.summary(d)
+
+    def test_column_added_join_key_dropped_hash_removed(self) -> None:
+        d = diffs.diff(V1, V2, "run1")
+        assert d["changed"] is True
+        assert d["columns_added"] == [col(MART, "segment")] and d["columns_removed"] == []
+        assert d["edges_added"] == [{"from": col(CUST, "id"), "to": col(MART, "segment"), "type": "DIRECT",
+                                     "subtype": "TRANSFORMATION", "masking": False}]
+        assert d["edges_removed"] == [{"from": col(CUST, "email"), "to": col(MART, None), "type": "INDIRECT",
+                                       "subtype": "JOIN", "masking": False}]
+        assert d["edges_changed"] == [{"from": col(CUST, "email"), "to": col(MART, "email_h"), "type": "DIRECT",
+                                       "subtype": "TRANSFORMATION", "masking": False,
+                                       "previous": {"type": "DIRECT", "subtype": "TRANSFORMATION", "masking": True}}]
+        assert d["datasets_added"] == d["datasets_removed"] == []
+        text = diffs.summary(d)
+        assert "CHANGED" in text and "mart.segment" in text and "customers.email -> mart.*" in text
+
+    def test_datasets_added_and_removed(self) -> None:
+        v3 = json.loads(json.dumps(V1))
+        v3["datasets"][1]["name"] = "/w/orders_v2"
+        d = diffs.diff(V1, v3, "r")
+        assert d["datasets_added"] == [{"namespace": "file", "name": "/w/orders_v2", "role": "input"}]
+        assert d["datasets_removed"] == [{"namespace": "file", "name": ORD, "role": "input"}]
+        assert d["edges_added"] and d["edges_removed"]  # the edges from the old and new source
+
+
+DECL = {"datasets": [{"namespace": "file", "name": CUST, "columns": {"email": ["pii"], "id": ["customer-key"]}}]}
+TAGREC = record(["email_hash", "email_lower", "n"],
+                [[2, "email_hash", 0, "email", "DIRECT", "TRANSFORMATION", 1],
+                 [2, "email_lower", 0, "email", "DIRECT", "TRANSFORMATION", 0],
+                 [2, "n", 1, "amount", "DIRECT", "AGGREGATION", 0],
+                 [2, "n", 0, "email", "INDIRECT", "FILTER", 0]], [[2, 0, "email", "INDIRECT", "FILTER", 0]])
+
+
+class TestTags:
+    def test_hash_stops_lower_carries_filter_does_not(self) -> None:
+        declared = tagging.parse_declaration(json.dumps(DECL))
+        res = tagging.propagate(TAGREC, declared)
+        cols = res["columns"]
+        assert [e["tag"] for e in cols[("file", CUST, "email")]] == ["pii"]
+        assert ("file", MART, "email_hash") not in cols  # masking stops pii
+        (lower,) = cols[("file", MART, "email_lower")]
+        assert lower["source"] == "inherited" and lower["path"] == [col(CUST, "email"), col(MART, "email_lower")]
+        assert ("file", MART, "n") not in cols  # INDIRECT FILTER carries no tag
+        assert res["stopped"] == [{"column": col(MART, "email_hash"), "tag": "pii",
+                                   "path": [col(CUST, "email"), col(MART, "email_hash")], "at": col(MART, "email_hash")}]
+        _, outs = tagging.record_columns(TAGREC)
+        v = tagging.violations(res, outs, ["pii"])
+        assert v == [{"column": col(MART, "email_lower"), "tag": "pii", "path": lower["path"]}]
+        assert tagging.violations(res, outs, ["secret"]) == []
+
+    def test_masking_only_stops_the_listed_tags(self) -> None:
+        decl = {"datasets": [{"namespace": "file", "name": CUST, "columns": {"email": ["pii", "customer-data"]}}]}
+        res = tagging.propagate(TAGREC, tagging.parse_declaration(decl), stopped_by_masking=["pii"])
+        (kept,) = res["columns"][("file", MART, "email_hash")]
+        assert kept["tag"] == "customer-data" and kept["masked"] is True
+        _, outs = tagging.record_columns(TAGREC)
+        assert [v["column"]["column"] for v in tagging.violations(res, outs, ["customer-data"])] == ["email_lower"]
+
+    def test_known_upstream_tags_extend_the_path(self) -> None:
+        """A second task (another DAG) reads mart.email_lower: the tag keeps its whole path."""
+        first = tagging.propagate(TAGREC, tagging.parse_declaration(DECL))
+        extra = {"column_tags": json.loads(json.dumps(tagging.dataset_tags(first, "file", MART)))}
+        known = tagging.known_from_extra("file", MART, extra)
+        rep = {"datasets": [{"namespace": "file", "name": MART, "fields": [["email_lower", "string"]]},
+                            {"namespace": "file", "name": "/w/report", "fields": [["contact", "string"]]}],
+               "inputs": [0], "outputs": [1], "edges": [[1, "contact", 0, "email_lower", "DIRECT", "IDENTITY", 0]],
+               "dataset_edges": []}
+        res = tagging.propagate(rep, {}, known)
+        (e,) = res["columns"][("file", "/w/report", "contact")]
+        assert e["path"] == [col(CUST, "email"), col(MART, "email_lower"), col("/w/report", "contact")]
+        kept = tagging.for_record(res, rep)
+        assert kept["columns"][1][:2] == [1, "contact"]
+
+    @pytest.mark.parametrize(("value", "words"), [
+        ("{not json", "not valid JSON"),
+        ('{"tables": []}', '"datasets" list'),
+        ('{"datasets": [{"name": "/x", "columns": {}}]}', 'needs "namespace" and "name"'),
+        ('{"datasets": [{"namespace": "file", "name": "/x", "columns": ["email"]}]}', 'needs "columns"'),
+        ('{"datasets": [{"namespace": "file", "name": "/x", "columns": {"email": [1]}}]}', "list of non-empty strings"),
+    ])
+    def test_malformed_declaration_is_a_clear_error(self, value: str, words: str) -> None:
+        with pytest.raises(tagging.TagsError, match="lineage_column_tags") as info:
+            tagging.parse_declaration(value)
+        assert words in str(info.value)
+
+    def test_unknown_declared_column_is_reported(self) -> None:
+        decl = tagging.parse_declaration({"datasets": [{"namespace": "file", "name": CUST, "columns": {"mail": "pii"}}]})
+        (msg,) = tagging.unknown_columns(decl, TAGREC)
+        assert "'mail'" in msg and CUST in msg

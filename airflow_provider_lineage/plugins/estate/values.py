@@ -85,4 +85,8 @@ def read(raw: Any, backend: Any = ...) -> Any:
             backend = object_storage_backend()
         if backend is not None:
             return read_object(value, backend)
+    if isinstance(value, str) and (value is raw or isinstance(raw, (bytes, bytearray))):
+        # neither JSON nor a reference the backend resolves (a pickle, a custom backend's encoding):
+        # never decoded any other way
+        raise UnreadableValue("the XCom value is neither JSON nor an object storage reference")
     return value

@@ -146,8 +146,7 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
     }
     record["truncated"] = marker
     record["problems"] = record["problems"][:5]
-    if record.get("guard_problems"):  # the guard's notes (operators/guard.py) are cut the same way
-        record["guard_problems"] = [p[:200] for p in record["guard_problems"][:5]]
+    _shrink_guard(record, limit)
     # edges: keep the longest prefix that fits (binary search on the count)
     for key in ("edges", "dataset_edges"):
         items = record[key]
@@ -173,10 +172,35 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
             for ds in record["datasets"]:
                 ds["fields"] = []
             record["edges"], record["dataset_edges"] = [], []
+    if size(record) > limit:  # last: the guard's sections to their bare facts (their XComs keep them whole)
+        record["guard_problems"] = []
+        if isinstance(record.get("diff"), dict):
+            d = record["diff"]
+            record["diff"] = {"previous_run_id": d.get("previous_run_id"), "changed": bool(d.get("changed")),
+                              "cut": "see XCom lineage_diff"}
+        record.pop("tags", None)
+        if isinstance(record.get("policy"), dict) and size(record) > limit:
+            record["policy"] = {"violations": [], "cut": "see XCom lineage_policy"}
     marker["edges_kept"] = len(record["edges"])
     marker["dataset_edges_kept"] = len(record["dataset_edges"])
     marker["fields_kept"] = sum(len(d["fields"]) for d in record["datasets"])
     return record
+
+
+def _shrink_guard(record: dict[str, Any], limit: int) -> None:
+    """The guard's sections (``diff``, ``tags``, ``guard_problems``; operators/guard.py) give way before the
+    edges: the diff keeps ``previous_run_id``, ``changed`` and a ``cut`` marker (the XCom ``lineage_diff``
+    keeps everything), tags keep a ``cut`` marker, notes are shortened."""
+    from airflow_provider_lineage.lineage import diff as diffs
+
+    if record.get("guard_problems"):
+        record["guard_problems"] = [p[:200] for p in record["guard_problems"][:3]]
+    if size(record) > limit and isinstance(record.get("diff"), dict):
+        d = record["diff"]
+        record["diff"] = {**diffs.empty(d.get("previous_run_id")), "changed": bool(d.get("changed")),
+                          "cut": "the diff was too big for the lineage record: see the XCom lineage_diff"}
+    if size(record) > limit and record.get("tags"):
+        record["tags"] = {"columns": [], "stopped": [], "cut": "tags too big for the lineage record"}
 
 
 def is_record(value: Any) -> bool:

@@ -245,19 +245,7 @@ def _bounded(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def fit(record: dict[str, Any], limit: int) -> dict[str, Any]:
-    """``record`` within ``limit`` bytes with the guard's keys: their details go first (the diff keeps
-    ``changed``, ``previous_run_id`` and a ``cut`` marker; tags and stopped lists are dropped, the XComs
-    ``lineage_diff`` / ``lineage_policy`` keep everything), then :func:`run_record.cut` trims edges."""
-    if run_record.size(record) <= limit:
-        return record
-    if isinstance(record.get("diff"), dict):
-        d = record["diff"]
-        record["diff"] = {**diffs.empty(d.get("previous_run_id")), "changed": bool(d.get("changed")),
-                          "cut": "the diff was too big for the lineage record: see the XCom lineage_diff"}
-    if run_record.size(record) > limit and record.get("tags"):
-        record["tags"] = {"columns": [], "stopped": [], "cut": "tags too big for the lineage record"}
-    record["guard_problems"] = [p[:200] for p in (record.get("guard_problems") or [])[:3]]
-    record = run_record.cut(record, limit)
-    if run_record.size(record) > limit:
-        record["guard_problems"] = []
-    return record
+    """``record`` within ``limit`` bytes with the guard's keys: :func:`run_record.cut` lets the guard's
+    details go first (the diff keeps ``changed``, ``previous_run_id`` and a ``cut`` marker; tags are
+    dropped; the XComs ``lineage_diff`` / ``lineage_policy`` keep everything), then trims edges."""
+    return run_record.cut(record, limit)

@@ -120,7 +120,7 @@ def _wait_deferred(dep: Any, run_id: str) -> None:
 def _maintained(dep: Any, run_id: str, late: Path) -> None:
     """The run succeeded, its maintain task synced the late file into both transactions indexes
     (here or in a concurrent watcher's run), and every index matches its table."""
-    assert dep.wait_run("sieve_maintenance", run_id, timeout=400) == "success"
+    assert dep.wait_run("sieve_maintenance", run_id, timeout=900) == "success"
     idx = S.open_index(str(late.parent), "txn_date",
                        index_path=str(dep.data_dir / "indexes" / "transactions" / "txn_date"))
     assert str(late) in set(idx.candidates(S.Eq(dt.date(2023, 12, 30))))

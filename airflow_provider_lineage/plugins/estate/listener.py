@@ -6,10 +6,16 @@ once every task of the run has finished. The hook only starts a background threa
 :func:`.index.sync`: the scheduler's own transaction is still open when listeners are called (on SQLite
 a write from here would wait for it), and the scheduling loop must never wait for, or fail because of,
 the index. Errors are logged, never raised.
+
+Only the scheduler syncs: in any other process that finishes DAG runs (``airflow dags test``,
+``dag.test()``) a background writer would race the process's own exit for the metadata DB (on SQLite
+with Airflow 3.0 the exit then spun for good in ``dispose_orm``); there the api-server catches up on its
+next estate request, from XCom rows newer than its watermark.
 """
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -36,7 +42,14 @@ def _work() -> None:
             return
 
 
+def in_scheduler() -> bool:
+    """Whether this process is ``airflow scheduler`` (``airflow scheduler`` / ``python -m airflow scheduler``)."""
+    return sys.argv[1:2] == ["scheduler"]
+
+
 def _kick() -> None:
+    if not in_scheduler():
+        return
     _again.set()
     if not _running.acquire(blocking=False):
         return  # a sync is running: it will run once more (_again)

@@ -179,14 +179,15 @@ def _key_array(values: list[Any]) -> np.ndarray:
         return np.asarray(values, dtype=object)
 
 
-def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyType, fpp: float
-                ) -> tuple[HashedRef, set[int], int, int]:
-    """The build's structure from the files read on the driver: (ref, NULL files, fp bits, keys)."""
+def _read_pairs(files: Any, entries: list[FileEntry], ids: Sequence[int], column: str, kt: KeyType
+                ) -> tuple[list[np.ndarray], list[np.ndarray], set[int], dict[int, tuple[Any, Any]]]:
+    """Each file's hashes with its file id, the files holding NULLs, per-file min/max; sets each file's
+    ``num_rows`` in ``files`` (indexed by file id)."""
     hs: list[np.ndarray] = []
     fs: list[np.ndarray] = []
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}
-    for fid, (hashes, n_null, rows, lo, hi) in read_hashes(files, range(len(files)), column, kt):
+    for fid, (hashes, n_null, rows, lo, hi) in read_hashes(entries, ids, column, kt):
         files[fid].num_rows = rows
         if n_null:
             nulls.add(fid)
@@ -194,6 +195,13 @@ def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyT
             hs.append(hashes)
             fs.append(np.full(len(hashes), fid, np.uint32))
             ranges[fid] = (lo, hi)
+    return hs, fs, nulls, ranges
+
+
+def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyType, fpp: float
+                ) -> tuple[HashedRef, set[int], int, int]:
+    """The build's structure from the files read on the driver: (ref, NULL files, fp bits, keys)."""
+    hs, fs, nulls, ranges = _read_pairs(files, files, range(len(files)), column, kt)
     n_keys = distinct(np.concatenate(hs)) if hs else 0
     fp_bits = fingerprint_bits(n_keys, fpp)
     return write_structure(store, hs, fs, fp_bits, ranges), nulls, fp_bits, n_keys
@@ -211,18 +219,7 @@ def add_files(store: IndexStore, m: Manifest, files: dict[int, FileEntry], new_i
               ) -> tuple[HashedRef | None, set[int], int]:
     """A small structure for files a sync adds (same fingerprint bits): (ref or None, NULL files, pairs)."""
     entries = [files[i] for i in new_ids]
-    hs: list[np.ndarray] = []
-    fs: list[np.ndarray] = []
-    nulls: set[int] = set()
-    ranges: dict[int, tuple[Any, Any]] = {}
-    for fid, (hashes, n_null, rows, lo, hi) in read_hashes(entries, new_ids, m.column, m.key_type):
-        files[fid].num_rows = rows
-        if n_null:
-            nulls.add(fid)
-        if len(hashes):
-            hs.append(hashes)
-            fs.append(np.full(len(hashes), fid, np.uint32))
-            ranges[fid] = (lo, hi)
+    hs, fs, nulls, ranges = _read_pairs(files, entries, new_ids, m.column, m.key_type)
     if not hs:
         return None, nulls, 0
     return write_structure(store, hs, fs, m.fp_bits, ranges), nulls, sum(len(h) for h in hs)

@@ -75,9 +75,9 @@ def _open(browser: Any, deployment: Any, start: dict[str, Any], **params: Any) -
 
 
 def _boxes(browser: Any) -> set[str]:
-    from selenium.webdriver.common.by import By
-
-    return {b.get_attribute("data-id") for b in browser.find_elements(By.CSS_SELECTOR, "#graph .box")}
+    """The ids of the boxes drawn now, read in one script call (the graph may redraw between two calls)."""
+    return set(browser.execute_script(
+        "return Array.from(document.querySelectorAll('#graph .box'), b => b.getAttribute('data-id'));"))
 
 
 def _id(ds: dict[str, Any]) -> str:
@@ -102,9 +102,9 @@ def test_estate_page_across_dags_and_back_in_time(browser: Any, deployment: Any,
     # expand t2 by a click on its "+N down" badge: t3 appears (one request for both starts)
     browser.find_element(By.CSS_SELECTOR, f'#graph .box[data-id="{_id(t2)}"] .more-down text').click()
     WebDriverWait(browser, 60).until(lambda d: _id(t3) in _boxes(d))
-    edges = browser.find_elements(By.CSS_SELECTOR, "#edges tr.edge-row a")
-    assert any("lineage_estate_flags" in a.text and "/plugin/column-lineage-run" in a.get_attribute("href")
-               for a in edges)
+    edges = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#edges tr.edge-row a'), a => [a.textContent, a.href]);")
+    assert any("lineage_estate_flags" in text and "/plugin/column-lineage-run" in href for text, href in edges)
 
     # from a column of t1, depth 3: t2 and t3
     _open(browser, deployment, t1)

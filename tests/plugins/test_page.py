@@ -249,7 +249,7 @@ def test_guard_malformed_tags_variable_is_a_notice_in_the_log_and_on_the_page(
     assert any(want in p for p in mart["guard_problems"]), mart["guard_problems"]
     with deployment.client("admin") as client:
         r = client.get(f"/api/v2/dags/lineage_guard/dagRuns/{quote(run_id, safe='')}/taskInstances/mart/logs/1",
-                       params={"full_content": "true"}, headers={"Accept": "text/plain"})
+                       params={"full_content": "true"}, headers={"Accept": "application/json"})
     assert r.status_code == 200 and want in r.text and "expected e.g." in r.text
     browser = signed_in
     browser.switch_to.default_content()

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, exists, func, inspect, select, update
 
-from airflow_provider_lineage.lineage import naming, run_record
+from airflow_provider_lineage.lineage import canonical as canonical_rules
+from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.plugins.estate import schema as s
 from airflow_provider_lineage.plugins.estate import values
 
@@ -69,14 +70,14 @@ def ensure_schema(session: Session) -> None:
 
 
 def canonical(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the index keys on: (namespace, name), through the lineage's own naming rule."""
-    rule = getattr(naming, "canonical_identity", None)
-    if rule is not None:
-        try:
-            ns, nm = rule(namespace, name)
-            return str(ns), str(nm)
-        except Exception:
-            log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)
+    """The dataset identity the index keys on: (namespace, name) under the *current* naming rules
+    (:func:`airflow_provider_lineage.lineage.canonical.canonical_identity`), so that a record written
+    under an older rule lands under today's name."""
+    try:
+        ns, nm = canonical_rules.canonical_identity(namespace, name)
+        return str(ns), str(nm)
+    except Exception:
+        log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)
     return namespace, name
 
 
@@ -149,10 +150,13 @@ def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets) -> 
             ref = session.execute(s.edge_set.insert().values(digest=digest)).inserted_primary_key[0]
     except IntegrityError:  # another process stored the same lineage meanwhile
         return session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
-    if body["io"]:
-        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": ids[i], "output": o} for i, o in body["io"]])
-    edges = [{"set_ref": ref, "target_id": ids[out], "target_col": col, "source_id": ids[src], "source_col": sf,
-              "type": typ, "subtype": sub, "masking": m} for out, col, src, sf, typ, sub, m in body["e"]]
+    # two names of one record may be one identity now (part files of one folder): one row each
+    io_rows = sorted({(ids[i], o) for i, o in body["io"]})
+    if io_rows:
+        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": d, "output": o} for d, o in io_rows])
+    edges = [{"set_ref": ref, "target_id": t, "target_col": col, "source_id": src, "source_col": sf,
+              "type": typ, "subtype": sub, "masking": m} for t, col, src, sf, typ, sub, m in dict.fromkeys(
+                  (ids[out], col, ids[src], sf, typ, sub, m) for out, col, src, sf, typ, sub, m in body["e"])]
     if edges:
         session.execute(s.edge.insert(), edges)
     fields: dict[tuple[int, str], str | None] = {(ids[i], name): typ for i, name, typ in body["f"]}

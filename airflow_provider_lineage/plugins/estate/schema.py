@@ -16,7 +16,7 @@ from __future__ import annotations
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250
@@ -49,7 +49,7 @@ task_run = Table(
     Index(f"{PREFIX}task_run_last", "dag_id", "task_id", "map_index", "state", "end_date"),
     Index(f"{PREFIX}task_run_ts", "xcom_ts"),
     Index(f"{PREFIX}task_run_end", "end_date"),
-    Index(f"{PREFIX}task_run_set", "set_ref"),
+    Index(f"{PREFIX}task_run_set", "set_ref", "dag_id", "task_id", "map_index"),  # covers Producers._tasks
 )
 
 edge_set = Table(

@@ -204,6 +204,7 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
             known[(d, n)] = t
     new = [{"dataset_id": d, "name": n, "type": t} for (d, n), t in fields.items() if (d, n) not in known]
     if new:
+        _add_column_names(session, {r["name"] for r in new})
         from sqlalchemy.exc import IntegrityError
 
         try:
@@ -219,6 +220,29 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
     for (d, n), t in fields.items():
         if t and (d, n) in known and known[(d, n)] != t:
             session.execute(update(s.field).where(s.field.c.dataset_id == d, s.field.c.name == n).values(type=t))
+
+
+def _add_column_names(session: Session, names: set[str]) -> None:
+    """Record column names the search has not seen yet (``apl_estate_column_name``)."""
+    from sqlalchemy.exc import IntegrityError
+
+    ordered = sorted(names)
+    for i in range(0, len(ordered), 500):
+        part = ordered[i:i + 500]
+        have = set(session.execute(select(s.column_name.c.name).where(s.column_name.c.name.in_(part))).scalars())
+        rows = [{"name": n} for n in part if n not in have]
+        if not rows:
+            continue
+        try:
+            with session.begin_nested():
+                session.execute(s.column_name.insert(), rows)
+        except IntegrityError:  # a concurrent writer: one at a time
+            for row in rows:
+                try:
+                    with session.begin_nested():
+                        session.execute(s.column_name.insert().values(**row))
+                except IntegrityError:
+                    pass
 
 
 def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
@@ -378,6 +402,8 @@ def drop_orphan_datasets(session: Session) -> int:
     for i in range(0, len(ids), 500):
         session.execute(delete(s.field).where(s.field.c.dataset_id.in_(ids[i:i + 500])))
         session.execute(delete(s.dataset).where(s.dataset.c.id.in_(ids[i:i + 500])))
+    if ids:
+        session.execute(delete(s.column_name).where(~exists().where(s.field.c.name == s.column_name.c.name)))
     return len(ids)
 
 

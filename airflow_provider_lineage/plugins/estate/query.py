@@ -65,72 +65,82 @@ class Producers:
     request: nothing is kept across requests, so nothing goes stale).
 
     :meth:`runs_of` maps edge sets to the *current* runs (each task's last successful run that ended at or
-    before :attr:`as_of`) whose lineage is that set; :meth:`last` each task's last run of any state. Both
-    read only the tasks that ever ran the sets asked for, through the ``(dag_id, task_id, map_index, state,
-    end_date)`` index: a request's cost follows the part of the graph it shows, not the size of the estate.
+    before :attr:`as_of`) whose lineage is that set; :meth:`last` each task's last run of any state. One
+    statement per batch of sets: the tasks that ever ran them (a covering index on ``(set_ref, dag_id,
+    task_id, map_index)``), and for each such task one index descent of ``(dag_id, task_id, map_index,
+    state, end_date)`` to its newest run (:func:`_heads`). A request's cost follows the part of the graph
+    it shows, not the size of the estate.
     """
 
     def __init__(self, session: Session, as_of: datetime | None) -> None:
         self.session = session
         self.as_of = as_of
-        self._tasks_of_set: dict[int, list[Task]] = {}
-        self._current: dict[Task, tuple[Run, int | None] | None] = {}
+        self._done: set[int] = set()
+        self._by_set: dict[int, dict[Task, Run]] = {}
         self._last: dict[Task, Run | None] = {}
-
-    def _tasks(self, refs: Iterable[int]) -> None:
-        t = s.task_run.c
-        want = sorted({r for r in refs if r not in self._tasks_of_set})
-        for i in range(0, len(want), 500):
-            part = want[i:i + 500]
-            for r in part:
-                self._tasks_of_set[r] = []
-            for r in self.session.execute(select(t.set_ref, t.dag_id, t.task_id, t.map_index).where(
-                    t.set_ref.in_(part)).distinct()):
-                self._tasks_of_set[r.set_ref].append((r.dag_id, r.task_id, r.map_index))
-
-    def _load(self, tasks: Iterable[Task], success_only: bool) -> None:
-        store = self._current if success_only else self._last
-        want = {k for k in tasks if k not in store}
-        if not want:
-            return
-        dags = sorted({k[0] for k in want})
-        for i in range(0, len(dags), 300):
-            for run, set_ref in _latest(self.session, self.as_of, success_only, dags[i:i + 300]):
-                key = (run.dag_id, run.task_id, run.map_index)
-                if success_only:
-                    self._current[key] = (run, set_ref)
-                else:
-                    self._last[key] = run
-        for k in want:
-            store.setdefault(k, None)
 
     def runs_of(self, refs: Iterable[int]) -> dict[int, list[Run]]:
         """``{edge set: [current runs whose lineage it is]}`` for ``refs`` (sets no current run has: absent)."""
         refs = set(refs)
-        self._tasks(refs)
-        self._load({k for r in refs for k in self._tasks_of_set[r]}, True)
-        out: dict[int, list[Run]] = {}
-        for r in refs:
-            for k in self._tasks_of_set[r]:
-                cur = self._current.get(k)
-                if cur is not None and cur[1] == r:
-                    out.setdefault(r, []).append(cur[0])
-        return out
+        want = sorted(refs - self._done)
+        t = s.task_run.c
+        for i in range(0, len(want), 500):
+            tasks = (select(t.dag_id, t.task_id, t.map_index).where(t.set_ref.in_(want[i:i + 500]))
+                     .distinct().subquery())
+            for run, set_ref in _heads(self.session, tasks, self.as_of, success_only=True):
+                if set_ref is not None:
+                    self._by_set.setdefault(set_ref, {})[(run.dag_id, run.task_id, run.map_index)] = run
+        self._done |= set(want)
+        return {r: list(self._by_set[r].values()) for r in refs if self._by_set.get(r)}
 
     def last(self, task: Task) -> Run | None:
-        """The task's last run of any state as of :attr:`as_of`."""
+        """The task's last run of any state as of :attr:`as_of` (see :meth:`load_last`)."""
         if task not in self._last:
-            self._load([task], False)
+            self.load_last([task])
         return self._last.get(task)
+
+    def load_last(self, tasks: Iterable[Task]) -> None:
+        """Read the last run of any state of ``tasks`` in one statement per 300 tasks."""
+        want = sorted({k for k in tasks if k not in self._last})
+        t = s.task_run.c
+        for i in range(0, len(want), 300):
+            part = want[i:i + 300]
+            for k in part:
+                self._last[k] = None
+            keys = (select(t.dag_id, t.task_id, t.map_index).where(
+                t.dag_id.in_(sorted({k[0] for k in part}))).distinct().subquery())
+            for run, _ in _heads(self.session, keys, self.as_of, success_only=False):
+                key = (run.dag_id, run.task_id, run.map_index)
+                if key in self._last:
+                    self._last[key] = run
 
     def everything(self) -> dict[int, list[Run]]:
         """Every current run by its edge set (the whole estate: for :func:`edges_as_of`, not for requests)."""
         out: dict[int, list[Run]] = {}
         for run, set_ref in _latest(self.session, self.as_of, True):
-            self._current[(run.dag_id, run.task_id, run.map_index)] = (run, set_ref)
             if set_ref is not None:
                 out.setdefault(set_ref, []).append(run)
         return out
+
+
+def _heads(session: Session, tasks: Any, as_of: datetime | None, *, success_only: bool) -> list[tuple[Run, int | None]]:
+    """The newest run (successful only, or of any state) ended at or before ``as_of`` of each task of the
+    subquery ``tasks`` (``dag_id, task_id, map_index``): a correlated ``ORDER BY end_date DESC LIMIT 1``
+    per task, one index descent each (SQLite and PostgreSQL alike)."""
+    t = s.task_run.c
+    h = s.task_run.alias("head")
+    cond = [h.c.dag_id == tasks.c.dag_id, h.c.task_id == tasks.c.task_id, h.c.map_index == tasks.c.map_index,
+            h.c.end_date.is_not(None)]
+    if success_only:
+        cond.append(h.c.state == "success")
+    if as_of is not None:
+        cond.append(h.c.end_date <= as_of)
+    head = (select(h.c.id).where(*cond).order_by(h.c.end_date.desc(), h.c.id.desc()).limit(1)
+            .correlate(tasks).scalar_subquery())
+    stmt = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref).where(
+        t.id.in_(select(head).select_from(tasks)))
+    return [(Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner), r.set_ref)
+            for r in session.execute(stmt)]
 
 
 def _utc(ts: datetime | None) -> datetime | None:
@@ -400,6 +410,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
 
     edges: dict[tuple[Any, ...], dict[str, Any]] = {}
     table: dict[tuple[Any, ...], dict[str, Any]] = {}
+    prod.load_last({(st.run.dag_id, st.run.task_id, st.run.map_index) for st in down.steps + up.steps})
     for st in down.steps + up.steps:
         k = (st.source, st.target, st.type, st.subtype, st.masking, st.run.dag_id, st.run.task_id, st.run.map_index)
         if k in edges:
@@ -488,11 +499,32 @@ def visible_datasets(session: Session, ids: Collection[int], readable: Collectio
     return out
 
 
+def _collect(session: Session, stmt: Any, limit: int, readable: Collection[str] | None, hits: list[dict[str, Any]],
+             is_col: bool) -> None:
+    """Add the rows of ``stmt`` of readable datasets to ``hits`` until ``limit``, a page at a time."""
+    page = max(limit, 200)
+    offset = 0
+    while len(hits) < limit:
+        rows = session.execute(stmt.limit(page).offset(offset)).all()
+        ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
+        for r in rows:
+            if ok is not None and r.id not in ok:
+                continue
+            hit = {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
+            if is_col:
+                hit.update(column=r.col, type=r.type)
+            hits.append(hit)
+        if len(rows) < page:
+            return
+        offset += page
+
+
 def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
     """Datasets and columns whose name contains ``q`` (case-insensitive), of runs of readable DAGs.
 
-    The name scans run in SQL (``LIKE``/``ILIKE``, a page at a time); only the page's datasets are checked
-    for access (:func:`visible_datasets`), so the cost follows the hits shown, not the estate's size.
+    The name scans run in SQL (``LIKE``/``ILIKE``, a page at a time): over dataset names, and over the
+    distinct column names (``apl_estate_column_name``), whose fields are then found by index. Only the
+    page's datasets are checked for access (:func:`visible_datasets`).
     """
     text = q.strip().lower()
     if not text or (readable is not None and not readable):
@@ -501,25 +533,21 @@ def search(session: Session, q: str, *, limit: int = 50, readable: Collection[st
     d, f = s.dataset.c, s.field.c
     dq = select(d.id, d.namespace, d.name, d.table_name).where(
         _contains(session, d.name, like) | _contains(session, d.table_name, like)).order_by(d.id)
-    fq = (select(d.id, d.namespace, d.name, d.table_name, f.name.label("col"), f.type)
-          .join(s.field, f.dataset_id == d.id).where(_contains(session, f.name, like)).order_by(f.dataset_id, f.name))
     hits: list[dict[str, Any]] = []
-    for stmt, is_col in ((dq, False), (fq, True)):
-        page = max(limit, 200)
-        offset = 0
-        while len(hits) < limit:
-            rows = session.execute(stmt.limit(page).offset(offset)).all()
-            ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
-            for r in rows:
-                if ok is not None and r.id not in ok:
-                    continue
-                hit = {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
-                if is_col:
-                    hit.update(column=r.col, type=r.type)
-                hits.append(hit)
-            if len(rows) < page:
-                break
-            offset += page
+    _collect(session, dq, limit, readable, hits, False)
+    # columns: the distinct names first (few: names repeat across datasets), then their fields by index
+    names_q = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like)).order_by(
+        s.column_name.c.name)
+    offset = 0
+    while len(hits) < limit:
+        names = session.execute(names_q.limit(500).offset(offset)).scalars().all()
+        if names:
+            fq = (select(d.id, d.namespace, d.name, d.table_name, f.name.label("col"), f.type)
+                  .select_from(s.field).join(s.dataset, d.id == f.dataset_id).where(f.name.in_(names)).order_by(f.name, f.dataset_id))
+            _collect(session, fq, limit, readable, hits, True)
+        if len(names) < 500:
+            break
+        offset += 500
     return hits[:limit]
 
 

@@ -129,6 +129,8 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
                 session.execute(s.dataset.insert(), [{"namespace": NS, "name": n, "table_name": None}
                                                      for n in names[i:i + 5000]])
             session.commit()
+            datasets.ids = {(r.namespace, r.name): r.id for r in session.execute(
+                select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name))}
         for i, (dag, r) in enumerate(runs):
             version = r // 25
             rec = cache.get((dag, version))

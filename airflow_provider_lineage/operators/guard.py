@@ -117,17 +117,14 @@ def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str,
 
 
 def _identity(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the estate index keys on (the lineage's naming rule, when it has one)."""
-    from airflow_provider_lineage.lineage import naming
+    """The dataset identity the estate index keys on (:func:`..lineage.canonical.canonical_identity`)."""
+    from airflow_provider_lineage.lineage import canonical
 
-    rule = getattr(naming, "canonical_identity", None)
-    if rule is not None:
-        try:
-            ns, nm = rule(namespace, name)
-            return str(ns), str(nm)
-        except Exception:  # noqa: BLE001 - the name as it is
-            return namespace, name
-    return namespace, name
+    try:
+        ns, nm = canonical.canonical_identity(namespace, name)
+        return str(ns), str(nm)
+    except Exception:  # noqa: BLE001 - the name as it is (as the index does)
+        return namespace, name
 
 
 def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:

@@ -1,8 +1,9 @@
 """Column tags along the estate index (plugins/guard_estate.py), no Spark: lineage records of three DAGs
 in Airflow's real metadata DB (XCom rows, as the operator leaves them), the index synced from them.
 
-* "where does pii reach unmasked" from the index's edges (across DAGs, stopped by a hash, not carried by a
-  filter; a failed run's edges not used; only the DAGs the user may read), and the records fallback;
+* "where does pii reach unmasked" from the index's edges (across DAGs, datasets stitched by identity, stopped
+  by a hash, not carried by a filter; a failed run's edges not used; only the DAGs the user may read), and
+  the records fallback;
 * the tag map the scheduler publishes (Variable ``lineage_column_tags_estate``) and the operator's
   guard reading it: a task of a fourth DAG inherits ``pii`` with the whole path through three DAGs.
 """
@@ -53,9 +54,11 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(DECL))
     _wipe()
     add_run("gx_src", "load", record({"/gx/customers": [("email", "/gx/landing:email"), ("id", "/gx/landing:id")]}), day=1)
-    add_run("gx_mart", "mart", record({"/gx/mart": [("email_h", "/gx/customers:email"), ("email_l", "/gx/customers:email"),
-                                                    ("id", "/gx/customers:id")]},
-                                      masked={"email_h"}, dataset_edges=[("/gx/mart", "/gx/customers", "email")]), day=2)
+    # the mart reads one partition folder of the customers: the index stitches it to /gx/customers (identity)
+    cust = "/gx/customers/day=2026-01-02"
+    add_run("gx_mart", "mart", record({"/gx/mart": [("email_h", f"{cust}:email"), ("email_l", f"{cust}:email"),
+                                                    ("id", f"{cust}:id")]},
+                                      masked={"email_h"}, dataset_edges=[("/gx/mart", cust, "email")]), day=2)
     add_run("gx_report", "report", record({"/gx/report": [("contact", "/gx/mart:email_l"), ("key", "/gx/mart:email_h")]}), day=3)
     # a later failed run of the report task: its edges are not the estate's
     add_run("gx_report", "report", record({"/gx/leak": [("raw", "/gx/mart:email_l")]}), day=4, state="failed")
@@ -128,11 +131,14 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
 
     from airflow_provider_lineage.operators import guard
     from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import listener
     from tests.operators.test_guard_unit import FakeTI
 
-    with _session() as session:
-        assert guard_estate.publish(session) >= 3
+    listener._work()  # what the scheduler runs when a DAG run ends: sync the index, publish the tag map
     published = Variable.get(guard_estate.PUBLISHED_VARIABLE)
+    with _session() as session:  # unchanged: not rewritten
+        assert guard_estate.publish(session) >= 3
+    assert Variable.get(guard_estate.PUBLISHED_VARIABLE) == published
     value = json.loads(published)
     by = {(d["name"], c) for d in value["datasets"] for c in d["columns"]}
     assert {("/gx/customers", "email"), ("/gx/mart", "email_l"), ("/gx/report", "contact")} <= by
@@ -140,7 +146,7 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     # the worker side: a task of a fourth DAG reads /gx/report and copies the contact out
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", published)
     monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
-    rec = record({"/gx/out": [("c", "/gx/report:contact")]})
+    rec = record({"/gx/out": [("c", "/gx/report/day=2026-01-09:contact")]})  # a partition of /gx/report
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     ti = FakeTI(None)
     g.run(ti, copy.deepcopy(rec) | {"status": "ok"}, logging.getLogger("t"), logging.getLogger("t"))

@@ -9,6 +9,7 @@ Under CI (``CI`` set) a missing browser fails these tests instead of skipping th
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -316,7 +317,21 @@ def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, de
     from selenium.webdriver.support.ui import WebDriverWait
 
     answer = _api(deployment, "/api/tags/unmasked", tag="pii")
+    assert answer["source"] == "estate"  # along the estate index's edges (docs/guard.md)
     assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [("lineage_guard", "mart", "email")]
+    # the scheduler publishes the estate's tag map for the workers once the index synced after the run
+    deadline = time.monotonic() + 120
+    published: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        with deployment.client("admin") as client:
+            r = client.get("/api/v2/variables/lineage_column_tags_estate")
+        if r.status_code == 200:
+            published = json.loads(r.json()["value"])
+            if any(d["name"].endswith("/marts/orders_mart") for d in published["datasets"]):
+                break
+        time.sleep(2)
+    mart = [d for d in published.get("datasets", []) if d["name"].endswith("/marts/orders_mart")]
+    assert mart and [e["tag"] for e in mart[0]["columns"]["email"]] == ["pii"], published
     browser = signed_in
     browser.switch_to.default_content()
     browser.get(deployment.api_url + "/column-lineage/estate")  # the estate page's list

@@ -228,11 +228,11 @@ def main(argv: list[str]) -> int:
                    help="load every record through index.ingest (slow at the large size) instead of in bulk")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
     args = p.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="apl-bench-estate-"))
     results = []
     load = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="apl-bench-estate-"))
     tmp.chmod(0o755)
+    os.environ.setdefault("AIRFLOW_HOME", str(tmp / "airflow"))  # removed with tmp at the end
     try:
         for db in args.db.split(","):
             proc = None

@@ -15,6 +15,19 @@ Then it times, median of several runs, caches cleared:
 * page data (the page's first request: a column, 1 hop, now, JSON encoded), target < 1.5 s for the
   page drawn (the browser's own drawing time of such a graph is logged by the browser test).
 
+With ``--page`` (on by default when Chromium and chromedriver are installed; ``--no-page`` skips it; a
+missing browser is skipped with the reason printed), each SQLite size is then opened in headless Chromium:
+the plugin's REAL FastAPI app (:func:`airflow_provider_lineage.plugins.api.create_app`: the estate page
+``estate.html`` + ``estate.js`` + ``guard-estate.js`` + vendored dagre with their relative URLs, and the estate
+API of ``plugins/estate/api.py``) mounted under the plugin prefix on the benchmark's DB, served by uvicorn
+(a child process in its own process group) on a free loopback port. Airflow's user and session dependencies
+are overridden (an admin; a session on the benchmark DB) and the auth manager is a stand-in whose admin may
+read every DAG of the estate. The index's catch-up with XCom is switched off in that server (the estate was
+loaded into the index directly; the DB has no XCom table). The page is opened from a column at depth 1 and
+depth 3 (``?namespace=&name=&column=&depth=``, a table of the first tenth of the DAGs) and its own timings are read: ``window.estate.timings``
+``fetchMs`` (the graph request), ``drawMs`` (layout + SVG) and ``readyMs`` (navigation start until
+``body[data-state=ready]``), medians of ``--page-repeats`` loads, target < 1.5 s for ``readyMs``.
+
 Prints the figures and writes ``benchmarks/estate/REPORT.md`` (with ``uptime``: the machine is shared).
 """
 from __future__ import annotations
@@ -207,6 +220,148 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
             **figures}
 
 
+def _page_server(url: str, dags: int, port: int) -> None:
+    """Serve the plugin's app on ``url`` (a child process of :func:`measure_page`; runs until killed)."""
+    import uvicorn
+    from airflow.api_fastapi import app as api_app
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from airflow.api_fastapi.common.db.common import _get_session
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi import FastAPI
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from airflow_provider_lineage.plugins import api as plugin_api
+    from airflow_provider_lineage.plugins.estate import index
+
+    engine = create_engine(url)
+    every = [f"dag_{d:04d}" for d in range(dags)]
+
+    class EveryDag:
+        """Auth manager stand-in: the admin may read every DAG of the estate."""
+
+        def get_authorized_dag_ids(self, **_: Any) -> set[str]:
+            return set(every)
+
+    api_app._AuthManagerState.instance = EveryDag()  # type: ignore[assignment]
+    index.SYNC_INTERVAL = float("inf")  # no XCom in the benchmark DB: the index was loaded directly
+
+    def session() -> Any:
+        with Session(engine) as s:
+            yield s
+
+    plugin = plugin_api.create_app()
+    plugin.dependency_overrides[get_user] = lambda: SimpleAuthManagerUser(username="admin", role="admin")
+    plugin.dependency_overrides[_get_session] = session
+    root = FastAPI()
+    root.mount(plugin_api.URL_PREFIX, plugin)
+    uvicorn.run(root, host="127.0.0.1", port=port, log_level="warning")
+
+
+def measure_page(url: str, size: str, repeats: int) -> dict[str, Any]:
+    """Open the estate page of the DB at ``url`` in headless Chromium from a column at depth 1 and 3."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlencode
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    from tests.support.browser import chromium_paths, wait_state
+
+    est = Estate(**SIZES[size])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/column-lineage"
+    server = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-page", url,
+                               "--serve-dags", str(est.dags), "--serve-port", str(port)],
+                              start_new_session=True, stdout=subprocess.DEVNULL)
+    driver = None
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(base + "/static/icon.svg", timeout=5).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the page server did not start (exit code {server.poll()})") from None
+                time.sleep(0.2)
+        browser, chromedriver = chromium_paths()
+        os.environ.setdefault("SE_OFFLINE", "true")
+        opts = Options()
+        opts.binary_location = browser
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                    "--window-size=1440,900", "--hide-scrollbars", "--force-device-scale-factor=1"):
+            opts.add_argument(arg)
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        service = Service(executable_path=chromedriver, popen_kw={"start_new_session": True})
+        driver = webdriver.Chrome(options=opts, service=service)
+        rnd = random.Random(3)
+        early = est.per_dag * max(1, est.dags // 10)  # the first tenth of the DAGs: many readers downstream
+        out: dict[str, Any] = {"size": size, **SIZES[size]}
+        for depth in (1, 3):
+            fetch, draw, ready, shown = [], [], [], []
+            for k in range(repeats + 1):  # the first load warms the server and the browser's cache: not counted
+                t = rnd.randrange(early)
+                q = urlencode({"namespace": NS, "name": est.name(t), "column": "col_2", "depth": depth})
+                driver.get(f"{base}/estate?{q}")
+                state = wait_state(driver, timeout=120)
+                if state != "ready":
+                    raise RuntimeError(f"estate page state {state}: " + driver.execute_script(
+                        "return document.getElementById('notices').textContent"))
+                tm = driver.execute_script(
+                    "var g = window.estate.state.graph; return {t: window.estate.timings, "
+                    "datasets: g.datasets.length, edges: g.edges.length, depth: document.getElementById('depth').value};")
+                if tm["depth"] != str(depth):
+                    raise RuntimeError(f"the page opened at depth {tm['depth']}, not {depth}")
+                if k == 0:
+                    continue
+                fetch.append(tm["t"]["fetchMs"])
+                draw.append(tm["t"]["drawMs"])
+                ready.append(tm["t"]["readyMs"])
+                shown.append((tm["datasets"], tm["edges"]))
+            out[f"d{depth}_fetch_ms"] = statistics.median(fetch)
+            out[f"d{depth}_draw_ms"] = statistics.median(draw)
+            out[f"d{depth}_ready_ms"] = statistics.median(ready)
+            out[f"d{depth}_max_ready_ms"] = max(ready)
+            out[f"d{depth}_datasets"] = int(statistics.median(d for d, _ in shown))
+            out[f"d{depth}_edges"] = int(statistics.median(e for _, e in shown))
+        out["console_errors"] = [e.get("message", "")[:200] for e in driver.get_log("browser")
+                                 if e.get("level") == "SEVERE"]
+        return out
+    finally:
+        if driver is not None:
+            pid = driver.service.process.pid if driver.service.process else None
+            try:
+                driver.quit()
+            finally:
+                if pid is not None:
+                    try:
+                        os.killpg(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def _page_skip_reason() -> str | None:
+    try:
+        import selenium  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        return f"{exc.name} is not installed (./dev.sh setup)"
+    from tests.support.browser import BrowserMissing, chromium_paths
+
+    try:
+        chromium_paths()
+    except BrowserMissing as exc:
+        return str(exc)
+    return None
+
+
 def _postgres(base: Path) -> tuple[Any, subprocess.Popen[bytes]]:
     from dev.deploy import PostgresServer
 
@@ -227,7 +382,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--one-by-one", action="store_true",
                    help="load every record through index.ingest (slow at the large size) instead of in bulk")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
+    p.add_argument("--page", action=argparse.BooleanOptionalAction, default=None,
+                   help="open each SQLite size's estate page in headless Chromium (default: when Chromium is installed)")
+    p.add_argument("--page-repeats", type=int, default=5, help="page loads per start depth (default 5)")
+    p.add_argument("--serve-page", help=argparse.SUPPRESS)
+    p.add_argument("--serve-dags", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--serve-port", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.serve_page:
+        _page_server(args.serve_page, args.serve_dags, args.serve_port)
+        return 0
+    skip = _page_skip_reason() if args.page is not False else "--no-page"
+    if skip and args.page:
+        p.error(f"--page: {skip}")
+    if skip:
+        print(f"page step skipped: {skip}", flush=True)
+    pages: list[dict[str, Any]] = []
     results = []
     load = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="apl-bench-estate-"))
@@ -248,17 +418,55 @@ def main(argv: list[str]) -> int:
                     r["db"] = db
                     results.append(r)
                     print(json.dumps(r), flush=True)
+                    if db == "sqlite" and not skip:
+                        pg_r = measure_page(url, size, args.page_repeats)
+                        pages.append(pg_r)
+                        print(json.dumps(pg_r), flush=True)
             finally:
                 if proc is not None:
                     os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=60)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write_report(Path(args.report), results, load, os.getloadavg())
+    write_report(Path(args.report), results, load, os.getloadavg(), pages, skip)
     return 0
 
 
-def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float, ...], after: tuple[float, ...]) -> None:
+def page_section(pages: list[dict[str, Any]], skip: str | None, load: tuple[float, ...]) -> list[str]:
+    """The "Page drawn in Chromium" section of the report."""
+    lines = ["## Page drawn in Chromium", ""]
+    if skip:
+        return lines + [f"Not measured: {skip}.", ""]
+    version = subprocess.run(["chromium", "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    lines += [
+        (f"SQLite; {version} headless; the plugin's real app (`plugins/api.py` `create_app()`: the estate page, its "
+         "scripts and vendored dagre under `/column-lineage/`, the estate API of `plugins/estate/api.py`) served by "
+         "uvicorn on loopback, Airflow's user/session dependencies overridden (an admin who may read every DAG), "
+         f"the index's XCom catch-up off. Load average (1/5/15 min) at the end: {load[0]:.1f} / {load[1]:.1f} / "
+         f"{load[2]:.1f}. Opened from a column of a random table of the first tenth of the DAGs (many readers downstream) "
+         "(`?namespace=&name=&column=col_2&depth=`), medians of the loads after a first, uncounted one; "
+         "`fetch`: the graph request; `draw`: layout (dagre) + SVG; `ready`: navigation start until "
+         "`body[data-state=ready]` (page, scripts, request, drawing): the target is < 1.5 s."),
+        "",
+        ("| size | dags | datasets | edges | records | depth | datasets shown | column edges shown | fetch ms | draw ms "
+         "| ready ms (median) | ready ms (max) |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in pages:
+        for d in (1, 3):
+            lines.append(f"| {r['size']} | {r['dags']:,} | {r['datasets']:,} | {r['edges']:,} | {r['records']:,} | {d} | "
+                         f"{r[f'd{d}_datasets']} | {r[f'd{d}_edges']} | {r[f'd{d}_fetch_ms']:.0f} | "
+                         f"{r[f'd{d}_draw_ms']:.0f} | {r[f'd{d}_ready_ms']:.0f} | {r[f'd{d}_max_ready_ms']:.0f} |")
+    over = [f"- {r['size']} depth {d}: ready {r[f'd{d}_ready_ms']:.0f} ms > {TARGETS['page_ms']} ms"
+            for r in pages for d in (1, 3) if r[f"d{d}_ready_ms"] > TARGETS["page_ms"]]
+    errors = sorted({e for r in pages for e in r["console_errors"]})
+    lines += ["", "Over target:"] + (over or ["- none"])
+    lines += ["", "Browser console errors: " + ("; ".join(errors) if errors else "none"), ""]
+    return lines
+
+
+def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float, ...], after: tuple[float, ...],
+                 pages: list[dict[str, Any]] | None = None, skip: str | None = None) -> None:
     cols = ["db", "size", "dags", "datasets", "edges", "records", "load_s", "update_ms", "update_new_ms",
             "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms"]
     lines = ["# Estate index benchmark", "",
@@ -293,6 +501,7 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
         for a, b in pairs:
             lines.append(f"- {db} {a['size']} -> {b['size']} ({b['records'] / a['records']:.0f}x the records): "
                          + ", ".join(f"{k} x{b[k] / a[k]:.1f}" for k in keys))
+    lines += [""] + page_section(pages or [], skip, after)
     path.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

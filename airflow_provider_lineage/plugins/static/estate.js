@@ -20,7 +20,10 @@
     return n;
   }
   function enc(s) { return encodeURIComponent(s); }
-  function setState(s) { document.body.setAttribute("data-state", s); }
+  function setState(s) {
+    if (s === "ready") api.timings.readyMs = performance.now();  // since navigation start
+    document.body.setAttribute("data-state", s);
+  }
   function notice(text) { var n = $("notices"); n.textContent = ""; if (text) n.appendChild(el("div", { "class": "notice error" }, text)); }
   function getJSON(url) {
     return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } }).then(function (r) {
@@ -45,6 +48,7 @@
     var s = state.starts[0];
     if (!s) return;
     var q = "?namespace=" + enc(s.namespace) + "&name=" + enc(s.name) + "&column=" + enc(s.column || "") +
+      ($("depth").value !== "1" ? "&depth=" + enc($("depth").value) : "") +
       (asOf() ? "&as_of=" + enc(asOf()) : "") + ($("before").value.trim() ? "&before=" + enc($("before").value.trim()) : "");
     history.replaceState(null, "", q);
   }
@@ -254,6 +258,7 @@
   api.open = open; api.expand = expand; api.impact = impact; api.load = load;
 
   var p = new URLSearchParams(location.search);
+  if (p.get("depth") && $("depth").querySelector("option[value='" + p.get("depth").replace(/[^0-9]/g, "") + "']")) $("depth").value = p.get("depth");
   if (p.get("as_of")) $("as-of").value = p.get("as_of");
   if (p.get("before")) $("before").value = p.get("before");
   if (p.get("name")) open({ namespace: p.get("namespace") || "", name: p.get("name"), column: p.get("column") || "" });

@@ -4,8 +4,9 @@
 The logic is in the lineage core (:mod:`..lineage.diff`, :mod:`..lineage.tags`); this module finds
 what a worker may read in Airflow 3 without metadata-DB access, through the task SDK:
 
-* the previous successful run of the same task: ``ti.get_previous_ti(state="success")``, then its
-  ``column_lineage`` XCom with ``ti.xcom_pull(run_id=...)``;
+* the previous successful run of the same task and map index, ordered by the DAG runs' ``run_after``
+  (runs without a logical date too: :mod:`.guard_baseline`), then its ``column_lineage`` XCom with
+  ``ti.xcom_pull(run_id=...)``;
 * the declared tags: Airflow Variable ``lineage_column_tags`` and/or the file named by the provider
   setting ``[column_lineage] tags_file``;
 * the tags of the task's inputs that upstream tasks (this DAG or another) carried: the newest asset
@@ -27,6 +28,7 @@ from airflow_provider_lineage.lineage import diff as diffs
 from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.lineage import tags as tagging
 from airflow_provider_lineage.lineage.naming import asset_uri
+from airflow_provider_lineage.operators import guard_baseline
 
 #: Provider config section of the guard settings (``AIRFLOW__COLUMN_LINEAGE__TAGS_FILE`` ...).
 SECTION = "column_lineage"
@@ -86,20 +88,22 @@ def load_declaration() -> tuple[tagging.Declared, list[str]]:
 
 
 def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str, Any] | None, str | None]:
-    """``(run_id, record, note)`` of the previous successful run of this task (``None``s on a first run)."""
-    get_previous_ti = getattr(ti, "get_previous_ti", None)
-    if get_previous_ti is None:
-        return None, None, "this Airflow's task SDK has no get_previous_ti (Airflow 3.1+): no diff"
-    prev = get_previous_ti(state="success", map_index=map_index)
-    if prev is None:
-        return None, None, None
-    value = ti.xcom_pull(task_ids=prev.task_id, dag_id=prev.dag_id, key=run_record.XCOM_KEY, run_id=prev.run_id,
+    """``(run_id, record, note)`` of the previous successful run of this task (``None``s on a first run).
+
+    The run is :func:`.guard_baseline.previous_success` (ordered by ``run_after``: runs without a logical
+    date included); its record is its ``column_lineage`` XCom.
+    """
+    base = guard_baseline.previous_success(ti, map_index)
+    if base.run_id is None:
+        return None, None, base.note
+    value = ti.xcom_pull(task_ids=ti.task_id, dag_id=ti.dag_id, key=run_record.XCOM_KEY, run_id=base.run_id,
                          map_indexes=map_index)
     if isinstance(value, str):
         value = json.loads(value)
     if not run_record.is_record(value):
-        return prev.run_id, None, f"the previous successful run {prev.run_id} kept no lineage record to compare with"
-    return prev.run_id, value, None
+        return base.run_id, None, (f"the previous successful run {base.run_id} kept no lineage record to compare with"
+                                   + (f"; {base.note}" if base.note else ""))
+    return base.run_id, value, base.note
 
 
 def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:

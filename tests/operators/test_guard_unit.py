@@ -1,5 +1,7 @@
 """operators/guard.py without Spark: the previous run's record through the task SDK seam (a task-instance
-stand-in with ``get_previous_ti`` and ``xcom_pull``), fail messages, bad tag declarations."""
+stand-in with ``get_previous_ti`` and ``xcom_pull``: no template context, so the baseline takes its
+logical-date fallback; tests/operators/test_guard_baseline.py runs the real lookup), fail messages, bad
+tag declarations."""
 from __future__ import annotations
 
 import copy
@@ -19,6 +21,7 @@ class FakeTI:
 
     def __init__(self, previous: dict[str, Any] | None) -> None:
         self.previous, self.pushed, self.map_index = previous, {}, -1
+        self.dag_id, self.task_id, self.run_id = "d", "t", "run2"
         self.pulled: list[dict[str, Any]] = []
 
     def get_previous_ti(self, state: str, map_index: int) -> Any:

@@ -8,7 +8,6 @@ any answer) to a user the auth manager refuses the DAG (:mod:`tests.plugins.auth
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -16,7 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from airflow_provider_lineage.lineage import run_record
-from tests.plugins.auth import DENIED_DAG, DENIED_USER
+from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
 
 PREFIX = "/column-lineage"
 
@@ -24,32 +23,8 @@ PREFIX = "/column-lineage"
 @pytest.fixture(scope="module")
 def app_client(example_etl: dict[str, Any]) -> Iterator[Any]:
     """Airflow's API app (core) with the test auth manager; a TestClient and a token per user."""
-    from fastapi.testclient import TestClient
-
-    env = {
-        "AIRFLOW__CORE__AUTH_MANAGER": "tests.plugins.auth.DenyOneDagAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"admin:admin,viewer:viewer,{DENIED_USER}:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    from airflow.api_fastapi import app as api_app
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-
-    api_app.purge_cached_app()
-    app = api_app.create_app(apps="core")
-    manager = api_app.get_auth_manager()
-    tokens = {name: manager.generate_jwt(SimpleAuthManagerUser(username=name, role=role))
-              for name, role in (("admin", "admin"), ("viewer", "viewer"), (DENIED_USER, "viewer"))}
-    with TestClient(app) as client:
-        client.tokens = tokens  # type: ignore[attr-defined]
+    with api_client() as client:
         yield client
-    api_app.purge_cached_app()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def _get(client: Any, path: str, user: str | None = "viewer", **params: Any) -> Any:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from tests.plugins.auth import DENIED_DAG, DENIED_USER
+from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
 from tests.plugins.estate_support import NS, T0, add_run, record
 
 PREFIX = "/column-lineage"
@@ -30,7 +29,6 @@ def _wipe() -> None:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    from fastapi.testclient import TestClient
 
     from tests.support.pipelines import migrate_db
 
@@ -42,29 +40,8 @@ def client() -> Iterator[Any]:
         ("estate_c", "report", record({"t3": [("email_x", "t2:email_h")]}), 5),
     ):
         add_run(dag_id, task, rec, day=day, run_id=f"{RUN_PREFIX}{day}")
-    env = {
-        "AIRFLOW__CORE__AUTH_MANAGER": "tests.plugins.auth.DenyOneDagAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"admin:admin,viewer:viewer,{DENIED_USER}:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    from airflow.api_fastapi import app as api_app
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-
-    api_app.purge_cached_app()
-    app = api_app.create_app(apps="core")
-    manager = api_app.get_auth_manager()
-    tokens = {n: manager.generate_jwt(SimpleAuthManagerUser(username=n, role="viewer")) for n in ("viewer", DENIED_USER)}
-    with TestClient(app) as c:
-        c.tokens = tokens  # type: ignore[attr-defined]
+    with api_client() as c:
         yield c
-    api_app.purge_cached_app()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
     _wipe()
 
 

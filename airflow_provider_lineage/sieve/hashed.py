@@ -183,7 +183,8 @@ def _key_array(values: list[Any]) -> np.ndarray:
         return np.asarray(values, dtype=object)
 
 
-BUCKET_BITS = 8  # pairs are grouped in 2**8 buckets by their hashes' top bits: small arrays, cache-sized sorts
+BUCKET_BITS = 8  # pairs are grouped in up to 2**8 buckets by their hashes' top bits: small arrays, small sorts
+BUCKET_PAIRS = 1 << 17  # about the pairs of one bucket (fewer buckets for fewer pairs: less Python per pair)
 
 
 def _packed_file(path: str, column: str, kt: KeyType, j: int, idx_bits: int
@@ -230,11 +231,13 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     if not per_file:
         return None, nulls, fp_bits if fp_bits is not None else fingerprint_bits(0, fpp), 0
     # bucket b of a file: its slice of hashes with top bits b (the file is sorted)
-    bounds = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
+    bucket_bits = max(0, min(BUCKET_BITS, (sum(len(f) for f in per_file) // BUCKET_PAIRS).bit_length() - 1))
+    bounds = np.arange(1 << bucket_bits, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
+        np.zeros(1, np.uint64)
     cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in per_file]
     buckets: list[np.ndarray] = []
     n_keys = 0
-    for b in range(1 << BUCKET_BITS):
+    for b in range(1 << bucket_bits):
         parts = [f[c[b]:c[b + 1]] for f, c in zip(per_file, cuts, strict=True) if c[b + 1] > c[b]]
         merged = np.concatenate(parts) if len(parts) > 1 else parts[0].copy() if parts else np.empty(0, np.uint64)
         if len(parts) > 1:
@@ -257,8 +260,8 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     pairs = sum(len(g[2]) for g in grouped)
     page_bits = page_bits_for(n_fps, fp_bits)
     fid_width = max(1, max(int(g[2].max()) for g in grouped if len(g[2])).bit_length())
-    if page_bits >= BUCKET_BITS:  # each bucket holds whole pages: encoded bucket by bucket
-        per_bucket = 1 << (page_bits - BUCKET_BITS)
+    if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
+        per_bucket = 1 << (page_bits - bucket_bits)
         pages = [p for b, (g, counts, gf) in enumerate(grouped)
                  for p in encode_pages(g, counts, gf, fp_bits, page_bits, fid_width, b * per_bucket, per_bucket)]
     else:  # a small structure (fewer pages than buckets)

@@ -371,3 +371,34 @@ def test_spark_engine_builds_the_same_answers(spark, tmp_path) -> None:
     idx = S.open_index(ints, "k", index_path=f"{ints}-spark")
     lo, hi = sorted(int_layout[min(int_layout)])[:2]
     assert {min(int_layout)} <= set(idx.candidates(S.Range(lo, hi), assume_fresh=True))
+
+
+@pytest.mark.parametrize("typ", [pa.int64(), pa.string()])
+def test_bucketed_build_writes_the_reference_structure(tmp_path, monkeypatch, typ) -> None:
+    """The build groups pairs bucket by bucket and encodes each bucket's pages on its own; the
+    structure must be the one a single grouping of all pairs writes (small buckets and pages here,
+    so that several buckets each hold whole pages)."""
+    from airflow_provider_lineage.sieve.build import arrow_key_type
+    from airflow_provider_lineage.sieve.storage import IndexStore
+    from airflow_provider_lineage.sieve.table import list_table_files
+
+    monkeypatch.setattr(H, "BUCKET_PAIRS", 1000)
+    monkeypatch.setattr(F, "PAGE_KEYS", 64)
+    rng = np.random.default_rng(11)
+    keys = rng.integers(-(2**63), 2**63 - 1, 12_000, dtype=np.int64)
+    present: set[int] = set()
+    for i in range(6):
+        part = keys[rng.random(len(keys)) < 0.3]  # each key in about 2 of the 6 files
+        present.update(part.tolist())
+        write_file(str(tmp_path / "t" / f"part-{i}.parquet"),
+                   part.tolist() if typ == pa.int64() else [f"id-{k:x}" for k in part.tolist()], typ)
+    files = list_table_files(str(tmp_path / "t"))
+    kt = arrow_key_type(files, "k", learn=False)
+    got = H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    want = H._read_grouped_wide(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, got[2])
+    assert got[0] is not None and want[0] is not None
+    assert F.page_bits_for(got[0].keys, got[2]) >= 5  # several pages per bucket, several buckets
+    a = (tmp_path / "a" / got[0].name).read_bytes()
+    b = (tmp_path / "b" / want[0].name).read_bytes()
+    assert a == b and (got[0].keys, got[0].pairs) == (want[0].keys, want[0].pairs)
+    assert got[3] == len(present)  # distinct keys

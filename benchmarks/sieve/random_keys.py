@@ -202,11 +202,12 @@ def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.rand
                                  "k": pa.array(rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)),
                                  "v": pa.array(ids)}), p)
         added.append(p)
+    sync, compact = S.sync, S.compact  # imported before the clock starts (an import is no sync cost)
     t0 = time.perf_counter()
-    rep = S.sync(None, str(root), column)
+    rep = sync(None, str(root), column)
     sync_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    S.compact(str(root), column)
+    compact(str(root), column)
     compact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     S.build(None, str(root), column)

@@ -79,6 +79,39 @@ setup_redis() {
   fi
 }
 
+# The Celery variant keeps its tables and Sieve indexes on S3 (moto on 127.0.0.1), so its Spark jobs need Hadoop's
+# S3A connector. pip's pyspark has none and Maven is not reachable from every machine this project runs on, so
+# the jars come from PyPI: the sdist of sagemaker_pyspark 1.4.5 (Apache-2.0) ships hadoop-aws 3.3.1 and the AWS
+# SDK for Java bundle 1.11.901 (both Apache-2.0; their licence is copied beside them). hadoop-aws 3.3.1 runs on
+# the Hadoop 3.4.2 in pyspark 4 with a few settings dev/deploy.py writes (docs/deploy.md, "The Celery variant").
+# Only for `up --executor celery` and APL_CELERY_DEPLOYMENT=1 test runs: a 181 MB download, once.
+S3A_DIR=$ROOT/.work/s3a-jars
+S3A_JARS="hadoop-aws-3.3.1.jar:6be50ad8a8b445d2802381b085b2a3ede5c29d353450a6a21f16b2fefa962b6e aws-java-sdk-bundle-1.11.901.jar:b87175b32a16544cc1b37cf40390eb375833e62bed67f8ce6cde4b7ad6429ead"
+setup_s3a() {
+  local entry jar sum missing=""
+  for entry in $S3A_JARS; do
+    jar=${entry%%:*}; sum=${entry##*:}
+    [ -f "$S3A_DIR/$jar" ] && echo "$sum  $S3A_DIR/$jar" | sha256sum -c --quiet - 2>/dev/null || missing=1
+  done
+  [ -z "$missing" ] && return 0
+  echo "dev.sh: fetching Hadoop's S3A connector jars from PyPI (sagemaker_pyspark==1.4.5 sdist, 181 MB, once)" >&2
+  local tmp; tmp=$(mktemp -d)
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+      -d "$tmp" "sagemaker_pyspark==1.4.5" >&2 \
+    || { rm -rf "$tmp"; die "pip download sagemaker_pyspark==1.4.5 failed: the Celery variant's Spark jobs need its S3A jars"; }
+  mkdir -p "$S3A_DIR"
+  tar -xzf "$tmp"/sagemaker_pyspark-1.4.5.tar.gz -C "$tmp" --wildcards '*/deps/jars/hadoop-aws-3.3.1.jar' \
+      '*/deps/jars/aws-java-sdk-bundle-1.11.901.jar' '*/licenses/LICENSE-hadoop.txt' \
+    || { rm -rf "$tmp"; die "the sagemaker_pyspark sdist has no S3A jars where expected"; }
+  cp "$tmp"/sagemaker_pyspark-1.4.5/deps/jars/*.jar "$S3A_DIR"/
+  cp "$tmp"/sagemaker_pyspark-1.4.5/licenses/LICENSE-hadoop.txt "$S3A_DIR"/LICENSE-hadoop.txt
+  rm -rf "$tmp"
+  for entry in $S3A_JARS; do
+    jar=${entry%%:*}; sum=${entry##*:}
+    echo "$sum  $S3A_DIR/$jar" | sha256sum -c --quiet - || die "$S3A_DIR/$jar: checksum mismatch"
+  done
+}
+
 run_env() {
   # Every Spark driver, Python worker and Airflow task is a new interpreter: with PYTHONDONTWRITEBYTECODE
   # set (as on CI machines) each compiled pyspark, airflow and openlineage from source again (8.8 s ->
@@ -109,10 +142,10 @@ shift || true
 case "$cmd" in
   setup) setup; setup_postgres; setup_chromium; setup_redis ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
-  test) setup; setup_postgres; setup_chromium; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
+  test) setup; setup_postgres; setup_chromium; [ "${APL_CELERY_DEPLOYMENT:-}" = 1 ] && { setup_redis; setup_s3a; }; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
         exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
-  up|down|status) setup; case " $* " in *" celery "*|*"--executor=celery"*) setup_postgres; setup_redis ;; esac
+  up|down|status) setup; case " $* " in *" celery "*|*"--executor=celery"*) setup_postgres; setup_redis; setup_s3a ;; esac
                   run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;

@@ -47,7 +47,8 @@ INDEX_COLUMNS = {
 #: One folder per index, outside the tables (an overwrite of a mart must not delete its index).
 INDEX_PATH = "{{ params.data_dir }}/indexes/{table}/{column}"
 #: Published by ``index`` after each sync: what ``sieve_maintenance`` is scheduled on (one event per run).
-INDEXES_SYNCED = Asset(f"file://{DEFAULT_DATA_DIR}/indexes")
+INDEXES_SYNCED = Asset(f"{DEFAULT_DATA_DIR}/indexes" if "://" in DEFAULT_DATA_DIR
+                       else f"file://{DEFAULT_DATA_DIR}/indexes")
 
 with DAG(
     dag_id="lineage_etl",

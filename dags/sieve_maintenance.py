@@ -81,7 +81,8 @@ INDEXES = [
 ]
 
 #: The asset ``lineage_etl.index`` publishes after each sync (same URI as ``lineage_etl.INDEXES_SYNCED``).
-INDEXES_SYNCED = Asset(f"file://{DEFAULT_DATA_DIR}/indexes")
+INDEXES_SYNCED = Asset(f"{DEFAULT_DATA_DIR}/indexes" if "://" in DEFAULT_DATA_DIR
+                       else f"file://{DEFAULT_DATA_DIR}/indexes")
 #: How long one run's sensor watches for work (less than the hourly interval: see "Scheduling").
 WATCH = pendulum.duration(minutes=25)
 #: The pipeline that maintains these indexes itself (its ``index`` task).

@@ -51,6 +51,20 @@ FINAL_STATES = ("success", "failed")
 CELERY_WORKERS = ("worker-1", "worker-2")
 EXECUTORS = ("local", "celery")
 PG_BIN = Path(os.environ.get("APL_PG_BIN", "/usr/lib/postgresql/15/bin"))
+#: The Celery variant keeps the example DAGs' tables and Sieve indexes in this bucket of a moto S3 server on
+#: 127.0.0.1 (``LINEAGE_DEMO_DATA_DIR=s3://apl-lineage-demo/lineage_demo``).
+CELERY_BUCKET = "apl-lineage-demo"
+#: Hadoop's S3A connector for the Celery variant's Spark jobs, from PyPI (``./dev.sh`` fetches them: see its
+#: ``setup_s3a``): hadoop-aws 3.3.1 and the AWS SDK for Java 1.11.901 on pyspark's Hadoop 3.4.2.
+S3A_JARS_DIR = Path(os.environ.get("APL_S3A_JARS_DIR") or ROOT / ".work" / "s3a-jars")
+S3A_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+#: Hadoop 3.4's core-default.xml gives these S3A options with time units ("60s"), which hadoop-aws 3.3.1
+#: reads as plain numbers (NumberFormatException): the same values in the units 3.3.1 expects.
+S3A_NUMERIC_DEFAULTS = {"fs.s3a.threads.keepalivetime": "60", "fs.s3a.connection.establish.timeout": "30000",
+                        "fs.s3a.connection.timeout": "200000", "fs.s3a.multipart.purge.age": "86400"}
+#: Each Celery worker's own loopback address: its hostname in Airflow (``ti.hostname``) and where its log server
+#: listens, on the one ``worker_log_server_port`` the api-server asks every worker on (as on separate hosts).
+WORKER_HOSTS = {"worker-1": "127.0.0.2", "worker-2": "127.0.0.3"}
 
 
 #: SQLAlchemy pool of every Airflow process (apache/airflow#66493, PR #73422): holds 64 concurrent API readers.
@@ -210,6 +224,7 @@ class AirflowDeployment:
         self._tokens: dict[str, str] = {}
         self.redis_port = free_port()
         self.receiver_port = free_port()
+        self.s3_port = free_port()
         self.env = self._environment(dict(env or {}), dags_folder or DAGS)
 
     # -- environment ------------------------------------------------------------------------------
@@ -267,7 +282,13 @@ class AirflowDeployment:
                 "OPENLINEAGE_URL": f"http://127.0.0.1:{self.receiver_port}",
                 "OPENLINEAGE_NAMESPACE": "airflow-provider-lineage",
                 "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-provider-lineage",
+                # Tables and Sieve indexes on S3 (moto): nothing the workers share on local disk.
+                "LINEAGE_DEMO_DATA_DIR": f"s3://{CELERY_BUCKET}/lineage_demo",
+                "AWS_ENDPOINT_URL": self.s3_url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
             })
+            for key in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3"):
+                env.pop(key, None)
         env.update(extra)
         return env
 
@@ -275,12 +296,44 @@ class AirflowDeployment:
         """A Celery worker's own folder: its AIRFLOW_HOME, HOME, TMPDIR and working folder (nothing shared)."""
         return self.home / "workers" / name
 
+    @property
+    def s3_url(self) -> str:
+        """The Celery variant's S3 endpoint (moto on 127.0.0.1)."""
+        return f"http://127.0.0.1:{self.s3_port}"
+
     def _worker_env(self, name: str) -> dict[str, str]:
         wdir = self.worker_dir(name)
         (wdir / "tmp").mkdir(parents=True, exist_ok=True)
+        python_path = [str(ROOT / "dev" / "hostname"), *filter(None, [self.env.get("PYTHONPATH")])]
         return {**self.env, "AIRFLOW_HOME": str(wdir), "HOME": str(wdir), "TMPDIR": str(wdir / "tmp"),
-                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wdir / "logs")}
+                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wdir / "logs"),
+                # ti.hostname = the worker's own address, where its log server listens (see WORKER_HOSTS)
+                "APL_WORKER_HOST": WORKER_HOSTS[name], "PYTHONPATH": os.pathsep.join(python_path),
+                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "apl_worker_hostname.hostname",
+                "SPARK_CONF_DIR": str(self._spark_conf(wdir))}
+
+    def _spark_conf(self, wdir: Path) -> Path:
+        """The worker's ``spark-defaults.conf``: Hadoop's S3A connector on the classpath, S3 at the moto endpoint."""
+        missing = [j for j in S3A_JARS if not (S3A_JARS_DIR / j).is_file()]
+        if missing:
+            raise DeploymentError(f"{', '.join(missing)} not in {S3A_JARS_DIR}: the Celery variant's Spark jobs read and "
+                                  "write S3 through them; run ./dev.sh up --executor celery (or APL_CELERY_DEPLOYMENT=1 "
+                                  "./dev.sh test ...), which fetches them from PyPI once")
+        classpath = ":".join(str(S3A_JARS_DIR / j) for j in S3A_JARS)
+        conf = {
+            "spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath,
+            "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",  # s3:// as on EMR
+            "spark.hadoop.fs.s3a.endpoint": self.s3_url,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            # the AWS_* environment: no credential in a file or on a command line
+            "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+            **{f"spark.hadoop.{k}": v for k, v in S3A_NUMERIC_DEFAULTS.items()},
+        }
+        folder = wdir / "spark-conf"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in conf.items()))
+        return folder
 
     @property
     def received_events_path(self) -> Path:
@@ -294,8 +347,13 @@ class AirflowDeployment:
 
     @property
     def data_dir(self) -> Path:
-        """The example DAGs' ``data_dir`` default (tables and indexes)."""
+        """The example DAGs' ``data_dir`` default (tables and indexes; the Celery variant's is on S3: ``data_uri``)."""
         return Path(self.env["LINEAGE_DEMO_DATA_DIR"])
+
+    @property
+    def data_uri(self) -> str:
+        """The example DAGs' ``data_dir`` default as given (a path, or ``s3://…`` in the Celery variant)."""
+        return self.env["LINEAGE_DEMO_DATA_DIR"]
 
     # -- processes --------------------------------------------------------------------------------
     def _spawn(self, name: str, cmd: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None,
@@ -341,7 +399,7 @@ class AirflowDeployment:
 
     def start(self, process: str | None = None, timeout: float = 180) -> None:
         """Start every process (``None``) or one; wait until each is healthy."""
-        extra = ("redis", "receiver", *CELERY_WORKERS) if self.executor == "celery" else ()
+        extra = ("redis", "receiver", "s3", *CELERY_WORKERS) if self.executor == "celery" else ()
         names = (*self.processes, *CELERY_WORKERS) if process is None and extra else (
             self.processes if process is None else (process,))
         if process is not None and process not in (*PROCESSES, *extra):
@@ -367,8 +425,9 @@ class AirflowDeployment:
                 self._wait_heartbeat(name, since, timeout)
 
     def _start_celery_services(self, timeout: float) -> None:
-        """redis-server (broker, no persistence) and the OpenLineage receiver, each in its own group."""
-        for name in ("redis", "receiver"):
+        """redis-server (broker, no persistence), the OpenLineage receiver and the S3 server (moto, with the
+        data bucket), each in its own group."""
+        for name in ("redis", "receiver", "s3"):
             if name in self.procs and self.procs[name].poll() is None:
                 continue
             if name == "redis":
@@ -381,6 +440,10 @@ class AirflowDeployment:
                 self._spawn(name, [redis, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
                                    "--appendonly", "no", "--dir", str(rdir)])
                 port = self.redis_port
+            elif name == "s3":
+                self._spawn(name, [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1",
+                                   "-p", str(self.s3_port)])
+                port = self.s3_port
             else:
                 self.received_events_path.parent.mkdir(parents=True, exist_ok=True)
                 self._spawn(name, [sys.executable, str(ROOT / "dev" / "receiver.py"), "--port", str(self.receiver_port),
@@ -392,13 +455,30 @@ class AirflowDeployment:
                 if time.monotonic() > deadline:
                     raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port}: see {self.log_dir / (name + '.log')}")
                 time.sleep(0.2)
+            if name == "s3":
+                import boto3
+
+                s3 = boto3.client("s3", endpoint_url=self.s3_url, aws_access_key_id="testing",
+                                  aws_secret_access_key="testing", region_name="us-east-1")
+                with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+                    s3.create_bucket(Bucket=CELERY_BUCKET)
 
     def _start_worker(self, name: str, timeout: float) -> None:
-        """``airflow celery worker`` in its own folder; waits for Celery's "ready" line in its log."""
+        """``airflow celery worker`` in its own folder, and its log server on its own address (``WORKER_HOSTS``);
+        waits for Celery's "ready" line in its log."""
         before = len(self.log(name))
         wdir = self.worker_dir(name)
+        env = self._worker_env(name)
+        logs = f"logs-{name}"
+        if logs not in self.procs or self.procs[logs].poll() is not None:
+            # Airflow's own worker log server (what `celery worker` starts unless --skip-serve-logs), bound to the
+            # worker's address instead of all addresses: two workers on one host, one port, as on two hosts.
+            self._spawn(logs, [sys.executable, "-m", "uvicorn", "airflow.utils.serve_logs.log_server:get_app",
+                               "--factory", "--host", WORKER_HOSTS[name],
+                               "--port", self.env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"], "--no-access-log"],
+                        cwd=wdir, env=env)
         self._spawn(name, self._airflow("celery", "worker", "--celery-hostname", f"{name}@%h", "--concurrency", "2",
-                                        "--skip-serve-logs"), cwd=wdir, env=self._worker_env(name))
+                                        "--skip-serve-logs"), cwd=wdir, env=env)
         deadline = time.monotonic() + timeout
         while " ready." not in self.log(name)[before:]:
             self._check_alive(name)
@@ -454,7 +534,8 @@ class AirflowDeployment:
         Stopping everything also stops the DB server and every group an earlier, killed incarnation
         of a process left behind (e.g. LocalExecutor workers of a SIGKILLed scheduler).
         """
-        order = (*CELERY_WORKERS, *reversed(PROCESSES), "receiver", "redis", "postgres")
+        order = (*CELERY_WORKERS, *(f"logs-{w}" for w in CELERY_WORKERS), *reversed(PROCESSES), "receiver", "s3",
+                 "redis", "postgres")
         names = [process] if process else [n for n in order if n in self.groups]
         for name in names:
             groups = self.groups.get(name, []) if process is None else self.groups.get(name, [])[-1:]
@@ -670,7 +751,7 @@ Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or vi
                -d '{{"username": "admin", "password": "{dep.password('admin')}"}}'
   lineage events: {dep.received_events_path if args.executor == "celery" else where}
   executor: {args.executor}{" (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")" if args.executor == "celery" else ""}
-  tables and indexes: {dep.data_dir}
+  tables and indexes: {dep.data_uri}{" (moto S3 at " + dep.s3_url + ")" if args.executor == "celery" else ""}
   logs and pids: {dep.log_dir}, {dep.run_dir}
   DAGs (paused until you unpause them): {', '.join(dags) or 'none parsed yet'}{errors}
 Stop it with ./dev.sh down""")

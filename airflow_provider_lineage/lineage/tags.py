@@ -30,6 +30,8 @@ from typing import Any
 
 #: Airflow Variable holding the declaration (JSON).
 VARIABLE = "lineage_column_tags"
+#: Airflow Variable the scheduler writes the estate's tag map into (plugins/guard_estate.py; derived).
+ESTATE_VARIABLE = "lineage_column_tags_estate"
 #: XCom key of the policy result.
 POLICY_XCOM_KEY = "lineage_policy"
 DEFAULT_STOPPED_BY_MASKING = ("pii",)
@@ -256,3 +258,92 @@ def summary(result: Mapping[str, Any], outputs: Iterable[Column], found: list[di
     for v in found:
         lines.append(f"  VIOLATION: {v['tag']} reaches {v['column']['name']}.{v['column']['column']} unmasked")
     return "column tags:\n" + "\n".join(lines) if lines else "column tags: none on this task's columns"
+
+
+def propagate_graph(
+    edges: Iterable[tuple[Column, Column, str, bool, Any]],
+    declared: Declared,
+    stopped_by_masking: Iterable[str] = DEFAULT_STOPPED_BY_MASKING,
+) -> dict[str, Any]:
+    """Tags over a whole graph of column edges (the estate's: every task of every DAG), the same rules as
+    :func:`propagate`: DIRECT edges carry, a masking edge stops ``stopped_by_masking`` and marks the rest.
+
+    :param edges: ``(source column, target column, type, masking, via)``; ``via`` (e.g. the task run that
+        produced the edge) is kept for the last hop of each tag that reaches a column.
+    :return: ``{"columns": {column: [entries]}, "stopped": [...], "via": {(column, tag, origin): via}}``;
+        breadth first, so a path is a shortest one, and an unmasked path wins over a masked one.
+    """
+    stopped_set = set(stopped_by_masking)
+    out: dict[Column, list[tuple[Column, bool, Any]]] = {}
+    for src, dst, typ, mask, via in edges:
+        if typ == DIRECT and dst[2]:
+            out.setdefault(src, []).append((dst, bool(mask), via))
+    found: dict[tuple[Column, str, Column], dict[str, Any]] = {}
+    via_of: dict[tuple[Column, str, Column], Any] = {}
+    stopped: dict[tuple[Column, str, Column], dict[str, Any]] = {}
+    queue: list[tuple[Column, str, Column]] = []
+    for (ns, name), cols in declared.items():
+        for col, tag_list in cols.items():
+            c = (ns, name, col)
+            for tag in tag_list:
+                found[(c, tag, c)] = {"tag": tag, "source": "declared", "path": [_col(c)], "masked": False}
+                queue.append((c, tag, c))
+    while queue:
+        nxt: list[tuple[Column, str, Column]] = []
+        for key in queue:
+            c, tag, origin = key
+            e = found[key]
+            for dst, mask, via in out.get(c, []):
+                if mask and tag in stopped_set:
+                    stopped.setdefault((dst, tag, origin), {"column": _col(dst), "tag": tag, "at": _col(dst),
+                                                            "path": _short_path([*e["path"], _col(dst)])})
+                    continue
+                masked = bool(e.get("masked")) or mask
+                k = (dst, tag, origin)
+                have = found.get(k)
+                if have is not None and (have["source"] == "declared" or not have["masked"] or masked):
+                    continue  # known already, by a path at least as good
+                found[k] = {"tag": tag, "source": "inherited", "path": _short_path([*e["path"], _col(dst)]),
+                            "masked": masked}
+                via_of[k] = via
+                nxt.append(k)
+        queue = nxt
+    columns: Tags = {}
+    for (c, _tag, _origin), e in found.items():
+        columns.setdefault(c, []).append(e)
+    # a tag stopped on one path that reached the column unmasked on another: the column has it
+    stopped = {k: v for k, v in stopped.items() if k not in found}
+    return {"columns": columns, "stopped": list(stopped.values()), "via": via_of}
+
+
+def unmasked_of(result: Mapping[str, Any], tag: str | None = None) -> list[tuple[Column, dict[str, Any], Any]]:
+    """``(column, entry, via)`` of every tag that reached a column along no masking step (inherited only)."""
+    out = []
+    for c, entries in result["columns"].items():
+        for e in entries:
+            if e["source"] == "inherited" and not e.get("masked") and (tag is None or e["tag"] == tag):
+                out.append((c, e, result.get("via", {}).get((c, e["tag"], _key(e["path"][0])))))
+    return out
+
+
+def published_known(value: Any, columns: Mapping[tuple[str, str], tuple[str, str]]) -> Tags:
+    """The inherited tags of some datasets' columns from a published estate tag map (validated JSON).
+
+    :param value: ``{"datasets": [{"namespace", "name", "columns": {column: [entries]}}]}`` (JSON text or decoded).
+    :param columns: ``{identity (namespace, name) in the map: the dataset (namespace, name) to key them by}``.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        value = json.loads(value)
+    out: Tags = {}
+    if not isinstance(value, Mapping) or not isinstance(value.get("datasets"), list):
+        raise TagsError("the published estate tag map is not a JSON object with a \"datasets\" list")
+    for d in value["datasets"]:
+        if not isinstance(d, Mapping):
+            continue
+        want = columns.get((str(d.get("namespace")), str(d.get("name"))))
+        if want is None:
+            continue
+        out.update(known_from_extra(want[0], want[1], {"column_tags": d.get("columns")}))
+    return out

@@ -9,9 +9,11 @@ what a worker may read in Airflow 3 without metadata-DB access, through the task
   ``ti.xcom_pull(run_id=...)``;
 * the declared tags: Airflow Variable ``lineage_column_tags`` and/or the file named by the provider
   setting ``[column_lineage] tags_file``;
-* the tags of the task's inputs that upstream tasks (this DAG or another) carried: the newest asset
-  event of each input dataset (URI = the OpenLineage dataset) and its ``extra["column_tags"]``,
-  which this operator writes on the asset events of the tables it writes.
+* the tags of the task's inputs that upstream tasks (this DAG or another) carried: the estate's tag map
+  (Variable ``lineage_column_tags_estate``, written by the scheduler from the estate index:
+  plugins/guard_estate.py) and the newest asset event of each input dataset (URI = the OpenLineage
+  dataset) and its ``extra["column_tags"]``, which this operator writes on the asset events of the
+  tables it writes.
 
 Nothing here fails the write: a problem is logged, kept in the record (``guard_problems``, shown on the
 page) and the task goes on; only ``on_lineage_change="fail"`` / ``on_policy_violation="fail"`` fail
@@ -55,14 +57,22 @@ def setting_list(option: str, default: list[str] | None) -> list[str] | None:
     return [v.strip() for v in raw.split(",") if v.strip()]
 
 
-def load_declaration() -> tuple[tagging.Declared, list[str]]:
-    """The declared tags (Variable + file) and the problems met reading them (never raises)."""
+def _sdk_variable(key: str) -> Any:
+    from airflow.sdk import Variable
+
+    return Variable.get(key, default=None)
+
+
+def load_declaration(read_variable: Any = None) -> tuple[tagging.Declared, list[str]]:
+    """The declared tags (Variable + file) and the problems met reading them (never raises).
+
+    :param read_variable: reads the Variable's text (``None``: the task SDK's ``Variable.get``, in a task;
+        the scheduler and api-server pass one that reads the metadata DB).
+    """
     problems: list[str] = []
     found: list[tagging.Declared] = []
     try:
-        from airflow.sdk import Variable
-
-        raw = Variable.get(tagging.VARIABLE, default=None)
+        raw = read_variable() if read_variable is not None else _sdk_variable(tagging.VARIABLE)
     except Exception as exc:  # noqa: BLE001 - a missing or unreadable Variable never fails the task
         raw, _ = None, problems.append(f"cannot read Variable {tagging.VARIABLE!r}: {exc!r}")
     if raw is not None:
@@ -106,7 +116,37 @@ def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str,
     return base.run_id, value, base.note
 
 
-def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
+def _identity(namespace: str, name: str) -> tuple[str, str]:
+    """The dataset identity the estate index keys on (:func:`..lineage.canonical.canonical_identity`)."""
+    from airflow_provider_lineage.lineage import canonical
+
+    try:
+        ns, nm = canonical.canonical_identity(namespace, name)
+        return str(ns), str(nm)
+    except Exception:  # noqa: BLE001 - the name as it is (as the index does)
+        return namespace, name
+
+
+def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
+    """Tags of the record's input columns from the estate's tag map (Variable ``lineage_column_tags_estate``,
+    which the scheduler writes from the estate index: every DAG's edges, stitched by dataset identity)."""
+    try:
+        raw = _sdk_variable(tagging.ESTATE_VARIABLE)
+    except Exception as exc:  # noqa: BLE001 - never fails the task
+        return {}, [f"cannot read Variable {tagging.ESTATE_VARIABLE!r} (tags along the estate): {exc!r}"]
+    if raw is None:
+        return {}, []
+    ds = record.get("datasets") or []
+    wanted = {_identity(ds[i]["namespace"], ds[i]["name"]): (ds[i]["namespace"], ds[i]["name"])
+              for i in record.get("inputs") or [] if 0 <= i < len(ds)}
+    try:
+        return tagging.published_known(raw, wanted), []
+    except (ValueError, tagging.TagsError) as exc:
+        return {}, [(f"Variable {tagging.ESTATE_VARIABLE!r} (written by the scheduler from the estate index) is not "
+                     f"a tag map ({str(exc)[:200]}): its tags are not inherited; it is rewritten after the next DAG run")]
+
+
+def asset_event_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns carried by the newest asset event of each input dataset."""
     from airflow.sdk.execution_time.context import InletEventsAccessor
 
@@ -127,6 +167,20 @@ def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
         if found:
             known.update(tagging.known_from_extra(d["namespace"], d["name"], found[0].extra))
     return known, problems
+
+
+def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
+    """Tags of the record's input columns from upstream tasks of any DAG: the estate's tag map
+    (:func:`estate_tags`) and, for what the index has not seen yet (an upstream task of this DAG run:
+    the index syncs when a DAG run ends) or when there is no map, the newest asset event of each input."""
+    known, problems = estate_tags(record)
+    fresh, more = asset_event_tags(record)
+    for c, entries in fresh.items():
+        have = {(e["tag"], json.dumps(e["path"][0], sort_keys=True)) for e in known.get(c, [])}
+        for e in entries:
+            if (e["tag"], json.dumps(e["path"][0], sort_keys=True)) not in have:
+                known.setdefault(c, []).append(e)
+    return known, problems + more
 
 
 class Guard:

@@ -11,7 +11,7 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/dags/{dag_id}/runs/{run_id}/column                  ?dataset=&column=&depth= (&task_id=)
     GET /api/dags/{dag_id}/runs/{run_id}/indexes                 Sieve index badges of the run
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
-    GET /api/tags/unmasked?tag=                                  where tags reach unmasked (newest record per task)
+    GET /api/tags/unmasked?tag=                                  where tags reach unmasked (estate index, else records)
     GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
@@ -114,13 +114,19 @@ def create_app() -> Any:
     @app.get("/api/tags/unmasked")
     def tags_unmasked(user: GetUserDep, session: SessionDep, tag: Optional[str] = Query(None, max_length=200),  # noqa: UP045
                       limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
-        """Where tags reach unmasked: output columns that inherited a tag through no masking step, from the
-        newest lineage record of every task of the DAGs the user may read (with the path)."""
+        """Where tags reach unmasked: columns that inherited a tag through no masking step, along the estate
+        index's edges of the DAGs the user may read (else their newest records), with the path."""
         from airflow.api_fastapi.app import get_auth_manager
 
+        from airflow_provider_lineage.plugins import guard_estate
+        from airflow_provider_lineage.plugins.estate import index
+
         readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
-        records = store.recent_records(session, set(readable), '"tags"', limit=limit)
-        return {"tag": tag, "unmasked": guard_view.unmasked_from_records(records, tag), "records_read": len(records)}
+        try:
+            index.sync(session)
+        except Exception:  # noqa: BLE001 - an index that cannot sync: guard_estate falls back to the records
+            session.rollback()
+        return guard_estate.answer(session, set(readable), tag, limit)
 
     @app.get("/api/search")
     def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),

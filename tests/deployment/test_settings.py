@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dev.deploy import CELERY_WORKERS, AirflowDeployment
+import dev.deploy
+from dev.deploy import CELERY_BUCKET, CELERY_WORKERS, WORKER_HOSTS, AirflowDeployment, DeploymentError
 
 
 @pytest.mark.parametrize(("db", "executor"), [("sqlite", "local"), ("postgres", "local"), ("postgres", "celery")])
@@ -32,3 +33,26 @@ def test_celery_wiring_and_private_worker_folders(tmp_path: Path) -> None:
         assert str(tmp_path / "workers") in str(a)
     with pytest.raises(ValueError, match="needs db='postgres'"):
         AirflowDeployment(tmp_path / "x", db="sqlite", executor="celery")
+
+
+def test_celery_data_on_s3_and_logs_served_per_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dep = AirflowDeployment(tmp_path, db="postgres", executor="celery", pg_dir=tmp_path / "pg")
+    assert dep.env["LINEAGE_DEMO_DATA_DIR"] == f"s3://{CELERY_BUCKET}/lineage_demo"
+    assert dep.env["AWS_ENDPOINT_URL"] == dep.s3_url == f"http://127.0.0.1:{dep.s3_port}"
+    envs = {w: dep._worker_env(w) for w in CELERY_WORKERS}
+    # One log port for all (the api-server asks every worker on its own), a distinct address per worker.
+    assert {e["APL_WORKER_HOST"] for e in envs.values()} == set(WORKER_HOSTS.values())
+    port = "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"
+    assert {e[port] for e in envs.values()} == {dep.env[port]}
+    assert all(e["AIRFLOW__CORE__HOSTNAME_CALLABLE"] == "apl_worker_hostname.hostname" for e in envs.values())
+    confs = [Path(e["SPARK_CONF_DIR"]) / "spark-defaults.conf" for e in envs.values()]
+    assert confs[0] != confs[1]
+    conf = dict(line.split(" ", 1) for line in confs[0].read_text().splitlines())
+    assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == dep.s3_url
+    assert conf["spark.hadoop.fs.s3a.threads.keepalivetime"] == "60"  # Hadoop 3.4 says "60s": 3.3.1 needs a number
+    assert "testing" not in confs[0].read_text()  # credentials from the environment only
+    monkeypatch.setattr(dev.deploy, "S3A_JARS_DIR", tmp_path / "no-jars")
+    with pytest.raises(DeploymentError, match="hadoop-aws-3.3.1.jar.*not in .*fetches them from PyPI once"):
+        dep.start()
+    assert not dep.procs  # refused before anything started

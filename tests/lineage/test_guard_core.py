@@ -133,3 +133,60 @@ class TestTags:
         decl = tagging.parse_declaration({"datasets": [{"namespace": "file", "name": CUST, "columns": {"mail": "pii"}}]})
         (msg,) = tagging.unknown_columns(decl, TAGREC)
         assert "'mail'" in msg and CUST in msg
+
+
+class TestGraphTags:
+    """tags.propagate_graph: the estate's edges of many tasks and DAGs at once (what plugins/guard_estate.py feeds)."""
+
+    @staticmethod
+    def c(name: str, column: str) -> tuple[str, str, str]:
+        return ("file", name, column)
+
+    def edges(self) -> list:
+        c = self.c
+        return [
+            (c("/w/landing", "email"), c(CUST, "email"), "DIRECT", False, "dag_a.load"),
+            (c(CUST, "email"), c(MART, "email_h"), "DIRECT", True, "dag_b.mart"),  # hash: stops pii
+            (c(CUST, "email"), c(MART, "email_l"), "DIRECT", False, "dag_b.mart"),  # lower: carries
+            (c(CUST, "email"), c(MART, ""), "INDIRECT", False, "dag_b.mart"),  # a filter: carries nothing
+            (c(CUST, "email"), c(MART, "n"), "INDIRECT", False, "dag_b.mart"),
+            (c(MART, "email_l"), c("/w/report", "contact"), "DIRECT", False, "dag_c.report"),
+            (c(MART, "email_h"), c("/w/report", "key"), "DIRECT", False, "dag_c.report"),
+            (c("/w/report", "contact"), c("/w/landing", "email"), "DIRECT", False, "dag_d.loop"),  # a cycle
+        ]
+
+    def test_tags_cross_dags_stop_at_masking_and_skip_indirect(self) -> None:
+        decl = tagging.parse_declaration({"datasets": [{"namespace": "file", "name": "/w/landing",
+                                                        "columns": {"email": ["pii", "contact"]}}]})
+        res = tagging.propagate_graph(self.edges(), decl)
+        tags = {(c[1], c[2]): sorted((e["tag"], e["source"], e["masked"]) for e in es) for c, es in res["columns"].items()}
+        assert tags[("/w/report", "contact")] == [("contact", "inherited", False), ("pii", "inherited", False)]
+        assert tags[(MART, "email_h")] == [("contact", "inherited", True)]  # pii stopped, the other tag masked
+        assert tags[("/w/report", "key")] == [("contact", "inherited", True)]
+        assert (MART, "n") not in tags and (MART, "") not in tags
+        assert tags[("/w/landing", "email")] == [("contact", "declared", False), ("pii", "declared", False)]
+        (stop,) = res["stopped"]
+        assert stop["tag"] == "pii" and stop["at"]["column"] == "email_h"
+        found = {(c[1], c[2], e["tag"]): (e["path"], via) for c, e, via in tagging.unmasked_of(res, "pii")}
+        assert set(found) == {(CUST, "email", "pii"), (MART, "email_l", "pii"), ("/w/report", "contact", "pii")}
+        path, via = found[("/w/report", "contact", "pii")]
+        assert [p["name"] for p in path] == ["/w/landing", CUST, MART, "/w/report"] and via == "dag_c.report"
+
+    def test_an_unmasked_path_wins_over_a_masked_one(self) -> None:
+        c = self.c
+        decl = {("file", "/w/s"): {"x": ["secret"]}}
+        edges = [(c("/w/s", "x"), c("/w/t", "y"), "DIRECT", True, "hash"),  # found first (same depth), masked
+                 (c("/w/s", "x"), c("/w/u", "x"), "DIRECT", False, "copy"),
+                 (c("/w/u", "x"), c("/w/t", "y"), "DIRECT", False, "copy2")]
+        res = tagging.propagate_graph(edges, decl, stopped_by_masking=[])
+        (e,) = res["columns"][c("/w/t", "y")]
+        assert e["masked"] is False and [p["name"] for p in e["path"]] == ["/w/s", "/w/u", "/w/t"]
+
+    def test_published_map_gives_known_tags_of_the_inputs_only(self) -> None:
+        value = {"datasets": [{"namespace": "file", "name": MART, "columns": {"email_l": [
+            {"tag": "pii", "source": "inherited", "masked": False, "path": [col(CUST, "email"), col(MART, "email_l")]}]}},
+            {"namespace": "file", "name": "/w/other", "columns": {"z": [{"tag": "pii", "path": [col("/w/o", "z")]}]}}]}
+        known = tagging.published_known(json.dumps(value), {("file", MART): ("file", MART)})
+        assert list(known) == [("file", MART, "email_l")] and known[("file", MART, "email_l")][0]["tag"] == "pii"
+        with pytest.raises(tagging.TagsError, match="datasets"):
+            tagging.published_known("[]", {})

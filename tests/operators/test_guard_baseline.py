@@ -100,6 +100,17 @@ def baseline_runs() -> Iterator[dict[str, Any]]:
         yield runs
     finally:
         mp.undo()
+        _wipe()
+
+
+def _wipe() -> None:
+    """No DAG runs left behind (their lineage records would show in other tests' estate index)."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.dag_id == "guard_baseline"))
 
 
 def _baselines(run_id: str) -> dict[tuple[str, int], Any]:

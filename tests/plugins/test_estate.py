@@ -197,12 +197,11 @@ def test_reindex_command_rebuilds_without_duplicates(chain: Any, monkeypatch: py
     from airflow.utils.session import create_session
     from sqlalchemy import func, select
 
-    from airflow_provider_lineage.lineage import naming
+    from airflow_provider_lineage.lineage import canonical
     from airflow_provider_lineage.plugins.estate import index, query
     from airflow_provider_lineage.plugins.estate import schema as s
 
-    monkeypatch.setattr(naming, "canonical_identity", lambda ns, nm: (ns, "t2b" if nm == "t2" else nm),
-                        raising=False)
+    monkeypatch.setattr(canonical, "canonical_identity", lambda ns, nm: (ns, "t2b" if nm == "t2" else nm))
     with create_session() as session:
         counts = index.reindex(session)
         assert counts["indexed"] >= 5 and counts["datasets_dropped"] == 1
@@ -218,3 +217,53 @@ def test_reindex_command_rebuilds_without_duplicates(chain: Any, monkeypatch: py
     with create_session() as session:
         assert session.scalar(select(func.count()).select_from(s.task_run)) == n
         assert "t2" in session.execute(select(s.dataset.c.name)).scalars().all()
+
+
+def test_reindex_puts_a_record_written_under_an_old_name_under_the_current_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An old run wrote ``postgres://DB.example.com`` (no default port, host case kept: the naming before
+    issue 27); a new run reads the same table as ``postgres://db.example.com:5432``. Indexed as they were
+    written (the old rules), they are two datasets; ``reindex`` with the current rules leaves one, and the
+    impact of the old writer's source reaches the new reader's output through it."""
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_lineage.lineage import canonical
+    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import schema as s
+    from tests.support.pipelines import migrate_db
+
+    migrate_db()
+    old_ns, new_ns, table = "postgres://DB.example.com", "postgres://db.example.com:5432", "shop.public.orders"
+
+    def renamed(rec: dict[str, Any], names: dict[str, tuple[str, str]]) -> dict[str, Any]:
+        for ds in rec["datasets"]:
+            ds["namespace"], ds["name"] = names.get(ds["name"], (ds["namespace"], ds["name"]))
+        return rec
+
+    add_run("estate_rn_old", "load", renamed(record({"orders": [("total", "raw:amount")]}),
+                                             {"orders": (old_ns, table)}), day=1)
+    add_run("estate_rn_new", "mart", renamed(record({"mart": [("revenue", "orders:total")]}),
+                                             {"orders": (new_ns, table)}), day=2)
+
+    def orders_rows(session: Any) -> list[tuple[str, str]]:
+        return [tuple(r) for r in session.execute(select(s.dataset.c.namespace, s.dataset.c.name).where(
+            s.dataset.c.name == table))]
+
+    with monkeypatch.context() as m:  # the index as the old rules built it: no rewriting
+        m.setattr(canonical, "canonical_identity", lambda ns, nm: (ns, nm))
+        with create_session() as session:
+            index.reindex(session, dag_id="estate_rn_old")
+            index.reindex(session, dag_id="estate_rn_new")
+            assert sorted(orders_rows(session)) == [(old_ns, table), (new_ns, table)]
+            assert {r["name"] for r in query.impact(session, NS, "raw", "amount", depth=5)["rows"]} == {table}
+    with create_session() as session:
+        counts = index.reindex(session)
+        assert counts["datasets_dropped"] >= 1
+        assert orders_rows(session) == [(new_ns, table)]
+        rows = query.impact(session, NS, "raw", "amount", depth=5)["rows"]
+        assert {(r["namespace"], r["name"], r["column"]) for r in rows} == {(new_ns, table, "total"),
+                                                                           (NS, "mart", "revenue")}
+    _wipe("estate_rn_old", "estate_rn_new")
+    with create_session() as session:
+        index.sync(session, force=True)

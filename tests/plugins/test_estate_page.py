@@ -140,8 +140,21 @@ def test_estate_page_across_dags_and_back_in_time(browser: Any, deployment: Any,
     assert {("customer_scores", "customer_id"), ("customer_flags", "customer_id")} <= reached
     assert len(browser.find_elements(By.CSS_SELECTOR, "#impact tr.impact-row")) == len(as_json["rows"])
 
+    # the graph scrolls inside its canvas, beside (never under) the side panel
+    side, canvas = browser.execute_script(
+        "var s = document.getElementById('side').getBoundingClientRect(), c = document.getElementById('canvas')"
+        ".getBoundingClientRect(); return [[s.left, s.right], [c.left, c.right]];")
+    assert canvas[1] <= side[0] + 1, (canvas, side)
+    # the screenshot: a window wide enough for the whole graph, then every box inside the canvas
+    width = browser.execute_script("return Math.ceil(document.getElementById('graph').getBoundingClientRect().width);")
+    browser.set_window_size(max(1600, width + 460 + 80), 900)
+    browser.execute_script("var c = document.getElementById('canvas'); c.scrollLeft = 0; c.scrollTop = 0;")
+    outside = browser.execute_script(
+        "var c = document.getElementById('canvas').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('#graph .box'), b => [b.getAttribute('data-id'),"
+        " b.getBoundingClientRect()]).filter(p => p[1].left < c.left - 1 || p[1].right > c.right + 1).map(p => p[0]);")
+    assert outside == [], f"boxes outside the visible canvas: {outside}"
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    browser.execute_script("var c = document.getElementById('canvas'); c.scrollLeft = c.scrollWidth;")  # downstream
     browser.save_screenshot(str(SCREENSHOT))
     print("estate page timings (ms):", browser.execute_script("return window.estate.timings"))  # not asserted
     assert console_errors(browser) == []

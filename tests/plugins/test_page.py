@@ -9,6 +9,7 @@ Under CI (``CI`` set) a missing browser fails these tests instead of skipping th
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -216,20 +217,53 @@ GUARD_SCREENSHOT = ROOT / "docs" / "img" / "lineage-guard.png"
 @pytest.fixture(scope="module")
 def guard_runs(deployment: Any) -> list[str]:
     """``lineage_guard`` version 1 then version 2 (a column added, a join key dropped, the email's hash
-    removed), with ``email`` of the customers declared ``pii`` in the Variable ``lineage_column_tags``."""
+    removed). Version 1 runs with a malformed Variable ``lineage_column_tags`` (bad input: reported, the
+    write succeeds); version 2 with ``email`` of the customers declared ``pii`` in it."""
     import json
 
     data = deployment.home / "guard-data"
     decl = {"datasets": [{"namespace": "file", "name": str(data / "warehouse" / "customers"),
                           "columns": {"email": ["pii"]}}]}
-    with deployment.client("admin") as client:
-        client.post("/api/v2/variables", json={"key": "lineage_column_tags", "value": json.dumps(decl)}).raise_for_status()
     runs = []
-    for version in (1, 2):
+    for version, value in ((1, '{"datasets": [ not json'), (2, json.dumps(decl))):
+        with deployment.client("admin") as client:
+            client.delete("/api/v2/variables/lineage_column_tags")
+            client.post("/api/v2/variables", json={"key": "lineage_column_tags", "value": value}).raise_for_status()
         run_id = deployment.trigger("lineage_guard", conf={"data_dir": str(data), "version": version, "on_change": "warn"})
         assert deployment.wait_run("lineage_guard", run_id, timeout=900) == "success"
         runs.append(run_id)
     return runs
+
+
+def test_guard_malformed_tags_variable_is_a_notice_in_the_log_and_on_the_page(
+        signed_in: Any, deployment: Any, guard_runs: list[str]) -> None:
+    """Bad input (docs/guard.md "Bad input"): the run with the malformed Variable succeeded (the write is
+    done, see the fixture); the task log and the run's Column lineage tab name the problem and the fix."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run_id = guard_runs[0]
+    want = "Variable 'lineage_column_tags' is not valid JSON"
+    graph = _api(deployment, f"/api/dags/lineage_guard/runs/{quote(run_id, safe='')}/graph")
+    (mart,) = [t for t in graph["tasks"] if t["label"] == "mart"]
+    assert any(want in p for p in mart["guard_problems"]), mart["guard_problems"]
+    with deployment.client("admin") as client:
+        r = client.get(f"/api/v2/dags/lineage_guard/dagRuns/{quote(run_id, safe='')}/taskInstances/mart/logs/1",
+                       params={"full_content": "true"}, headers={"Accept": "application/json"})
+    assert r.status_code == 200 and want in r.text and "expected e.g." in r.text
+    browser = signed_in
+    browser.switch_to.default_content()
+    browser.get(f"{deployment.api_url}/dags/lineage_guard/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
+    frame = WebDriverWait(browser, 60).until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
+    browser.switch_to.frame(frame)
+    assert wait_state(browser, timeout=60) == "ready"
+    notices = [n.text for n in browser.find_elements(By.CSS_SELECTOR, "#notices .notice.error")]
+    assert any(n.startswith("Task mart: lineage guard: " + want) and "expected e.g." in n for n in notices), notices
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge")  # the lineage itself is all there
+    browser.switch_to.default_content()
+    assert console_errors(browser) == []
 
 
 def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, deployment: Any,
@@ -283,7 +317,21 @@ def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, de
     from selenium.webdriver.support.ui import WebDriverWait
 
     answer = _api(deployment, "/api/tags/unmasked", tag="pii")
+    assert answer["source"] == "estate"  # along the estate index's edges (docs/guard.md)
     assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [("lineage_guard", "mart", "email")]
+    # the scheduler publishes the estate's tag map for the workers once the index synced after the run
+    deadline = time.monotonic() + 120
+    published: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        with deployment.client("admin") as client:
+            r = client.get("/api/v2/variables/lineage_column_tags_estate")
+        if r.status_code == 200:
+            published = json.loads(r.json()["value"])
+            if any(d["name"].endswith("/marts/orders_mart") for d in published["datasets"]):
+                break
+        time.sleep(2)
+    mart = [d for d in published.get("datasets", []) if d["name"].endswith("/marts/orders_mart")]
+    assert mart and [e["tag"] for e in mart[0]["columns"]["email"]] == ["pii"], published
     browser = signed_in
     browser.switch_to.default_content()
     browser.get(deployment.api_url + "/column-lineage/estate")  # the estate page's list

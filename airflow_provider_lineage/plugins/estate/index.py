@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, exists, func, inspect, select, update
 
-from airflow_provider_lineage.lineage import naming, run_record
+from airflow_provider_lineage.lineage import canonical as canonical_rules
+from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.plugins.estate import schema as s
 from airflow_provider_lineage.plugins.estate import values
 
@@ -69,14 +70,14 @@ def ensure_schema(session: Session) -> None:
 
 
 def canonical(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the index keys on: (namespace, name), through the lineage's own naming rule."""
-    rule = getattr(naming, "canonical_identity", None)
-    if rule is not None:
-        try:
-            ns, nm = rule(namespace, name)
-            return str(ns), str(nm)
-        except Exception:
-            log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)
+    """The dataset identity the index keys on: (namespace, name) under the *current* naming rules
+    (:func:`airflow_provider_lineage.lineage.canonical.canonical_identity`), so that a record written
+    under an older rule lands under today's name."""
+    try:
+        ns, nm = canonical_rules.canonical_identity(namespace, name)
+        return str(ns), str(nm)
+    except Exception:
+        log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)
     return namespace, name
 
 
@@ -149,10 +150,13 @@ def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets) -> 
             ref = session.execute(s.edge_set.insert().values(digest=digest)).inserted_primary_key[0]
     except IntegrityError:  # another process stored the same lineage meanwhile
         return session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
-    if body["io"]:
-        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": ids[i], "output": o} for i, o in body["io"]])
-    edges = [{"set_ref": ref, "target_id": ids[out], "target_col": col, "source_id": ids[src], "source_col": sf,
-              "type": typ, "subtype": sub, "masking": m} for out, col, src, sf, typ, sub, m in body["e"]]
+    # two names of one record may be one identity now (part files of one folder): one row each
+    io_rows = sorted({(ids[i], o) for i, o in body["io"]})
+    if io_rows:
+        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": d, "output": o} for d, o in io_rows])
+    edges = [{"set_ref": ref, "target_id": t, "target_col": col, "source_id": src, "source_col": sf,
+              "type": typ, "subtype": sub, "masking": m} for t, col, src, sf, typ, sub, m in dict.fromkeys(
+                  (ids[out], col, ids[src], sf, typ, sub, m) for out, col, src, sf, typ, sub, m in body["e"])]
     if edges:
         session.execute(s.edge.insert(), edges)
     fields: dict[tuple[int, str], str | None] = {(ids[i], name): typ for i, name, typ in body["f"]}
@@ -200,6 +204,7 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
             known[(d, n)] = t
     new = [{"dataset_id": d, "name": n, "type": t} for (d, n), t in fields.items() if (d, n) not in known]
     if new:
+        _add_column_names(session, {r["name"] for r in new})
         from sqlalchemy.exc import IntegrityError
 
         try:
@@ -215,6 +220,29 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
     for (d, n), t in fields.items():
         if t and (d, n) in known and known[(d, n)] != t:
             session.execute(update(s.field).where(s.field.c.dataset_id == d, s.field.c.name == n).values(type=t))
+
+
+def _add_column_names(session: Session, names: set[str]) -> None:
+    """Record column names the search has not seen yet (``apl_estate_column_name``)."""
+    from sqlalchemy.exc import IntegrityError
+
+    ordered = sorted(names)
+    for i in range(0, len(ordered), 500):
+        part = ordered[i:i + 500]
+        have = set(session.execute(select(s.column_name.c.name).where(s.column_name.c.name.in_(part))).scalars())
+        rows = [{"name": n} for n in part if n not in have]
+        if not rows:
+            continue
+        try:
+            with session.begin_nested():
+                session.execute(s.column_name.insert(), rows)
+        except IntegrityError:  # a concurrent writer: one at a time
+            for row in rows:
+                try:
+                    with session.begin_nested():
+                        session.execute(s.column_name.insert().values(**row))
+                except IntegrityError:
+                    pass
 
 
 def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
@@ -374,6 +402,8 @@ def drop_orphan_datasets(session: Session) -> int:
     for i in range(0, len(ids), 500):
         session.execute(delete(s.field).where(s.field.c.dataset_id.in_(ids[i:i + 500])))
         session.execute(delete(s.dataset).where(s.dataset.c.id.in_(ids[i:i + 500])))
+    if ids:
+        session.execute(delete(s.column_name).where(~exists().where(s.field.c.name == s.column_name.c.name)))
     return len(ids)
 
 

@@ -38,8 +38,22 @@ def _work() -> None:
                 index.sync(session, force=True)
         except Exception:
             log.warning("estate index: sync after a DAG run failed (the api-server catches up)", exc_info=True)
+        _publish_tags()
         if not _again.is_set():
             return
+
+
+def _publish_tags() -> None:
+    """Hook of lineage as a guard (docs/guard.md): the estate's column-tag map for the workers."""
+    from airflow.utils.session import create_session
+
+    from airflow_provider_lineage.plugins import guard_estate
+
+    try:
+        with create_session() as session:
+            guard_estate.publish(session)
+    except Exception:
+        log.warning("column tags along the estate not published (workers keep the previous map)", exc_info=True)
 
 
 def in_scheduler() -> bool:

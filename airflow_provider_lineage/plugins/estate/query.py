@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 MAX_DEPTH = 20
-_cache: dict[Any, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -58,21 +57,90 @@ class Edge:
     run: Run
 
 
-@dataclass
+Task = tuple[str, str, int]  # (dag_id, task_id, map_index)
+
+
 class Producers:
-    """The runs that count as of an instant: ``current`` (last success per task), ``sets`` (the current
-    runs by the edge set their lineage is) and, computed on first use, ``last`` (last run of any state)."""
+    """The runs that count as of an instant, read lazily for the edge sets a request meets (one object per
+    request: nothing is kept across requests, so nothing goes stale).
 
-    as_of: datetime | None
-    current: dict[int, Run]
-    sets: dict[int, list[Run]] = field(default_factory=dict)
-    _last: dict[tuple[str, str, int], Run] | None = None
+    :meth:`runs_of` maps edge sets to the *current* runs (each task's last successful run that ended at or
+    before :attr:`as_of`) whose lineage is that set; :meth:`last` each task's last run of any state. One
+    statement per batch of sets: the tasks that ever ran them (a covering index on ``(set_ref, dag_id,
+    task_id, map_index)``), and for each such task one index descent of ``(dag_id, task_id, map_index,
+    state, end_date)`` to its newest run (:func:`_heads`). A request's cost follows the part of the graph
+    it shows, not the size of the estate.
+    """
 
-    def last(self, session: Session) -> dict[tuple[str, str, int], Run]:
-        """Each task's last run of any state as of :attr:`as_of` (read on first use, then kept)."""
-        if self._last is None:
-            self._last = {(r.dag_id, r.task_id, r.map_index): r for r, _ in _latest(session, self.as_of, False)}
-        return self._last
+    def __init__(self, session: Session, as_of: datetime | None) -> None:
+        self.session = session
+        self.as_of = as_of
+        self._done: set[int] = set()
+        self._by_set: dict[int, dict[Task, Run]] = {}
+        self._last: dict[Task, Run | None] = {}
+
+    def runs_of(self, refs: Iterable[int]) -> dict[int, list[Run]]:
+        """``{edge set: [current runs whose lineage it is]}`` for ``refs`` (sets no current run has: absent)."""
+        refs = set(refs)
+        want = sorted(refs - self._done)
+        t = s.task_run.c
+        for i in range(0, len(want), 500):
+            tasks = (select(t.dag_id, t.task_id, t.map_index).where(t.set_ref.in_(want[i:i + 500]))
+                     .distinct().subquery())
+            for run, set_ref in _heads(self.session, tasks, self.as_of, success_only=True):
+                if set_ref is not None:
+                    self._by_set.setdefault(set_ref, {})[(run.dag_id, run.task_id, run.map_index)] = run
+        self._done |= set(want)
+        return {r: list(self._by_set[r].values()) for r in refs if self._by_set.get(r)}
+
+    def last(self, task: Task) -> Run | None:
+        """The task's last run of any state as of :attr:`as_of` (see :meth:`load_last`)."""
+        if task not in self._last:
+            self.load_last([task])
+        return self._last.get(task)
+
+    def load_last(self, tasks: Iterable[Task]) -> None:
+        """Read the last run of any state of ``tasks`` in one statement per 300 tasks."""
+        want = sorted({k for k in tasks if k not in self._last})
+        t = s.task_run.c
+        for i in range(0, len(want), 300):
+            part = want[i:i + 300]
+            for k in part:
+                self._last[k] = None
+            keys = (select(t.dag_id, t.task_id, t.map_index).where(
+                t.dag_id.in_(sorted({k[0] for k in part}))).distinct().subquery())
+            for run, _ in _heads(self.session, keys, self.as_of, success_only=False):
+                key = (run.dag_id, run.task_id, run.map_index)
+                if key in self._last:
+                    self._last[key] = run
+
+    def everything(self) -> dict[int, list[Run]]:
+        """Every current run by its edge set (the whole estate: for :func:`edges_as_of`, not for requests)."""
+        out: dict[int, list[Run]] = {}
+        for run, set_ref in _latest(self.session, self.as_of, True):
+            if set_ref is not None:
+                out.setdefault(set_ref, []).append(run)
+        return out
+
+
+def _heads(session: Session, tasks: Any, as_of: datetime | None, *, success_only: bool) -> list[tuple[Run, int | None]]:
+    """The newest run (successful only, or of any state) ended at or before ``as_of`` of each task of the
+    subquery ``tasks`` (``dag_id, task_id, map_index``): a correlated ``ORDER BY end_date DESC LIMIT 1``
+    per task, one index descent each (SQLite and PostgreSQL alike)."""
+    t = s.task_run.c
+    h = s.task_run.alias("head")
+    cond = [h.c.dag_id == tasks.c.dag_id, h.c.task_id == tasks.c.task_id, h.c.map_index == tasks.c.map_index,
+            h.c.end_date.is_not(None)]
+    if success_only:
+        cond.append(h.c.state == "success")
+    if as_of is not None:
+        cond.append(h.c.end_date <= as_of)
+    head = (select(h.c.id).where(*cond).order_by(h.c.end_date.desc(), h.c.id.desc()).limit(1)
+            .correlate(tasks).scalar_subquery())
+    stmt = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref).where(
+        t.id.in_(select(head).select_from(tasks)))
+    return [(Run(r.id, r.dag_id, r.task_id, r.run_id, r.map_index, r.state, _utc(r.end_date), r.owner), r.set_ref)
+            for r in session.execute(stmt)]
 
 
 def _utc(ts: datetime | None) -> datetime | None:
@@ -81,15 +149,10 @@ def _utc(ts: datetime | None) -> datetime | None:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
-def _generation(session: Session) -> tuple[Any, ...]:
-    n, top = session.execute(select(func.count(), func.max(s.task_run.c.id)).select_from(s.task_run)).one()
-    refreshed = session.execute(select(func.count()).select_from(s.task_run).where(
-        s.task_run.c.state == "success")).scalar()
-    return (str(session.get_bind().engine.url), n, top, refreshed)
-
-
-def _latest(session: Session, as_of: datetime | None, success_only: bool) -> list[tuple[Run, int | None]]:
-    """Each task's newest run (successful only, or of any state) that ended at or before ``as_of``.
+def _latest(session: Session, as_of: datetime | None, success_only: bool,
+            dag_ids: Collection[str] | None = None) -> list[tuple[Run, int | None]]:
+    """Each task's newest run (successful only, or of any state) that ended at or before ``as_of``
+    (of the DAGs ``dag_ids``, default all).
 
     A GROUP BY over the ``(dag_id, task_id, map_index, state, end_date)`` index joined back to the rows
     (cheaper than a window function's sort on SQLite); ties on the end time keep the newest row.
@@ -100,6 +163,8 @@ def _latest(session: Session, as_of: datetime | None, success_only: bool) -> lis
         cond.append(t.state == "success")
     if as_of is not None:
         cond.append(t.end_date <= as_of)
+    if dag_ids is not None:
+        cond.append(t.dag_id.in_(sorted(dag_ids)))
     sub = (select(t.dag_id, t.task_id, t.map_index, func.max(t.end_date).label("m")).where(*cond)
            .group_by(t.dag_id, t.task_id, t.map_index).subquery())
     stmt = select(t.id, t.dag_id, t.task_id, t.run_id, t.map_index, t.state, t.end_date, t.owner, t.set_ref).join(
@@ -115,23 +180,8 @@ def _latest(session: Session, as_of: datetime | None, success_only: bool) -> lis
 
 
 def producers_as_of(session: Session, as_of: datetime | None = None) -> Producers:
-    """Every task's last successful run (and last run of any state) that ended at or before ``as_of``."""
-    as_of = _utc(as_of)
-    key = ("producers", _generation(session), as_of)
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
-    current: dict[int, Run] = {}
-    sets: dict[int, list[Run]] = {}
-    for r, set_ref in _latest(session, as_of, True):
-        current[r.ref] = r
-        if set_ref is not None:
-            sets.setdefault(set_ref, []).append(r)
-    out = Producers(as_of, current, sets)
-    if len(_cache) > 64:
-        _cache.clear()
-    _cache[key] = out
-    return out
+    """The producers as of ``as_of`` (default now), read lazily (see :class:`Producers`)."""
+    return Producers(session, _utc(as_of))
 
 
 def _dataset_keys(session: Session, ids: Iterable[int]) -> dict[int, tuple[str, str, str | None]]:
@@ -152,7 +202,7 @@ def dataset_id(session: Session, namespace: str, name: str) -> int | None:
 def edges_as_of(session: Session, as_of: datetime | None = None, dag_ids: Collection[str] | None = None) -> list[Edge]:
     """Every column edge of the estate as of ``as_of`` (default now), of the DAGs ``dag_ids`` (default all)."""
     prod = producers_as_of(session, as_of)
-    sets = {ref: [r for r in runs if dag_ids is None or r.dag_id in dag_ids] for ref, runs in prod.sets.items()}
+    sets = {ref: [r for r in runs if dag_ids is None or r.dag_id in dag_ids] for ref, runs in prod.everything().items()}
     sets = {ref: runs for ref, runs in sets.items() if runs}
     rows = []
     refs = sorted(sets)
@@ -204,22 +254,23 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
     col_filter = None
     if "" not in cols and len(cols) <= 500:  # narrow by column in SQL too (the pairs are checked below)
         col_filter = theirs_col.in_(sorted(cols | ({""} if direction == "upstream" else set())))
-    out: list[Step] = []
+    rows = []
     for i in range(0, len(ids), 300):
         stmt = select(s.edge).where(mine.in_(ids[i:i + 300]))
         if col_filter is not None:
             stmt = stmt.where(col_filter)
         for r in session.execute(stmt):
-            runs = prod.sets.get(r.set_ref)
-            if not runs:
-                continue
             d, c = (r.source_id, r.source_col) if direction == "downstream" else (r.target_id, r.target_col)
             cols = by_ds[d]
             if "" not in cols and c not in cols and not (direction == "upstream" and c == ""):
                 continue
-            for run in runs:
-                out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
-                                bool(r.masking), run))
+            rows.append(r)
+    current = prod.runs_of({r.set_ref for r in rows})
+    out: list[Step] = []
+    for r in rows:
+        for run in current.get(r.set_ref, ()):
+            out.append(Step((r.source_id, r.source_col), (r.target_id, r.target_col), r.type, r.subtype,
+                            bool(r.masking), run))
     return out
 
 
@@ -350,7 +401,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
         return f"{keys[d][0]}:{keys[d][1]}"
 
     def run_json(run: Run) -> dict[str, Any]:
-        last = prod.last(session).get((run.dag_id, run.task_id, run.map_index), run)
+        last = prod.last((run.dag_id, run.task_id, run.map_index)) or run
         return {"dag_id": run.dag_id, "task_id": run.task_id, "run_id": run.run_id, "map_index": run.map_index,
                 "owner": run.owner, "run_end": run.end_date.isoformat() if run.end_date else None,
                 "last_run": {"run_id": last.run_id, "state": last.state,
@@ -359,6 +410,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
 
     edges: dict[tuple[Any, ...], dict[str, Any]] = {}
     table: dict[tuple[Any, ...], dict[str, Any]] = {}
+    prod.load_last({(st.run.dag_id, st.run.task_id, st.run.map_index) for st in down.steps + up.steps})
     for st in down.steps + up.steps:
         k = (st.source, st.target, st.type, st.subtype, st.masking, st.run.dag_id, st.run.task_id, st.run.map_index)
         if k in edges:
@@ -428,29 +480,74 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _contains(session: Session, col: Any, like: str) -> Any:
+    """``col`` contains the pattern, ignoring case: SQLite's ``LIKE`` already ignores ASCII case (and a
+    ``lower()`` per row costs 4x the scan), PostgreSQL needs ``ILIKE``."""
+    if session.get_bind().dialect.name == "sqlite":
+        return col.like(like, escape="\\")
+    return col.ilike(like, escape="\\")
+
+
+def visible_datasets(session: Session, ids: Collection[int], readable: Collection[str]) -> set[int]:
+    """The datasets of ``ids`` that a run of a ``readable`` DAG read or wrote (index lookups per dataset)."""
+    out: set[int] = set()
+    ordered = sorted(set(ids))
+    for i in range(0, len(ordered), 300):
+        stmt = (select(s.io.c.dataset_id, s.task_run.c.dag_id).join(s.task_run, s.task_run.c.set_ref == s.io.c.set_ref)
+                .where(s.io.c.dataset_id.in_(ordered[i:i + 300])).distinct())
+        out |= {r.dataset_id for r in session.execute(stmt) if r.dag_id in readable}
+    return out
+
+
+def _collect(session: Session, stmt: Any, limit: int, readable: Collection[str] | None, hits: list[dict[str, Any]],
+             is_col: bool) -> None:
+    """Add the rows of ``stmt`` of readable datasets to ``hits`` until ``limit``, a page at a time."""
+    page = max(limit, 200)
+    offset = 0
+    while len(hits) < limit:
+        rows = session.execute(stmt.limit(page).offset(offset)).all()
+        ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
+        for r in rows:
+            if ok is not None and r.id not in ok:
+                continue
+            hit = {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
+            if is_col:
+                hit.update(column=r.col, type=r.type)
+            hits.append(hit)
+        if len(rows) < page:
+            return
+        offset += page
+
+
 def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
-    """Datasets and columns whose name contains ``q`` (case-insensitive), of runs of readable DAGs."""
+    """Datasets and columns whose name contains ``q`` (case-insensitive), of runs of readable DAGs.
+
+    The name scans run in SQL (``LIKE``/``ILIKE``, a page at a time): over dataset names, and over the
+    distinct column names (``apl_estate_column_name``), whose fields are then found by index. Only the
+    page's datasets are checked for access (:func:`visible_datasets`).
+    """
     text = q.strip().lower()
-    if not text:
+    if not text or (readable is not None and not readable):
         return []
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    visible = None
-    if readable is not None:
-        visible = select(s.io.c.dataset_id).join(s.task_run, s.task_run.c.set_ref == s.io.c.set_ref).where(
-            s.task_run.c.dag_id.in_(sorted(readable))).distinct()
-    dq = select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name).where(
-        func.lower(s.dataset.c.name).like(like, escape="\\") | func.lower(s.dataset.c.table_name).like(like, escape="\\"))
-    fq = select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name, s.field.c.name.label("col"),
-                s.field.c.type).join(s.field, s.field.c.dataset_id == s.dataset.c.id).where(
-        func.lower(s.field.c.name).like(like, escape="\\"))
-    if visible is not None:
-        if not readable:
-            return []
-        dq, fq = dq.where(s.dataset.c.id.in_(visible)), fq.where(s.dataset.c.id.in_(visible))
-    hits = [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
-            for r in session.execute(dq.limit(limit))]
-    hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": r.col,
-              "type": r.type} for r in session.execute(fq.limit(limit))]
+    d, f = s.dataset.c, s.field.c
+    dq = select(d.id, d.namespace, d.name, d.table_name).where(
+        _contains(session, d.name, like) | _contains(session, d.table_name, like)).order_by(d.id)
+    hits: list[dict[str, Any]] = []
+    _collect(session, dq, limit, readable, hits, False)
+    # columns: the distinct names first (few: names repeat across datasets), then their fields by index
+    names_q = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like)).order_by(
+        s.column_name.c.name)
+    offset = 0
+    while len(hits) < limit:
+        names = session.execute(names_q.limit(500).offset(offset)).scalars().all()
+        if names:
+            fq = (select(d.id, d.namespace, d.name, d.table_name, f.name.label("col"), f.type)
+                  .select_from(s.field).join(s.dataset, d.id == f.dataset_id).where(f.name.in_(names)).order_by(f.name, f.dataset_id))
+            _collect(session, fq, limit, readable, hits, True)
+        if len(names) < 500:
+            break
+        offset += 500
     return hits[:limit]
 
 

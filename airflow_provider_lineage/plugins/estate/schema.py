@@ -16,7 +16,7 @@ from __future__ import annotations
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "4"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250
@@ -49,7 +49,7 @@ task_run = Table(
     Index(f"{PREFIX}task_run_last", "dag_id", "task_id", "map_index", "state", "end_date"),
     Index(f"{PREFIX}task_run_ts", "xcom_ts"),
     Index(f"{PREFIX}task_run_end", "end_date"),
-    Index(f"{PREFIX}task_run_set", "set_ref"),
+    Index(f"{PREFIX}task_run_set", "set_ref", "dag_id", "task_id", "map_index"),  # covers Producers._tasks
 )
 
 edge_set = Table(
@@ -74,7 +74,14 @@ field = Table(
     Column("dataset_id", Integer, primary_key=True),
     Column("name", String(500), primary_key=True),
     Column("type", String(200), nullable=True),
-    Index(f"{PREFIX}field_name", "name"),
+    Index(f"{PREFIX}field_name", "name", "dataset_id"),
+)
+
+#: every distinct column name of ``_field`` once: the search scans these (few: names repeat across
+#: datasets), then finds their fields through ``_field_name``
+column_name = Table(
+    f"{PREFIX}column_name", metadata,
+    Column("name", String(500), primary_key=True),
 )
 
 io = Table(

@@ -1,7 +1,8 @@
 /* Estate page addition (lineage as a guard, docs/guard.md): "Where does <tag> reach unmasked".
- * Plain browser JavaScript. Reads GET api/tags/unmasked?tag= (the newest lineage record of every task of
- * the DAGs the user may read) and lists each output column that inherited the tag through no masking step,
- * with its path and the task that wrote it. Test hooks: #unmasked tr.unmasked[data-tag][data-column].
+ * Plain browser JavaScript. Reads GET api/tags/unmasked?tag= (tags along the estate index's edges of the
+ * DAGs the user may read; without index data, their newest lineage records) and lists each column that
+ * inherited the tag through no masking step, with its path and the task that wrote it; problems of the tag
+ * declaration (a malformed Variable) as notices. Test hooks: #unmasked tr.unmasked[data-tag][data-column].
  */
 (function () {
   "use strict";
@@ -25,8 +26,9 @@
         box.replaceChildren();
         var wrap = el("div", { id: "unmasked" });
         if (!data.unmasked.length) {
-          wrap.appendChild(el("p", {}, "No column receives " + (tag || "a tag") + " unmasked (newest record of " +
-            data.records_read + " task(s) with column tags)."));
+          wrap.appendChild(el("p", {}, "No column receives " + (tag || "a tag") + " unmasked (" + (data.source === "estate" ?
+            "estate index: " + data.columns_tagged + " tagged column(s)" :
+            "newest record of " + data.records_read + " task(s) with column tags") + ")."));
         } else {
           var t = el("table");
           var h = el("tr");
@@ -45,6 +47,9 @@
           });
           wrap.appendChild(t);
         }
+        (data.problems || []).forEach(function (p) {
+          wrap.appendChild(el("p", { "class": "notice error" }, "Column tags: " + p));
+        });
         box.appendChild(wrap);
         box.setAttribute("data-state", "ready");
       })

@@ -39,11 +39,11 @@ with DAG(dag_id="guard_baseline", schedule=None, start_date=pendulum.datetime(20
 
     @task
     def probe() -> None:
-        _keep("probe", False)
+        _keep("guard-baseline-probe", False)
 
     @task
     def shard(n: int) -> None:
-        _keep(f"shard{n}", get_current_context()["params"]["fail_shard"] == n)
+        _keep("guard-baseline-shard-" + "ab"[n], get_current_context()["params"]["fail_shard"] == n)
 
     probe()
     shard.expand(n=[0, 1])

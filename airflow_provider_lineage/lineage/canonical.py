@@ -1,0 +1,70 @@
+"""The current dataset identity of a *stored* ``(namespace, name)`` pair: the naming rules of
+:mod:`.naming` re-applied to a name written by an older version of this provider.
+
+Records already kept (XCom, the estate index, events files) hold the identity their run computed. When
+the naming rules change (one identity per dataset: JDBC default ports and lower-case hosts, part files
+and globs folded into their folder, partition folders folded into the table, ``s3a``/``s3n`` into
+``s3``), :func:`canonical_identity` maps an old pair to what the current rules give for the same
+dataset, so that a re-index (``python -m airflow_provider_lineage.plugins.estate reindex``) leaves one
+dataset per identity. Pairs it cannot read are returned unchanged; it never raises, and applying it
+twice gives what applying it once gives.
+
+Not recoverable from a stored pair (the run's context is gone): a host-less ``hdfs:/p`` (needs the
+application's ``fs.defaultFS``), a JDBC ``query`` option's tables, catalog tables named by their catalog
+alias instead of their storage. Those identities change only when their jobs run again.
+"""
+from __future__ import annotations
+
+from airflow_provider_lineage.lineage import naming
+
+#: JDBC namespace schemes whose stored namespace is re-parsed as a JDBC URL
+_JDBC_SCHEMES = ("postgres", "postgresql", "mysql", "oracle", "sqlserver")
+
+
+def canonical_identity(namespace: str, name: str) -> tuple[str, str]:
+    """``(namespace, name)`` under the current naming rules (unchanged when no rule applies).
+
+    >>> canonical_identity("s3a://bucket", "data/events/part-00000-1a2b.snappy.parquet")
+    ('s3://bucket', 'data/events')
+    >>> canonical_identity("postgres://DB.example.com", "shop.public.orders")
+    ('postgres://db.example.com:5432', 'shop.public.orders')
+    >>> canonical_identity("file", "/data/events/day=2024-01-01")
+    ('file', '/data/events')
+    """
+    try:
+        out = _canonical(namespace, name)
+    except (ValueError, TypeError, IndexError, AttributeError):  # a pair the rules cannot read stays as it is
+        return namespace, name
+    if out != (namespace, name) and naming.identity_problem(*out) is not None:
+        return namespace, name
+    return out
+
+
+def _canonical(namespace: str, name: str) -> tuple[str, str]:
+    scheme = namespace.split(":", 1)[0].lower() if ":" in namespace else namespace.lower()
+    if scheme in _JDBC_SCHEMES:
+        return _jdbc(namespace, name)
+    if namespace == "file" or namespace.startswith("file://"):
+        if not name.startswith("/"):  # not a path the rules wrote: leave it
+            return namespace, name
+        return naming.dataset_for_location(name if namespace == "file" else f"{namespace}{name}").key
+    if "://" in namespace and scheme in _FILE_SCHEMES:
+        sep = "" if name.startswith("/") else "/"
+        return naming.dataset_for_location(f"{namespace}{sep}{name}").key
+    if scheme in ("dbfs", "hdfs") and "://" not in namespace and name.startswith("/"):
+        return naming.dataset_for_location(f"{scheme}:{name}").key
+    return namespace, name
+
+
+_FILE_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "oss", "cos", "cosn",
+                           "obs", "r2", "hdfs", "viewfs", "dbfs"})
+
+
+def _jdbc(namespace: str, name: str) -> tuple[str, str]:
+    loc = naming.jdbc_location("jdbc:" + namespace)
+    parts = [p for p in name.split(".") if p]
+    if loc.database and parts and parts[0].lower() != loc.database.lower() and not loc.qualified_names_keep:
+        # the database was kept in the namespace (``;databaseName=db``, ``/db``): it leads the name now
+        parts = [loc.database, *parts]
+    return loc.namespace, ".".join(parts) if parts else name
+

@@ -1,0 +1,41 @@
+"""The current identity of a stored (namespace, name): what a re-index applies to old records (no Spark)."""
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_lineage.lineage.canonical import canonical_identity
+
+CASES = [
+    # (stored namespace, stored name) -> current identity; why
+    (("s3a://bucket", "data/events/part-00000-1a2b.snappy.parquet"), ("s3://bucket", "data/events")),  # s3a, part file
+    (("s3n://bucket", "k/t"), ("s3://bucket", "k/t")),
+    (("file", "/data/src/*.parquet"), ("file", "/data/src")),  # a glob names its folder
+    (("file", "/data/events/day=2024-01-01/hour=3"), ("file", "/data/events")),  # partition folders fold
+    (("file", "/data/out/part-00003-x.csv"), ("file", "/data/out")),
+    (("file://HOST", "/p/t"), ("file://host", "/p/t")),
+    (("postgres://DB.example.com", "shop.public.orders"), ("postgres://db.example.com:5432", "shop.public.orders")),
+    (("postgres://h:5432/shop", "public.orders"), ("postgres://h:5432", "shop.public.orders")),
+    (("mysql://H", "db.t"), ("mysql://h:3306", "db.t")),
+    (("sqlserver://h:1433;databaseName=sales", "dbo.orders"), ("sqlserver://h:1433", "sales.dbo.orders")),
+    # already current: unchanged
+    (("s3://bucket", "data/events"), ("s3://bucket", "data/events")),
+    (("postgres://db.example.com:5432", "shop.public.orders"), ("postgres://db.example.com:5432", "shop.public.orders")),
+    (("hdfs://nn:8020", "/data/t"), ("hdfs://nn:8020", "/data/t")),
+    (("dbfs", "/mnt/t"), ("dbfs", "/mnt/t")),
+    # nothing the rules can read: unchanged
+    (("kafka://broker:9092", "topic"), ("kafka://broker:9092", "topic")),
+    (("bigquery", "p.d.t"), ("bigquery", "p.d.t")),
+    (("file", "relative_name"), ("file", "relative_name")),
+    (("postgres://", "t"), ("postgres://", "t")),
+]
+
+
+@pytest.mark.parametrize(("stored", "current"), CASES, ids=[f"{a[0]}:{a[1]}" for a, _ in CASES])
+def test_stored_identity_under_current_rules(stored: tuple[str, str], current: tuple[str, str]) -> None:
+    assert canonical_identity(*stored) == current
+    assert canonical_identity(*current) == current  # idempotent
+
+
+def test_partition_folders_kept_when_folding_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_LINEAGE_FOLD_PARTITION_FOLDERS", "false")
+    assert canonical_identity("file", "/data/events/day=1") == ("file", "/data/events/day=1")

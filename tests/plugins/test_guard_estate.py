@@ -1,0 +1,177 @@
+"""Column tags along the estate index (plugins/guard_estate.py), no Spark: lineage records of three DAGs
+in Airflow's real metadata DB (XCom rows, as the operator leaves them), the index synced from them.
+
+* "where does pii reach unmasked" from the index's edges (across DAGs, datasets stitched by identity, stopped
+  by a hash, not carried by a filter; a failed run's edges not used; only the DAGs the user may read), and
+  the records fallback;
+* the tag map the scheduler publishes (Variable ``lineage_column_tags_estate``) and the operator's
+  guard reading it: a task of a fourth DAG inherits ``pii`` with the whole path through three DAGs.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.plugins.estate_support import add_run, record
+
+DAGS = ("gx_src", "gx_mart", "gx_report")
+DECL = {"datasets": [{"namespace": "file", "name": "/gx/landing", "columns": {"email": ["pii"]}}]}
+
+
+def _wipe() -> None:
+    from airflow.models.dagrun import DagRun
+    from airflow.models.variable import Variable
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import index
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.dag_id.in_(DAGS)))
+    Variable.delete(guard_estate.PUBLISHED_VARIABLE)
+    with create_session() as session:
+        index.sync(session, force=True)
+        index.prune(session, force=True)
+        session.commit()
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from tests.support.pipelines import migrate_db
+
+    migrate_db()
+    from airflow.utils.session import create_session
+
+    from airflow_provider_lineage.plugins.estate import index
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(DECL))
+    _wipe()
+    add_run("gx_src", "load", record({"/gx/customers": [("email", "/gx/landing:email"), ("id", "/gx/landing:id")]}), day=1)
+    # the mart reads one partition folder of the customers: the index stitches it to /gx/customers (identity)
+    cust = "/gx/customers/day=2026-01-02"
+    add_run("gx_mart", "mart", record({"/gx/mart": [("email_h", f"{cust}:email"), ("email_l", f"{cust}:email"),
+                                                    ("id", f"{cust}:id")]},
+                                      masked={"email_h"}, dataset_edges=[("/gx/mart", cust, "email")]), day=2)
+    add_run("gx_report", "report", record({"/gx/report": [("contact", "/gx/mart:email_l"), ("key", "/gx/mart:email_h")]}), day=3)
+    # a later failed run of the report task: its edges are not the estate's
+    add_run("gx_report", "report", record({"/gx/leak": [("raw", "/gx/mart:email_l")]}), day=4, state="failed")
+    with create_session() as session:
+        index.sync(session, force=True)
+    yield None
+    _wipe()
+    mp.undo()
+
+
+def _session() -> Any:
+    from airflow.utils.session import create_session
+
+    return create_session()
+
+
+def _rows(items: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    return [(u["label"], u["column"], u["dag_id"], u["task_id"]) for u in items if "/gx/" in u["dataset"]]
+
+
+def test_where_pii_reaches_unmasked_along_the_estate(estate: None) -> None:
+    from airflow_provider_lineage.plugins import guard_estate
+
+    with _session() as session:
+        got = guard_estate.answer(session, None, "pii", 500)
+    assert got["source"] == "estate"
+    assert [p for p in got["problems"] if "/gx/landing, which does not exist" not in p] == []  # reported, not fatal
+    rows = _rows(got["unmasked"])
+    assert sorted(rows) == sorted([("gx/customers", "email", "gx_src", "load"), ("gx/mart", "email_l", "gx_mart", "mart"),
+                                   ("gx/report", "contact", "gx_report", "report")])  # not email_h, key, the failed leak
+    contact = next(u for u in got["unmasked"] if u["column"] == "contact")
+    assert [(p["name"], p["column"]) for p in contact["path"]] == [
+        ("/gx/landing", "email"), ("/gx/customers", "email"), ("/gx/mart", "email_l"), ("/gx/report", "contact")]
+    assert contact["run_id"].startswith("manual__2026-01-04")  # the run whose edge brought it (day 3 ends on Jan 4)
+    with _session() as session:  # a user who may read two of the three DAGs: the third's edges are not followed
+        part = guard_estate.answer(session, {"gx_src", "gx_mart"}, "pii", 500)
+    assert sorted(_rows(part["unmasked"])) == sorted([("gx/customers", "email", "gx_src", "load"),
+                                                      ("gx/mart", "email_l", "gx_mart", "mart")])
+
+
+def test_without_index_data_the_records_answer(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import query
+
+    monkeypatch.setattr(query, "edges_as_of", lambda session, as_of=None, dag_ids=None: [])
+    with _session() as session:
+        got = guard_estate.answer(session, set(DAGS), "pii", 500)
+    assert got["source"] == "records" and "records_read" in got  # these records carry no tags: nothing listed
+
+    def broken(session: Any, as_of: Any = None, dag_ids: Any = None) -> Any:
+        raise RuntimeError("no such table: apl_estate_edge")
+
+    monkeypatch.setattr(query, "edges_as_of", broken)
+    with _session() as session:
+        assert guard_estate.answer(session, set(DAGS), "pii", 500)["source"] == "records"
+
+
+def test_a_malformed_declaration_is_reported_on_the_estate_answer(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_lineage.plugins import guard_estate
+
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", "{not json")
+    with _session() as session:
+        got = guard_estate.answer(session, set(DAGS), "pii", 500)
+    assert got["source"] == "estate" and _rows(got["unmasked"]) == []
+    assert any("lineage_column_tags" in p and "not valid JSON" in p for p in got["problems"])
+
+
+def test_nothing_declared_reads_no_edge(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without declared tags the scheduler's publish after every DAG run costs no read of the estate's edges."""
+    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import query
+
+    def refused(session: Any, as_of: Any = None, dag_ids: Any = None) -> Any:
+        raise AssertionError("edges read with nothing declared")
+
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps({"datasets": []}))
+    monkeypatch.setattr(query, "edges_as_of", refused)
+    with _session() as session:
+        got = guard_estate.answer(session, set(DAGS), "pii", 500)
+    assert got["source"] == "estate" and _rows(got["unmasked"]) == []
+
+
+def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.models.variable import Variable
+
+    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import listener
+    from tests.operators.test_guard_unit import FakeTI
+
+    listener._work()  # what the scheduler runs when a DAG run ends: sync the index, publish the tag map
+    published = Variable.get(guard_estate.PUBLISHED_VARIABLE)
+    with _session() as session:  # unchanged: not rewritten
+        assert guard_estate.publish(session) >= 3
+    assert Variable.get(guard_estate.PUBLISHED_VARIABLE) == published
+    value = json.loads(published)
+    by = {(d["name"], c) for d in value["datasets"] for c in d["columns"]}
+    assert {("/gx/customers", "email"), ("/gx/mart", "email_l"), ("/gx/report", "contact")} <= by
+    assert ("/gx/mart", "email_h") not in by and ("/gx/landing", "email") not in by  # declared ones: not republished
+    # the worker side: a task of a fourth DAG reads /gx/report and copies the contact out
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", published)
+    monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
+    rec = record({"/gx/out": [("c", "/gx/report/day=2026-01-09:contact")]})  # a partition of /gx/report
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    ti = FakeTI(None)
+    g.run(ti, copy.deepcopy(rec) | {"status": "ok"}, logging.getLogger("t"), logging.getLogger("t"))
+    (v,) = ti.pushed["lineage_policy"]["violations"]
+    assert v["column"]["column"] == "c" and [p["name"] for p in v["path"]] == [
+        "/gx/landing", "/gx/customers", "/gx/mart", "/gx/report", "/gx/out"]
+    assert g.failure and "on_policy_violation='fail'" in g.failure
+    # a malformed published map is a notice, never a failed write
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", "nope")
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    r2 = copy.deepcopy(rec)
+    g.run(FakeTI(None), r2, logging.getLogger("t"), logging.getLogger("t"))
+    assert g.failure is None and any("lineage_column_tags_estate" in p for p in r2["guard_problems"])

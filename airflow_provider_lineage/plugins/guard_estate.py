@@ -65,9 +65,14 @@ def tag_map(session: Session, declared: tagging.Declared, stopped: Collection[st
 
     ``None`` when the index holds no column edge (nothing indexed yet, or its tables are missing).
     """
-    from airflow_provider_lineage.plugins.estate import index, query
+    from sqlalchemy import select
+
+    from airflow_provider_lineage.plugins.estate import index, query, schema
 
     index.ensure_schema(session)
+    if not any(cols for cols in declared.values()):  # nothing declared: nothing to carry, no edge read
+        has_edges = session.scalar(select(schema.edge.c.set_ref).limit(1)) is not None
+        return tagging.propagate_graph([], {}, stopped) if has_edges else None
     edges = query.edges_as_of(session, dag_ids=readable)
     if not edges:
         return None

@@ -47,22 +47,46 @@ def fingerprints(hashes: np.ndarray, fp_bits: int) -> np.ndarray:
 
 
 def pack_bits(values: np.ndarray, width: int) -> bytes:
-    """Non-negative integers in ``width`` bits each, little-endian bit order."""
+    """Non-negative integers in ``width`` bits each, little-endian bit order (value ``i`` at bits
+    ``i * width ...``), vectorised: each value is shifted into the 64-bit words it spans."""
     if width == 0 or len(values) == 0:
         return b""
     v = np.asarray(values, np.uint64)
-    bits = ((v[:, None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-    return np.packbits(bits.ravel(), bitorder="little").tobytes()
+    if width in (8, 16, 32, 64):
+        return v.astype(f"<u{width // 8}").tobytes()
+    n = len(v)
+    pos = np.arange(n, dtype=np.uint64) * np.uint64(width)
+    word = (pos >> np.uint64(6)).astype(np.int64)
+    off = pos & np.uint64(63)
+    words = np.zeros(int(word[-1]) + 2, np.uint64)
+    starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+    words[word[starts]] = np.bitwise_or.reduceat(v << off, starts)  # every word holds a value's start
+    spill = np.flatnonzero(off + np.uint64(width) > np.uint64(64))  # at most one value per word
+    if len(spill):
+        words[word[spill] + 1] |= v[spill] >> (np.uint64(64) - off[spill])
+    return words.astype("<u8").view(np.uint8)[:(n * width + 7) // 8].tobytes()
 
 
 def unpack_bits(data: bytes | memoryview, width: int, n: int) -> np.ndarray:
     if width == 0 or n == 0:
         return np.zeros(n, np.uint64)
+    nbytes = (n * width + 7) // 8
     raw = np.frombuffer(data, np.uint8)
-    if len(raw) * 8 < n * width:
+    if len(raw) < nbytes:
         raise IndexUnavailable("a hashed-key page is truncated (corrupt): rebuild the index")
-    bits = np.unpackbits(raw, count=n * width, bitorder="little").reshape(n, width).astype(np.uint64)
-    return (bits << np.arange(width, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    if width in (8, 16, 32, 64):
+        return raw[:nbytes].view(f"<u{width // 8}").astype(np.uint64)
+    buf = np.zeros((nbytes + 15) // 8 * 8, np.uint8)
+    buf[:nbytes] = raw[:nbytes]
+    words = buf.view("<u8").astype(np.uint64, copy=False)
+    pos = np.arange(n, dtype=np.uint64) * np.uint64(width)
+    word = (pos >> np.uint64(6)).astype(np.int64)
+    off = pos & np.uint64(63)
+    out = words[word] >> off
+    spill = np.flatnonzero(off + np.uint64(width) > np.uint64(64))
+    if len(spill):
+        out[spill] |= words[word[spill] + 1] << (np.uint64(64) - off[spill])
+    return out & np.uint64((1 << width) - 1)
 
 
 def group_pairs(fps: np.ndarray, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,6 +110,59 @@ def group_pairs(fps: np.ndarray, fids: np.ndarray) -> tuple[np.ndarray, np.ndarr
     first = np.flatnonzero(start)
     counts = np.diff(np.append(first, len(fps)))
     return fps[first], counts.astype(np.int64), fids.astype(np.uint32)
+
+
+def group_packed(packed: np.ndarray, fid_bits: int, fp_bits: int | None = None, fpp: float = DEFAULT_FPP, *,
+                 is_sorted: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """:func:`group_pairs` of (hash, file index) pairs packed into one word each: the hash's top
+    ``64 - fid_bits`` bits above a ``fid_bits``-bit file index. ``packed`` is sorted in place.
+
+    Returns (fingerprints, files per fingerprint, file indexes, distinct keys, fingerprint bits);
+    ``fp_bits`` None sizes the fingerprints for the distinct keys counted here (capped at
+    ``64 - fid_bits``, the hash bits the words keep). One sort of all pairs (none when
+    ``is_sorted``), plus a sort of the few pairs whose fingerprints collide (their file indexes
+    interleave)."""
+    n_space = 64 - fid_bits
+    fmask = np.uint64((1 << fid_bits) - 1)
+    if not len(packed):
+        bits = fp_bits if fp_bits is not None else fingerprint_bits(0, fpp)
+        return np.empty(0, np.uint64), np.empty(0, np.int64), np.empty(0, np.uint32), 0, bits
+    if not is_sorted:
+        packed.sort()
+    q = _dedup(packed)
+    prefix = q >> np.uint64(fid_bits)
+    n_keys = 1 + int(np.count_nonzero(prefix[1:] != prefix[:-1]))
+    if fp_bits is None:
+        fp_bits = min(fingerprint_bits(n_keys, fpp), n_space)
+    if fp_bits > n_space:
+        raise ValueError(f"{fp_bits} fingerprint bits do not fit beside {fid_bits} file bits")
+    fps = prefix >> np.uint64(n_space - fp_bits)
+    del prefix
+    q &= fmask
+    q |= fps << np.uint64(fid_bits)  # (fingerprint, file index): sorted but where fingerprints collide
+    down = np.flatnonzero(q[1:] < q[:-1])
+    if len(down):  # the runs of the colliding fingerprints: sort their pairs (runs stay in place)
+        bad = np.unique(fps[down + 1])
+        lo, hi = np.searchsorted(fps, bad, "left"), np.searchsorted(fps, bad, "right")
+        lens = hi - lo
+        hit = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        q[hit] = np.sort(q[hit])
+    deduped = _dedup(q)  # two keys of one file with one fingerprint: one pair
+    if deduped is not q:
+        q = deduped
+        fps = q >> np.uint64(fid_bits)
+    start = np.ones(len(q), bool)
+    start[1:] = fps[1:] != fps[:-1]
+    first = np.flatnonzero(start)
+    counts = np.diff(np.append(first, len(q))).astype(np.int64)
+    return fps[first], counts, (q & fmask).astype(np.uint32), n_keys, fp_bits
+
+
+def _dedup(s: np.ndarray) -> np.ndarray:
+    """A sorted array without its repeated values."""
+    keep = np.ones(len(s), bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s if bool(keep.all()) else s[keep]
 
 
 def _sorted_unique(a: np.ndarray) -> np.ndarray:
@@ -160,16 +237,19 @@ def decode_page(data: bytes | memoryview, fid_width: int, name: str) -> Page:
 
 
 def encode_pages(fps: np.ndarray, counts: np.ndarray, fids: np.ndarray, fp_bits: int, page_bits: int,
-                 fid_width: int) -> list[bytes]:
-    """Every page of grouped fingerprints (see :func:`group_pairs`), in page order."""
+                 fid_width: int, first: int = 0, n_pages: int | None = None) -> list[bytes]:
+    """Pages ``first .. first + n_pages - 1`` (default: every page) of grouped fingerprints (see
+    :func:`group_pairs`; they hold every fingerprint of those pages and no other), in page order."""
     low_bits = fp_bits - page_bits
+    if n_pages is None:
+        n_pages = (1 << page_bits) - first
     page_of = (fps >> np.uint64(low_bits)).astype(np.int64)
-    cuts = np.searchsorted(page_of, np.arange((1 << page_bits) + 1))
+    cuts = np.searchsorted(page_of, np.arange(first, first + n_pages + 1))
     fcuts = np.zeros(len(fps) + 1, np.int64)
     np.cumsum(counts, out=fcuts[1:])
     mask = np.uint64((1 << low_bits) - 1) if low_bits < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
     pages = []
-    for p in range(1 << page_bits):
+    for p in range(n_pages):
         a, b = int(cuts[p]), int(cuts[p + 1])
         pages.append(encode_page(fps[a:b] & mask, low_bits, counts[a:b], fids[fcuts[a]:fcuts[b]], fid_width))
     return pages

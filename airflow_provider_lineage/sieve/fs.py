@@ -366,6 +366,49 @@ def _s3_client() -> Any:
     return client
 
 
+_S3_READ_OPTIONS = {"access_key", "secret_key", "session_token", "region", "endpoint_override", "scheme"}
+
+
+def _s3_get(path: str, offset: int | None, length: int | None) -> bytes | None:
+    """One GET (ranged when ``offset`` is given) of an s3:// object with boto3, or None when boto3 is
+    missing, the storage options hold settings only pyarrow understands, or the GET failed for a
+    reason other than a missing object (the caller then reads through pyarrow, which reports it).
+    pyarrow's S3 reader asks for the object's size (a HEAD) before every read: this is one request."""
+    if scheme_of(path) != "s3" or not set(_options.get() or {}) <= _S3_READ_OPTIONS:
+        return None
+    try:
+        client = _s3_client()
+    except SieveError:  # no boto3
+        return None
+    bucket, _, key = normalize(path).split("://", 1)[1].partition("/")
+    kwargs: dict[str, Any] = {}
+    if offset is not None:
+        if length is not None and length <= 0:
+            return b""
+        kwargs["Range"] = f"bytes={offset}-" if length is None else f"bytes={offset}-{offset + length - 1}"
+    try:
+        return client.get_object(Bucket=bucket, Key=key, **kwargs)["Body"].read()
+    except Exception as exc:  # botocore's ClientError (kept generic: botocore stays an optional import)
+        code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
+        if code in ("NoSuchKey", "404", "NotFound"):
+            raise FileNotFoundError(path) from exc
+        return None
+
+
+def read_bytes(path: str, offset: int | None = None, length: int | None = None) -> bytes:
+    """The bytes of a file on a store (all of it, or ``length`` bytes from ``offset``): one GET on
+    S3 (see :func:`_s3_get`), else through pyarrow. FileNotFoundError when it is missing."""
+    got = _s3_get(path, offset, length)
+    if got is not None:
+        return got
+    filesystem, inner = resolve(path)
+    if offset is None:
+        with filesystem.open_input_stream(inner) as fh:
+            return fh.read()
+    with filesystem.open_input_file(inner) as fh:
+        return fh.read_at(length if length is not None else fh.size() - offset, offset)
+
+
 def _s3_put_if_absent(path: str, data: bytes) -> bool:
     bucket, _, key = path.split("://", 1)[1].partition("/")
     client = _s3_client()

@@ -22,13 +22,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import SieveError
-from .fingerprints import DEFAULT_FPP, fingerprint_bits, fingerprints
+from .fingerprints import (
+    DEFAULT_FPP,
+    encode_pages,
+    fingerprint_bits,
+    fingerprints,
+    group_packed,
+    page_bits_for,
+)
 from .fs import open_input
-from .hashing import hash_of_value, hashes_of_arrow
+from .hashing import hash_batch, hash_of_value, hashes_of_arrow
 from .keys import BYTE_KINDS, KeyType, window_key
 from .storage import HashedHeader, HashedRef, IndexStore, Manifest
 from .table import FileEntry
@@ -52,30 +58,36 @@ def check_structure(structure: str, fpp: float) -> None:
                          f"between 0 and 0.5 (default {DEFAULT_FPP})")
 
 
+BATCH_ROWS = 1 << 16  # rows hashed at a time: a file streams batch by batch
+
+
 def read_file_hashes(path: str, column: str, kt: KeyType) -> tuple[np.ndarray, int, int, Any, Any]:
-    """(sorted unique hashes, NULL count, rows, smallest key, largest key) of one Parquet file."""
+    """(hashes of the non-NULL values, duplicates kept, in no order; NULL count; rows; smallest key;
+    largest key) of one Parquet file, read and hashed batch by batch (no per-value Python)."""
     pf = pq.ParquetFile(open_input(path))
     rows = pf.metadata.num_rows
     if column not in pf.schema_arrow.names:  # schema evolution: only NULLs
         return np.empty(0, np.uint64), rows, rows, None, None
-    col = pf.read(columns=[column]).column(column)
-    hashes, nulls = hashes_of_arrow(kt, col)
+    parts: list[np.ndarray] = []
+    nulls = 0
     lo = hi = None
-    if len(hashes):
-        if kt.kind in BYTE_KINDS:  # the ordered (window or radix) keys of the smallest and largest value
-            mm = pc.min_max(col)
-            lo = kt.interval(mm["min"].as_py(), None)[0]
-            hi = kt.interval(None, mm["max"].as_py())[1]
-        else:
-            keys, _ = kt.keys_of_arrow(col)
-            lo, hi = keys[0], keys[-1]
-            lo, hi = int(lo), int(hi)
+    for batch in pf.iter_batches(columns=[column], batch_size=BATCH_ROWS, use_threads=False):
+        h, n, a, b = hash_batch(kt, batch.column(0))
+        nulls += n
+        if len(h):
+            parts.append(h)
+            lo = a if lo is None else min(lo, a)
+            hi = b if hi is None else max(hi, b)
+    hashes = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, np.uint64)
+    if lo is not None and kt.kind in BYTE_KINDS:  # the ordered (window) keys of the smallest and largest value
+        lo, hi = kt.interval(lo, None)[0], kt.interval(None, hi)[1]
     return hashes, nulls, rows, lo, hi
 
 
 def read_hashes(files: Sequence[FileEntry], fids: Sequence[int], column: str, kt: KeyType
                 ) -> Iterable[tuple[int, tuple[np.ndarray, int, int, Any, Any]]]:
-    """(file id, :func:`read_file_hashes`) of each file, read in a few threads."""
+    """(file id, :func:`read_file_hashes`) of each file, read in a few threads (numpy and Arrow
+    release the GIL while they hash and decode)."""
     ctx = contextvars.copy_context()  # the caller's storage options hold in every thread
     with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(files)))) as pool:
         got = pool.map(lambda p: ctx.copy().run(read_file_hashes, p, column, kt), [f.path for f in files])
@@ -104,13 +116,15 @@ def choose(files: Sequence[FileEntry], column: str, kt: KeyType) -> str:
             if keys.dtype == object:  # keys beyond int64 (wide decimals, uint64): keep segments
                 return "segments"
             per_file.append(keys)
-            hashes.append(hashes_of_arrow(kt, batch.column(0))[0])  # distinct values (string keys may share)
+            # distinct values: an integer key is its value; several strings may share a window key
+            hashes.append(hashes_of_arrow(kt, batch.column(0))[0] if kt.kind in BYTE_KINDS else keys)
     if len(per_file) < 2 or rows == 0:
         return "segments"
     distinct_values = distinct(np.concatenate(hashes))
     if distinct_values < CHOOSER_MIN_KEYS or distinct_values < CHOOSER_DISTINCT * rows:
         return "segments"
-    union = np.unique(np.concatenate(per_file))
+    union = np.sort(np.concatenate(per_file))
+    union = union[np.concatenate(([True], union[1:] != union[:-1]))]
     if len(union) < 2:
         return "segments"
     n = len(union) - 1
@@ -162,16 +176,6 @@ def footer_ranges(files: Sequence[FileEntry], column: str, kt: KeyType) -> tuple
             np.asarray([g[1] for g in got], np.int64))
 
 
-def write_structure(store: IndexStore, hs: list[np.ndarray], fs: list[np.ndarray], fp_bits: int,
-                    ranges: dict[int, tuple[Any, Any]]) -> HashedRef:
-    hashes = np.concatenate(hs) if hs else np.empty(0, np.uint64)
-    fids = np.concatenate(fs) if fs else np.empty(0, np.uint32)
-    ids = sorted(ranges)
-    lo = _key_array([ranges[i][0] for i in ids])
-    hi = _key_array([ranges[i][1] for i in ids])
-    return store.write_hashed(fingerprints(hashes, fp_bits), fids, fp_bits, np.asarray(ids, np.int64), lo, hi)
-
-
 def _key_array(values: list[Any]) -> np.ndarray:
     try:
         return np.asarray(values, np.int64)
@@ -179,10 +183,109 @@ def _key_array(values: list[Any]) -> np.ndarray:
         return np.asarray(values, dtype=object)
 
 
-def _read_pairs(files: Any, entries: list[FileEntry], ids: Sequence[int], column: str, kt: KeyType
-                ) -> tuple[list[np.ndarray], list[np.ndarray], set[int], dict[int, tuple[Any, Any]]]:
-    """Each file's hashes with its file id, the files holding NULLs, per-file min/max; sets each file's
-    ``num_rows`` in ``files`` (indexed by file id)."""
+BUCKET_BITS = 8  # pairs are grouped in up to 2**8 buckets by their hashes' top bits: small arrays, small sorts
+BUCKET_PAIRS = 1 << 17  # about the pairs of one bucket (fewer buckets for fewer pairs: less Python per pair)
+
+
+def _packed_file(path: str, column: str, kt: KeyType, j: int, idx_bits: int
+                 ) -> tuple[np.ndarray, int, int, Any, Any]:
+    """:func:`read_file_hashes`, each hash packed with the file's index ``j`` in its low ``idx_bits``
+    bits, sorted (in the reading thread: numpy sorts without the GIL)."""
+    hashes, nulls, rows, lo, hi = read_file_hashes(path, column, kt)
+    if len(hashes):
+        hashes &= ~np.uint64((1 << idx_bits) - 1)
+        hashes |= np.uint64(j)
+        hashes.sort()
+    return hashes, nulls, rows, lo, hi
+
+
+def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Sequence[int], column: str,
+                  kt: KeyType, fp_bits: int | None, fpp: float) -> tuple[HashedRef | None, set[int], int, int]:
+    """Reads the files, groups their (fingerprint, file id) pairs and writes one structure:
+    (ref or None when no file holds a key, NULL files, fingerprint bits, distinct keys). Sets each
+    file's ``num_rows`` in ``files`` (indexed by file id).
+
+    Each file's hashes are packed with the file's index among ``entries`` into one word (the hash's
+    top bits above the index) and sorted as they are read (threads); the driver then holds 8 bytes
+    per (value, file). Pairs are grouped bucket by bucket (the hashes' top :data:`BUCKET_BITS`
+    bits: each bucket is the files' sorted slices, merged), first to count the distinct keys (which
+    size the fingerprints), then to group and encode that bucket's pages
+    (:func:`.fingerprints.group_packed`): no array of all pairs, no sort of all pairs."""
+    idx_bits = max(0, (len(entries) - 1).bit_length())
+    if fp_bits is not None and fp_bits + idx_bits > 64:  # fingerprints wider than the hash bits a word keeps
+        return _read_grouped_wide(store, files, entries, ids, column, kt, fp_bits)
+    per_file: list[np.ndarray] = []
+    nulls: set[int] = set()
+    ranges: dict[int, tuple[Any, Any]] = {}
+    ctx = contextvars.copy_context()  # the caller's storage options hold in every thread
+    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(entries)))) as pool:
+        got = pool.map(lambda a: ctx.copy().run(_packed_file, a[1].path, column, kt, a[0], idx_bits),
+                       enumerate(entries))
+        for fid, (packed, n_null, rows, lo, hi) in zip(ids, got):
+            files[fid].num_rows = rows
+            if n_null:
+                nulls.add(fid)
+            if len(packed):
+                per_file.append(packed)
+                ranges[fid] = (lo, hi)
+    if not per_file:
+        return None, nulls, fp_bits if fp_bits is not None else fingerprint_bits(0, fpp), 0
+    # bucket b of a file: its slice of hashes with top bits b (the file is sorted)
+    bucket_bits = max(0, min(BUCKET_BITS, (sum(len(f) for f in per_file) // BUCKET_PAIRS).bit_length() - 1))
+    bounds = np.arange(1 << bucket_bits, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
+        np.zeros(1, np.uint64)
+    cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in per_file]
+    buckets: list[np.ndarray] = []
+    n_keys = 0
+    for b in range(1 << bucket_bits):
+        parts = [f[c[b]:c[b + 1]] for f, c in zip(per_file, cuts, strict=True) if c[b + 1] > c[b]]
+        merged = np.concatenate(parts) if len(parts) > 1 else parts[0].copy() if parts else np.empty(0, np.uint64)
+        if len(parts) > 1:
+            merged.sort()
+        merged = _dedup_sorted(merged)
+        if len(merged):
+            prefix = merged >> np.uint64(idx_bits)
+            n_keys += 1 + int(np.count_nonzero(prefix[1:] != prefix[:-1]))
+        buckets.append(merged)
+    per_file.clear()
+    if fp_bits is None:
+        fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+    id_of = np.asarray(ids, np.uint32)
+    grouped = []
+    for i, merged in enumerate(buckets):
+        g, counts, gidx, _, _ = group_packed(merged, idx_bits, fp_bits, fpp, is_sorted=True)
+        grouped.append((g, counts, id_of[gidx]))
+        buckets[i] = merged[:0]
+    n_fps = sum(len(g[0]) for g in grouped)
+    pairs = sum(len(g[2]) for g in grouped)
+    page_bits = page_bits_for(n_fps, fp_bits)
+    fid_width = max(1, max(int(g[2].max()) for g in grouped if len(g[2])).bit_length())
+    if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
+        per_bucket = 1 << (page_bits - bucket_bits)
+        pages = [p for b, (g, counts, gf) in enumerate(grouped)
+                 for p in encode_pages(g, counts, gf, fp_bits, page_bits, fid_width, b * per_bucket, per_bucket)]
+    else:  # a small structure (fewer pages than buckets)
+        pages = encode_pages(*(np.concatenate([g[k] for g in grouped]) for k in range(3)), fp_bits, page_bits,
+                             fid_width)
+    order = sorted(ranges)
+    ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
+                                   _key_array([ranges[i][0] for i in order]),
+                                   _key_array([ranges[i][1] for i in order]))
+    return ref, nulls, fp_bits, n_keys
+
+
+def _dedup_sorted(s: np.ndarray) -> np.ndarray:
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s if bool(keep.all()) else s[keep]
+
+
+def _read_grouped_wide(store: IndexStore, files: Any, entries: list[FileEntry], ids: Sequence[int], column: str,
+                       kt: KeyType, fp_bits: int) -> tuple[HashedRef | None, set[int], int, int]:
+    """:func:`_read_grouped` with separate file id arrays (fingerprints too wide to pack beside them)."""
     hs: list[np.ndarray] = []
     fs: list[np.ndarray] = []
     nulls: set[int] = set()
@@ -195,16 +298,24 @@ def _read_pairs(files: Any, entries: list[FileEntry], ids: Sequence[int], column
             hs.append(hashes)
             fs.append(np.full(len(hashes), fid, np.uint32))
             ranges[fid] = (lo, hi)
-    return hs, fs, nulls, ranges
+    if not hs:
+        return None, nulls, fp_bits, 0
+    hashes = np.concatenate(hs)
+    order = sorted(ranges)
+    ref = store.write_hashed(fingerprints(hashes, fp_bits), np.concatenate(fs), fp_bits, np.asarray(order, np.int64),
+                             _key_array([ranges[i][0] for i in order]), _key_array([ranges[i][1] for i in order]))
+    return ref, nulls, fp_bits, distinct(hashes)
 
 
 def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyType, fpp: float
                 ) -> tuple[HashedRef, set[int], int, int]:
     """The build's structure from the files read on the driver: (ref, NULL files, fp bits, keys)."""
-    hs, fs, nulls, ranges = _read_pairs(files, files, range(len(files)), column, kt)
-    n_keys = distinct(np.concatenate(hs)) if hs else 0
-    fp_bits = fingerprint_bits(n_keys, fpp)
-    return write_structure(store, hs, fs, fp_bits, ranges), nulls, fp_bits, n_keys
+    ref, nulls, fp_bits, n_keys = _read_grouped(store, files, files, range(len(files)), column, kt, None, fpp)
+    if ref is None:  # no file holds a key: an empty structure
+        ref = store.write_hashed_groups(np.empty(0, np.uint64), np.empty(0, np.int64), np.empty(0, np.uint32),
+                                        fp_bits, np.empty(0, np.int64), np.empty(0, np.int64),
+                                        np.empty(0, np.int64))
+    return ref, nulls, fp_bits, n_keys
 
 
 def distinct(values: np.ndarray) -> int:
@@ -219,10 +330,8 @@ def add_files(store: IndexStore, m: Manifest, files: dict[int, FileEntry], new_i
               ) -> tuple[HashedRef | None, set[int], int]:
     """A small structure for files a sync adds (same fingerprint bits): (ref or None, NULL files, pairs)."""
     entries = [files[i] for i in new_ids]
-    hs, fs, nulls, ranges = _read_pairs(files, entries, new_ids, m.column, m.key_type)
-    if not hs:
-        return None, nulls, 0
-    return write_structure(store, hs, fs, m.fp_bits, ranges), nulls, sum(len(h) for h in hs)
+    ref, nulls, _, _ = _read_grouped(store, files, entries, new_ids, m.column, m.key_type, m.fp_bits, m.fpp)
+    return ref, nulls, 0 if ref is None else ref.pairs
 
 
 def merge(store: IndexStore, m: Manifest, live: Iterable[int]) -> HashedRef:

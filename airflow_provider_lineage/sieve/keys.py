@@ -215,27 +215,33 @@ class KeyType:
             arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=arr.type)
         nulls = arr.null_count
         arr = arr.drop_null() if nulls else arr
-        t = arr.type
+        out = self.raw_keys_of_arrow(arr)
+        if out is not None:
+            return unique_sorted(out), nulls
         if self.kind == "decimal":
             vals = [_unscaled(v, self.scale) for v in arr.unique().to_pylist()]
             return as_key_array(sorted(vals)), nulls
+        return as_key_array(sorted(set(arr.to_pylist()))), nulls  # uint64
+
+    def raw_keys_of_arrow(self, arr: pa.Array) -> np.ndarray | None:
+        """The int64 keys of a non-string Arrow array without NULLs, in row order (duplicates kept);
+        None for decimals and uint64 (keys beyond int64: see :meth:`keys_of_arrow`)."""
+        t = arr.type
+        if self.kind == "decimal" or pa.types.is_uint64(t):
+            return None
         if pa.types.is_date32(t):
-            out = pc.cast(arr, pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
-        elif pa.types.is_date64(t):
-            out = pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False) // 86_400_000
-        elif pa.types.is_timestamp(t):
+            return pc.cast(arr, pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
+        if pa.types.is_date64(t):
+            return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False) // 86_400_000
+        if pa.types.is_timestamp(t):
             raw = pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
             unit = t.unit
-            out = raw * 1_000_000 if unit == "s" else raw * 1000 if unit == "ms" else (
+            return raw * 1_000_000 if unit == "s" else raw * 1000 if unit == "ms" else (
                 raw if unit == "us" else np.floor_divide(raw, 1000))
-        elif pa.types.is_uint64(t):
-            return as_key_array(sorted(set(arr.to_pylist()))), nulls
-        elif pa.types.is_integer(t):
-            out = arr.to_numpy(zero_copy_only=False).astype(np.int64)
-        else:
-            raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
-                                     f"{self.type_name}: rebuild the index (sieve rebuild)")
-        return unique_sorted(out), nulls
+        if pa.types.is_integer(t):
+            return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        raise UnsupportedKeyType(f"column holds Arrow type {t} but the index was built for "
+                                 f"{self.type_name}: rebuild the index (sieve rebuild)")
 
     def _window_keys_of(self, arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
         if not _is_bytes_type(arr.type):

@@ -126,6 +126,21 @@ def test_a_malformed_declaration_is_reported_on_the_estate_answer(estate: None, 
     assert any("lineage_column_tags" in p and "not valid JSON" in p for p in got["problems"])
 
 
+def test_nothing_declared_reads_no_edge(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without declared tags the scheduler's publish after every DAG run costs no read of the estate's edges."""
+    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.estate import query
+
+    def refused(session: Any, as_of: Any = None, dag_ids: Any = None) -> Any:
+        raise AssertionError("edges read with nothing declared")
+
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps({"datasets": []}))
+    monkeypatch.setattr(query, "edges_as_of", refused)
+    with _session() as session:
+        got = guard_estate.answer(session, set(DAGS), "pii", 500)
+    assert got["source"] == "estate" and _rows(got["unmasked"]) == []
+
+
 def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.models.variable import Variable
 

@@ -49,6 +49,53 @@ def test_hashes_match_spark_xxhash64(spark) -> None:
     assert [r.hl for r in rows] == mine_l
 
 
+def test_hash_values_are_pinned() -> None:
+    """The hash is part of the stored format: these values must never change (a changed hash
+    function needs a new format version, see sieve/hashing.py)."""
+    strings = ["", "a", "C-000123", "x" * 31, "y" * 32, "z" * 45, str(uuid.UUID(int=7)), "é漢字"]
+    assert [hex(h) for h in xxh64_binary(pa.array(strings)).tolist()] == [
+        "0x98b1582b0977e704", "0x88e4fe59adf7b0cc", "0xbccf45bae8cdee3b", "0xe82de6c821df41de",
+        "0x483153de51881da4", "0xb2174350585849e9", "0x328c9a2c65a1b94a", "0x6cd56f1ed85c11b"]
+    longs = [0, 1, -1, 2**62, -(2**63), 2**63 - 1, 123456789]
+    assert [hex(h) for h in xxh64_longs(np.asarray(longs)).tolist()] == [
+        "0xb71b47ebda15746c", "0x9ed50fd59358d232", "0x358ae035bfb46fd2", "0x7c88b9a3e4139759",
+        "0x88608019c494c1f4", "0xd2f1c616ae7eb306", "0x2f64f8f3490def3f"]
+    # whole arrays, in blocks, one length or mixed lengths: the same as value by value
+    rng = np.random.default_rng(5)
+    many = rng.integers(-(2**63), 2**63 - 1, 70_000, dtype=np.int64)
+    assert xxh64_longs(many)[[0, 65_535, 65_536, 69_999]].tolist() == [
+        int(xxh64_longs(many[[i]])[0]) for i in (0, 65_535, 65_536, 69_999)]
+    ids = [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**62, 70_000)]
+    got = xxh64_binary(pa.array(ids).slice(3))  # an offset array of one length
+    assert got[[0, 65_536, 69_996]].tolist() == [int(xxh64_binary(pa.array([ids[i]]))[0]) for i in (3, 65_539, 69_999)]
+
+
+def test_bit_packing_and_packed_grouping() -> None:
+    rng = np.random.default_rng(4)
+    for width in (1, 3, 7, 8, 9, 20, 31, 32, 33, 63, 64):
+        for n in (1, 2, 7, 100, 2049):
+            top = (1 << width) - 1
+            v = rng.integers(0, min(top, 2**63 - 1), n, dtype=np.int64).astype(np.uint64)
+            v[0] = np.uint64(top)
+            data = F.pack_bits(v, width)
+            assert len(data) == (n * width + 7) // 8
+            bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:n * width]
+            assert bits.reshape(n, width).tolist() == [[(int(x) >> b) & 1 for b in range(width)] for x in v]
+            assert F.unpack_bits(data, width, n).tolist() == v.tolist()
+    for n, n_files, fp_bits in ((0, 3, None), (1, 1, None), (5000, 7, None), (20_000, 300, 12), (20_000, 1, 12),
+                                (20_000, 2, 62)):
+        hashes = rng.integers(0, 2**63, n, dtype=np.int64).view(np.uint64) * np.uint64(2)
+        hashes = np.concatenate([hashes, hashes[: n // 3]])  # keys in several files, and repeated
+        idx = rng.integers(0, n_files, len(hashes)).astype(np.uint64)
+        idx_bits = (n_files - 1).bit_length()
+        packed = (hashes & ~np.uint64((1 << idx_bits) - 1)) | idx
+        g, counts, gi, n_keys, bits = F.group_packed(packed.copy(), idx_bits, fp_bits, 0.01)
+        assert bits == (fp_bits or min(F.fingerprint_bits(n_keys, 0.01), 64 - idx_bits))
+        want = F.group_pairs(F.fingerprints(hashes, bits), idx.astype(np.uint32))
+        assert [x.tolist() for x in (g, counts, gi)] == [x.tolist() for x in want]
+        assert n_keys == len(np.unique(hashes >> np.uint64(idx_bits)))
+
+
 def test_pages_round_trip() -> None:
     rng = np.random.default_rng(3)
     for n in (0, 1, 5, 3000, 20_000):
@@ -324,3 +371,34 @@ def test_spark_engine_builds_the_same_answers(spark, tmp_path) -> None:
     idx = S.open_index(ints, "k", index_path=f"{ints}-spark")
     lo, hi = sorted(int_layout[min(int_layout)])[:2]
     assert {min(int_layout)} <= set(idx.candidates(S.Range(lo, hi), assume_fresh=True))
+
+
+@pytest.mark.parametrize("typ", [pa.int64(), pa.string()])
+def test_bucketed_build_writes_the_reference_structure(tmp_path, monkeypatch, typ) -> None:
+    """The build groups pairs bucket by bucket and encodes each bucket's pages on its own; the
+    structure must be the one a single grouping of all pairs writes (small buckets and pages here,
+    so that several buckets each hold whole pages)."""
+    from airflow_provider_lineage.sieve.build import arrow_key_type
+    from airflow_provider_lineage.sieve.storage import IndexStore
+    from airflow_provider_lineage.sieve.table import list_table_files
+
+    monkeypatch.setattr(H, "BUCKET_PAIRS", 1000)
+    monkeypatch.setattr(F, "PAGE_KEYS", 64)
+    rng = np.random.default_rng(11)
+    keys = rng.integers(-(2**63), 2**63 - 1, 12_000, dtype=np.int64)
+    present: set[int] = set()
+    for i in range(6):
+        part = keys[rng.random(len(keys)) < 0.3]  # each key in about 2 of the 6 files
+        present.update(part.tolist())
+        write_file(str(tmp_path / "t" / f"part-{i}.parquet"),
+                   part.tolist() if typ == pa.int64() else [f"id-{k:x}" for k in part.tolist()], typ)
+    files = list_table_files(str(tmp_path / "t"))
+    kt = arrow_key_type(files, "k", learn=False)
+    got = H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    want = H._read_grouped_wide(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, got[2])
+    assert got[0] is not None and want[0] is not None
+    assert F.page_bits_for(got[0].keys, got[2]) >= 5  # several pages per bucket, several buckets
+    a = (tmp_path / "a" / got[0].name).read_bytes()
+    b = (tmp_path / "b" / want[0].name).read_bytes()
+    assert a == b and (got[0].keys, got[0].pairs) == (want[0].keys, want[0].pairs)
+    assert got[3] == len(present)  # distinct keys

@@ -6,6 +6,9 @@ production; one test passes them as ``storage_options`` instead.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import threading
 from collections.abc import Iterator
 
@@ -463,3 +466,53 @@ def test_hashed_point_lookup_reads_one_range_of_the_structure(bucket: str) -> No
     assert S.sync(None, root, "k").files_added == 1
     assert S.compact(root, "k").action == "compact"
     assert S.open_index(root, "k").candidates(S.Eq(6)) == [f"{root}/part-9.parquet"]
+
+
+class _Requests(logging.Handler):
+    """The S3 requests moto's server answers (its werkzeug access log: method, path, status)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = re.sub(r"\x1b\[[0-9;]*m", "", record.getMessage())  # werkzeug colours some lines
+        m = re.search(r'"(\w+) (\S+) HTTP/[\d.]+" (\d+)', msg)
+        if m:
+            self.lines.append(f"{m.group(1)} {m.group(2).split('?')[0]} {m.group(3)}")
+
+
+@contextlib.contextmanager
+def _counting() -> Iterator[_Requests]:
+    log = logging.getLogger("werkzeug")
+    handler, level = _Requests(), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
+def test_hashed_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
+    """Issue 30: a point lookup on a hashed index on S3 is ONE request: a ranged GET (206) of one
+    page of the structure; the page table travels in the manifest (no header, no HEAD). Opening
+    costs the folder listing, the manifest and the file table."""
+    root = f"s3://{bucket}/ids"
+    layout: dict[str, list[int | None]] = {}
+    for i in range(3):
+        keys: list[int | None] = [(i * 7919 + j * 104729) % 1_000_003 for j in range(300)]
+        path = f"{root}/part-{i}.parquet"
+        put_parquet(path, keys)
+        layout[path] = keys
+    assert S.build(None, root, "k", structure="hashed").structure == "hashed"
+    with _counting() as opened:
+        idx = S.open_index(root, "k")
+    assert [line.split()[0] for line in opened.lines] == ["GET", "GET", "GET"], opened.lines  # list, manifest, files
+    with _counting() as req:
+        got = idx.candidates(S.Eq(layout[f"{root}/part-1.parquet"][5]), assume_fresh=True)
+    assert f"{root}/part-1.parquet" in got
+    assert len(req.lines) == 1, req.lines
+    method, path, status = req.lines[0].split()
+    assert method == "GET" and status == "206" and "/_sieve/k/hkeys-" in path, req.lines

@@ -16,7 +16,7 @@ import pyarrow.fs as pafs
 
 from ..codec import unseal
 from ..errors import IndexNotWritable, IndexUnavailable
-from ..fs import check_commit_supported, is_local, join, normalize, resolve, store_error
+from ..fs import check_commit_supported, is_local, join, normalize, read_bytes, resolve, store_error
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,8 @@ class Folder:
         if self.local:
             with open(self._full(name), "rb") as fh:
                 return fh.read()
-        filesystem, inner = self._remote(name)
         try:
-            with filesystem.open_input_stream(inner) as fh:
-                return fh.read()
+            return read_bytes(self._full(name))
         except FileNotFoundError:
             raise
         except OSError as exc:

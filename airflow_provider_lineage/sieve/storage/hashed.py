@@ -20,6 +20,7 @@ import numpy as np
 from ..codec import Reader, Writer, seal, seal_raw, unseal, unseal_raw
 from ..errors import IndexUnavailable
 from ..fingerprints import Page, decode_page, encode_pages, group_pairs, page_bits_for
+from ..fs import read_bytes
 from .folder import FileRef, Folder
 
 
@@ -76,6 +77,11 @@ class HashedFiles(Folder):
                      file_min: np.ndarray, file_max: np.ndarray) -> HashedRef:
         """A structure over (fingerprint, file id) pairs, with each file's key range."""
         gfps, counts, gfids = group_pairs(fps, fids)
+        return self.write_hashed_groups(gfps, counts, gfids, fp_bits, file_ids, file_min, file_max)
+
+    def write_hashed_groups(self, gfps: np.ndarray, counts: np.ndarray, gfids: np.ndarray, fp_bits: int,
+                            file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray) -> HashedRef:
+        """A structure over grouped pairs (:func:`..fingerprints.group_pairs`' output)."""
         page_bits = page_bits_for(len(gfps), fp_bits)
         fid_width = max(1, int(gfids.max()).bit_length()) if len(gfids) else 1
         pages = encode_pages(gfps, counts, gfids, fp_bits, page_bits, fid_width)
@@ -110,9 +116,7 @@ class HashedFiles(Folder):
                 with open(self._full(ref.name), "rb") as fh:
                     fh.seek(offset)
                     return fh.read(length)
-            filesystem, inner = self._remote(ref.name)
-            with filesystem.open_input_file(inner) as fh:
-                return fh.read_at(length, offset)
+            return read_bytes(self._full(ref.name), offset, length)  # one ranged GET on S3
         except OSError as exc:
             raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
                                    "rebuild the index") from exc

@@ -23,7 +23,8 @@ API of ``plugins/estate/api.py``) mounted under the plugin prefix on the benchma
 (a child process in its own process group) on a free loopback port. Airflow's user and session dependencies
 are overridden (an admin; a session on the benchmark DB) and the auth manager is a stand-in whose admin may
 read every DAG of the estate. The index's catch-up with XCom is switched off in that server (the estate was
-loaded into the index directly; the DB has no XCom table). The page is opened from a column at depth 1 and
+loaded into the index directly); Airflow's own DB connection is the benchmark DB, with empty ``variable``
+and ``xcom`` tables, so that the page's other request (``api/tags/unmasked``) answers as in a deployment. The page is opened from a column at depth 1 and
 depth 3 (``?namespace=&name=&column=&depth=``, a table of the first tenth of the DAGs) and its own timings are read: ``window.estate.timings``
 ``fetchMs`` (the graph request), ``drawMs`` (layout + SVG) and ``readyMs`` (navigation start until
 ``body[data-state=ready]``), medians of ``--page-repeats`` loads, target < 1.5 s for ``readyMs``.
@@ -236,6 +237,13 @@ def _page_server(url: str, dags: int, port: int) -> None:
 
     engine = create_engine(url)
     every = [f"dag_{d:04d}" for d in range(dags)]
+    # the page's other request (guard-estate.js: api/tags/unmasked) reads the tag Variable through Airflow's own
+    # DB (SQL_ALCHEMY_CONN = this DB, set by measure_page) and may fall back to XCom: both tables, empty
+    from airflow.models.variable import Variable
+    from airflow.models.xcom import XComModel
+
+    for table in (Variable.__table__, XComModel.__table__):
+        table.create(engine, checkfirst=True)
 
     class EveryDag:
         """Auth manager stand-in: the admin may read every DAG of the estate."""
@@ -277,7 +285,8 @@ def measure_page(url: str, size: str, repeats: int) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}/column-lineage"
     server = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-page", url,
                                "--serve-dags", str(est.dags), "--serve-port", str(port)],
-                              start_new_session=True, stdout=subprocess.DEVNULL)
+                              start_new_session=True, stdout=subprocess.DEVNULL,
+                              env={**os.environ, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url})
     driver = None
     try:
         deadline = time.monotonic() + 120

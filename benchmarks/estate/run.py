@@ -210,11 +210,21 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
             t = rnd.randrange(late * est.per_dag, est.datasets)
             json.dumps(query.graph(session, [(NS, est.name(t), "col_2")], depth=1, readable=everyone))
 
+        # lineage as a guard: the tag map the scheduler publishes after each DAG run (docs/guard.md), with
+        # `pii` declared on one column of every landing table: it follows every chain of the estate
+        from airflow_provider_lineage.plugins import guard_estate
+
+        declared = {(NS, est.name(-1 - k)): {"col_1": ["pii"]} for k in range(est.per_dag)}
+
+        def tag_map() -> None:
+            assert guard_estate.tag_map(session, declared, ["pii"]) is not None
+
         deep = query.impact(session, NS, est.name(0), "col_1", depth=5)
         figures = {
             "update_ms": statistics.median(upd_same), "update_new_ms": statistics.median(upd_new),
             "search_ms": _time(search, rep), "impact5_ms": _time(impact, rep),
             "as_of_graph_ms": _time(as_of_graph, rep), "page_ms": _time(page, rep),
+            "tag_map_ms": _time(tag_map, min(rep, 3)),
         }
     engine.dispose()
     return {"size": size, **spec, "load_s": load_s, "rows": counts, "impact_rows_example": len(deep["rows"]),
@@ -474,10 +484,23 @@ def page_section(pages: list[dict[str, Any]], skip: str | None, load: tuple[floa
     return lines
 
 
+def _kept_notes(path: Path) -> list[str]:
+    """The hand-written ``## Notes`` section of the report being replaced (kept across runs: it says what
+    the figures mean and what earlier runs under load measured)."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    start = text.find("\n## Notes")
+    if start < 0:
+        return []
+    end = text.find("\n## ", start + 1)
+    return text[start + 1:end if end > 0 else len(text)].rstrip("\n").split("\n") + [""]
+
+
 def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float, ...], after: tuple[float, ...],
                  pages: list[dict[str, Any]] | None = None, skip: str | None = None) -> None:
     cols = ["db", "size", "dags", "datasets", "edges", "records", "load_s", "update_ms", "update_new_ms",
-            "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms"]
+            "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms", "tag_map_ms"]
     lines = ["# Estate index benchmark", "",
              (f"`benchmarks/estate/run.py`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Load average (1/5/15 min) before: {before[0]:.1f} / {before[1]:.1f} / {before[2]:.1f}, after: "
@@ -489,7 +512,9 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
               "runs inserted 5,000 at a time; `--one-by-one` loads every record through `index.ingest`). "
               "`update_ms` / `update_new_ms`: one finished task through `index.ingest` and committed, with a "
               "lineage already stored / a new one. Reads ask as the API does, with the DAG ids the user may "
-              "read (here all of them)."), "",
+              "read (here all of them). `tag_map_ms` (no target in the issue): the whole estate's column-tag "
+              "map with `pii` declared on a column of every landing table, which the scheduler computes in a "
+              "background thread after each DAG run and publishes for the workers (docs/guard.md)."), "",
              "| " + " | ".join(cols) + " | stored rows (task_run / edge_set / edge / dataset / field) |",
              "|" + "---|" * (len(cols) + 1)]
     for r in results:
@@ -503,14 +528,14 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
             if r[k] > v]
     lines += over or ["- none"]
     lines += ["", "Growth with size (ratio of the medians between two sizes):"]
-    keys = ("update_ms", "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms")
+    keys = ("update_ms", "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms", "tag_map_ms")
     for db in sorted({r["db"] for r in results}):
         rs = [r for r in results if r["db"] == db]
         pairs = list(itertools.pairwise(rs)) + ([(rs[0], rs[-1])] if len(rs) > 2 else [])
         for a, b in pairs:
             lines.append(f"- {db} {a['size']} -> {b['size']} ({b['records'] / a['records']:.0f}x the records): "
                          + ", ".join(f"{k} x{b[k] / a[k]:.1f}" for k in keys))
-    lines += [""] + page_section(pages or [], skip, after)
+    lines += [""] + _kept_notes(path) + page_section(pages or [], skip, after)
     path.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

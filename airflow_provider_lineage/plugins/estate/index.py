@@ -205,44 +205,37 @@ def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) 
     new = [{"dataset_id": d, "name": n, "type": t} for (d, n), t in fields.items() if (d, n) not in known]
     if new:
         _add_column_names(session, {r["name"] for r in new})
-        from sqlalchemy.exc import IntegrityError
-
-        try:
-            with session.begin_nested():
-                session.execute(s.field.insert(), new)
-        except IntegrityError:  # a concurrent writer: one at a time
-            for row in new:
-                try:
-                    with session.begin_nested():
-                        session.execute(s.field.insert().values(**row))
-                except IntegrityError:
-                    pass
+        _insert_new(session, s.field, new)
     for (d, n), t in fields.items():
         if t and (d, n) in known and known[(d, n)] != t:
             session.execute(update(s.field).where(s.field.c.dataset_id == d, s.field.c.name == n).values(type=t))
 
 
-def _add_column_names(session: Session, names: set[str]) -> None:
-    """Record column names the search has not seen yet (``apl_estate_column_name``)."""
+def _insert_new(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert rows read as missing; when a concurrent writer added some meanwhile, one at a time, skipping those."""
     from sqlalchemy.exc import IntegrityError
 
+    try:
+        with session.begin_nested():
+            session.execute(table.insert(), rows)
+    except IntegrityError:
+        for row in rows:
+            try:
+                with session.begin_nested():
+                    session.execute(table.insert().values(**row))
+            except IntegrityError:
+                pass
+
+
+def _add_column_names(session: Session, names: set[str]) -> None:
+    """Record column names the search has not seen yet (``apl_estate_column_name``)."""
     ordered = sorted(names)
     for i in range(0, len(ordered), 500):
         part = ordered[i:i + 500]
         have = set(session.execute(select(s.column_name.c.name).where(s.column_name.c.name.in_(part))).scalars())
         rows = [{"name": n} for n in part if n not in have]
-        if not rows:
-            continue
-        try:
-            with session.begin_nested():
-                session.execute(s.column_name.insert(), rows)
-        except IntegrityError:  # a concurrent writer: one at a time
-            for row in rows:
-                try:
-                    with session.begin_nested():
-                        session.execute(s.column_name.insert().values(**row))
-                except IntegrityError:
-                    pass
+        if rows:
+            _insert_new(session, s.column_name, rows)
 
 
 def delete_runs(session: Session, run_refs: Sequence[int]) -> int:

@@ -68,21 +68,22 @@ def _run(deployment: Any) -> tuple[str, str]:
     return run_id, f"/api/dags/lineage_etl/runs/{quote(run_id, safe='')}"
 
 
-def _open_tab(browser: Any, deployment: Any, run_id: str) -> None:
-    """Airflow's DAG run page, "Column lineage" tab; then into the tab's iframe."""
+def _open_tab(browser: Any, deployment: Any, run_id: str, *, dag_id: str = "lineage_etl", badges: bool = True) -> None:
+    """Airflow's DAG run page, "Column lineage" tab; then into the tab's iframe (and, with ``badges``, until
+    the Sieve badges are drawn)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.switch_to.default_content()
-    browser.get(f"{deployment.api_url}/dags/lineage_etl/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
+    browser.get(f"{deployment.api_url}/dags/{dag_id}/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
     frame = WebDriverWait(browser, 60).until(
         ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
     browser.switch_to.frame(frame)
     assert wait_state(browser, timeout=60) == "ready"
-    # the Sieve badges arrive after the graph (and widen their boxes): wait for them before clicking
-    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!window.columnLineage.badgesDone"))
-    wait_state(browser, ("ready",))
+    if badges:  # the Sieve badges arrive after the graph (and widen their boxes): wait for them before clicking
+        WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!window.columnLineage.badgesDone"))
+        wait_state(browser, ("ready",))
 
 
 def test_tab_shows_the_api_graph_and_highlights_a_column_path(signed_in: Any, deployment: Any) -> None:
@@ -240,8 +241,6 @@ def test_guard_malformed_tags_variable_is_a_notice_in_the_log_and_on_the_page(
     """Bad input (docs/guard.md "Bad input"): the run with the malformed Variable succeeded (the write is
     done, see the fixture); the task log and the run's Column lineage tab name the problem and the fix."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     run_id = guard_runs[0]
     want = "Variable 'lineage_column_tags' is not valid JSON"
@@ -253,12 +252,7 @@ def test_guard_malformed_tags_variable_is_a_notice_in_the_log_and_on_the_page(
                        params={"full_content": "true"}, headers={"Accept": "application/json"})
     assert r.status_code == 200 and want in r.text and "expected e.g." in r.text
     browser = signed_in
-    browser.switch_to.default_content()
-    browser.get(f"{deployment.api_url}/dags/lineage_guard/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
-    frame = WebDriverWait(browser, 60).until(
-        ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
-    browser.switch_to.frame(frame)
-    assert wait_state(browser, timeout=60) == "ready"
+    _open_tab(browser, deployment, run_id, dag_id="lineage_guard", badges=False)
     notices = [n.text for n in browser.find_elements(By.CSS_SELECTOR, "#notices .notice.error")]
     assert any(n.startswith("Task mart: lineage guard: " + want) and "expected e.g." in n for n in notices), notices
     assert browser.find_elements(By.CSS_SELECTOR, "#graph .column-edge")  # the lineage itself is all there
@@ -269,21 +263,12 @@ def test_guard_malformed_tags_variable_is_a_notice_in_the_log_and_on_the_page(
 def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, deployment: Any,
                                                                guard_runs: list[str]) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     browser = signed_in
     run_id = guard_runs[-1]
     graph = _api(deployment, f"/api/dags/lineage_guard/runs/{quote(run_id, safe='')}/graph")
     assert graph["changed"] is True
-    browser.switch_to.default_content()
-    browser.get(f"{deployment.api_url}/dags/lineage_guard/runs/{quote(run_id, safe='')}/plugin/column-lineage-run")
-    frame = WebDriverWait(browser, 60).until(
-        ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='column-lineage']")))
-    browser.switch_to.frame(frame)
-    assert wait_state(browser, timeout=60) == "ready"
-    WebDriverWait(browser, 60).until(lambda d: d.execute_script("return !!window.columnLineage.badgesDone"))
-    wait_state(browser, ("ready",))
+    _open_tab(browser, deployment, run_id, dag_id="lineage_guard")
 
     badge = browser.find_element(By.ID, "changed-badge")
     assert badge.text == "changed"

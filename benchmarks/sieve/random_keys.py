@@ -662,13 +662,13 @@ def spark_only(args: argparse.Namespace) -> list[dict[str, Any]]:
                                    "sieve_bytes_per_pair": {}}
             t0 = time.perf_counter()
             plain_bytes = spark_copy(spark, root, base / "spark-plain", None, per_file)
-            res["copy_s"] = {"plain": time.perf_counter() - t0}
+            res["copy_s"] = {"no bloom filters": time.perf_counter() - t0}
             blooms = {}
             for fpp in ("0.01", "0.001"):
                 p = base / f"spark-bloom-{fpp}"
                 t0 = time.perf_counter()
                 nbytes = spark_copy(spark, root, p, float(fpp), per_file)
-                res["copy_s"][fpp] = time.perf_counter() - t0
+                res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
                 blooms[fpp] = p
                 res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / 2 / pairs
             print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
@@ -702,6 +702,59 @@ def spark_rows(results: list[dict[str, Any]]) -> list[str]:
                          f"{c['files_opened']:.1f} | {c['row_groups_read']:.1f} | {fmt_bytes(c['bytes_read'])} | "
                          f"{fmt_bytes(c['spark_input_bytes'])} |")
     return lines
+
+
+def write_spark_report(path: Path, args: argparse.Namespace, results: list[dict[str, Any]], load: tuple[str, str],
+                       wall: float) -> None:
+    """RANDOM_KEYS_SPARK.md: the Spark comparison at every size of one run, and its growth."""
+    results = sorted(results, key=lambda r: r["per_file"])
+    lines = ["# Random keys through Spark: Sieve pruning vs Parquet bloom filters vs a full scan (issue 30)", "",
+             (f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+              f"{os.cpu_count()} CPUs, Spark `{args.master}`; `uptime` at the start: {load[0]}; at the end: "
+              f"{load[1]}; wall {wall:.0f} s. Every size ran in this one run, so the growth compares like with "
+              "like. Timed under `flock /work/wt/bench.lock` (no other benchmark at the same time), but the "
+              "machine is shared: wall times follow its load."), "",
+             (f"Layout (as in `RANDOM_KEYS.md`): {args.files} Parquet files, K distinct keys per file, every key in "
+              "1-3 random files; columns `u` (UUID strings) and `k` (random int64). Spark rewrites the rows "
+              "three times, one output file per input file: without bloom filters, and with "
+              "`parquet.bloom.filter.enabled#col` (both columns, `expected.ndv` = K) at fpp 0.01 and 0.001. "
+              f"`WHERE col = X` on {args.spark_queries} present keys per column and method (medians): full scan "
+              "(filter push-down off), bloom-filter push-down, and `sieve.read` (Sieve pruning, index built "
+              "with the defaults: `structure=\"auto\"`, fpp 0.005) on the table without bloom filters."), "",
+             ("Extra bytes/pair: bloom filters, the table's size minus the same rows written without them, per "
+              "(key, file) pair and column; Sieve, the index's bytes per pair. Files opened: bloom filters and a "
+              "full scan open every file's footer; Sieve opens its candidates. Row groups read: rows the scan "
+              "read ÷ rows per file (one row group per file). Bytes read: what the reader must fetch, from the "
+              "files' metadata (the footers of the files it opens, the bloom filters or the index header and "
+              "one page, the column chunks of the row groups it reads); Spark's stage input bytes beside it."), "",
+             ("| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
+              "| Spark input bytes |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += spark_rows(results)
+    lines += ["", "Spark's write of the 200 files (seconds, all columns): "
+              + "; ".join(f"K = {r['per_file']:,}: " + ", ".join(f"{name} {s:.1f}" for name, s in r["copy_s"].items())
+                          for r in results if "copy_s" in r) + ".", ""]
+    if len(results) > 1:
+        a, b = results[0], results[-1]
+        grow = b["pairs"] / a["pairs"]
+        lines += ["## Growth", "", (f"From K = {a['per_file']:,} to {b['per_file']:,} per file ({grow:.0f}× the "
+                  "(key, file) pairs); per column and method, wall time and bytes read:"), "",
+                  "| column | method | " + " | ".join(f"wall s K={r['per_file']:,}" for r in results) + " | "
+                  + " | ".join(f"bytes read K={r['per_file']:,}" for r in results) + " | extra bytes/pair |",
+                  "|---|---|" + "---|" * (2 * len(results) + 1)]
+        for c in a["spark"]:
+            cells = [next(x for x in r["spark"] if x["column"] == c["column"] and x["method"] == c["method"])
+                     for r in results]
+            extras = []
+            for r in results:
+                e = r["bloom_bytes_per_pair"].get(c["method"], r["sieve_bytes_per_pair"].get(c["column"])
+                                                  if c["method"] == "Sieve" else None)
+                extras.append("" if e is None else f"{e:.2f}")
+            lines.append(f"| {c['column']} | {c['method']} | " + " | ".join(f"{x['wall_s']:.2f}" for x in cells)
+                         + " | " + " | ".join(fmt_bytes(x["bytes_read"]) for x in cells) + " | "
+                         + (" → ".join(extras) if any(extras) else "") + " |")
+    lines += ["", f"False negatives: {len(FAILED)}.", ""]
+    path.write_text("\n".join(lines))
 
 
 def uptime() -> str:
@@ -743,15 +796,18 @@ def main() -> int:
     ap.add_argument("--tpch-report", default=str(HERE / "RANDOM_KEYS_TPCH.md"))
     ap.add_argument("--spark-only", action="store_true",
                     help="only the Spark comparison at --spark-sizes (results to --spark-json, rows printed)")
+    ap.add_argument("--spark-report", default=str(HERE / "RANDOM_KEYS_SPARK.md"))
     ap.add_argument("--spark-json", default=str(HERE / "out" / "random_keys_spark.json"))
     args = ap.parse_args()
     if args.tpch is not None:
         return run_tpch(args)
     if args.spark_only:
         args.spark_sizes = args.spark_sizes or args.sizes
+        start, t0 = uptime(), time.perf_counter()
         results = spark_only(args)
         print("\n".join(spark_rows(results)))
-        print(f"wrote {args.spark_json}; false negatives: {len(FAILED)}")
+        write_spark_report(Path(args.spark_report), args, results, (start, uptime()), time.perf_counter() - t0)
+        print(f"wrote {args.spark_report} and {args.spark_json}; false negatives: {len(FAILED)}")
         return 1 if FAILED else 0
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     t_start = time.perf_counter()

@@ -236,7 +236,8 @@ def spark_session(master: str) -> Any:
             .config("spark.driver.memory", "2g").getOrCreate())
 
 
-def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int) -> int:
+def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int,
+               columns: tuple[str, ...] = ("u", "k")) -> int:
     """Rewrite each file of ``src`` as one file of ``dst`` (same rows), with bloom filters or not."""
     shutil.rmtree(dst, ignore_errors=True)
     big = str(1 << 40)
@@ -244,7 +245,7 @@ def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int) 
     spark.conf.set("spark.sql.files.openCostInBytes", big)  # one input file per task: one output file each
     w = spark.read.parquet(str(src)).write.mode("overwrite")
     if bloom is not None:
-        for col in ("u", "k"):
+        for col in columns:
             w = (w.option(f"parquet.bloom.filter.enabled#{col}", "true")
                  .option(f"parquet.bloom.filter.expected.ndv#{col}", str(ndv))
                  .option(f"parquet.bloom.filter.fpp#{col}", str(bloom)))
@@ -443,11 +444,11 @@ def read_plain(path: Path) -> pa.Table:
 def write_shuffled(root: Path, table: pa.Table, n_files: int, rng: np.random.Generator,
                    tag: dict[str, Any]) -> list[np.ndarray]:
     """The table's rows in a random order, cut into ``n_files`` files of equal size (one row group
-    each); per file, the row numbers (in ``table``) it holds. Reused when ``meta.json`` matches ``tag``
+    each); per file, the row numbers (in ``table``) it holds. Reused when ``_meta.json`` matches ``tag``
     (the permutation is drawn either way, so the row numbers agree)."""
     perm = rng.permutation(table.num_rows)
     files = np.array_split(perm, n_files)
-    meta = root / "meta.json"
+    meta = root / "_meta.json"  # "_": Spark and Sieve skip it
     if meta.exists() and json.loads(meta.read_text()) == tag:
         return files
     shutil.rmtree(root, ignore_errors=True)
@@ -503,7 +504,7 @@ def tpch_cases(args: argparse.Namespace) -> dict[str, Any]:
     src = tpch_source(data, scale)
     out: dict[str, Any] = {"scale": scale, "files": n_files, "cases": [], "sync": []}
     wanted = set(args.tpch_cases.split(","))
-    if "orders" in wanted:
+    if wanted & {"orders", "orders-spark"}:
         rng = np.random.default_rng([SEED, 1, n_files, int(scale * 1000)])
         t0 = time.perf_counter()
         orders = read_plain(src / "orders.parquet")
@@ -515,8 +516,11 @@ def tpch_cases(args: argparse.Namespace) -> dict[str, Any]:
         out["orders_bytes"] = sum(p.stat().st_size for p in root.glob("*.parquet"))
         print(f"[data] orders SF{scale:g}: {orders.num_rows:,} rows in {n_files} files "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
-        if not args.data_only:
+        if not args.data_only and "orders" in wanted:
             orders_cases(args, out, root, orders, files, u, rng)
+        if not args.data_only and "orders-spark" in wanted:
+            vals = {"o_orderkey": orders.column("o_orderkey").to_numpy(), "o_uuid": u}
+            out["spark"] = [orders_spark(args, root, files, vals, rng)]
         del orders, u
     if "phone" in wanted:
         rng = np.random.default_rng([SEED, 2, n_files, int(scale * 1000)])
@@ -554,6 +558,41 @@ def orders_cases(args: argparse.Namespace, out: dict[str, Any], root: Path, orde
         c = sync_case(root, col, len(files[0]), args.files, rng, append=append)
         print(json.dumps(c), flush=True)
         out["sync"].append(c)
+
+
+def orders_spark(args: argparse.Namespace, root: Path, files: list[np.ndarray], vals: dict[str, np.ndarray],
+                 rng: np.random.Generator) -> dict[str, Any]:
+    """The Spark comparison (as :func:`spark_only`) on the shuffled orders: Spark's copies without and
+    with bloom filters on ``o_orderkey`` and ``o_uuid`` (``expected.ndv`` = rows per file)."""
+    base = root.parent / f"{root.name}-spark"
+    per_file = len(files[0])
+    pairs = sum(len(x) for x in files)
+    cols = tuple(vals)
+    res: dict[str, Any] = {"per_file": per_file, "pairs": pairs, "bloom_bytes_per_pair": {}, "spark": [],
+                           "sieve_bytes_per_pair": {}, "copy_s": {}}
+    spark = spark_session(args.master)
+    try:
+        t0 = time.perf_counter()
+        plain_bytes = spark_copy(spark, root, base / "plain", None, per_file, cols)
+        res["copy_s"]["no bloom filters"] = time.perf_counter() - t0
+        blooms = {}
+        for fpp in ("0.01", "0.001"):
+            p = base / f"bloom-{fpp}"
+            t0 = time.perf_counter()
+            nbytes = spark_copy(spark, root, p, float(fpp), per_file, cols)
+            res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
+            blooms[fpp] = p
+            res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / len(cols) / pairs
+        print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
+        for col in cols:
+            filt = {m: b * pairs / len(files) for m, b in res["bloom_bytes_per_pair"].items()}
+            for c in spark_case(spark, base / "plain", blooms, col, vals[col], files, args.spark_queries, rng, filt):
+                print(json.dumps(c), flush=True)
+                res["spark"].append(c)
+            res["sieve_bytes_per_pair"][col] = S.open_index(str(base / "plain"), col).stats().index_bytes / pairs
+    finally:
+        spark.stop()
+    return res
 
 
 def forced_hashed_case(root: Path, files: list[np.ndarray], phones: np.ndarray, queries: int,
@@ -616,6 +655,16 @@ def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any],
         for c in res["sync"]:
             lines.append(f"| {c['column']} | {c['files_added']} | {c['sync_s']:.3f} | {c['compact_s']:.3f} | "
                          f"{c['build_s']:.2f} | {c['sync_vs_build']:.1%} |")
+    if res.get("spark"):
+        r = res["spark"][0]
+        lines += ["", "## Through Spark: `WHERE col = X` on present keys (medians)", "",
+                  (f"As in `RANDOM_KEYS_SPARK.md`: Spark rewrites the {res['files']} files without bloom filters and "
+                   f"with them on both key columns (`expected.ndv` = {r['per_file']:,}, the rows per file) at fpp "
+                   f"0.01 and 0.001; {args.spark_queries} present keys per column and method, Spark `{args.master}`. "
+                   "Spark's writes (s): " + ", ".join(f"{k} {v:.1f}" for k, v in r["copy_s"].items()) + "."), "",
+                  ("| rows/file | column | method | extra bytes/pair | wall s | files opened | row groups read "
+                   "| bytes read | Spark input bytes |"), "|---|---|---|---|---|---|---|---|---|"]
+        lines += spark_rows(res["spark"])
     lines += ["", "## Against the issue's targets", "", "| column | target | measured | |", "|---|---|---|---|"]
     sync = {c["column"]: c for c in res["sync"]}
     for c in res["cases"]:
@@ -791,7 +840,8 @@ def main() -> int:
     ap.add_argument("--tpch", default=None, metavar="SF",
                     help="instead of the layouts: TPC-H at this scale (orders: o_orderkey shuffled + o_uuid; "
                          "customer: c_phone) in --files shuffled files; writes --tpch-report")
-    ap.add_argument("--tpch-cases", default="orders,phone", help="with --tpch: orders, phone or both")
+    ap.add_argument("--tpch-cases", default="orders,phone",
+                    help="with --tpch, comma-separated: orders, phone, orders-spark (the Spark comparison on orders)")
     ap.add_argument("--data-only", action="store_true", help="with --tpch: write the shuffled files, measure nothing")
     ap.add_argument("--tpch-report", default=str(HERE / "RANDOM_KEYS_TPCH.md"))
     ap.add_argument("--spark-only", action="store_true",

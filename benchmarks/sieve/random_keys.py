@@ -31,6 +31,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import urllib.request
@@ -234,14 +235,20 @@ def spark_baseline(spark: Any, root: Path, column: str, build_s: float, runs: in
             "default_build_vs_spark_minmax": default / mm}
 
 
-def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Append 1 % new files (new random keys), sync, compare with the build time; then remove them."""
+def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.random.Generator,
+              append: Any = None) -> dict[str, Any]:
+    """Append 1 % new files (new random keys), sync, compare with the build time; then remove them.
+    ``append(j, n, rng)``: the rows of appended file ``j`` (default: the ``u``/``k``/``v`` layout's)."""
     n_new = max(1, n_files // 100)
     added = []
     for j in range(n_new):
         n = per_file
         ids = np.arange(10**9 + j * n, 10**9 + (j + 1) * n)
         p = root / f"append-{j:03d}.parquet"
+        if append is not None:
+            pq.write_table(append(j, n, rng), p)
+            added.append(p)
+            continue
         pq.write_table(pa.table({"u": pa.array(uuids(n, rng), pa.binary(36)).cast(pa.string()),
                                  "k": pa.array(rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)),
                                  "v": pa.array(ids)}), p)
@@ -273,7 +280,8 @@ def spark_session(master: str) -> Any:
             .config("spark.driver.memory", "2g").getOrCreate())
 
 
-def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int) -> int:
+def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int,
+               columns: tuple[str, ...] = ("u", "k")) -> int:
     """Rewrite each file of ``src`` as one file of ``dst`` (same rows), with bloom filters or not."""
     shutil.rmtree(dst, ignore_errors=True)
     big = str(1 << 40)
@@ -281,7 +289,7 @@ def spark_copy(spark: Any, src: Path, dst: Path, bloom: float | None, ndv: int) 
     spark.conf.set("spark.sql.files.openCostInBytes", big)  # one input file per task: one output file each
     w = spark.read.parquet(str(src)).write.mode("overwrite")
     if bloom is not None:
-        for col in ("u", "k"):
+        for col in columns:
             w = (w.option(f"parquet.bloom.filter.enabled#{col}", "true")
                  .option(f"parquet.bloom.filter.expected.ndv#{col}", str(ndv))
                  .option(f"parquet.bloom.filter.fpp#{col}", str(bloom)))
@@ -463,6 +471,421 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
     path.write_text("\n".join(lines))
 
 
+# ---- TPC-H (issue 30): orders with o_orderkey shuffled plus a UUID column; customer.c_phone -------
+TPCH_TARGETS = {"bytes_per_pair": 2.0, "point_ratio": 1.05, "in_ratio": 1.05, "absent_share": 0.01,
+                "lookup_ms_warm": 1.0, "build_vs_minmax": 1.2, "sync_vs_build": 0.05}
+PHONE_TARGET = 1.1  # c_phone-like codes: files read ÷ exact
+
+
+def tpch_source(data: Path, scale: float) -> Path:
+    """TPC-H ``orders`` and ``customer`` at ``scale`` from ``tpchgen-cli`` (generated once, cached)."""
+    from sieve_data import tpchgen_binary
+
+    out = data / f"tpch-sf{scale:g}-keys"
+    if not (out / "DONE").exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        cmd = [tpchgen_binary(), "parquet", "-s", f"{scale:g}", "--tables", "orders,customer",
+               "--output-dir", str(out), "--no-progress", "-q"]
+        print(f"[data] {' '.join(cmd)}", flush=True)
+        subprocess.run(cmd, check=True)
+        (out / "DONE").write_text("ok")
+    return out
+
+
+def read_plain(path: Path) -> pa.Table:
+    """A tpchgen-cli table with its ``string_view`` columns as plain strings (what Spark and the
+    hashing read)."""
+    t = pq.read_table(path)
+    return pa.table({n: c.cast(pa.string()) if pa.types.is_string_view(c.type) else c
+                     for n, c in zip(t.column_names, t.columns, strict=True)})
+
+
+def write_shuffled(root: Path, table: pa.Table, n_files: int, rng: np.random.Generator,
+                   tag: dict[str, Any]) -> list[np.ndarray]:
+    """The table's rows in a random order, cut into ``n_files`` files of equal size (one row group
+    each); per file, the row numbers (in ``table``) it holds. Reused when ``_meta.json`` matches ``tag``
+    (the permutation is drawn either way, so the row numbers agree)."""
+    perm = rng.permutation(table.num_rows)
+    files = np.array_split(perm, n_files)
+    meta = root / "_meta.json"  # "_": Spark and Sieve skip it
+    if meta.exists() and json.loads(meta.read_text()) == tag:
+        return files
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    for i, ids in enumerate(files):
+        pq.write_table(table.take(pa.array(ids)), root / f"part-{i:05d}.parquet", row_group_size=len(ids))
+    meta.write_text(json.dumps(tag))
+    return files
+
+
+def absent_ints(present: np.ndarray, n: int, rng: np.random.Generator) -> list[int]:
+    """``n`` integers inside the column's range that it does not hold (TPC-H order keys are sparse:
+    8 used in every 32)."""
+    lo, hi = int(present.min()), int(present.max())
+    cand = rng.integers(lo, hi, 4 * n)
+    cand = cand[~np.isin(cand, present)]
+    return [int(x) for x in np.unique(cand)[:n]]
+
+
+def absent_phones(present: np.ndarray, n: int, rng: np.random.Generator) -> list[str]:
+    """``n`` phone numbers in TPC-H's format (country code 10-34, then 3-3-4 random digits) that
+    the column does not hold."""
+    have = set(present.tolist())
+    out: list[str] = []
+    while len(out) < n:
+        c, a, b, d = (int(rng.integers(10, 35)), int(rng.integers(100, 1000)), int(rng.integers(100, 1000)),
+                      int(rng.integers(1000, 10000)))
+        p = f"{c}-{a}-{b}-{d}"
+        if p not in have:
+            out.append(p)
+    return out
+
+
+def orders_append(orders: pa.Table, rng: np.random.Generator) -> Any:
+    """Rows of an appended orders file: random existing orders with fresh order keys (above the
+    largest) and fresh UUIDs (``sync_case``'s ``append``)."""
+    top = int(pc.max(orders.column("o_orderkey")).as_py())
+
+    def make(j: int, n: int, r: np.random.Generator) -> pa.Table:
+        t = orders.take(pa.array(rng.integers(0, orders.num_rows, n)))
+        keys = np.arange(top + 1 + j * n, top + 1 + (j + 1) * n, dtype=np.int64)
+        t = t.set_column(t.column_names.index("o_orderkey"), "o_orderkey", pa.array(keys))
+        return t.set_column(t.column_names.index("o_uuid"), "o_uuid",
+                            pa.array(uuids(n, r), pa.binary(36)).cast(pa.string()))
+    return make
+
+
+def tpch_cases(args: argparse.Namespace) -> dict[str, Any]:
+    """SF ``--tpch`` orders (o_orderkey shuffled, o_uuid) and customer.c_phone in ``--files`` shuffled
+    files: ``sieve_case`` for each column, ``sync_case`` for the two orders columns."""
+    scale, n_files = float(args.tpch), args.files
+    data = Path(args.data)
+    src = tpch_source(data, scale)
+    out: dict[str, Any] = {"scale": scale, "files": n_files, "cases": [], "sync": []}
+    wanted = set(args.tpch_cases.split(","))
+    if wanted & {"orders", "orders-spark"}:
+        rng = np.random.default_rng([SEED, 1, n_files, int(scale * 1000)])
+        t0 = time.perf_counter()
+        orders = read_plain(src / "orders.parquet")
+        u = uuids(orders.num_rows, rng)
+        orders = orders.append_column("o_uuid", pa.array(u, pa.binary(36)).cast(pa.string()))
+        root = data / f"tpch-sf{scale:g}-orders-{n_files}"
+        files = write_shuffled(root, orders, n_files, rng, {"scale": scale, "files": n_files, "seed": SEED, "v": 1})
+        out["orders_rows"] = orders.num_rows
+        out["orders_bytes"] = sum(p.stat().st_size for p in root.glob("*.parquet"))
+        print(f"[data] orders SF{scale:g}: {orders.num_rows:,} rows in {n_files} files "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        if not args.data_only and "orders" in wanted:
+            orders_cases(args, out, root, orders, files, u, rng)
+        if not args.data_only and "orders-spark" in wanted:
+            vals = {"o_orderkey": orders.column("o_orderkey").to_numpy(), "o_uuid": u}
+            out["spark"] = [orders_spark(args, root, files, vals, rng)]
+        del orders, u
+    if "phone" in wanted:
+        rng = np.random.default_rng([SEED, 2, n_files, int(scale * 1000)])
+        customer = read_plain(src / "customer.parquet")
+        root = data / f"tpch-sf{scale:g}-customer-{n_files}"
+        files = write_shuffled(root, customer, n_files, rng, {"scale": scale, "files": n_files, "seed": SEED, "v": 1})
+        if args.data_only:
+            return out
+        phones = customer.column("c_phone").to_numpy(zero_copy_only=False)
+        out["phone_rows"] = customer.num_rows
+        out["phone_distinct"] = len(pc.unique(customer.column("c_phone")))
+        del customer
+        for structure in ("auto", "hashed"):
+            c = sieve_case(root, "c_phone", files, phones, absent_phones(phones, 4000, rng), args.queries, rng) \
+                if structure == "auto" else forced_hashed_case(root, files, phones, args.queries, rng)
+            c["table"], c["asked"] = "customer", structure
+            print(json.dumps(c), flush=True)
+            out["cases"].append(c)
+            if c["structure"] == "hashed":
+                break  # auto picked the hashed structure: forcing it would build the same index
+    return out
+
+
+def orders_cases(args: argparse.Namespace, out: dict[str, Any], root: Path, orders: pa.Table,
+                 files: list[np.ndarray], u: np.ndarray, rng: np.random.Generator) -> None:
+    keys = orders.column("o_orderkey").to_numpy()
+    for col, vals, absent in (("o_orderkey", keys, absent_ints(keys, 4000, rng)),
+                              ("o_uuid", u, [str(uuid.uuid4()) for _ in range(4000)])):
+        c = sieve_case(root, col, files, vals, absent, args.queries, rng)
+        c["table"] = "orders"
+        print(json.dumps(c), flush=True)
+        out["cases"].append(c)
+    append = orders_append(orders, rng)
+    for col in ("o_orderkey", "o_uuid"):
+        c = sync_case(root, col, len(files[0]), args.files, rng, append=append)
+        print(json.dumps(c), flush=True)
+        out["sync"].append(c)
+
+
+def orders_spark(args: argparse.Namespace, root: Path, files: list[np.ndarray], vals: dict[str, np.ndarray],
+                 rng: np.random.Generator) -> dict[str, Any]:
+    """The Spark comparison (as :func:`spark_only`) on the shuffled orders: Spark's copies without and
+    with bloom filters on ``o_orderkey`` and ``o_uuid`` (``expected.ndv`` = rows per file)."""
+    base = root.parent / f"{root.name}-spark"
+    per_file = len(files[0])
+    pairs = sum(len(x) for x in files)
+    cols = tuple(vals)
+    res: dict[str, Any] = {"per_file": per_file, "pairs": pairs, "bloom_bytes_per_pair": {}, "spark": [],
+                           "sieve_bytes_per_pair": {}, "copy_s": {}}
+    spark = spark_session(args.master)
+    try:
+        t0 = time.perf_counter()
+        plain_bytes = spark_copy(spark, root, base / "plain", None, per_file, cols)
+        res["copy_s"]["no bloom filters"] = time.perf_counter() - t0
+        blooms = {}
+        for fpp in ("0.01", "0.001"):
+            p = base / f"bloom-{fpp}"
+            t0 = time.perf_counter()
+            nbytes = spark_copy(spark, root, p, float(fpp), per_file, cols)
+            res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
+            blooms[fpp] = p
+            res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / len(cols) / pairs
+        print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
+        for col in cols:
+            filt = {m: b * pairs / len(files) for m, b in res["bloom_bytes_per_pair"].items()}
+            for c in spark_case(spark, base / "plain", blooms, col, vals[col], files, args.spark_queries, rng, filt):
+                print(json.dumps(c), flush=True)
+                res["spark"].append(c)
+            res["sieve_bytes_per_pair"][col] = S.open_index(str(base / "plain"), col).stats().index_bytes / pairs
+    finally:
+        spark.stop()
+    return res
+
+
+def forced_hashed_case(root: Path, files: list[np.ndarray], phones: np.ndarray, queries: int,
+                       rng: np.random.Generator) -> dict[str, Any]:
+    """``sieve_case`` with the index built as ``structure="hashed"`` (when auto picked segments)."""
+    build = S.build
+    S.build = functools.partial(build, structure="hashed")
+    try:
+        return sieve_case(root, "c_phone", files, phones, absent_phones(phones, 4000, rng), queries, rng)
+    finally:
+        S.build = build
+
+
+def _mark(value: float, target: float) -> str:
+    return "met" if value <= target else "**not met**"
+
+
+def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any], load: tuple[str, str],
+                      wall: float) -> None:
+    scale = res["scale"]
+    lines = [f"# Random keys on TPC-H SF{scale:g}: `o_orderkey` shuffled, a UUID column, `c_phone` (issue 30)", "",
+             (f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+              f"{os.cpu_count()} CPUs; `uptime` at the start: {load[0]}; at the end: {load[1]}; wall {wall:.0f} s. "
+              "Timed under `flock /work/wt/bench.lock` (no other benchmark at the same time), but the machine "
+              "is shared: timings follow its load, ratios less so."), "",
+             (f"Data: `tpchgen-cli parquet -s {scale:g} --tables orders,customer`, string columns as plain "
+              f"strings; each table's rows in a random order cut into {res['files']} Parquet files of equal "
+              "size (one row group each), so no file's min/max prunes anything. `orders` gets a column "
+              "`o_uuid` (a random UUID string per row). Every key is in one file (`o_orderkey` and "
+              "`o_uuid` are unique). Sieve: pyarrow build with the defaults (`structure=\"auto\"`, fpp 0.005), "
+              "the benchmark's `sieve_case` and `sync_case` (see `RANDOM_KEYS.md` for what they measure). "
+              "Absent keys: order keys inside the column's range that TPC-H leaves unused (8 in every 32 are "
+              "used), random UUIDs, phone numbers of TPC-H's format that no customer has."), ""]
+    if "orders_rows" in res:
+        lines.append(f"`orders`: {res['orders_rows']:,} rows, {fmt_bytes(res['orders_bytes'])} of Parquet.")
+    if "phone_rows" in res:
+        lines.append(f"`customer`: {res['phone_rows']:,} rows, {res['phone_distinct']:,} distinct `c_phone` values.")
+    lines += ["", "## Sieve", "",
+              ("| table | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
+               "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
+               "| build ÷ min/max | footer pass s | build ÷ footers |"),
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in res["cases"]:
+        name = c["column"] + (" (forced hashed)" if c.get("asked") == "hashed" else "")
+        lines.append(f"| {c['table']} | {name} | {c['structure']} | {c['pairs']:,} | {fmt_bytes(c['index_bytes'])} | "
+                     f"{c['bytes_per_pair']:.2f} | {c['point_ratio']:.3f} ({c['point_ratio_max']:.2f}) | "
+                     f"{c['in_ratio']:.3f} | {c['absent_share']:.2%} | {c['lookup_ms_first']:.2f} / "
+                     f"{c['lookup_ms_warm']:.2f} | {c['open_and_lookup_ms']:.1f} | {c['build_s']:.2f} | "
+                     f"{c['minmax_s']:.2f} | {c['build_vs_minmax']:.2f} | {c['footers_s']:.3f} | "
+                     f"{c['build_vs_footers']:.1f} |")
+    extra = sorted({k for c in res["cases"] for k in c if k.endswith("_s") and k not in
+                    ("build_s", "minmax_s", "footers_s")})
+    if extra:  # further baselines sieve_case measures (e.g. a Spark min/max pass)
+        lines += ["", "Further baselines measured by `sieve_case`:", ""]
+        for c in res["cases"]:
+            lines.append(f"* `{c['column']}`: " + ", ".join(f"{k} {c[k]:.2f}" for k in extra))
+    if res["sync"]:
+        lines += ["", "## Sync of a 1 % append (2 new files of random existing orders with fresh keys and UUIDs)", "",
+                  "| column | files added | sync s | compact s | build s | sync ÷ build |", "|---|---|---|---|---|---|"]
+        for c in res["sync"]:
+            lines.append(f"| {c['column']} | {c['files_added']} | {c['sync_s']:.3f} | {c['compact_s']:.3f} | "
+                         f"{c['build_s']:.2f} | {c['sync_vs_build']:.1%} |")
+    if res.get("spark"):
+        r = res["spark"][0]
+        lines += ["", "## Through Spark: `WHERE col = X` on present keys (medians)", "",
+                  (f"As in `RANDOM_KEYS_SPARK.md`: Spark rewrites the {res['files']} files without bloom filters and "
+                   f"with them on both key columns (`expected.ndv` = {r['per_file']:,}, the rows per file) at fpp "
+                   f"0.01 and 0.001; {args.spark_queries} present keys per column and method, Spark `{args.master}`. "
+                   "Spark's writes (s): " + ", ".join(f"{k} {v:.1f}" for k, v in r["copy_s"].items()) + "."), "",
+                  ("| rows/file | column | method | extra bytes/pair | wall s | files opened | row groups read "
+                   "| bytes read | Spark input bytes |"), "|---|---|---|---|---|---|---|---|---|"]
+        lines += spark_rows(res["spark"])
+    lines += ["", "## Against the issue's targets", "", "| column | target | measured | |", "|---|---|---|---|"]
+    sync = {c["column"]: c for c in res["sync"]}
+    for c in res["cases"]:
+        if c["table"] == "orders":
+            rows = [("B/pair ≤ 2", c["bytes_per_pair"], 2.0, "{:.2f}"),
+                    ("point ÷ exact ≤ 1.05", c["point_ratio"], 1.05, "{:.3f}"),
+                    ("IN(10) ÷ exact ≤ 1.05", c["in_ratio"], 1.05, "{:.3f}"),
+                    ("absent keys reading a file ≤ 1 %", c["absent_share"], 0.01, "{:.2%}"),
+                    ("lookup warm ≤ 1 ms", c["lookup_ms_warm"], 1.0, "{:.2f} ms"),
+                    ("build ≤ 1.2× min/max pass (column read)", c["build_vs_minmax"], 1.2, "{:.1f}×")]
+            if c["column"] in sync:
+                rows.append(("sync of 1 % ≤ 5 % of build", sync[c["column"]]["sync_vs_build"], 0.05, "{:.1%}"))
+        else:
+            rows = [("c_phone point ÷ exact ≤ 1.1", c["point_ratio"], PHONE_TARGET, "{:.3f}"),
+                    ("c_phone IN(10) ÷ exact ≤ 1.1", c["in_ratio"], PHONE_TARGET, "{:.3f}"),
+                    ("B/pair ≤ 2", c["bytes_per_pair"], 2.0, "{:.2f}")]
+        for name, v, t, f in rows:
+            lines.append(f"| {c['column']}{' (hashed)' if c.get('asked') == 'hashed' else ''} | {name} | "
+                         f"{f.format(v)} | {_mark(v, t)} |")
+    lines += ["", f"False negatives: {len(FAILED)} (every point and IN answer held the exact files).", ""]
+    path.write_text("\n".join(lines))
+
+
+# ---- Spark only (the bloom-filter comparison at given sizes, without the no-Spark cases) ----------
+def spark_only(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The Spark part of :func:`main` for ``--spark-sizes`` alone: the layout, three Spark-written
+    copies and ``spark_case`` on both columns; Sieve's bytes per pair from the index it builds."""
+    rng = np.random.default_rng([SEED, 3])
+    data = Path(args.data)
+    spark = spark_session(args.master)
+    results = []
+    try:
+        for per_file in (int(s) for s in args.spark_sizes.split(",")):
+            print(f"== Spark: {args.files} files x {per_file:,} keys", flush=True)
+            files = layout(args.files, per_file, rng)
+            n_keys = args.files * per_file // 2
+            u = uuids(n_keys, rng)
+            k = rng.integers(-(2**63), 2**63 - 1, n_keys, dtype=np.int64)
+            base = data / f"k{per_file}"
+            root = base / "plain"
+            write_plain(root, files, u, k)
+            pairs = sum(len(x) for x in files)
+            res: dict[str, Any] = {"per_file": per_file, "pairs": pairs, "bloom_bytes_per_pair": {}, "spark": [],
+                                   "sieve_bytes_per_pair": {}}
+            t0 = time.perf_counter()
+            plain_bytes = spark_copy(spark, root, base / "spark-plain", None, per_file)
+            res["copy_s"] = {"no bloom filters": time.perf_counter() - t0}
+            blooms = {}
+            for fpp in ("0.01", "0.001"):
+                p = base / f"spark-bloom-{fpp}"
+                t0 = time.perf_counter()
+                nbytes = spark_copy(spark, root, p, float(fpp), per_file)
+                res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
+                blooms[fpp] = p
+                res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / 2 / pairs
+            print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
+            vals = {"u": u, "k": k}
+            for col in ("u", "k"):
+                filt = {m: b * pairs / args.files for m, b in res["bloom_bytes_per_pair"].items()}
+                for c in spark_case(spark, base / "spark-plain", blooms, col, vals[col], files,
+                                    args.spark_queries, rng, filt):
+                    print(json.dumps(c), flush=True)
+                    res["spark"].append(c)
+                st = S.open_index(str(base / "spark-plain"), col).stats()
+                res["sieve_bytes_per_pair"][col] = st.index_bytes / pairs
+            results.append(res)
+            out = Path(args.spark_json)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=1))
+    finally:
+        spark.stop()
+    return results
+
+
+def spark_rows(results: list[dict[str, Any]]) -> list[str]:
+    """The rows of RANDOM_KEYS.md's Spark table for these results."""
+    lines = []
+    for r in results:
+        for c in r["spark"]:
+            extra = r["bloom_bytes_per_pair"].get(c["method"], r["sieve_bytes_per_pair"].get(c["column"])
+                                                  if c["method"] == "Sieve" else None)
+            ex = "" if extra is None else f"{extra:.2f}"
+            lines.append(f"| {r['per_file']:,} | {c['column']} | {c['method']} | {ex} | {c['wall_s']:.2f} | "
+                         f"{c['files_opened']:.1f} | {c['row_groups_read']:.1f} | {fmt_bytes(c['bytes_read'])} | "
+                         f"{fmt_bytes(c['spark_input_bytes'])} |")
+    return lines
+
+
+def write_spark_report(path: Path, args: argparse.Namespace, results: list[dict[str, Any]], load: tuple[str, str],
+                       wall: float) -> None:
+    """RANDOM_KEYS_SPARK.md: the Spark comparison at every size of one run, and its growth."""
+    results = sorted(results, key=lambda r: r["per_file"])
+    lines = ["# Random keys through Spark: Sieve pruning vs Parquet bloom filters vs a full scan (issue 30)", "",
+             (f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+              f"{os.cpu_count()} CPUs, Spark `{args.master}`; `uptime` at the start: {load[0]}; at the end: "
+              f"{load[1]}; wall {wall:.0f} s. Every size ran in this one run, so the growth compares like with "
+              "like. Timed under `flock /work/wt/bench.lock` (no other benchmark at the same time), but the "
+              "machine is shared: wall times follow its load."), "",
+             (f"Layout (as in `RANDOM_KEYS.md`): {args.files} Parquet files, K distinct keys per file, every key in "
+              "1-3 random files; columns `u` (UUID strings) and `k` (random int64). Spark rewrites the rows "
+              "three times, one output file per input file: without bloom filters, and with "
+              "`parquet.bloom.filter.enabled#col` (both columns, `expected.ndv` = K) at fpp 0.01 and 0.001. "
+              f"`WHERE col = X` on {args.spark_queries} present keys per column and method (medians): full scan "
+              "(filter push-down off), bloom-filter push-down, and `sieve.read` (Sieve pruning, index built "
+              "with the defaults: `structure=\"auto\"`, fpp 0.005) on the table without bloom filters."), "",
+             ("Extra bytes/pair: bloom filters, the table's size minus the same rows written without them, per "
+              "(key, file) pair and column; Sieve, the index's bytes per pair. Files opened: bloom filters and a "
+              "full scan open every file's footer; Sieve opens its candidates. Row groups read: rows the scan "
+              "read ÷ rows per file (one row group per file). Bytes read: what the reader must fetch, from the "
+              "files' metadata (the footers of the files it opens, the bloom filters or the index header and "
+              "one page, the column chunks of the row groups it reads); Spark's stage input bytes beside it."), "",
+             ("| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
+              "| Spark input bytes |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += spark_rows(results)
+    lines += ["", "Spark's write of the 200 files (seconds, all columns): "
+              + "; ".join(f"K = {r['per_file']:,}: " + ", ".join(f"{name} {s:.1f}" for name, s in r["copy_s"].items())
+                          for r in results if "copy_s" in r) + ".", ""]
+    if len(results) > 1:
+        a, b = results[0], results[-1]
+        grow = b["pairs"] / a["pairs"]
+        lines += ["## Growth", "", (f"From K = {a['per_file']:,} to {b['per_file']:,} per file ({grow:.0f}× the "
+                  "(key, file) pairs); per column and method, wall time and bytes read:"), "",
+                  "| column | method | " + " | ".join(f"wall s K={r['per_file']:,}" for r in results) + " | "
+                  + " | ".join(f"bytes read K={r['per_file']:,}" for r in results) + " | extra bytes/pair |",
+                  "|---|---|" + "---|" * (2 * len(results) + 1)]
+        for c in a["spark"]:
+            cells = [next(x for x in r["spark"] if x["column"] == c["column"] and x["method"] == c["method"])
+                     for r in results]
+            extras = []
+            for r in results:
+                e = r["bloom_bytes_per_pair"].get(c["method"], r["sieve_bytes_per_pair"].get(c["column"])
+                                                  if c["method"] == "Sieve" else None)
+                extras.append("" if e is None else f"{e:.2f}")
+            lines.append(f"| {c['column']} | {c['method']} | " + " | ".join(f"{x['wall_s']:.2f}" for x in cells)
+                         + " | " + " | ".join(fmt_bytes(x["bytes_read"]) for x in cells) + " | "
+                         + (" → ".join(extras) if any(extras) else "") + " |")
+    lines += ["", f"False negatives: {len(FAILED)}.", ""]
+    path.write_text("\n".join(lines))
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], check=False, capture_output=True, text=True).stdout.strip()
+
+
+def run_tpch(args: argparse.Namespace) -> int:
+    start = uptime()
+    t0 = time.perf_counter()
+    res = tpch_cases(args)
+    if args.data_only:
+        return 0
+    write_tpch_report(Path(args.tpch_report), args, res, (start, uptime()), time.perf_counter() - t0)
+    out = Path(args.spark_json).parent / f"random_keys_tpch_sf{float(args.tpch):g}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
+    print(f"wrote {args.tpch_report} and {out}; false negatives: {len(FAILED)}")
+    for f in FAILED[:10]:
+        print("FALSE NEGATIVE:", f)
+    return 1 if FAILED else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="2000,10000,100000", help="distinct keys per file, comma-separated")
@@ -477,7 +900,28 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "random_keys"))
     ap.add_argument("--report", default=str(HERE / "RANDOM_KEYS.md"))
+    ap.add_argument("--tpch", default=None, metavar="SF",
+                    help="instead of the layouts: TPC-H at this scale (orders: o_orderkey shuffled + o_uuid; "
+                         "customer: c_phone) in --files shuffled files; writes --tpch-report")
+    ap.add_argument("--tpch-cases", default="orders,phone",
+                    help="with --tpch, comma-separated: orders, phone, orders-spark (the Spark comparison on orders)")
+    ap.add_argument("--data-only", action="store_true", help="with --tpch: write the shuffled files, measure nothing")
+    ap.add_argument("--tpch-report", default=str(HERE / "RANDOM_KEYS_TPCH.md"))
+    ap.add_argument("--spark-only", action="store_true",
+                    help="only the Spark comparison at --spark-sizes (results to --spark-json, rows printed)")
+    ap.add_argument("--spark-report", default=str(HERE / "RANDOM_KEYS_SPARK.md"))
+    ap.add_argument("--spark-json", default=str(HERE / "out" / "random_keys_spark.json"))
     args = ap.parse_args()
+    if args.tpch is not None:
+        return run_tpch(args)
+    if args.spark_only:
+        args.spark_sizes = args.spark_sizes or args.sizes
+        start, t0 = uptime(), time.perf_counter()
+        results = spark_only(args)
+        print("\n".join(spark_rows(results)))
+        write_spark_report(Path(args.spark_report), args, results, (start, uptime()), time.perf_counter() - t0)
+        print(f"wrote {args.spark_report} and {args.spark_json}; false negatives: {len(FAILED)}")
+        return 1 if FAILED else 0
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     t_start = time.perf_counter()
     rng = np.random.default_rng(SEED)

@@ -41,18 +41,45 @@ EXAMPLE_PIPELINE_MODULES = frozenset({
 _EXAMPLES_SCOPE = "example-pipelines"
 
 
+# The real Airflow deployment (tests/support/deployment.py: api-server, scheduler, dag-processor,
+# triggerer) takes ~30 s to start and a lineage_etl run to warm up, and two of them would fight over
+# 2 cores. Every module whose tests use the session fixture ``deployment`` carries
+# ``pytestmark = pytest.mark.xdist_group("deployment")`` and is listed here, and the scheduler below
+# makes one scope of each group: one worker runs every test of the group and starts the deployment
+# once, while the other modules keep their one-scope-per-file (and module-scoped fixtures).
+# The controller schedules by node ids alone (it collects nothing), so the groups are named by module
+# here; the autouse fixture ``_xdist_group_listed`` fails a test where this table and the marks
+# disagree, so a new module with the mark cannot silently start a second deployment on the other worker. (Suffixing node ids
+# with ``@group``, as xdist's own ``--dist loadgroup`` does, stopped working under pytest 9.2, whose
+# node ids no longer come from ``Node._nodeid``; ``--dist loadgroup`` would also spread the tests of
+# unmarked modules one by one over the workers and start their module fixtures twice.)
+DEPLOYMENT_GROUP = "deployment"
+XDIST_GROUP_MODULES = {
+    "tests/deployment/test_concurrency.py": DEPLOYMENT_GROUP,
+    "tests/deployment/test_deployment.py": DEPLOYMENT_GROUP,
+    "tests/plugins/test_estate_page.py": DEPLOYMENT_GROUP,
+    "tests/plugins/test_page.py": DEPLOYMENT_GROUP,
+}
+
+
+def _scope_of(nodeid: str) -> str | None:
+    """The scope a test is scheduled in, when it is not its own module's."""
+    module = nodeid.split("::", 1)[0]
+    if module in XDIST_GROUP_MODULES:
+        return XDIST_GROUP_MODULES[module]
+    return _EXAMPLES_SCOPE if module in EXAMPLE_PIPELINE_MODULES else None
+
+
 def _make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile``, with :data:`EXAMPLE_PIPELINE_MODULES` as one scope handed out first."""
+    """``--dist loadfile``, with :data:`XDIST_GROUP_MODULES` and :data:`EXAMPLE_PIPELINE_MODULES` as
+    scopes of their own, handed out first."""
     if config.getoption("dist", None) != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
     class ExamplesTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if "@" in nodeid:  # an xdist_group mark (see pytest_collection_modifyitems below)
-                return nodeid.rsplit("@", 1)[-1]
-            module = nodeid.split("::", 1)[0]
-            return _EXAMPLES_SCOPE if module in EXAMPLE_PIPELINE_MODULES else super()._split_scope(nodeid)
+            return _scope_of(nodeid) or super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
             for first in (DEPLOYMENT_GROUP, _EXAMPLES_SCOPE):  # the two longest scopes first, one per worker
@@ -67,29 +94,17 @@ if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows wi
     pytest_xdist_make_scheduler = _make_scheduler
 
 
-# The real Airflow deployment (tests/support/deployment.py: api-server, scheduler, dag-processor,
-# triggerer) takes ~30 s to start and a lineage_etl run to warm up, and two of them would fight over
-# 2 cores. Every test that uses the session fixture ``deployment`` carries
-# ``@pytest.mark.xdist_group("deployment")`` (tests/deployment/, the UI's browser tests in
-# tests/plugins/), wherever its module is. Under ``--dist loadfile`` xdist ignores that mark, so the
-# hook below does what xdist's own ``--dist loadgroup`` does -- suffix those tests' ids with
-# ``@<group>`` -- and the scheduler above makes one scope of each group: one worker runs every test
-# of the group and starts the deployment once, while the other modules keep their one-scope-per-file
-# (and module-scoped fixtures) as before. ``--dist loadgroup`` itself is not used: it would spread
-# the tests of unmarked modules one by one over the workers and start their module fixtures twice.
-DEPLOYMENT_GROUP = "deployment"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Only on xdist workers (they report the ids the controller schedules by; xdist sets their own
-    # ``dist`` option to "no"), and not under ``--dist loadgroup``, where xdist adds the suffix itself.
-    if not hasattr(config, "workerinput") or config.getoption("loadgroup", False):
-        return
-    for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        if mark is not None:
-            group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
-            item._nodeid = f"{item.nodeid}@{group}"  # what xdist's loadgroup does
+@pytest.fixture(autouse=True)
+def _xdist_group_listed(request: pytest.FixtureRequest) -> None:
+    """Fail a test whose ``xdist_group`` mark and :data:`XDIST_GROUP_MODULES` disagree (an error at
+    collection would reach the xdist controller as an internal error without this message)."""
+    module = request.node.nodeid.split("::", 1)[0]
+    mark = request.node.get_closest_marker("xdist_group")
+    group = None if mark is None else (mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    if group != XDIST_GROUP_MODULES.get(module):
+        pytest.fail(f"{module} is marked xdist_group({group!r}) but tests/conftest.py XDIST_GROUP_MODULES lists "
+                    f"{XDIST_GROUP_MODULES.get(module)!r}: list every module marked with pytest.mark.xdist_group "
+                    "there with its group (and nothing else), so that one worker runs the whole group", pytrace=False)
 
 
 @pytest.fixture(scope="session")

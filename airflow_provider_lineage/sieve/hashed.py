@@ -15,6 +15,7 @@ which merges all structures into one.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -183,6 +184,7 @@ def _key_array(values: list[Any]) -> np.ndarray:
         return np.asarray(values, dtype=object)
 
 
+SERIAL_READ_BYTES = 4 << 20  # files smaller than this in all (a small sync's): read in this thread, no pool to start
 BUCKET_BITS = 8  # pairs are grouped in up to 2**8 buckets by their hashes' top bits: small arrays, small sorts
 BUCKET_PAIRS = 1 << 17  # about the pairs of one bucket (fewer buckets for fewer pairs: less Python per pair)
 
@@ -218,9 +220,11 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}
     ctx = contextvars.copy_context()  # the caller's storage options hold in every thread
-    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(entries)))) as pool:
-        got = pool.map(lambda a: ctx.copy().run(_packed_file, a[1].path, column, kt, a[0], idx_bits),
-                       enumerate(entries))
+    threads = 1 if sum(f.size for f in entries) < SERIAL_READ_BYTES else max(1, min(READ_THREADS, len(entries)))
+    with ThreadPoolExecutor(max_workers=threads) if threads > 1 else contextlib.nullcontext() as pool:
+        read = (lambda a: ctx.copy().run(_packed_file, a[1].path, column, kt, a[0], idx_bits)) if pool else \
+            (lambda a: _packed_file(a[1].path, column, kt, a[0], idx_bits))
+        got = (pool.map if pool else map)(read, enumerate(entries))
         for fid, (packed, n_null, rows, lo, hi) in zip(ids, got):
             files[fid].num_rows = rows
             if n_null:

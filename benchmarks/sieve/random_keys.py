@@ -182,13 +182,57 @@ def sieve_case(root: Path, column: str, files: list[np.ndarray], values: np.ndar
         t = time.perf_counter()
         S.open_index(str(root), column).lookup(S.Eq(v), assume_fresh=True)
         cold.append(time.perf_counter() - t)
-    return {"column": column, "structure": stats.structure, "pairs": pairs, "keys": len(values),
+    out = {"column": column, "structure": stats.structure, "pairs": pairs, "keys": len(values),
             "index_bytes": stats.index_bytes, "bytes_per_pair": stats.index_bytes / pairs,
             "point_ratio": float(np.mean(ratios)), "point_ratio_max": float(np.max(ratios)),
             "in_ratio": float(np.mean(in_ratios)), "absent_share": absent_hits / len(absent),
             "lookup_ms_first": 1000 * statistics.median(warm), "lookup_ms_warm": 1000 * statistics.median(warm_again),
             "open_and_lookup_ms": 1000 * statistics.median(cold), "build_s": build_s, "minmax_s": mm,
             "build_vs_minmax": build_s / mm, "footers_s": footers, "build_vs_footers": build_s / footers}
+    if BASELINE_SPARK is not None:
+        out.update(spark_baseline(BASELINE_SPARK, root, column, build_s))
+    return out
+
+
+# ---- the build against the project's min/max pass (Spark), and the build a Spark user gets -------
+BASELINE_SPARK: Any = None  # --spark-minmax: the session of spark_baseline
+BASELINE_RUNS = 3
+
+
+def spark_baseline(spark: Any, root: Path, column: str, build_s: float, runs: int = BASELINE_RUNS) -> dict[str, Any]:
+    """The target's min/max pass as this project defines it (``sync_cost.minmax_scan``: a Spark
+    ``groupBy(input_file_name()).agg(min, max)``), and the build as ``sieve.build(spark, root, col)``
+    runs it with a session and the default ``engine="auto"`` (the CLI's default too: it starts a
+    session): medians of ``runs``, after untimed warm-ups on a copy of the smallest file."""
+    from sync_cost import minmax_scan
+
+    warm = root.parent / "warm"
+    shutil.rmtree(warm, ignore_errors=True)
+    warm.mkdir()
+    shutil.copy(min(root.glob("*.parquet"), key=lambda p: p.stat().st_size), warm / "part-0.parquet")
+    os.link(warm / "part-0.parquet", warm / "part-1.parquet")
+    minmax_scan(spark, warm, column)
+    S.build(spark, str(warm), column, structure="hashed")  # two copies of one file: auto would pick segments
+    S.build(spark, str(warm), column, index_path=str(warm / "_j"), structure="hashed", engine="spark")
+    shutil.rmtree(warm)
+    scans = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        minmax_scan(spark, root, column)
+        scans.append(time.perf_counter() - t0)
+    idx = root.parent / "default-index"
+    builds: list[float] = []
+    while len(builds) < runs and sum(builds) < 60:  # a slow build (the Spark engine) runs once
+        shutil.rmtree(idx, ignore_errors=True)
+        t0 = time.perf_counter()
+        S.build(spark, str(root), column, index_path=str(idx))
+        builds.append(time.perf_counter() - t0)
+    stats = S.open_index(str(root), column, index_path=str(idx)).manifest.build_stats
+    shutil.rmtree(idx)
+    mm, default = statistics.median(scans), statistics.median(builds)
+    return {"spark_minmax_s": mm, "spark_minmax_runs_s": scans, "build_vs_spark_minmax": build_s / mm,
+            "default_build_s": default, "default_build_runs_s": builds, "default_engine": stats.get("engine"),
+            "default_build_vs_spark_minmax": default / mm}
 
 
 def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.random.Generator,
@@ -210,9 +254,19 @@ def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.rand
                                  "v": pa.array(ids)}), p)
         added.append(p)
     sync, compact = S.sync, S.compact  # imported before the clock starts (an import is no sync cost)
-    t0 = time.perf_counter()
-    rep = sync(None, str(root), column)
-    sync_s = time.perf_counter() - t0
+    syncs = []
+    for r in range(SYNC_REPEATS):  # the same append again: its files leave (untimed sync), then come back
+        if r:
+            saved = [(p, p.read_bytes()) for p in added]
+            for p in added:
+                p.unlink()
+            sync(None, str(root), column)
+            for p, data in saved:
+                p.write_bytes(data)
+        t0 = time.perf_counter()
+        rep = sync(None, str(root), column)
+        syncs.append(time.perf_counter() - t0)
+    sync_s = statistics.median(syncs)
     t0 = time.perf_counter()
     compact(str(root), column)
     compact_s = time.perf_counter() - t0
@@ -221,8 +275,11 @@ def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.rand
     build_s = time.perf_counter() - t0
     for p in added:
         p.unlink()
-    return {"column": column, "files_added": rep.files_added, "sync_s": sync_s, "compact_s": compact_s,
-            "build_s": build_s, "sync_vs_build": sync_s / build_s}
+    return {"column": column, "files_added": rep.files_added, "sync_s": sync_s, "sync_first_s": syncs[0],
+            "sync_runs_s": syncs, "compact_s": compact_s, "build_s": build_s, "sync_vs_build": sync_s / build_s}
+
+
+SYNC_REPEATS = 5  # syncs of the append (median: one fsync stall of this disk takes tens of ms)
 
 
 # ---- Spark ---------------------------------------------------------------------------------------
@@ -372,11 +429,29 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
                          f"{c['lookup_ms_first']:.2f} / {c['lookup_ms_warm']:.2f} | {c['open_and_lookup_ms']:.1f} | "
                          f"{c['build_s']:.2f} | {c['minmax_s']:.2f} | {c['build_vs_minmax']:.2f} | "
                          f"{c['footers_s']:.3f} | {c['build_vs_footers']:.1f} |")
+    if any("spark_minmax_s" in c for r in results for c in r["sieve"]):
+        lines += ["", "## Build against each min/max pass", "",
+                  ("Spark min/max scan: `sync_cost.minmax_scan` (the project's min/max pass); default build: "
+                   "`sieve.build(spark, root, col)` with the session (engine auto); medians of "
+                   f"{BASELINE_RUNS} runs."), "",
+                  ("| K/file | column | build s (no Spark) | default build s (engine) | Spark min/max s | "
+                   "column read s | footer pass s | build ÷ Spark min/max | default build ÷ Spark min/max | "
+                   "build ÷ column read | build ÷ footers |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in results:
+            for c in r["sieve"]:
+                if "spark_minmax_s" in c:
+                    lines.append(f"| {r['per_file']:,} | {c['column']} | {c['build_s']:.2f} | "
+                                 f"{c['default_build_s']:.2f} ({c['default_engine']}) | {c['spark_minmax_s']:.2f} | "
+                                 f"{c['minmax_s']:.2f} | {c['footers_s']:.3f} | {c['build_vs_spark_minmax']:.2f} | "
+                                 f"{c['default_build_vs_spark_minmax']:.2f} | {c['build_vs_minmax']:.1f} | "
+                                 f"{c['build_vs_footers']:.0f} |")
     lines += ["", "## Sync of a 1 % append (new files with new keys)", "",
-              "| K/file | column | files added | sync s | compact s | build s | sync ÷ build |", "|---|---|---|---|---|---|---|"]
+              (f"| K/file | column | files added | sync s (median of {SYNC_REPEATS}) | first sync s | compact s | "
+               "build s | sync ÷ build |"), "|---|---|---|---|---|---|---|---|"]
     for r in results:
         for c in r["sync"]:
             lines.append(f"| {r['per_file']:,} | {c['column']} | {c['files_added']} | {c['sync_s']:.3f} | "
+                         f"{c['sync_first_s']:.3f} | "
                          f"{c['compact_s']:.3f} | {c['build_s']:.2f} | {c['sync_vs_build']:.1%} |")
     if any(r.get("spark") for r in results):
         lines += ["", "## Through Spark: `WHERE col = X` on present keys (medians)", "",
@@ -833,6 +908,9 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200, help="Sieve point queries per case")
     ap.add_argument("--spark-queries", type=int, default=5, help="Spark queries per method and case")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--spark-minmax", action="store_true",
+                    help="also time the Spark min/max scan and the build with a session (engine auto), "
+                         "even with --no-spark (sync_cost.py's session: local[2], 1 GB driver)")
     ap.add_argument("--spark-sizes", default=None, help="sizes run through Spark (default: all)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "random_keys"))
@@ -864,6 +942,11 @@ def main() -> int:
     rng = np.random.default_rng(SEED)
     data = Path(args.data)
     spark = None if args.no_spark else spark_session(args.master)
+    global BASELINE_SPARK
+    if args.spark_minmax:
+        from sieve_methods import spark_session as baseline_session
+
+        BASELINE_SPARK = spark if spark is not None else baseline_session("1g")
     spark_sizes = {int(s) for s in (args.spark_sizes or args.sizes).split(",")}
     results = []
     try:
@@ -913,6 +996,8 @@ def main() -> int:
     finally:
         if spark is not None:
             spark.stop()
+        if BASELINE_SPARK is not None and BASELINE_SPARK is not spark:
+            BASELINE_SPARK.stop()
     print(f"wrote {args.report}; false negatives: {len(FAILED)}")
     for f in FAILED[:10]:
         print("FALSE NEGATIVE:", f)

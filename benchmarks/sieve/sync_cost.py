@@ -62,9 +62,16 @@ def _median(f: Any, repeats: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
+def minmax_scan(spark: Any, root: Path | str, column: str) -> list[Any]:
+    """The min/max pass the build targets are measured against: each file's min and max of the
+    column, through Spark (``random_keys.py`` imports it)."""
+    from pyspark.sql import functions as F
+
+    return spark.read.parquet(str(root)).groupBy(F.input_file_name()).agg(F.min(column), F.max(column)).collect()
+
+
 def measure(spark: Any, layout_dir: Path, append: Path, column: str, repeats: int, scratch: Path,
             sync_repeats: int = 7) -> dict[str, Any]:
-    from pyspark.sql import functions as F
     from sieve_scale import MemoryProbe
 
     from airflow_provider_lineage import sieve as S
@@ -74,8 +81,7 @@ def measure(spark: Any, layout_dir: Path, append: Path, column: str, repeats: in
     warm = scratch / "warm"
     warm.mkdir()
     shutil.copy(small, warm / "part-0.parquet")
-    minmax = lambda root: spark.read.parquet(str(root)).groupBy(F.input_file_name()).agg(
-        F.min(column), F.max(column)).collect()
+    minmax = lambda root: minmax_scan(spark, root, column)
     minmax(warm)
     S.build(spark, str(warm), column, index_path=str(warm / "_i"))
     S.build(spark, str(warm), column, index_path=str(warm / "_j"), engine="spark")

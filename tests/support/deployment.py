@@ -7,9 +7,9 @@ and asserts that no process of the deployment is left (a process that left its g
 by the ``APL_DEPLOYMENT_ID`` variable every process inherits).
 
 :func:`deployment_with_etl` is the session fixture ``deployment`` (``tests/conftest.py``): one
-deployment on the project's ``dags/`` that has run ``lineage_etl`` once successfully. Tests that use
-it carry ``@pytest.mark.xdist_group("deployment")`` so that one pytest-xdist worker runs them all and
-starts it once (``tests/conftest.py`` explains how that works with ``--dist loadfile``).
+deployment on the project's ``dags/`` that has run ``lineage_etl`` once successfully. Modules that use
+it carry ``pytest.mark.xdist_group("deployment")`` and are listed in ``XDIST_GROUP_MODULES`` of
+``tests/conftest.py``, so that one pytest-xdist worker runs them all and starts it once.
 """
 from __future__ import annotations
 

@@ -402,3 +402,21 @@ def test_bucketed_build_writes_the_reference_structure(tmp_path, monkeypatch, ty
     b = (tmp_path / "b" / want[0].name).read_bytes()
     assert a == b and (got[0].keys, got[0].pairs) == (want[0].keys, want[0].pairs)
     assert got[3] == len(present)  # distinct keys
+
+
+def test_threaded_and_serial_reads_write_the_same_structure(tmp_path, monkeypatch) -> None:
+    """Files under SERIAL_READ_BYTES in all (a small sync's) are read in the calling thread, larger
+    tables in READ_THREADS threads: the structure is the same byte for byte either way."""
+    rng = np.random.default_rng(12)
+    keys = rng.integers(-(2**63), 2**63 - 1, 6000, dtype=np.int64)
+    for i in range(5):
+        write_file(str(tmp_path / "t" / f"part-{i}.parquet"), keys[rng.random(len(keys)) < 0.4].tolist(), pa.int64())
+    root = str(tmp_path / "t")
+    out = []
+    for limit in (1 << 40, 0):  # serial, then threaded
+        monkeypatch.setattr(H, "SERIAL_READ_BYTES", limit)
+        shutil.rmtree(os.path.join(root, "_sieve"), ignore_errors=True)
+        S.build(None, root, "k", structure="hashed")
+        with open(_hkeys(root), "rb") as fh:
+            out.append(fh.read())
+    assert out[0] == out[1]

@@ -44,7 +44,7 @@ from . import hashed
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
-from .model import Segment, Segmenter, over_budget
+from .model import Segment, Segmenter, key_offsets, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
 from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, sets_by_segment
@@ -220,7 +220,8 @@ def covers_whole_blocks(seg: Segment, adds: list[tuple[int, np.ndarray]]) -> boo
     for _, ks in adds:
         if ks.dtype == object:
             return False
-        o = ks.astype(np.int64) - np.int64(seg.s_min)
+        # an exact segment spans < 2**62 keys (present_offsets): the offsets of its keys fit int64
+        o = key_offsets(ks, seg.s_min).astype(np.int64)
         at = np.minimum(np.searchsorted(off, o), len(off) - 1)
         if not np.array_equal(off[at], o):  # a key in a hole (or beyond the present keys)
             return False

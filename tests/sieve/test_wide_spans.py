@@ -189,3 +189,29 @@ def test_full_range_int64_keys_several_files_and_sync_at_the_extremes(tmp_path, 
     if mode == "mor":
         S.compact(root, "k")
         _check(root, layout, 50, 5, every_key=False)
+
+
+def test_merge_on_read_charges_beyond_int64_then_compact(tmp_path) -> None:
+    # Each merge-on-read sync charges b_size - 1 per new (block, file) pair: with blocks ~2**55 keys
+    # wide the charges pass 2**63 after a few syncs; compacting must still read them (and stay exact).
+    root = str(tmp_path / "t")
+    rng = np.random.default_rng(3)
+    layout: dict[str, list[int]] = {}
+    for i in range(3):
+        layout[f"a{i}.parquet"] = rng.integers(INT64_MIN, INT64_MAX, 300).tolist()
+        write_file(f"{root}/a{i}.parquet", layout[f"a{i}.parquet"])
+    S.build(None, root, "k", mode="mor", error_bound=50, structure="segments")
+    for j in range(6):
+        layout[f"b{j}.parquet"] = rng.integers(INT64_MIN, INT64_MAX, 300).tolist() + [INT64_MIN, INT64_MAX]
+        write_file(f"{root}/b{j}.parquet", layout[f"b{j}.parquet"])
+        S.sync(None, root, "k")
+    assert max(m.used for m in S.open_index(root, "k").metas) >= 1 << 63
+    S.compact(root, "k")
+    _check(root, layout, 50, 6)
+
+
+def test_budget_columns_beyond_int64_are_clamped() -> None:
+    from airflow_provider_lineage.sieve.sync import _int64_column
+
+    assert _int64_column([0, 5]).tolist() == [0, 5]
+    assert _int64_column([0, 1 << 64]).tolist() == [0, 1 << 62]

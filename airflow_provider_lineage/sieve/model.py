@@ -434,7 +434,7 @@ class Segmenter:
             sl = dr / dk
             n = len(self._keys)
             gap_break = n >= 2 and int(key) - int(prev) > self.gap_factor * max(1.0, (int(prev) - int(s_min)) / (n - 1))
-            gap_break |= dk >= MAX_SEGMENT_SPAN and fits_int64(s_min) and fits_int64(key)
+            gap_break |= dk >= MAX_SEGMENT_SPAN and fits_int64(int(s_min)) and fits_int64(int(key))
             if n >= self.max_segment_keys or gap_break or not (self._sl_low <= sl <= self._sl_high):
                 self._close()
             else:

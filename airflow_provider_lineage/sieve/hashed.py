@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+import itertools
+import os
+import tempfile
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -187,6 +190,9 @@ def _key_array(values: list[Any]) -> np.ndarray:
 SERIAL_READ_BYTES = 4 << 20  # files smaller than this in all (a small sync's): read in this thread, no pool to start
 BUCKET_BITS = 8  # pairs are grouped in up to 2**8 buckets by their hashes' top bits: small arrays, small sorts
 BUCKET_PAIRS = 1 << 17  # about the pairs of one bucket (fewer buckets for fewer pairs: less Python per pair)
+# More (value, file) pairs than this (8 bytes each in memory): the sorted runs are spilled to a temporary
+# directory and read back bucket by bucket (driver memory: about one bucket plus the encoded pages).
+SPILL_PAIRS = 4_000_000
 
 
 def _packed_file(path: str, column: str, kt: KeyType, j: int, idx_bits: int
@@ -212,19 +218,47 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     per (value, file). Pairs are grouped bucket by bucket (the hashes' top :data:`BUCKET_BITS`
     bits: each bucket is the files' sorted slices, merged), first to count the distinct keys (which
     size the fingerprints), then to group and encode that bucket's pages
-    (:func:`.fingerprints.group_packed`): no array of all pairs, no sort of all pairs."""
+    (:func:`.fingerprints.group_packed`): no array of all pairs, no sort of all pairs.
+
+    Above :data:`SPILL_PAIRS` pairs the sorted runs are spilled to a temporary directory (the
+    system's, ``TMPDIR``; see :class:`_Spill`) and each bucket is read back from it, so the driver
+    holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte."""
     idx_bits = max(0, (len(entries) - 1).bit_length())
     if fp_bits is not None and fp_bits + idx_bits > 64:  # fingerprints wider than the hash bits a word keeps
         return _read_grouped_wide(store, files, entries, ids, column, kt, fp_bits)
-    per_file: list[np.ndarray] = []
+    with _Spill() as spill:
+        return _grouped(store, files, entries, ids, column, kt, fp_bits, fpp, idx_bits, spill)
+
+
+def _bounded_map(pool: ThreadPoolExecutor, fn: Any, items: Iterable[Any], ahead: int) -> Iterator[Any]:
+    """``pool.map`` that runs at most ``ahead`` items ahead of the consumer (bounded results in memory)."""
+    it = iter(items)
+    pending = deque(pool.submit(fn, x) for x in itertools.islice(it, ahead))
+    try:
+        while pending:
+            r = pending.popleft().result()
+            for x in itertools.islice(it, 1):
+                pending.append(pool.submit(fn, x))
+            yield r
+    finally:
+        for f in pending:
+            f.cancel()
+
+
+def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Sequence[int], column: str,
+             kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill
+             ) -> tuple[HashedRef | None, set[int], int, int]:
+    per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
+    fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}
     ctx = contextvars.copy_context()  # the caller's storage options hold in every thread
     threads = 1 if sum(f.size for f in entries) < SERIAL_READ_BYTES else max(1, min(READ_THREADS, len(entries)))
+    held = 0
     with ThreadPoolExecutor(max_workers=threads) if threads > 1 else contextlib.nullcontext() as pool:
         read = (lambda a: ctx.copy().run(_packed_file, a[1].path, column, kt, a[0], idx_bits)) if pool else \
             (lambda a: _packed_file(a[1].path, column, kt, a[0], idx_bits))
-        got = (pool.map if pool else map)(read, enumerate(entries))
+        got = _bounded_map(pool, read, enumerate(entries), 2 * threads) if pool else map(read, enumerate(entries))
         for fid, (packed, n_null, rows, lo, hi) in zip(ids, got):
             files[fid].num_rows = rows
             if n_null:
@@ -232,50 +266,187 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
             if len(packed):
                 per_file.append(packed)
                 ranges[fid] = (lo, hi)
-    if not per_file:
+                held += len(packed)
+                if spill.active or held > SPILL_PAIRS:  # a large table: runs go to disk
+                    for run in per_file:
+                        spill.put_run(run, np.append(np.searchsorted(run, fine), len(run)))
+                    per_file.clear()
+    if not ranges:
         return None, nulls, fp_bits if fp_bits is not None else fingerprint_bits(0, fpp), 0
+    n_pairs = spill.run_pairs + sum(len(f) for f in per_file)
     # bucket b of a file: its slice of hashes with top bits b (the file is sorted)
-    bucket_bits = max(0, min(BUCKET_BITS, (sum(len(f) for f in per_file) // BUCKET_PAIRS).bit_length() - 1))
-    bounds = np.arange(1 << bucket_bits, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
-        np.zeros(1, np.uint64)
-    cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in per_file]
-    buckets: list[np.ndarray] = []
-    n_keys = 0
-    for b in range(1 << bucket_bits):
-        parts = [f[c[b]:c[b + 1]] for f, c in zip(per_file, cuts, strict=True) if c[b + 1] > c[b]]
-        merged = np.concatenate(parts) if len(parts) > 1 else parts[0].copy() if parts else np.empty(0, np.uint64)
-        if len(parts) > 1:
-            merged.sort()
-        merged = _dedup_sorted(merged)
-        if len(merged):
-            prefix = merged >> np.uint64(idx_bits)
-            n_keys += 1 + int(np.count_nonzero(prefix[1:] != prefix[:-1]))
-        buckets.append(merged)
-    per_file.clear()
-    if fp_bits is None:
-        fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+    bucket_bits = max(0, min(BUCKET_BITS, (n_pairs // BUCKET_PAIRS).bit_length() - 1))
+    n_buckets = 1 << bucket_bits
     id_of = np.asarray(ids, np.uint32)
-    grouped = []
-    for i, merged in enumerate(buckets):
-        g, counts, gidx, _, _ = group_packed(merged, idx_bits, fp_bits, fpp, is_sorted=True)
-        grouped.append((g, counts, id_of[gidx]))
-        buckets[i] = merged[:0]
-    n_fps = sum(len(g[0]) for g in grouped)
-    pairs = sum(len(g[2]) for g in grouped)
-    page_bits = page_bits_for(n_fps, fp_bits)
-    fid_width = max(1, max(int(g[2].max()) for g in grouped if len(g[2])).bit_length())
-    if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
-        per_bucket = 1 << (page_bits - bucket_bits)
-        pages = [p for b, (g, counts, gf) in enumerate(grouped)
-                 for p in encode_pages(g, counts, gf, fp_bits, page_bits, fid_width, b * per_bucket, per_bucket)]
-    else:  # a small structure (fewer pages than buckets)
-        pages = encode_pages(*(np.concatenate([g[k] for g in grouped]) for k in range(3)), fp_bits, page_bits,
-                             fid_width)
+    n_keys = 0
+    if spill.active:  # pass 1: merge each bucket's slices, count its keys, spill the merged bucket
+        spill.start_buckets(bucket_bits)
+        for b in range(n_buckets):
+            merged = _dedup_sorted(spill.read_run_bucket(b))
+            n_keys += _count_prefixes(merged, idx_bits)
+            spill.put_bucket(merged)
+        spill.drop_runs()
+        if fp_bits is None:
+            fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+        # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
+        n_fps = sum(_count_prefixes(spill.read_bucket(b), 64 - fp_bits) for b in range(n_buckets))
+        page_bits = page_bits_for(n_fps, fp_bits)
+        fid_width = max(1, max(ranges).bit_length())
+        pages: list[bytes] = []
+        small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        pairs = 0
+        for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
+            g, counts, gidx, _, _ = group_packed(spill.read_bucket(b), idx_bits, fp_bits, fpp, is_sorted=True)
+            pairs += len(gidx)
+            if page_bits >= bucket_bits:
+                per_bucket = 1 << (page_bits - bucket_bits)
+                pages.extend(encode_pages(g, counts, id_of[gidx], fp_bits, page_bits, fid_width,
+                                          b * per_bucket, per_bucket))
+            else:
+                small.append((g, counts, id_of[gidx]))
+        if small:
+            pages = encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
+                                 fid_width)
+    else:
+        bounds = np.arange(n_buckets, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
+            np.zeros(1, np.uint64)
+        cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in per_file]
+        buckets: list[np.ndarray] = []
+        for b in range(n_buckets):
+            parts = [f[c[b]:c[b + 1]] for f, c in zip(per_file, cuts, strict=True) if c[b + 1] > c[b]]
+            merged = np.concatenate(parts) if len(parts) > 1 else parts[0].copy() if parts else np.empty(0, np.uint64)
+            if len(parts) > 1:
+                merged.sort()
+            merged = _dedup_sorted(merged)
+            n_keys += _count_prefixes(merged, idx_bits)
+            buckets.append(merged)
+        per_file.clear()
+        if fp_bits is None:
+            fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+        grouped = []
+        for i, merged in enumerate(buckets):
+            g, counts, gidx, _, _ = group_packed(merged, idx_bits, fp_bits, fpp, is_sorted=True)
+            grouped.append((g, counts, id_of[gidx]))
+            buckets[i] = merged[:0]
+        n_fps = sum(len(g[0]) for g in grouped)
+        pairs = sum(len(g[2]) for g in grouped)
+        page_bits = page_bits_for(n_fps, fp_bits)
+        fid_width = max(1, max(int(g[2].max()) for g in grouped if len(g[2])).bit_length())
+        if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
+            per_bucket = 1 << (page_bits - bucket_bits)
+            pages = [p for b, (g, counts, gf) in enumerate(grouped)
+                     for p in encode_pages(g, counts, gf, fp_bits, page_bits, fid_width, b * per_bucket, per_bucket)]
+        else:  # a small structure (fewer pages than buckets)
+            pages = encode_pages(*(np.concatenate([g[k] for g in grouped]) for k in range(3)), fp_bits, page_bits,
+                                 fid_width)
     order = sorted(ranges)
     ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
                                    _key_array([ranges[i][0] for i in order]),
                                    _key_array([ranges[i][1] for i in order]))
     return ref, nulls, fp_bits, n_keys
+
+
+def _count_prefixes(s: np.ndarray, low_bits: int) -> int:
+    """Distinct values of ``s >> low_bits`` (``s`` sorted)."""
+    if not len(s):
+        return 0
+    prefix = s >> np.uint64(low_bits)
+    return 1 + int(np.count_nonzero(prefix[1:] != prefix[:-1]))
+
+
+class _Spill:
+    """The driver build's spill: each file's sorted run of packed words, written raw (native uint64)
+    to one file in a temporary directory of the system's temp dir (``TMPDIR``), with its per-bucket
+    cut positions; then each merged bucket, to a second file. Created lazily (nothing on disk for a
+    small table), removed on every exit (a context manager). A failed write (disk full) is a
+    :class:`.errors.SieveError` naming the directory: the build stops and writes no index."""
+
+    def __init__(self) -> None:
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._runs: Any = None
+        self._run_at: list[tuple[int, np.ndarray]] = []  # (byte offset, cut positions at BUCKET_BITS)
+        self.run_pairs = 0
+        self._buckets: Any = None
+        self._bucket_at: list[tuple[int, int]] = []  # (byte offset, words)
+        self._step = 1
+
+    @property
+    def active(self) -> bool:
+        return self._dir is not None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fh in (self._runs, self._buckets):
+            if fh is not None:
+                fh.close()
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def _open(self, name: str) -> Any:
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="sieve-spill-")
+        return open(os.path.join(self._dir.name, name), "w+b", buffering=0)
+
+    def _write(self, fh: Any, a: np.ndarray) -> int:
+        at = fh.tell()
+        view = memoryview(np.ascontiguousarray(a, np.uint64)).cast("B")
+        try:
+            while len(view):
+                view = view[fh.write(view):]
+        except OSError as exc:
+            raise SieveError(f"the driver build could not write its spill in {self._dir.name if self._dir else ''} "
+                             f"({exc}): free space there, point TMPDIR to a larger disk, or build with "
+                             "engine='spark'") from exc
+        return at
+
+    def _read(self, fh: Any, at: int, out: np.ndarray) -> None:
+        view = memoryview(out).cast("B")
+        fh.seek(at)
+        while len(view):
+            n = fh.readinto(view)
+            if not n:
+                raise SieveError(f"the driver build's spill in {self._dir.name if self._dir else ''} is truncated")
+            view = view[n:]
+
+    def put_run(self, run: np.ndarray, cuts: np.ndarray) -> None:
+        """A file's sorted run; ``cuts``: its bucket boundaries at :data:`BUCKET_BITS` bits (and its length)."""
+        if self._runs is None:
+            self._runs = self._open("runs.u64")
+        self._run_at.append((self._write(self._runs, run), cuts))
+        self.run_pairs += len(run)
+
+    def start_buckets(self, bucket_bits: int) -> None:
+        self._step = 1 << (BUCKET_BITS - bucket_bits)  # coarser buckets: every step-th fine cut
+        self._buckets = self._open("buckets.u64")
+
+    def read_run_bucket(self, b: int) -> np.ndarray:
+        """Bucket ``b``'s slices of every run, merged (sorted)."""
+        lo, hi = b * self._step, (b + 1) * self._step
+        spans = [(at + 8 * int(c[lo]), int(c[hi] - c[lo])) for at, c in self._run_at if c[hi] > c[lo]]
+        out = np.empty(sum(n for _, n in spans), np.uint64)
+        pos = 0
+        for at, n in spans:
+            self._read(self._runs, at, out[pos:pos + n])
+            pos += n
+        if len(spans) > 1:
+            out.sort()
+        return out
+
+    def drop_runs(self) -> None:
+        """The runs are merged into buckets: their file goes (disk: one copy of the pairs at a time)."""
+        self._runs.truncate(0)
+
+    def put_bucket(self, merged: np.ndarray) -> None:
+        self._bucket_at.append((self._write(self._buckets, merged), len(merged)))
+
+    def read_bucket(self, b: int) -> np.ndarray:
+        at, n = self._bucket_at[b]
+        out = np.empty(n, np.uint64)
+        self._read(self._buckets, at, out)
+        return out
 
 
 def _dedup_sorted(s: np.ndarray) -> np.ndarray:

@@ -420,3 +420,81 @@ def test_threaded_and_serial_reads_write_the_same_structure(tmp_path, monkeypatc
         with open(_hkeys(root), "rb") as fh:
             out.append(fh.read())
     assert out[0] == out[1]
+
+
+def _spill_table(tmp_path, typ, n_files: int = 6, seed: int = 13):
+    from airflow_provider_lineage.sieve.build import arrow_key_type
+    from airflow_provider_lineage.sieve.table import list_table_files
+
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-(2**63), 2**63 - 1, 12_000, dtype=np.int64)
+    for i in range(n_files):
+        part = keys[rng.random(len(keys)) < 0.3].tolist()
+        write_file(str(tmp_path / "t" / f"part-{i}.parquet"),
+                   part if typ == pa.int64() else [f"id-{k:x}" for k in part], typ)
+    files = list_table_files(str(tmp_path / "t"))
+    return files, arrow_key_type(files, "k", learn=False)
+
+
+@pytest.mark.parametrize("typ", [pa.int64(), pa.string()])
+@pytest.mark.parametrize("page_keys", [64, 1 << 20])  # pages per bucket; fewer pages than buckets
+def test_spilled_build_writes_the_in_memory_structure(tmp_path, monkeypatch, typ, page_keys) -> None:
+    """Above SPILL_PAIRS pairs the sorted runs go to a temporary directory and buckets are read back
+    from it: the structure must be byte for byte the in-memory path's."""
+    from airflow_provider_lineage.sieve.storage import IndexStore
+
+    monkeypatch.setattr(H, "BUCKET_PAIRS", 1000)
+    monkeypatch.setattr(F, "PAGE_KEYS", page_keys)
+    files, kt = _spill_table(tmp_path, typ)
+    out = []
+    for name, limit in (("a", 1 << 40), ("b", 5000)):  # in memory; spilled from the 2nd file on
+        monkeypatch.setattr(H, "SPILL_PAIRS", limit)
+        got = H._read_grouped(IndexStore(str(tmp_path / name)), files, files, range(len(files)), "k", kt, None, 0.01)
+        out.append(((tmp_path / name / got[0].name).read_bytes(), got[0].keys, got[0].pairs, got[2], got[3]))
+    assert out[0] == out[1]
+
+
+def test_spill_directory_is_removed_after_success_and_error(tmp_path, monkeypatch) -> None:
+    from airflow_provider_lineage.sieve.errors import SieveError
+    from airflow_provider_lineage.sieve.storage import IndexStore
+
+    files, kt = _spill_table(tmp_path, pa.int64(), n_files=3)
+    spill_root = tmp_path / "tmp"
+    spill_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill_root))  # what TMPDIR sets
+    monkeypatch.setattr(H, "SPILL_PAIRS", 0)
+    made: list[str] = []
+    real_open = H._Spill._open
+
+    def spy(self, name):
+        fh = real_open(self, name)
+        made.append(self._dir.name)
+        return fh
+
+    monkeypatch.setattr(H._Spill, "_open", spy)
+    got = H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    assert got[0] is not None and made and all(m.startswith(str(spill_root)) for m in made)
+    assert not list(spill_root.iterdir())
+
+    def full(self, fh, a):
+        raise SieveError("disk full")  # as _write reports an OSError
+
+    made.clear()
+    monkeypatch.setattr(H._Spill, "_write", full)
+    with pytest.raises(SieveError, match="disk full"):
+        H._read_grouped(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, None, 0.01)
+    assert made and not list(spill_root.iterdir())
+
+
+def test_spill_write_error_is_a_clear_error(tmp_path) -> None:
+    from airflow_provider_lineage.sieve.errors import SieveError
+
+    class Full:
+        def tell(self):
+            return 0
+
+        def write(self, view):
+            raise OSError(28, "No space left on device")
+
+    with H._Spill() as spill, pytest.raises(SieveError, match="No space left.*TMPDIR"):
+        spill._write(Full(), np.arange(4, dtype=np.uint64))

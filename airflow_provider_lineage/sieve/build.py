@@ -29,7 +29,9 @@ small tables (SF1 `l_orderkey`, 6 M rows: about 0.6 s against about 2.6 s throug
 memory grows with the table's distinct (key, file) pairs (16 bytes each, a few times over while
 sorting). ``engine="auto"`` (the default) takes it for tables of at most
 :data:`LOCAL_BUILD_MAX_ROWS` rows (from the Parquet footers) and Spark above; ``spark=None`` always
-takes it.
+takes it. The hashed structure's driver build spills its sorted runs to a temporary directory
+above :data:`.hashed.SPILL_PAIRS` pairs (driver memory: about one bucket plus the encoded index),
+so ``auto`` builds it on the driver up to :data:`LOCAL_HASHED_MAX_ROWS` rows.
 """
 from __future__ import annotations
 
@@ -92,6 +94,12 @@ ENGINES = ("auto", "spark", "pyarrow")
 # engine="auto": tables up to this many rows are read on the driver with pyarrow (at most this many
 # (key, file) pairs: a few hundred MB of driver memory at worst), larger ones through Spark.
 LOCAL_BUILD_MAX_ROWS = 8_000_000
+# engine="auto", hashed structure: up to this many rows on the driver (pyarrow, runs spilled to TMPDIR
+# above hashed.SPILL_PAIRS pairs: memory about one bucket plus the encoded pages, disk up to 16 bytes
+# per pair). At K=100,000 (20 M rows, 200 files) the driver build took 2.8-5.9 s where the Spark
+# engine took 23.7-31.0 s (local[2]); the driver reads at about 4-7 M rows/s, so 200 M rows is
+# about 30-60 s: past that a cluster's parallel scan is the better bet.
+LOCAL_HASHED_MAX_ROWS = 200_000_000
 FOOTER_THREADS = 8
 # Error bound e: how far R(k) may stray from a segment's straight line, and the update budget
 # E = e * b_count. 0 (an exact cone) was chosen from the SF1 benchmark data: files read / exact
@@ -184,8 +192,8 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     the column, see :mod:`.hashed`).
 
     ``engine``: ``spark`` (distributed aggregation, bounded driver memory), ``pyarrow`` (keys read
-    on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, else
-    Spark). ``spark`` may be None for path tables: keys are then read with pyarrow.
+    on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, or
+    :data:`LOCAL_HASHED_MAX_ROWS` for the hashed structure, else Spark). ``spark`` may be None for path tables: keys are then read with pyarrow.
     """
     check_params(error_bound, max_segment_keys, mode, keep_versions)
     check_structure(structure, fpp)
@@ -245,11 +253,13 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
 def _build_hashed(spark: Any, engine: str, rows_per_partition: int, store: IndexStore, ref: TableRef,
                   files: list[FileEntry], column: str, kt: KeyType, schema: Any, fpp: float, t0: float,
                   **params: Any) -> IndexStats:
-    """A hashed-key index: keys read on the driver with pyarrow (small tables, or no Spark), or
-    hashed by a Spark job whose pairs stream to the driver page by page (bounded driver memory)."""
+    """A hashed-key index: keys read on the driver with pyarrow (up to :data:`LOCAL_HASHED_MAX_ROWS`
+    rows, or no Spark; runs spilled to a temporary directory), or hashed by a Spark job whose pairs
+    stream to the driver page by page (both: bounded driver memory)."""
     got = None
     stats: dict[str, Any] = {"structure": "hashed"}
-    if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and (engine == "spark" or not _small(files)):
+    if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and (
+            engine == "spark" or not _small(files, LOCAL_HASHED_MAX_ROWS)):
         got = _spark_hashed(spark, files, column, kt, fpp, rows_per_partition, store, stats)
     if got is None:
         got = hashed.build_local(store, files, column, kt, fpp)
@@ -465,10 +475,10 @@ def _read_bounds(pf: pq.ParquetFile, column: str) -> tuple[bytes, bytes] | None:
     return None if low is None or high is None else (low, high)
 
 
-def _small(files: list[FileEntry]) -> bool:
-    """Whether the table has at most :data:`LOCAL_BUILD_MAX_ROWS` rows (Parquet footers)."""
+def _small(files: list[FileEntry], limit: int | None = None) -> bool:
+    """Whether the table has at most ``limit`` (default :data:`LOCAL_BUILD_MAX_ROWS`) rows (Parquet footers)."""
     footer_rows([f for f in files if f.num_rows is None])
-    return sum(f.num_rows or 0 for f in files) <= LOCAL_BUILD_MAX_ROWS
+    return sum(f.num_rows or 0 for f in files) <= (LOCAL_BUILD_MAX_ROWS if limit is None else limit)
 
 
 LOCAL_READ_THREADS = 4

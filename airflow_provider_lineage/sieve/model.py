@@ -22,6 +22,13 @@ Pure Python + numpy; no Spark, no I/O.
   TPC-H order keys). Holes are kept while they pay: at most ``max(1, n_keys // KEYS_PER_HOLE)``
   per segment, the longest first. Adding a key inside a hole splits the hole (never a false
   negative); removing a file leaves holes as they are (only fewer files answer).
+* **Spans**: a segment whose keys fit int64 spans less than :data:`MAX_SEGMENT_SPAN` keys
+  (``s_max - s_min < 2**62``; the segmenter closes it before), so every key offset, block and hole
+  offset fits int64 exactly. Offsets of int64 keys are taken in uint64 (:func:`key_offsets`: exact
+  for ``key >= s_min``, never wrapping), and keys beyond int64 use Python ints. A segment with both
+  ends in int64 that spans ``2**63`` keys or more can only come from a build before this rule (its
+  blocks were computed with wrapped int64 offsets): it answers all its blocks (a full read of its
+  files, never a false negative) until a sync or build rewrites it.
 """
 from __future__ import annotations
 
@@ -37,6 +44,37 @@ import numpy as np
 # hole lists to about two small varints per KEYS_PER_HOLE keys, before compression.
 KEYS_PER_HOLE = 1
 _EMPTY = np.empty(0, np.int64)
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+# A segment whose keys fit int64 spans fewer keys than this (s_max - s_min < MAX_SEGMENT_SPAN).
+MAX_SEGMENT_SPAN = 1 << 62
+_U64 = (1 << 64) - 1
+
+
+def fits_int64(value: int) -> bool:
+    return INT64_MIN <= value <= INT64_MAX
+
+
+def key_offsets(keys: np.ndarray, s_min: int) -> np.ndarray:
+    """``keys - s_min`` of int64 keys as uint64: exact for every key ``>= s_min`` (an int64 offset
+    wraps once the span reaches 2**63; a uint64 one holds any span of int64 keys)."""
+    return keys.astype(np.int64, copy=False).view(np.uint64) - np.uint64(int(s_min) & _U64)
+
+
+def blocks_of_keys(keys: Sequence[int] | np.ndarray, s_min: int, b_size: int) -> np.ndarray:
+    """Block ``(k - s_min) // b_size`` of each key ``k >= s_min`` (int64), without wrap-around: int64
+    keys in uint64 (:func:`key_offsets`), other keys (beyond int64) as Python ints."""
+    s_min, b_size = int(s_min), int(b_size)
+    if isinstance(keys, np.ndarray) and keys.dtype != object and fits_int64(s_min):
+        if b_size > _U64:  # one block of more than 2**64 keys
+            return np.zeros(len(keys), np.int64)
+        return (key_offsets(keys, s_min) // np.uint64(b_size)).astype(np.int64)
+    return np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
+
+
+def in_doubt(s_min: int, s_max: int) -> bool:
+    """A segment of int64 keys spanning 2**63 keys or more: written before :data:`MAX_SEGMENT_SPAN`,
+    with blocks from wrapped int64 offsets, so its blocks cannot be trusted."""
+    return int(s_max) - int(s_min) >= 1 << 63 and fits_int64(int(s_min)) and fits_int64(int(s_max))
 
 
 @dataclass
@@ -77,8 +115,9 @@ class Segment:
         """Keys now present (``s_min <= k <= s_max``): split every hole that holds one of them."""
         if not len(self.hole_at) or not len(keys):
             return
-        if keys.dtype != object:
-            off = keys.astype(np.int64) - np.int64(self.s_min)
+        # holes are kept only below a span of 2**62: every offset of a key of the segment fits int64
+        if keys.dtype != object and fits_int64(int(self.s_min)):
+            off = key_offsets(keys, self.s_min).astype(np.int64)
         else:
             off = np.asarray([int(k) - self.s_min for k in keys], np.int64)
         at, ln = self.hole_at, self.hole_len
@@ -127,10 +166,7 @@ class Segment:
         if len(keys) == 0:
             return 0
         self.fill_holes(keys)
-        if keys.dtype != object:
-            blocks = (keys.astype(np.int64) - np.int64(self.s_min)) // self.b_size
-        else:  # string keys beyond int64: Python ints
-            blocks = np.asarray([(int(k) - self.s_min) // self.b_size for k in keys], dtype=np.int64)
+        blocks = blocks_of_keys(keys, self.s_min, self.b_size)
         ub, counts = np.unique(blocks, return_counts=True)
         return self.add_pairs(ub, np.full(len(ub), file_id, np.int64), counts)
 
@@ -212,6 +248,8 @@ def block_span(seg: SegmentShape, lo: int, hi: int) -> tuple[int, int] | None:
     lo, hi = max(lo, seg.s_min), min(hi, seg.s_max)
     if lo > hi:
         return None
+    if in_doubt(seg.s_min, seg.s_max):  # blocks from wrapped offsets: every block may hold the key
+        return 0, (int(seg.s_max) - int(seg.s_min)) // int(seg.b_size)
     at, ln = seg.hole_at, seg.hole_len
     if len(at):
         i = int(np.searchsorted(at, lo - seg.s_min, "right")) - 1
@@ -323,10 +361,7 @@ def make_segment_csr(keys: Sequence[int] | np.ndarray, lens: np.ndarray, fids: n
     b_count = max(1, min(r_changes + 1, width))
     b_size = -(-width // b_count)
     b_count = -(-width // b_size)
-    if isinstance(keys, np.ndarray) and keys.dtype != object:
-        blocks = (keys.astype(np.int64) - np.int64(s_min)) // b_size
-    else:
-        blocks = np.fromiter(((int(k) - s_min) // b_size for k in keys), dtype=np.int64, count=len(keys))
+    blocks = blocks_of_keys(keys, s_min, b_size)
     if len(fids):
         codes = _pair_code(np.repeat(blocks, lens), fids)
         uc, cnt = np.unique(codes, return_counts=True)
@@ -394,11 +429,12 @@ class Segmenter:
             prev, s_min = self._keys[-1], self._keys[0]
             if key <= prev:
                 raise ValueError(f"keys must be strictly ascending: {key} after {prev}")
-            dk = key - s_min
+            dk = int(key) - int(s_min)  # Python ints: no int64 wrap-around
             dr = self._r - self._r_start
             sl = dr / dk
             n = len(self._keys)
-            gap_break = n >= 2 and (key - prev) > self.gap_factor * max(1.0, (prev - s_min) / (n - 1))
+            gap_break = n >= 2 and int(key) - int(prev) > self.gap_factor * max(1.0, (int(prev) - int(s_min)) / (n - 1))
+            gap_break |= dk >= MAX_SEGMENT_SPAN and fits_int64(int(s_min)) and fits_int64(int(key))
             if n >= self.max_segment_keys or gap_break or not (self._sl_low <= sl <= self._sl_high):
                 self._close()
             else:
@@ -476,7 +512,7 @@ class Segmenter:
         self._r_start = int(cr[0])
         self._sl_low, self._sl_high = 0.0, math.inf
         if len(ck) >= 2:
-            dk = (ck[1:] - ck[0]).astype(np.float64)
+            dk = key_offsets(ck[1:], ck[0]).astype(np.float64)
             dr = (cr[1:] - cr[0]).astype(np.float64)
             self._sl_low = max(0.0, float(((dr - self.error_bound) / dk).max()))
             self._sl_high = float(((dr + self.error_bound) / dk).min())
@@ -489,17 +525,18 @@ class Segmenter:
             hi = min(n, s + 1 + window)
             if hi <= s + 1:
                 return None
-            k = keys[s + 1:hi]
-            dk = (k - keys[s]).astype(np.float64)
+            off = key_offsets(keys[s + 1:hi], keys[s])  # exact: no int64 wrap-around
+            dk = off.astype(np.float64)
             dr = (r[s + 1:hi] - r[s]).astype(np.float64)
             sl = dr / dk
             high = np.minimum.accumulate((dr + self.error_bound) / dk)
             low = np.maximum.accumulate((dr - self.error_bound) / dk)
             ok = (sl >= np.concatenate([[0.0], low[:-1]])) & (sl <= np.concatenate([[math.inf], high[:-1]]))
             before = np.arange(1, hi - s, dtype=np.int64)  # keys of the segment before each key
-            prev = keys[s:hi - 1]
-            mean = np.maximum(1.0, (prev - keys[s]) / np.maximum(before - 1, 1))
-            ok &= ~((before >= 2) & ((k - prev) > self.gap_factor * mean)) & (before < self.max_segment_keys)
+            prev = np.concatenate([np.zeros(1, np.uint64), off[:-1]])  # offset of the key before
+            mean = np.maximum(1.0, prev.astype(np.float64) / np.maximum(before - 1, 1))
+            ok &= ~((before >= 2) & ((off - prev).astype(np.float64) > self.gap_factor * mean))
+            ok &= (before < self.max_segment_keys) & (off < np.uint64(MAX_SEGMENT_SPAN))
             bad = np.flatnonzero(~ok)
             if len(bad):
                 return s + 1 + int(bad[0])

@@ -27,7 +27,7 @@ import numpy as np
 from .errors import IndexUnavailable, SieveError
 from .hashed import HashedLookup
 from .keys import KeyType
-from .model import over_budget
+from .model import INT64_MAX, INT64_MIN, over_budget
 from .predicates import Eq, In, IsNull, Predicate, Range
 from .records import IndexStats
 from .storage import (
@@ -191,8 +191,14 @@ class SieveIndex:
         for keys, fids in self.deltas:
             if len(keys) == 0:
                 continue
-            i0 = 0 if lo is None else int(np.searchsorted(keys, lo, "left"))
-            i1 = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+            a, b = lo, hi
+            if keys.dtype != object:  # int64 keys: a bound beyond int64 is clamped, not compared as a float
+                if (a is not None and a > INT64_MAX) or (b is not None and b < INT64_MIN):
+                    continue
+                a = None if a is None or a < INT64_MIN else a
+                b = None if b is None or b > INT64_MAX else b
+            i0 = 0 if a is None else int(np.searchsorted(keys, a, "left"))
+            i1 = len(keys) if b is None else int(np.searchsorted(keys, b, "right"))
             out.update(np.unique(fids[i0:i1]).tolist())
         return out
 

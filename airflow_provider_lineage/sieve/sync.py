@@ -44,7 +44,7 @@ from . import hashed
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
 from .keys import as_key_array
-from .model import Segment, Segmenter, over_budget
+from .model import Segment, Segmenter, key_offsets, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
 from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, sets_by_segment
@@ -220,7 +220,8 @@ def covers_whole_blocks(seg: Segment, adds: list[tuple[int, np.ndarray]]) -> boo
     for _, ks in adds:
         if ks.dtype == object:
             return False
-        o = ks.astype(np.int64) - np.int64(seg.s_min)
+        # an exact segment spans < 2**62 keys (present_offsets): the offsets of its keys fit int64
+        o = key_offsets(ks, seg.s_min).astype(np.int64)
         at = np.minimum(np.searchsorted(off, o), len(off) - 1)
         if not np.array_equal(off[at], o):  # a key in a hole (or beyond the present keys)
             return False
@@ -308,7 +309,7 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     in_full = np.isin(seg_of * (1 << 32) + locs, f_seg * (1 << 32) + f_fid)  # one of its segment's full files
     newest = int(locs.max()) if len(locs) else -1
     covered = {i for i, adds_here in pending.items() if _all_full(cols.s_min[i], cols.s_max[i], adds_here, newest)}
-    budget, used = np.asarray(cols.ints[2], np.int64), np.asarray(cols.ints[3], np.int64)  # META_INTS order
+    budget, used = _int64_column(cols.ints[2]), _int64_column(cols.ints[3])  # META_INTS order
     work = set(pending) - covered
     work.update(np.flatnonzero((used > 0) & (used >= budget)).tolist())  # over budget: rebuilt
     work.update(np.unique(seg_of[is_dead & ~in_full]).tolist())  # a dead file in the blocks
@@ -336,6 +337,15 @@ def apply_to_segments(store: IndexStore, m: Manifest, metas: Sequence[SegmentMet
     edited_cols = SegmentList(cols.s_min, cols.s_max, cols.ints, cols.names, edited.astype(np.uint32),
                               [0, *np.cumsum(lens).tolist()], None, new_full)
     return edited_cols.select(kept).merged(SegmentList.of(out))
+
+
+def _int64_column(values: Sequence[int]) -> np.ndarray:
+    """A budget column as int64; a charge of 2**63 or more (merge-on-read charges ``b_size - 1`` per new
+    pair, and a block may be 2**62 keys wide) is clamped to 2**62: over any budget either way."""
+    try:
+        return np.asarray(values, np.int64)
+    except OverflowError:
+        return np.asarray([min(int(v), 1 << 62) for v in values], np.int64)
 
 
 def _rework(store: IndexStore, m: Manifest, cols: SegmentList, ranges: tuple[np.ndarray, np.ndarray],

@@ -2,6 +2,7 @@
 corruption. Pure Python (pyarrow builds), except one Spark query checking the hashes are Spark's."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -345,9 +346,12 @@ def test_chooser_thresholds_are_documented() -> None:
     assert 0 < H.CHOOSER_SPAN < 1 and 0 < H.CHOOSER_DISTINCT <= 1
 
 
-def test_spark_engine_builds_the_same_answers(spark, tmp_path) -> None:
+def test_spark_engine_builds_the_same_answers(spark, tmp_path, monkeypatch) -> None:
     """The Spark path (hashes computed by Spark, pages streamed to the driver) answers as the
-    pyarrow path: every present key finds its files, NULLs are tracked, ranges use the footers."""
+    pyarrow path: every present key finds its files, NULLs are tracked, ranges use the footers.
+    ``engine="auto"`` builds the hashed structure on the driver up to LOCAL_HASHED_MAX_ROWS rows
+    (past the segments' LOCAL_BUILD_MAX_ROWS), with Spark above."""
+    build_mod = importlib.import_module("airflow_provider_lineage.sieve.build")
     rng = np.random.default_rng(21)
     strings = [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**62, 3000)]
     root = str(tmp_path / "t")
@@ -368,6 +372,11 @@ def test_spark_engine_builds_the_same_answers(spark, tmp_path) -> None:
             assert _exact(lay, v) <= set(idx.candidates(S.Eq(v), assume_fresh=True)), v
         nulls = {p for p, ks in lay.items() if None in ks}
         assert set(idx.candidates(S.IsNull(), assume_fresh=True)) == nulls
+    monkeypatch.setattr(build_mod, "LOCAL_BUILD_MAX_ROWS", 0)
+    for limit, engine in ((10**9, "pyarrow"), (0, "spark")):
+        monkeypatch.setattr(build_mod, "LOCAL_HASHED_MAX_ROWS", limit)
+        S.build(spark, ints, "k", structure="hashed", index_path=f"{ints}-auto{limit}")
+        assert S.open_index(ints, "k", index_path=f"{ints}-auto{limit}").manifest.build_stats["engine"] == engine
     idx = S.open_index(ints, "k", index_path=f"{ints}-spark")
     lo, hi = sorted(int_layout[min(int_layout)])[:2]
     assert {min(int_layout)} <= set(idx.candidates(S.Range(lo, hi), assume_fresh=True))

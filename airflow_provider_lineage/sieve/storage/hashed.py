@@ -102,7 +102,7 @@ class HashedFiles(Folder):
         h.keys(np.asarray(file_min)[order])
         h.keys(np.asarray(file_max)[order])
         header = seal(b"SVH1", bytes(h.buf))
-        ref = self._write("hkeys", ".svh", header + b"".join(sealed), pairs)
+        ref = self._write("hkeys", ".svh", b"".join([header, *sealed]), pairs)  # one copy of the pages
         t = Writer()
         for v in (fp_bits, page_bits, fid_width):
             t.uvarint(v)

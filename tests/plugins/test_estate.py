@@ -156,18 +156,18 @@ def test_deleted_runs_and_cleared_tasks_leave_the_index() -> None:
     from tests.support.pipelines import migrate_db
 
     migrate_db()
-    add_run("estate_del", "w", record({"d1": [("x", "d0:x")]}), day=1)
-    add_run("estate_del", "w", record({"d1": [("x", "d0:x")]}), day=2)
-    add_run("estate_old", "w", record({"o1": [("y", "o0:y")]}), day=1)
+    add_run("estate_del", "w", record({"estate_del_out": [("x", "d0:x")]}), day=1)
+    add_run("estate_del", "w", record({"estate_del_out": [("x", "d0:x")]}), day=2)
+    add_run("estate_old", "w", record({"estate_old_out": [("y", "o0:y")]}), day=1)
     with create_session() as session:
         index.sync(session, force=True)
-        assert {h["name"] for h in query.search(session, "d1")} == {"d1"}
+        assert {h["name"] for h in query.search(session, "estate_del_out")} == {"estate_del_out"}
     delete_dag("estate_del")
     with create_session() as session:  # a cleared task (or `airflow db clean` of xcom) deletes its XCom
         session.execute(delete(XComModel).where(XComModel.dag_id == "estate_old"))
     with create_session() as session:
         assert index.sync(session, force=True)["pruned"] == 3
-        assert query.search(session, "d1") == [] and query.search(session, "o1") == []
+        assert query.search(session, "estate_del_out") == [] and query.search(session, "estate_old_out") == []
         left = session.scalar(select(s.task_run.c.id).where(s.task_run.c.dag_id.in_(["estate_del", "estate_old"])))
         assert left is None
     _wipe("estate_del", "estate_old")
@@ -181,15 +181,15 @@ def test_db_clean_removes_the_lineage_of_cleaned_runs() -> None:
     from tests.support.pipelines import migrate_db
 
     migrate_db()
-    add_run("estate_clean", "w", record({"c1": [("x", "c0:x")]}), day=1, pushed=T0)
+    add_run("estate_clean", "w", record({"estate_clean_out": [("x", "c0:x")]}), day=1, pushed=T0)
     with create_session() as session:
         assert index.reindex(session, dag_id="estate_clean")["indexed"] == 1
-        assert query.search(session, "c1")
+        assert query.search(session, "estate_clean_out")
     run_cleanup(clean_before_timestamp=T0 + timedelta(days=30), table_names=["xcom"], dry_run=False,
                 confirm=False, skip_archive=True)
     with create_session() as session:
         index.sync(session, force=True)
-        assert query.search(session, "c1") == []
+        assert query.search(session, "estate_clean_out") == []
     _wipe("estate_clean")
 
 

@@ -640,31 +640,11 @@ def orders_spark(args: argparse.Namespace, root: Path, files: list[np.ndarray], 
     """The Spark comparison (as :func:`spark_only`) on the shuffled orders: Spark's copies without and
     with bloom filters on ``o_orderkey`` and ``o_uuid`` (``expected.ndv`` = rows per file)."""
     base = root.parent / f"{root.name}-spark"
-    per_file = len(files[0])
-    pairs = sum(len(x) for x in files)
-    cols = tuple(vals)
-    res: dict[str, Any] = {"per_file": per_file, "pairs": pairs, "bloom_bytes_per_pair": {}, "spark": [],
-                           "sieve_bytes_per_pair": {}, "copy_s": {}}
+    res: dict[str, Any] = {"per_file": len(files[0])}
     spark = spark_session(args.master)
     try:
-        t0 = time.perf_counter()
-        plain_bytes = spark_copy(spark, root, base / "plain", None, per_file, cols)
-        res["copy_s"]["no bloom filters"] = time.perf_counter() - t0
-        blooms = {}
-        for fpp in ("0.01", "0.001"):
-            p = base / f"bloom-{fpp}"
-            t0 = time.perf_counter()
-            nbytes = spark_copy(spark, root, p, float(fpp), per_file, cols)
-            res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
-            blooms[fpp] = p
-            res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / len(cols) / pairs
-        print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
-        for col in cols:
-            filt = {m: b * pairs / len(files) for m, b in res["bloom_bytes_per_pair"].items()}
-            for c in spark_case(spark, base / "plain", blooms, col, vals[col], files, args.spark_queries, rng, filt):
-                print(json.dumps(c), flush=True)
-                res["spark"].append(c)
-            res["sieve_bytes_per_pair"][col] = S.open_index(str(base / "plain"), col).stats().index_bytes / pairs
+        spark_side(spark, root, base / "plain", lambda fpp: base / f"bloom-{fpp}", vals, files, args.spark_queries,
+                   rng, res, index_bytes=True)
     finally:
         if spark is not BASELINE_SPARK:
             spark.stop()
@@ -779,6 +759,51 @@ def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any],
     path.write_text("\n".join(lines))
 
 
+def layout_data(n_files: int, per_file: int, rng: np.random.Generator, root: Path
+                ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """One size's layout, its UUID and int64 keys, and the plain Parquet files under ``root``."""
+    files = layout(n_files, per_file, rng)
+    n_keys = n_files * per_file // 2
+    u = uuids(n_keys, rng)
+    k = rng.integers(-(2**63), 2**63 - 1, n_keys, dtype=np.int64)
+    write_plain(root, files, u, k)
+    return files, u, k
+
+
+def spark_side(spark: Any, root: Path, plain: Path, bloom_dir: Any, vals: dict[str, np.ndarray],
+               files: list[np.ndarray], queries: int, rng: np.random.Generator, res: dict[str, Any], *,
+               index_bytes: bool = False) -> None:
+    """Spark's three copies of ``root`` (``plain`` without bloom filters, ``bloom_dir(fpp)`` with them at
+    fpp 0.01 and 0.001, on every column of ``vals``) and ``spark_case`` on each column; sets ``pairs``,
+    ``copy_s``, ``bloom_bytes_per_pair`` and ``spark`` of ``res``, and with ``index_bytes`` each column's
+    ``sieve_bytes_per_pair`` from the index its Sieve case built on ``plain``."""
+    per_file = res["per_file"]
+    cols = tuple(vals)
+    pairs = res["pairs"] = sum(len(x) for x in files)
+    t0 = time.perf_counter()
+    plain_bytes = spark_copy(spark, root, plain, None, per_file, cols)
+    res["copy_s"] = {"no bloom filters": time.perf_counter() - t0}
+    res["bloom_bytes_per_pair"] = {}
+    blooms = {}
+    for fpp in ("0.01", "0.001"):
+        p = bloom_dir(fpp)
+        t0 = time.perf_counter()
+        nbytes = spark_copy(spark, root, p, float(fpp), per_file, cols)
+        res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
+        blooms[fpp] = p
+        # every column carries a filter sized by the same NDV: each column's share of the growth
+        res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / len(cols) / pairs
+    print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
+    res["spark"] = []
+    for col in cols:
+        filt = {m: b * pairs / len(files) for m, b in res["bloom_bytes_per_pair"].items()}
+        for c in spark_case(spark, plain, blooms, col, vals[col], files, queries, rng, filt):
+            print(json.dumps(c), flush=True)
+            res["spark"].append(c)
+        if index_bytes:
+            res.setdefault("sieve_bytes_per_pair", {})[col] = S.open_index(str(plain), col).stats().index_bytes / pairs
+
+
 # ---- Spark only (the bloom-filter comparison at given sizes, without the no-Spark cases) ----------
 def spark_only(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The Spark part of :func:`main` for ``--spark-sizes`` alone: the layout, three Spark-written
@@ -790,37 +815,12 @@ def spark_only(args: argparse.Namespace) -> list[dict[str, Any]]:
     try:
         for per_file in (int(s) for s in args.spark_sizes.split(",")):
             print(f"== Spark: {args.files} files x {per_file:,} keys", flush=True)
-            files = layout(args.files, per_file, rng)
-            n_keys = args.files * per_file // 2
-            u = uuids(n_keys, rng)
-            k = rng.integers(-(2**63), 2**63 - 1, n_keys, dtype=np.int64)
             base = data / f"k{per_file}"
             root = base / "plain"
-            write_plain(root, files, u, k)
-            pairs = sum(len(x) for x in files)
-            res: dict[str, Any] = {"per_file": per_file, "pairs": pairs, "bloom_bytes_per_pair": {}, "spark": [],
-                                   "sieve_bytes_per_pair": {}}
-            t0 = time.perf_counter()
-            plain_bytes = spark_copy(spark, root, base / "spark-plain", None, per_file)
-            res["copy_s"] = {"no bloom filters": time.perf_counter() - t0}
-            blooms = {}
-            for fpp in ("0.01", "0.001"):
-                p = base / f"spark-bloom-{fpp}"
-                t0 = time.perf_counter()
-                nbytes = spark_copy(spark, root, p, float(fpp), per_file)
-                res["copy_s"][f"bloom fpp {fpp}"] = time.perf_counter() - t0
-                blooms[fpp] = p
-                res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / 2 / pairs
-            print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
-            vals = {"u": u, "k": k}
-            for col in ("u", "k"):
-                filt = {m: b * pairs / args.files for m, b in res["bloom_bytes_per_pair"].items()}
-                for c in spark_case(spark, base / "spark-plain", blooms, col, vals[col], files,
-                                    args.spark_queries, rng, filt):
-                    print(json.dumps(c), flush=True)
-                    res["spark"].append(c)
-                st = S.open_index(str(base / "spark-plain"), col).stats()
-                res["sieve_bytes_per_pair"][col] = st.index_bytes / pairs
+            files, u, k = layout_data(args.files, per_file, rng, root)
+            res: dict[str, Any] = {"per_file": per_file}
+            spark_side(spark, root, base / "spark-plain", lambda fpp, b=base: b / f"spark-bloom-{fpp}",
+                       {"u": u, "k": k}, files, args.spark_queries, rng, res, index_bytes=True)
             results.append(res)
             out = Path(args.spark_json)
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -978,12 +978,8 @@ def main() -> int:
     try:
         for per_file in (int(s) for s in args.sizes.split(",")):
             print(f"== {args.files} files x {per_file:,} keys", flush=True)
-            files = layout(args.files, per_file, rng)
-            n_keys = args.files * per_file // 2
-            u = uuids(n_keys, rng)
-            k = rng.integers(-(2**63), 2**63 - 1, n_keys, dtype=np.int64)
             root = data / f"k{per_file}" / "plain"
-            write_plain(root, files, u, k)
+            files, u, k = layout_data(args.files, per_file, rng, root)
             absent_u = [str(uuid.uuid4()) for _ in range(4000)]
             absent_k = [int(x) for x in rng.integers(-(2**63), 2**63 - 1, 4000, dtype=np.int64)]
             res: dict[str, Any] = {"per_file": per_file, "sieve": [], "sync": []}
@@ -996,27 +992,10 @@ def main() -> int:
                 print(json.dumps(c), flush=True)
                 res["sync"].append(c)
             if spark is not None and per_file in spark_sizes:
-                base = data / f"k{per_file}"
-                plain_bytes = spark_copy(spark, root, base / "spark-plain", None, per_file)
-                blooms = {}
-                res["bloom_bytes_per_pair"] = {}
-                pairs = sum(len(x) for x in files)
-                for fpp in ("0.01", "0.001"):
-                    p = base / f"spark-bloom-{fpp}"
-                    nbytes = spark_copy(spark, root, p, float(fpp), per_file)
-                    blooms[fpp] = p
-                    # both columns carry a filter sized by the same NDV: half the growth is one column's
-                    res["bloom_bytes_per_pair"][f"bloom fpp {fpp}"] = (nbytes - plain_bytes) / 2 / pairs
                 res["sieve_bytes_per_pair"] = {c["column"]: c["bytes_per_pair"] for c in res["sieve"]}
-                print(json.dumps(res["bloom_bytes_per_pair"]), flush=True)
-                res["spark"] = []
-                vals = {"u": u, "k": k}
-                for col in ("u", "k"):
-                    filt = {m: b * pairs / args.files for m, b in res["bloom_bytes_per_pair"].items()}
-                    for c in spark_case(spark, base / "spark-plain", blooms, col, vals[col], files,
-                                        args.spark_queries, rng, filt):
-                        print(json.dumps(c), flush=True)
-                        res["spark"].append(c)
+                base = data / f"k{per_file}"
+                spark_side(spark, root, base / "spark-plain", lambda fpp, b=base: b / f"spark-bloom-{fpp}",
+                           {"u": u, "k": k}, files, args.spark_queries, rng, res)
             results.append(res)
             write_report(Path(args.report), args, results, load, time.perf_counter() - t_start)
     finally:

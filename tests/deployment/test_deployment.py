@@ -142,9 +142,21 @@ def test_asset_triggered_maintenance_defers_and_resumes_on_a_separate_write(dep:
     assert not blocked, blocked
 
 
+def _end_other_watchers(dep: Any) -> None:
+    """Mark every active sieve_maintenance run failed: another watcher (the hourly scheduled run the
+    scheduler creates at start, an asset-triggered one) would sync the test's late file first and
+    leave the test's own sensor nothing to see until its 25-minute watch ends."""
+    with dep.client() as c:
+        for r in runs(dep, "sieve_maintenance"):
+            if r["state"] in ("queued", "running"):
+                c.patch(f"/api/v2/dags/sieve_maintenance/dagRuns/{r['dag_run_id']}",
+                        json={"state": "failed"}).raise_for_status()
+
+
 def test_triggerer_sigkill_while_deferred(dep: Any) -> None:
     """The triggerer dies (SIGKILL) while the sensor is deferred; a write lands meanwhile; the
     restarted triggerer picks the trigger up again and the sensor completes."""
+    _end_other_watchers(dep)
     run_id = dep.trigger("sieve_maintenance")
     _wait_deferred(dep, run_id)
     dep.stop("triggerer", sig=signal.SIGKILL)

@@ -34,6 +34,9 @@ setup() {
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "uv>=0.4"
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e ".[dev]"
+  # Every fresh .venv builds pyspark's sdist again into a new cache revision (1.4 GB each): on a machine that
+  # sets up many clones (CI) the uv cache filled the disk. Drop the revisions no environment uses any more.
+  "$VENV/bin/uv" cache prune -q >&2 || echo "dev.sh: 'uv cache prune' failed (harmless; the cache may grow)" >&2
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 }

@@ -60,7 +60,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
         deltas = store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
     except IndexUnavailable as exc:
         st.recommendation = "rebuild"
-        st.reason = f"the index is unusable, every read is a full read ({exc.reason}); sync or rebuild repairs it"
+        st.reason = f"the index is unusable, every read is a full read ({exc.reason}); rebuild (or maintain, which follows this recommendation) repairs it"
         return st
     added, removed, changed = diff_files(m, list_table_files(m.table))
     budget_total = sum(s.budget for s in metas)

@@ -584,9 +584,12 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     """Bring the index in step with the table's files; builds one when there is none.
 
     Only added/rewritten files are read (pyarrow); removed files are dropped without reading.
-    Every index file's checksum is verified first: a corrupt or old-format index is rebuilt (with a
-    warning, keeping its parameters). ``build_options`` apply only to such builds. A folder that
-    cannot be written raises IndexNotWritable before any work.
+    The index is checked first, and a corrupt, truncated or old-format one is rebuilt (with a warning,
+    keeping its parameters): every segment file's checksum; of a hashed structure its header and
+    last page (a damaged page in the middle is caught by the readers, which then read every file, and
+    by :func:`maintenance_status`, whose ``rebuild`` :func:`maintain` carries out), so that a sync's
+    cost follows the files added, not the size of the index. ``build_options`` apply only to such
+    builds. A folder that cannot be written raises IndexNotWritable before any work.
     """
     t0 = time.monotonic()
     ref = resolve_table(table, spark)
@@ -599,7 +602,7 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
             try:
                 base = store.load_manifest()
                 params = _params(base)
-                store.verify(base)  # a corrupt segment or delta would make every read a full read
+                store.verify(base, hashed_pages=False)  # a corrupt segment or delta: every read a full read
             except IndexUnavailable as exc:
                 if store.latest_version() is not None:
                     warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",

@@ -22,6 +22,7 @@ from airflow_provider_lineage.sieve import fingerprints as F
 from airflow_provider_lineage.sieve import hashed as H
 from airflow_provider_lineage.sieve.hashing import hash_of_value, xxh64_binary, xxh64_longs
 from airflow_provider_lineage.sieve.keys import key_type_from_arrow
+from airflow_provider_lineage.sieve.maintain import maintain
 
 from .helpers import write_file
 
@@ -270,7 +271,7 @@ def _hkeys(root: str) -> str:
     return os.path.join(d, next(n for n in os.listdir(d) if n.startswith("hkeys-")))
 
 
-@pytest.mark.parametrize("damage", ["flip-page", "flip-header", "truncate"])
+@pytest.mark.parametrize("damage", ["flip-page", "flip-middle-page", "flip-header", "truncate"])
 def test_corrupt_or_truncated_structure_is_never_a_wrong_answer(tmp_path, damage) -> None:
     root = str(tmp_path / "t")
     keys = list(range(0, 50_000, 7))
@@ -278,11 +279,14 @@ def test_corrupt_or_truncated_structure_is_never_a_wrong_answer(tmp_path, damage
     S.build(None, root, "k", structure="hashed")
     path = _hkeys(root)
     size = os.path.getsize(path)
+    idx = S.open_index(root, "k")
+    starts = idx.hashed.header(idx.manifest.hashed[0]).page_start
+    assert len(starts) > 2  # two pages at least: the first is not the last
     with open(path, "r+b") as fh:
         if damage == "truncate":
             fh.truncate(size - 100)
         else:
-            fh.seek(size - 50 if damage == "flip-page" else 12)
+            fh.seek({"flip-page": size - 50, "flip-middle-page": (int(starts[0]) + int(starts[1])) // 2}.get(damage, 12))
             b = fh.read(1)
             fh.seek(-1, 1)
             fh.write(bytes([b[0] ^ 0xFF]))
@@ -307,9 +311,16 @@ def test_corrupt_or_truncated_structure_is_never_a_wrong_answer(tmp_path, damage
     assert (cli.returncode == 0 and len(cli.stdout.splitlines()) == 1) or (
         cli.returncode == 2 and cli.stdout == "" and "rebuild the index" in cli.stderr), cli
     assert S.maintenance_status(root, "k").recommendation == "rebuild"
-    rep = S.sync(None, root, "k")  # repairs it with the same parameters
-    assert rep.action == "build"
+    if damage == "flip-middle-page":  # a sync checks the header and last page only: a page in the middle is left to
+        assert S.sync(None, root, "k").action == "none"  # the readers (above) and maintenance_status
+        rep = maintain(None, root, "k")  # what the operator and the sensor's maintain task run
+        assert rep.action == "rebuild" and "unusable" in rep.reason
+    else:
+        with pytest.warns(UserWarning, match="unusable"):
+            rep = S.sync(None, root, "k")  # repairs it with the same parameters
+        assert rep.action == "build"
     assert S.open_index(root, "k").manifest.structure == "hashed"
+    assert S.maintenance_status(root, "k").recommendation == "none"
 
 
 def test_cli_build_structure_and_query(tmp_path) -> None:

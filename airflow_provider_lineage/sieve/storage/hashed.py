@@ -152,9 +152,18 @@ class HashedFiles(Folder):
             raise IndexUnavailable(f"hashed-key page {where} is truncated (corrupt): rebuild the index")
         return decode_page(unseal_raw(b"SVP1", raw, where), fid_width, where)
 
-    def check_hashed(self, ref: HashedRef) -> None:
-        """Verify a structure's header and every page checksum (one read, no page decoded)."""
+    def check_hashed(self, ref: HashedRef, pages: bool = True) -> None:
+        """Verify a structure's header and every page checksum (one read, no page decoded); with
+        ``pages=False`` only the header and the last page (two small ranged reads: a missing or
+        truncated file, a damaged header or page table, but not a damaged page in the middle)."""
         header = self.read_hashed_header(ref)
+        if not pages:
+            a, b = (int(x) for x in header.page_start[-2:])
+            raw = self._range(ref, a, b - a)
+            if len(raw) != b - a:
+                raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
+            unseal_raw(b"SVP1", raw, f"{self._full(ref.name)}@{a}")
+            return
         data = self._range(ref, 0, ref.bytes)
         if len(data) != ref.bytes:
             raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")

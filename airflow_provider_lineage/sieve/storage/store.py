@@ -68,12 +68,14 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
             manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
         return manifest
 
-    def verify(self, manifest: Manifest) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def verify(self, manifest: Manifest, hashed_pages: bool = True) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Read and checksum every file of a version, as a reader would (raises IndexUnavailable).
 
         Segments: size, CRC and container of each one, one read per pack (pages are zlib streams
-        with their own check, inflated when used). Returns the decoded deltas by file name (read
-        anyway; callers that need them need not read them again)."""
+        with their own check, inflated when used). Hashed structures: every page's checksum, or with
+        ``hashed_pages=False`` (a sync: its cost then does not grow with the index) each one's header
+        and last page only. Returns the decoded deltas by file name (read anyway; callers that need
+        them need not read them again)."""
         by_pack: dict[str, list[FileRef]] = {}
         for ref in segment_files(self.segment_list(manifest.segment_list)):
             by_pack.setdefault(ref.name, []).append(ref)
@@ -85,8 +87,8 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
                                        "rebuild the index") from exc
             for ref in refs:
                 self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
-        for href in manifest.hashed:  # every page's checksum
-            self.check_hashed(href)
+        for href in manifest.hashed:  # every page's checksum (or the header and last page)
+            self.check_hashed(href, hashed_pages)
         return {ref.name: self.read_delta(ref) for ref in manifest.deltas}
 
 

@@ -3,7 +3,9 @@
 An index needs work when files of its table were added, removed or rewritten since the index
 version (by the pipeline or anyone else: backfills, other jobs, manual fixes), when merge-on-read
 deltas pile up, when its error budget is spent, or when it is missing, corrupt or unreadable. The
-checks read the table's file listing and the index manifest only (no Spark), so poking is cheap.
+checks read the table's file listing and the index manifest only (no Spark), so poking is cheap:
+the first poke also verifies every index file's checksum, later ones (and the trigger's) check a
+hashed structure's header and last page, not every page.
 
 The sensor returns (XCom ``return_value``) one entry per index that needs work --
 ``{"table", "column", "index_path", "action", "reason", ...}`` -- which a downstream
@@ -91,6 +93,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         self.update_strategy = update_strategy
         self.storage_options = dict(storage_options) if storage_options else None
         self.deferrable = _compat.default_deferrable() if deferrable is None else bool(deferrable)
+        self._verified = False  # set by the first poke, which verifies every index file's checksum
 
     def index_specs(self) -> list[dict[str, Any]]:
         """The indexes to check, after templating: ``[{"table", "column", "index_path"}]``."""
@@ -115,7 +118,11 @@ class SieveMaintenanceSensor(BaseSensorOperator):
         from airflow_provider_lineage._compat import AirflowException
 
         try:
-            needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy, self.storage_options)
+            # the first poke of this instance verifies every checksum; later ones (every poke_interval) check a
+            # hashed structure's header and last page only, so a watch does not read the whole index each time
+            needs = pending_work(self.index_specs(), self.thresholds, self.update_strategy, self.storage_options,
+                                 full_verify=not self._verified)
+            self._verified = True
         except (SieveError, ValueError) as exc:
             raise AirflowException(f"cannot check the Sieve indexes: {exc}") from exc
         for n in needs:

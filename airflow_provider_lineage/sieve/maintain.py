@@ -132,27 +132,29 @@ def decide(st: MaintenanceStatus, thresholds: Thresholds, *, table_files: int | 
 
 
 def check(table: str, column: str, *, index_path: str | None = None, thresholds: Thresholds | None = None,
-          update_strategy: str | None = None, storage_options: Mapping[str, Any] | None = None) -> Need:
+          update_strategy: str | None = None, storage_options: Mapping[str, Any] | None = None,
+          full_verify: bool = True) -> Need:
     """What one index needs, from the table listing and the index files only (no Spark).
 
     A missing table directory needs nothing yet (the reason says so); a catalog table name needs
     ``index_path`` (the manifest records the table's location). Tables and indexes may live on an
     object store (:mod:`.fs`); ``storage_options`` are that store's options (default: its usual
     environment). A store that cannot be reached raises :class:`.fs.StoreError` (names the fix).
+    ``full_verify``: see :func:`.maintenance.maintenance_status`.
     """
     with scoped_options(storage_options):
-        return _check(table, column, index_path, thresholds or Thresholds(), update_strategy)
+        return _check(table, column, index_path, thresholds or Thresholds(), update_strategy, full_verify)
 
 
 def _check(table: str, column: str, index_path: str | None, thresholds: Thresholds,
-           update_strategy: str | None) -> Need:
+           update_strategy: str | None, full_verify: bool = True) -> Need:
     from .table import root_exists, table_path
 
     if not is_catalog_name(table) and not root_exists(table_path(table)):
         return Need(table, column, index_path, "none",
                     f"table path {table_path(table)} does not exist (yet): nothing to index")
     try:
-        st = maintenance_status(table, column, index_path=index_path)
+        st = maintenance_status(table, column, index_path=index_path, full_verify=full_verify)
     except StoreError:
         raise
     except OSError as exc:  # an unreadable index folder: rebuilding it names the fix (not writable)

@@ -27,19 +27,21 @@ REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over bu
 
 
 def maintenance_status(table: str, column: str, *, index_path: str | None = None,
-                       storage_options: Mapping[str, Any] | None = None) -> MaintenanceStatus:
+                       storage_options: Mapping[str, Any] | None = None, full_verify: bool = True) -> MaintenanceStatus:
     """Index health and a recommendation in {none, sync, compact, rebuild, build}.
 
     Pure Python: lists the table directory, reads the manifest and verifies the checksums of every
-    index file, as a reader would (a corrupt index recommends ``rebuild``). A catalog table name
+    index file, as a reader would (a corrupt index recommends ``rebuild``). ``full_verify=False``
+    checks a hashed structure's header and last page only, as a sync does (a watcher that checks
+    every minute then does not read the whole index each time). A catalog table name
     needs ``index_path`` (the manifest records the table's location). Table and index may be on an
     object store (:mod:`.fs`; ``storage_options``: that store's options, default its environment).
     """
     with scoped_options(storage_options):
-        return _status(table, column, index_path)
+        return _status(table, column, index_path, full_verify)
 
 
-def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatus:
+def _status(table: str, column: str, index_path: str | None, full_verify: bool = True) -> MaintenanceStatus:
     from .model import over_budget
     from .query import diff_files, index_location
     from .storage import IndexStore
@@ -57,7 +59,7 @@ def _status(table: str, column: str, index_path: str | None) -> MaintenanceStatu
     st.present, st.version, st.mode = True, m.version, m.mode
     st.files_indexed, st.segments, st.structure = len(m.files), len(metas), m.structure
     try:
-        deltas = store.verify(m)  # the checksums a reader verifies: a corrupt index means full reads forever
+        deltas = store.verify(m, hashed_pages=full_verify)  # the checksums a reader verifies: a corrupt index means full reads forever
     except IndexUnavailable as exc:
         st.recommendation = "rebuild"
         st.reason = f"the index is unusable, every read is a full read ({exc.reason}); rebuild (or maintain, which follows this recommendation) repairs it"

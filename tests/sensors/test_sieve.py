@@ -291,6 +291,26 @@ class TestHashedKeys:
         assert S.open_index(a, "k").candidates(S.Eq(5001)) == [f"{a}/new-1.parquet"]
         hk = Path(a) / "_sieve" / "k" / S.open_index(a, "k").manifest.hashed[0].name
         data = bytearray(hk.read_bytes())
-        data[-10] ^= 0xFF
+        data[-10] ^= 0xFF  # the last page: every poke checks it
         hk.write_bytes(bytes(data))
         assert [n["action"] for n in s.poke({}).xcom_value] == ["rebuild"]
+
+    def test_first_poke_verifies_every_page_later_ones_the_last(self, tmp_path: Path) -> None:
+        from airflow_provider_lineage import sieve as S
+
+        b = str(tmp_path / "b")
+        for i in range(4):  # 12,000 keys: a structure of several pages
+            write_file(f"{b}/part-{i}.parquet", list(range(i * 7, 84_000, 28)))
+        maintain(None, b, "k", structure="hashed")
+        s = SieveMaintenanceSensor(task_id="w", table=b, columns="k")
+        assert s.poke({}).is_done is False
+        idx = S.open_index(b, "k")
+        starts = idx.hashed.header(idx.manifest.hashed[0]).page_start
+        assert len(starts) > 2
+        hk = Path(b) / "_sieve" / "k" / idx.manifest.hashed[0].name
+        data = bytearray(hk.read_bytes())
+        data[(int(starts[0]) + int(starts[1])) // 2] ^= 0xFF  # the first page, not the last
+        hk.write_bytes(bytes(data))
+        assert s.poke({}).is_done is False  # a repeated poke checks the header and the last page only
+        fresh = SieveMaintenanceSensor(task_id="w2", table=b, columns="k")
+        assert [n["action"] for n in fresh.poke({}).xcom_value] == ["rebuild"]  # a first poke checks every page

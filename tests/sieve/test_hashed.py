@@ -313,6 +313,8 @@ def test_corrupt_or_truncated_structure_is_never_a_wrong_answer(tmp_path, damage
     assert S.maintenance_status(root, "k").recommendation == "rebuild"
     if damage == "flip-middle-page":  # a sync checks the header and last page only: a page in the middle is left to
         assert S.sync(None, root, "k").action == "none"  # the readers (above) and maintenance_status
+        assert S.maintenance_status(root, "k", full_verify=False).recommendation == "none"  # the watcher's repeats
+        assert S.maintenance_status(root, "k").recommendation == "rebuild"
         rep = maintain(None, root, "k")  # what the operator and the sensor's maintain task run
         assert rep.action == "rebuild" and "unusable" in rep.reason
     else:

@@ -277,68 +277,36 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     # bucket b of a file: its slice of hashes with top bits b (the file is sorted)
     bucket_bits = max(0, min(BUCKET_BITS, (n_pairs // BUCKET_PAIRS).bit_length() - 1))
     n_buckets = 1 << bucket_bits
-    id_of = np.asarray(ids, np.uint32)
+    source: _Spill | _Held = spill if spill.active else _Held(per_file)
+    source.start_buckets(bucket_bits)
     n_keys = 0
-    if spill.active:  # pass 1: merge each bucket's slices, count its keys, spill the merged bucket
-        spill.start_buckets(bucket_bits)
-        for b in range(n_buckets):
-            merged = _dedup_sorted(spill.read_run_bucket(b))
-            n_keys += _count_prefixes(merged, idx_bits)
-            spill.put_bucket(merged)
-        spill.drop_runs()
-        if fp_bits is None:
-            fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
-        # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
-        n_fps = sum(_count_prefixes(spill.read_bucket(b), 64 - fp_bits) for b in range(n_buckets))
-        page_bits = page_bits_for(n_fps, fp_bits)
-        fid_width = max(1, max(ranges).bit_length())
-        pages: list[bytes] = []
-        small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        pairs = 0
-        for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
-            g, counts, gidx, _, _ = group_packed(spill.read_bucket(b), idx_bits, fp_bits, fpp, is_sorted=True)
-            pairs += len(gidx)
-            if page_bits >= bucket_bits:
-                per_bucket = 1 << (page_bits - bucket_bits)
-                pages.extend(encode_pages(g, counts, id_of[gidx], fp_bits, page_bits, fid_width,
-                                          b * per_bucket, per_bucket))
-            else:
-                small.append((g, counts, id_of[gidx]))
-        if small:
-            pages = encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
-                                 fid_width)
-    else:
-        bounds = np.arange(n_buckets, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
-            np.zeros(1, np.uint64)
-        cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in per_file]
-        buckets: list[np.ndarray] = []
-        for b in range(n_buckets):
-            parts = [f[c[b]:c[b + 1]] for f, c in zip(per_file, cuts, strict=True) if c[b + 1] > c[b]]
-            merged = np.concatenate(parts) if len(parts) > 1 else parts[0].copy() if parts else np.empty(0, np.uint64)
-            if len(parts) > 1:
-                merged.sort()
-            merged = _dedup_sorted(merged)
-            n_keys += _count_prefixes(merged, idx_bits)
-            buckets.append(merged)
-        per_file.clear()
-        if fp_bits is None:
-            fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
-        grouped = []
-        for i, merged in enumerate(buckets):
-            g, counts, gidx, _, _ = group_packed(merged, idx_bits, fp_bits, fpp, is_sorted=True)
-            grouped.append((g, counts, id_of[gidx]))
-            buckets[i] = merged[:0]
-        n_fps = sum(len(g[0]) for g in grouped)
-        pairs = sum(len(g[2]) for g in grouped)
-        page_bits = page_bits_for(n_fps, fp_bits)
-        fid_width = max(1, max(int(g[2].max()) for g in grouped if len(g[2])).bit_length())
+    for b in range(n_buckets):  # pass 1: merge each bucket's slices, count its keys, keep the merged bucket
+        merged = _dedup_sorted(source.read_run_bucket(b))
+        n_keys += _count_prefixes(merged, idx_bits)
+        source.put_bucket(merged)
+    source.drop_runs()
+    if fp_bits is None:
+        fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+    # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
+    n_fps = sum(_count_prefixes(source.read_bucket(b), 64 - fp_bits) for b in range(n_buckets))
+    page_bits = page_bits_for(n_fps, fp_bits)
+    fid_width = max(1, max(ranges).bit_length())
+    id_of = np.asarray(ids, np.uint32)
+    pages: list[bytes] = []
+    small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pairs = 0
+    for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
+        g, counts, gidx, _, _ = group_packed(source.take_bucket(b), idx_bits, fp_bits, fpp, is_sorted=True)
+        pairs += len(gidx)
         if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
             per_bucket = 1 << (page_bits - bucket_bits)
-            pages = [p for b, (g, counts, gf) in enumerate(grouped)
-                     for p in encode_pages(g, counts, gf, fp_bits, page_bits, fid_width, b * per_bucket, per_bucket)]
+            pages.extend(encode_pages(g, counts, id_of[gidx], fp_bits, page_bits, fid_width, b * per_bucket,
+                                      per_bucket))
         else:  # a small structure (fewer pages than buckets)
-            pages = encode_pages(*(np.concatenate([g[k] for g in grouped]) for k in range(3)), fp_bits, page_bits,
-                                 fid_width)
+            small.append((g, counts, id_of[gidx]))
+    if small:
+        pages = encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
+                             fid_width)
     order = sorted(ranges)
     ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
                                    _key_array([ranges[i][0] for i in order]),
@@ -352,6 +320,44 @@ def _count_prefixes(s: np.ndarray, low_bits: int) -> int:
         return 0
     prefix = s >> np.uint64(low_bits)
     return 1 + int(np.count_nonzero(prefix[1:] != prefix[:-1]))
+
+
+class _Held:
+    """The in-memory twin of :class:`_Spill`'s buckets: the files' sorted runs and the merged buckets,
+    held (a table of up to :data:`SPILL_PAIRS` pairs)."""
+
+    def __init__(self, runs: list[np.ndarray]) -> None:
+        self._runs = runs
+        self._cuts: list[np.ndarray] = []
+        self._buckets: list[np.ndarray] = []
+
+    def start_buckets(self, bucket_bits: int) -> None:
+        bounds = np.arange(1 << bucket_bits, dtype=np.uint64) << np.uint64(64 - bucket_bits) if bucket_bits else \
+            np.zeros(1, np.uint64)
+        self._cuts = [np.append(np.searchsorted(f, bounds), len(f)) for f in self._runs]
+
+    def read_run_bucket(self, b: int) -> np.ndarray:
+        parts = [f[c[b]:c[b + 1]] for f, c in zip(self._runs, self._cuts, strict=True) if c[b + 1] > c[b]]
+        if len(parts) == 1:
+            return parts[0].copy()
+        merged = np.concatenate(parts) if parts else np.empty(0, np.uint64)
+        merged.sort()
+        return merged
+
+    def drop_runs(self) -> None:
+        self._runs.clear()
+        self._cuts = []
+
+    def put_bucket(self, merged: np.ndarray) -> None:
+        self._buckets.append(merged)
+
+    def read_bucket(self, b: int) -> np.ndarray:
+        return self._buckets[b]
+
+    def take_bucket(self, b: int) -> np.ndarray:
+        """The bucket, released here (the last pass: memory goes as pages are encoded)."""
+        got, self._buckets[b] = self._buckets[b], self._buckets[b][:0]
+        return got
 
 
 class _Spill:
@@ -447,6 +453,8 @@ class _Spill:
         out = np.empty(n, np.uint64)
         self._read(self._buckets, at, out)
         return out
+
+    take_bucket = read_bucket  # nothing held to release
 
 
 def _dedup_sorted(s: np.ndarray) -> np.ndarray:

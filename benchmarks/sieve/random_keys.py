@@ -465,14 +465,7 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
                   ("| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
                   "| Spark input bytes |"),
                   "|---|---|---|---|---|---|---|---|---|"]
-        for r in results:
-            for c in r.get("spark", []):
-                extra = r["bloom_bytes_per_pair"].get(c["method"], r["sieve_bytes_per_pair"].get(c["column"])
-                                                      if c["method"] == "Sieve" else None)
-                ex = "" if extra is None else f"{extra:.2f}"
-                lines.append(f"| {r['per_file']:,} | {c['column']} | {c['method']} | {ex} | {c['wall_s']:.2f} | "
-                             f"{c['files_opened']:.1f} | {c['row_groups_read']:.1f} | {fmt_bytes(c['bytes_read'])} | "
-                             f"{fmt_bytes(c['spark_input_bytes'])} |")
+        lines += spark_rows([r for r in results if r.get("spark")])
     if len(results) > 1:
         a, b = results[0], results[-1]
         lines += ["", "## Growth", "", (f"From K = {a['per_file']:,} to {b['per_file']:,} per file "

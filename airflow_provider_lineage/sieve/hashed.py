@@ -518,19 +518,39 @@ def add_files(store: IndexStore, m: Manifest, files: dict[int, FileEntry], new_i
 
 
 def merge(store: IndexStore, m: Manifest, live: Iterable[int]) -> HashedRef:
-    """One structure holding every structure's pairs of live files (compaction)."""
+    """One structure holding every structure's pairs of live files (compaction).
+
+    Each structure's pairs come out sorted (fingerprint, then file id), so with both packed into one
+    word they are sorted runs: one stable sort merges them (a run merge, not a full sort) and the
+    build's grouping takes them as they are."""
     keep = np.asarray(sorted(live), np.int64)
+    top = int(keep.max()) if len(keep) else 0
+    is_live = np.zeros(top + 2, bool)  # by file id; every id beyond the live ones maps to the last (False)
+    is_live[keep] = True
+    fid_bits = max(1, top.bit_length())
+    packed = m.fp_bits + fid_bits <= 64
+    runs: list[np.ndarray] = []
     fps, fids, ids, lo, hi = [], [], [], [], []
     for ref in m.hashed:
         header, f, i = store.read_hashed_pairs(ref)
-        alive = np.isin(i.astype(np.int64), keep)
-        fps.append(f[alive])
-        fids.append(i[alive])
-        ok = np.isin(header.file_ids, keep)
+        alive = is_live[np.minimum(i, top + 1)]
+        if not alive.all():
+            f, i = f[alive], i[alive]
+        if packed:
+            runs.append((f << np.uint64(64 - m.fp_bits)) | i.astype(np.uint64))
+        else:
+            fps.append(f)
+            fids.append(i)
+        ok = is_live[np.minimum(header.file_ids, top + 1)]
         ids.append(header.file_ids[ok])
         lo += np.asarray(header.file_min)[ok].tolist()
         hi += np.asarray(header.file_max)[ok].tolist()
     all_ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
+    if packed:
+        words = np.concatenate(runs) if runs else np.empty(0, np.uint64)
+        words.sort(kind="stable")  # timsort finds the structures' sorted runs
+        g, counts, gfids, _, _ = group_packed(words, fid_bits, m.fp_bits, is_sorted=True)
+        return store.write_hashed_groups(g, counts, gfids, m.fp_bits, all_ids, _key_array(lo), _key_array(hi))
     return store.write_hashed(np.concatenate(fps) if fps else np.empty(0, np.uint64),
                               np.concatenate(fids) if fids else np.empty(0, np.uint32), m.fp_bits, all_ids,
                               _key_array(lo), _key_array(hi))

@@ -177,15 +177,16 @@ class HashedFiles(Folder):
         data = self._range(ref, 0, ref.bytes)
         if len(data) != ref.bytes:
             raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
-        low_bits = header.fp_bits - header.page_bits
-        fps, fids = [], []
+        low_bits = np.uint64(header.fp_bits - header.page_bits)
+        fps, counts, fids = [], [], []
         for p in range(1 << header.page_bits):
             page = self.read_hashed_page(ref, header, p, data)
-            counts = np.diff(page.starts)
-            fps.append(np.repeat((np.uint64(p) << np.uint64(low_bits)) | page.low, counts))
+            fps.append((np.uint64(p) << low_bits) | page.low)
+            counts.append(page.starts[1:] - page.starts[:-1])
             fids.append(page.fids)
-        return (header, np.concatenate(fps) if fps else np.empty(0, np.uint64),
-                np.concatenate(fids) if fids else np.empty(0, np.uint32))
+        if not fps:
+            return header, np.empty(0, np.uint64), np.empty(0, np.uint32)
+        return header, np.repeat(np.concatenate(fps), np.concatenate(counts)), np.concatenate(fids)
 
 
 def hashed_file_ref(ref: HashedRef) -> FileRef:

@@ -40,7 +40,7 @@ from .fingerprints import (
 from .fs import open_input
 from .hashing import hash_batch, hash_of_value, hashes_of_arrow
 from .keys import BYTE_KINDS, KeyType, window_key
-from .storage import HashedHeader, HashedRef, IndexStore, Manifest
+from .storage import HashedHeader, HashedRef, IndexStore, Manifest, PageSink
 from .table import FileEntry
 
 STRUCTURES = ("auto", "segments", "hashed")
@@ -292,7 +292,7 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     page_bits = page_bits_for(n_fps, fp_bits)
     fid_width = max(1, max(ranges).bit_length())
     id_of = np.asarray(ids, np.uint32)
-    pages: list[bytes] = []
+    pages = PageSink()  # sealed as encoded; spooled to a temporary file past SPOOL_BYTES (a large table)
     small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     pairs = 0
     for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
@@ -305,8 +305,8 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
         else:  # a small structure (fewer pages than buckets)
             small.append((g, counts, id_of[gidx]))
     if small:
-        pages = encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
-                             fid_width)
+        pages.extend(encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
+                                  fid_width))
     order = sorted(ranges)
     ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
                                    _key_array([ranges[i][0] for i in order]),

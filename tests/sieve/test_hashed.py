@@ -23,6 +23,7 @@ from airflow_provider_lineage.sieve import hashed as H
 from airflow_provider_lineage.sieve.hashing import hash_of_value, xxh64_binary, xxh64_longs
 from airflow_provider_lineage.sieve.keys import key_type_from_arrow
 from airflow_provider_lineage.sieve.maintain import maintain
+from airflow_provider_lineage.sieve.storage import hashed as storage_hashed
 
 from .helpers import write_file
 
@@ -469,11 +470,29 @@ def test_spilled_build_writes_the_in_memory_structure(tmp_path, monkeypatch, typ
     monkeypatch.setattr(F, "PAGE_KEYS", page_keys)
     files, kt = _spill_table(tmp_path, typ)
     out = []
-    for name, limit in (("a", 1 << 40), ("b", 5000)):  # in memory; spilled from the 2nd file on
+    for name, limit, spool in (("a", 1 << 40, 1 << 40), ("b", 5000, 1 << 40), ("c", 5000, 100)):
+        # in memory; runs spilled from the 2nd file on; and the sealed pages spooled to a file from the 1st on
         monkeypatch.setattr(H, "SPILL_PAIRS", limit)
+        monkeypatch.setattr(storage_hashed, "SPOOL_BYTES", spool)
         got = H._read_grouped(IndexStore(str(tmp_path / name)), files, files, range(len(files)), "k", kt, None, 0.01)
         out.append(((tmp_path / name / got[0].name).read_bytes(), got[0].keys, got[0].pairs, got[2], got[3]))
-    assert out[0] == out[1]
+    assert out[0] == out[1] == out[2]
+
+
+def test_page_spool_error_names_the_fix_and_writes_no_structure(tmp_path, monkeypatch) -> None:
+    from airflow_provider_lineage.sieve.errors import SieveError
+    from airflow_provider_lineage.sieve.storage import IndexStore
+
+    files, kt = _spill_table(tmp_path, pa.int64(), n_files=3)
+    monkeypatch.setattr(storage_hashed, "SPOOL_BYTES", 100)
+
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(storage_hashed.tempfile, "TemporaryFile", refuse)
+    with pytest.raises(SieveError, match="spool its pages .*No space left on device.*TMPDIR"):
+        H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    assert not (tmp_path / "a").exists() or not [n for n in os.listdir(tmp_path / "a") if n.startswith("hkeys-")]
 
 
 def test_spill_directory_is_removed_after_success_and_error(tmp_path, monkeypatch) -> None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from .deltas import DeltaFiles
 from .files import FileTable, FileTableFiles
 from .folder import FileRef, Folder
-from .hashed import HashedFiles, HashedHeader, HashedRef
+from .hashed import HashedFiles, HashedHeader, HashedRef, PageSink
 from .manifest import (
     HASHED_VERSION,
     MANIFEST_FORMAT,
@@ -85,6 +85,7 @@ __all__ = [
     "HashedFiles",
     "HashedHeader",
     "HashedRef",
+    "PageSink",
     "IndexStore",
     "Manifest",
     "PagedSegment",

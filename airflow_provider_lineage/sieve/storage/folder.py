@@ -7,7 +7,7 @@ import os
 import secrets
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -131,25 +131,40 @@ class Folder:
 
 
     # ---- immutable files ---------------------------------------------------------------------
-    def _write(self, prefix: str, suffix: str, data: bytes, records: int = 0) -> FileRef:
+    def _write(self, prefix: str, suffix: str, data: bytes | Iterable[bytes], records: int = 0) -> FileRef:
+        """A new file of ``data``, or of ``data``'s parts one after another (streamed: never joined)."""
         name = f"{prefix}-{secrets.token_hex(8)}{suffix}"
         with self.writing():
-            self._put(name, data)
+            size, crc = self._put(name, data)
         self.written.append(name)
-        return FileRef(name, len(data), zlib.crc32(data), records)
+        return FileRef(name, size, crc, records)
 
-    def _put(self, name: str, data: bytes) -> None:
-        """Write a new file so that it appears whole or not at all (temp + rename; one PUT remotely)."""
+    def _put(self, name: str, parts: bytes | Iterable[bytes]) -> tuple[int, int]:
+        """Write a new file (bytes, or parts streamed one after another) so that it appears whole or
+        not at all (temp + rename; one upload remotely): its size and CRC-32."""
+        if isinstance(parts, bytes | bytearray | memoryview):
+            parts = [parts]
+        size = crc = 0
         if not self.local:
             filesystem, inner = self._remote(name)
             with filesystem.open_output_stream(inner) as out:
-                out.write(data)
-            return
+                for part in parts:
+                    out.write(part)
+                    size, crc = size + len(part), zlib.crc32(part, crc)
+            return size, crc
         tmp = self._full(f".tmp-{name}")
         os.makedirs(self.path, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, self._full(name))  # flushed to disk before the manifest names it (_flush_written)
+        try:
+            with open(tmp, "wb") as fh:
+                for part in parts:
+                    fh.write(part)
+                    size, crc = size + len(part), zlib.crc32(part, crc)
+            os.replace(tmp, self._full(name))  # flushed to disk before the manifest names it (_flush_written)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return size, crc
 
     def _flush_written(self) -> None:
         """fsync every file written since the last commit, a few at a time, then the folder: a

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import base64
 import itertools
+import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ..codec import Reader, Writer, seal, seal_raw, unseal, unseal_raw
-from ..errors import IndexUnavailable
+from ..errors import IndexUnavailable, SieveError
 from ..fingerprints import Page, decode_page, encode_pages, group_pairs, page_bits_for
 from ..fs import read_bytes
 from .folder import FileRef, Folder
@@ -70,6 +72,72 @@ class HashedHeader:
     file_max: np.ndarray
 
 
+SPOOL_BYTES = 64 << 20  # sealed pages held in memory up to this size; beyond it they go to a temporary file
+SPOOL_CHUNK = 8 << 20  # bytes read back from the temporary file at a time while the structure is written
+
+
+class PageSink:
+    """A structure's pages, sealed as they are added (in page order), held until the structure is
+    written: in memory up to ``spool_bytes``, then in an unnamed temporary file of the system's temp
+    dir (``TMPDIR``), so a large build holds neither its encoded pages nor a joined copy of them. A
+    failed write there (disk full) is a :class:`..errors.SieveError` naming the fix; the file goes
+    when the sink is closed (or collected)."""
+
+    def __init__(self, spool_bytes: int | None = None) -> None:
+        self.lengths: list[int] = []
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._spool_bytes = SPOOL_BYTES if spool_bytes is None else spool_bytes
+        self._file: Any = None
+
+    def add(self, page: bytes) -> None:
+        sealed = seal_raw(b"SVP1", page)
+        self.lengths.append(len(sealed))
+        if self._file is None and self._held_bytes + len(sealed) <= self._spool_bytes:
+            self._held.append(sealed)
+            self._held_bytes += len(sealed)
+            return
+        if self._file is None:
+            try:
+                self._file = tempfile.TemporaryFile(prefix="sieve-pages-")  # noqa: SIM115 - closed by close()
+            except OSError as exc:
+                raise self._error(exc) from exc
+            held, self._held, self._held_bytes = self._held, [], 0
+            for p in held:
+                self._spool(p)
+        self._spool(sealed)
+
+    def extend(self, pages: Iterable[bytes]) -> None:
+        for p in pages:
+            self.add(p)
+
+    def _spool(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise self._error(exc) from exc
+
+    @staticmethod
+    def _error(exc: OSError) -> SieveError:
+        return SieveError(f"the build could not spool its pages to {tempfile.gettempdir()} ({exc}): free space "
+                          "there or point TMPDIR to a larger disk")
+
+    def chunks(self) -> Iterator[bytes]:
+        """The sealed pages' bytes in order (from the temporary file: a chunk at a time)."""
+        yield from self._held
+        if self._file is not None:
+            self._file.flush()
+            self._file.seek(0)
+            while chunk := self._file.read(SPOOL_CHUNK):
+                yield chunk
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._held = []
+
+
 class HashedFiles(Folder):
     """Writes and reads hashed-key structures."""
 
@@ -88,25 +156,36 @@ class HashedFiles(Folder):
         return self.write_hashed_pages(pages, fp_bits, page_bits, fid_width, len(gfps), len(gfids), file_ids,
                                        file_min, file_max)
 
-    def write_hashed_pages(self, pages: list[bytes], fp_bits: int, page_bits: int, fid_width: int, keys: int,
-                           pairs: int, file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray
+    def write_hashed_pages(self, pages: list[bytes] | PageSink, fp_bits: int, page_bits: int, fid_width: int,
+                           keys: int, pairs: int, file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray
                            ) -> HashedRef:
-        """A structure from its encoded pages (in page order; see :func:`..fingerprints.encode_page`)."""
-        sealed = [seal_raw(b"SVP1", p) for p in pages]
+        """A structure from its encoded pages (in page order; see :func:`..fingerprints.encode_page`),
+        or from a :class:`PageSink` of them (closed here): written header first, then the pages,
+        streamed (no joined copy)."""
+        sink = pages if isinstance(pages, PageSink) else PageSink(spool_bytes=1 << 62)
+        if sink is not pages:
+            sink.extend(pages)
+        try:
+            return self._write_sink(sink, fp_bits, page_bits, fid_width, keys, pairs, file_ids, file_min, file_max)
+        finally:
+            sink.close()
+
+    def _write_sink(self, sink: PageSink, fp_bits: int, page_bits: int, fid_width: int, keys: int, pairs: int,
+                    file_ids: np.ndarray, file_min: np.ndarray, file_max: np.ndarray) -> HashedRef:
         h = Writer()
         for v in (fp_bits, page_bits, fid_width, keys, pairs):
             h.uvarint(v)
-        h.uints(np.asarray([len(p) for p in sealed], np.int64))
+        h.uints(np.asarray(sink.lengths, np.int64))
         order = np.argsort(file_ids, kind="stable")
         h.uints(np.asarray(file_ids, np.int64)[order])
         h.keys(np.asarray(file_min)[order])
         h.keys(np.asarray(file_max)[order])
         header = seal(b"SVH1", bytes(h.buf))
-        ref = self._write("hkeys", ".svh", b"".join([header, *sealed]), pairs)  # one copy of the pages
+        ref = self._write("hkeys", ".svh", itertools.chain([header], sink.chunks()), pairs)
         t = Writer()
         for v in (fp_bits, page_bits, fid_width):
             t.uvarint(v)
-        t.uints(np.asarray([len(p) for p in sealed], np.int64))
+        t.uints(np.asarray(sink.lengths, np.int64))
         layout = base64.b64encode(zlib.compress(bytes(t.buf), 9)).decode()
         return HashedRef(ref.name, ref.bytes, len(header), keys, pairs, layout)
 

@@ -516,3 +516,17 @@ def test_hashed_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
     assert len(req.lines) == 1, req.lines
     method, path, status = req.lines[0].split()
     assert method == "GET" and status == "206" and "/_sieve/k/hkeys-" in path, req.lines
+
+
+def test_a_streamed_write_that_fails_leaves_no_object(bucket: str) -> None:
+    """A hashed structure is streamed to the store part by part: when the parts fail half way, the
+    object that closing the upload may have completed is removed (an object appears whole or not at all)."""
+    store = IndexStore(f"s3://{bucket}/idx/k")
+
+    def parts() -> Iterator[bytes]:
+        yield b"x" * (6 << 20)  # past one multipart part
+        raise S.SieveError("the spool could not be read")  # what PageSink.chunks raises
+
+    with pytest.raises(S.SieveError, match="spool"):
+        store._write("hkeys", ".svh", parts())
+    assert not [n for n in store._listing() if n.startswith("hkeys-")]

@@ -147,10 +147,15 @@ class Folder:
         size = crc = 0
         if not self.local:
             filesystem, inner = self._remote(name)
-            with filesystem.open_output_stream(inner) as out:
-                for part in parts:
-                    out.write(part)
-                    size, crc = size + len(part), zlib.crc32(part, crc)
+            try:
+                with filesystem.open_output_stream(inner) as out:
+                    for part in parts:
+                        out.write(part)
+                        size, crc = size + len(part), zlib.crc32(part, crc)
+            except BaseException:  # closing the stream may have completed a partial object: remove it
+                with contextlib.suppress(OSError):
+                    self._delete(name)
+                raise
             return size, crc
         tmp = self._full(f".tmp-{name}")
         os.makedirs(self.path, exist_ok=True)

@@ -118,18 +118,26 @@ class PageSink:
             raise self._error(exc) from exc
 
     @staticmethod
-    def _error(exc: OSError) -> SieveError:
-        return SieveError(f"the build could not spool its pages to {tempfile.gettempdir()} ({exc}): free space "
-                          "there or point TMPDIR to a larger disk")
+    def _error(exc: OSError, doing: str = "spool its pages to") -> SieveError:
+        return SieveError(f"the build could not {doing} {tempfile.gettempdir()} ({exc}): free space there or point "
+                          "TMPDIR to a larger disk")
 
     def chunks(self) -> Iterator[bytes]:
         """The sealed pages' bytes in order (from the temporary file: a chunk at a time)."""
         yield from self._held
         if self._file is not None:
-            self._file.flush()
-            self._file.seek(0)
-            while chunk := self._file.read(SPOOL_CHUNK):
+            try:
+                self._file.flush()
+                self._file.seek(0)
+                chunk = self._file.read(SPOOL_CHUNK)
+            except OSError as exc:  # not the index folder's fault: a SieveError, not IndexNotWritable
+                raise self._error(exc, "read back its spooled pages from") from exc
+            while chunk:
                 yield chunk
+                try:
+                    chunk = self._file.read(SPOOL_CHUNK)
+                except OSError as exc:
+                    raise self._error(exc, "read back its spooled pages from") from exc
 
     def close(self) -> None:
         if self._file is not None:

@@ -110,6 +110,50 @@ def build_compiled(h: np.ndarray, values: np.ndarray, factor: float, seed: int
     return (table if peeled == n else None), 0, seg_len, starts
 
 
+def build_all_compiled(h: np.ndarray, values: np.ndarray, factor: float, seed: int
+                       ) -> tuple[np.ndarray | None, int, int, int]:
+    """:func:`build_compiled` with the slots computed in the compiled code as well (the same slots as
+    :func:`slots_of`, so the numpy :func:`lookup` reads the table), the keys first sorted by their
+    first segment (nearby keys touch nearby slots: the peel's memory access stays local)."""
+    n = len(h)
+    seg_len, starts, m = layout(n, factor)
+    hh = mix(h, seed)
+    with np.errstate(over="ignore"):
+        first = ((hh >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32)
+    order = np.argsort(first, kind="stable")
+    table = np.zeros(m, np.uint64)
+    salts = np.asarray([((101 + i) * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(ARITY)], np.uint64)
+    pos = _numba_slots()(hh[order], seg_len, starts, salts)
+    peeled = _numba_peel()(pos, values[order], table)
+    return (table if peeled == n else None), 0, seg_len, starts
+
+
+@functools.cache
+def _numba_slots():
+    import numba
+
+    @numba.njit(cache=False)
+    def splitmix(z):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+    @numba.njit(cache=False)
+    def slots(hh, seg_len, starts, salts):
+        n = len(hh)
+        out = np.empty((ARITY, n), np.int64)
+        mask = np.uint64(seg_len - 1)
+        for k in range(n):
+            h = hh[k]
+            base = np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32)) * seg_len
+            for i in range(ARITY):
+                z = h + salts[i]
+                out[i, k] = base + i * seg_len + np.int64(splitmix(z) & mask)
+        return out
+
+    return slots
+
+
 @functools.cache
 def _numba_peel():
     import numba
@@ -174,7 +218,7 @@ def lookup(table: np.ndarray, h: np.ndarray, seed: int, seg_len: int, starts: in
 
 
 def probe(n: int, files: int, fpp: float, factors: list[float], seeds: int, rng: np.random.Generator,
-          compiled: bool = False) -> list[dict]:
+          compiled: str = "numpy") -> list[dict]:
     bits = math.ceil(math.log2(files / fpp))
     check_bits = bits - math.ceil(math.log2(files))
     h = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
@@ -186,10 +230,11 @@ def probe(n: int, files: int, fpp: float, factors: list[float], seeds: int, rng:
     for factor in factors:
         for seed in range(seeds):
             t0 = time.perf_counter()
-            table, rounds, seg_len, starts = (build_compiled if compiled else build)(h, values, factor, seed)
+            builder = {"numpy": build, "numba": build_compiled, "numba-all": build_all_compiled}[compiled]
+            table, rounds, seg_len, starts = builder(h, values, factor, seed)
             secs = time.perf_counter() - t0
             row = {"keys": n, "factor": factor, "seed": seed, "ok": table is not None, "rounds": rounds,
-                   "builder": "numba" if compiled else "numpy",
+                   "builder": compiled,
                    "build_s": secs, "slot_bits": bits, "bits_per_key": bits * layout(n, factor)[2] / n,
                    "segment": seg_len}
             if table is not None:
@@ -222,7 +267,9 @@ def main() -> int:
     factors = [float(f) for f in args.factors.split(",")]
     if args.numba:  # compile once before the clock (the probe times the peeling, not numba's compiler)
         _numba_peel()(np.zeros((ARITY, 1), np.int64), np.zeros(1, np.uint64), np.zeros(1, np.uint64))
-    rows = [r for n in (int(x) for x in args.keys.split(",")) for compiled in ([False, True] if args.numba else [False])
+        _numba_slots()(np.zeros(1, np.uint64), 2, 1, np.zeros(ARITY, np.uint64))
+    builders = ["numpy", "numba", "numba-all"] if args.numba else ["numpy"]
+    rows = [r for n in (int(x) for x in args.keys.split(",")) for compiled in builders
             for r in probe(n, args.files, args.fpp, factors, args.seeds, rng, compiled)]
     f, files = args.fpp, args.files
     fid_bits, fid_mixed = math.ceil(math.log2(files)), math.log2(files)

@@ -251,6 +251,32 @@ def probe(n: int, files: int, fpp: float, factors: list[float], seeds: int, rng:
     return out
 
 
+def parts(n: int, factor: float, rng: np.random.Generator) -> list[tuple[str, float]]:
+    """Seconds of each step of the ``numba-all`` build for ``n`` keys (``--parts``), and the peel of
+    the keys in their own order for comparison."""
+    h = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
+    values = rng.integers(0, 1 << 15, n).astype(np.uint64)
+    seg_len, starts, m = layout(n, factor)
+    salts = np.asarray([((101 + i) * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(ARITY)], np.uint64)
+    out = []
+    t0 = time.perf_counter()
+    hh = mix(h, 0)
+    out.append(("the keys' hash (numpy)", time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    with np.errstate(over="ignore"):
+        order = np.argsort(((hh >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32), kind="stable")
+    out.append(("sort by first segment (numpy argsort)", time.perf_counter() - t0))
+    for label, keys, vals in (("sorted", hh[order], values[order]), ("in their own order", hh, values)):
+        t0 = time.perf_counter()
+        pos = _numba_slots()(keys, seg_len, starts, salts)
+        out.append((f"slots, compiled (keys {label})", time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        ok = _numba_peel()(pos, vals, np.zeros(m, np.uint64)) == n
+        out.append((f"peel and assignment, compiled (keys {label}){'' if ok else ' (did not peel)'}",
+                    time.perf_counter() - t0))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", default="1000000,4000000", help="key counts, comma-separated")
@@ -260,6 +286,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=2, help="seeds tried per factor before it counts as failed")
     ap.add_argument("--numba", action="store_true",
                     help="also build with the peeling compiled by numba (not a project dependency: install it)")
+    ap.add_argument("--parts", type=int, default=None, metavar="KEYS",
+                    help="with --numba: time each step of the numba-all build for KEYS keys (1.075 slots/key) and "
+                         "print them; writes no report")
     ap.add_argument("--report", default=str(HERE / "RETRIEVAL_PROBE.md"))
     args = ap.parse_args()
     load = os.getloadavg()
@@ -268,6 +297,12 @@ def main() -> int:
     if args.numba:  # compile once before the clock (the probe times the peeling, not numba's compiler)
         _numba_peel()(np.zeros((ARITY, 1), np.int64), np.zeros(1, np.uint64), np.zeros(1, np.uint64))
         _numba_slots()(np.zeros(1, np.uint64), 2, 1, np.zeros(ARITY, np.uint64))
+    if args.parts:
+        if not args.numba:
+            ap.error("--parts needs --numba")
+        for label, secs in parts(args.parts, 1.075, rng):
+            print(f"{label}: {secs:.2f} s")
+        return 0
     builders = ["numpy", "numba", "numba-all"] if args.numba else ["numpy"]
     rows = [r for n in (int(x) for x in args.keys.split(",")) for compiled in builders
             for r in probe(n, args.files, args.fpp, factors, args.seeds, rng, compiled)]

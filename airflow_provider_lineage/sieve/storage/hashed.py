@@ -125,19 +125,21 @@ class PageSink:
     def chunks(self) -> Iterator[bytes]:
         """The sealed pages' bytes in order (from the temporary file: a chunk at a time)."""
         yield from self._held
-        if self._file is not None:
-            try:
-                self._file.flush()
-                self._file.seek(0)
-                chunk = self._file.read(SPOOL_CHUNK)
-            except OSError as exc:  # not the index folder's fault: a SieveError, not IndexNotWritable
-                raise self._error(exc, "read back its spooled pages from") from exc
-            while chunk:
-                yield chunk
-                try:
-                    chunk = self._file.read(SPOOL_CHUNK)
-                except OSError as exc:
-                    raise self._error(exc, "read back its spooled pages from") from exc
+        if self._file is None:
+            return
+        try:
+            self._file.flush()
+            self._file.seek(0)
+        except OSError as exc:
+            raise self._error(exc, "read back its spooled pages from") from exc
+        while chunk := self._read_chunk():
+            yield chunk
+
+    def _read_chunk(self) -> bytes:
+        try:
+            return self._file.read(SPOOL_CHUNK)
+        except OSError as exc:  # not the index folder's fault: a SieveError, not IndexNotWritable
+            raise self._error(exc, "read back its spooled pages from") from exc
 
     def close(self) -> None:
         if self._file is not None:
@@ -244,12 +246,8 @@ class HashedFiles(Folder):
         ``pages=False`` only the header and the last page (two small ranged reads: a missing or
         truncated file, a damaged header or page table, but not a damaged page in the middle)."""
         header = self.read_hashed_header(ref)
-        if not pages:
-            a, b = (int(x) for x in header.page_start[-2:])
-            raw = self._range(ref, a, b - a)
-            if len(raw) != b - a:
-                raise IndexUnavailable(f"index file {self._full(ref.name)} is truncated (corrupt): rebuild the index")
-            unseal_raw(b"SVP1", raw, f"{self._full(ref.name)}@{a}")
+        if not pages:  # the last page: one ranged read, its length and checksum checked
+            self.read_hashed_page(ref, header, len(header.page_start) - 2)
             return
         data = self._range(ref, 0, ref.bytes)
         if len(data) != ref.bytes:

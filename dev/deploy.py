@@ -691,6 +691,26 @@ class AirflowDeployment:
             time.sleep(2)
         raise DeploymentError(f"{dag_id} run {run_id} still {state} after {timeout:.0f} s")
 
+    def wait_success(self, dag_id: str, run_id: str, timeout: float = 300) -> None:
+        """Wait for the run to end; raise with :meth:`failure_report` unless it succeeded."""
+        state = self.wait_run(dag_id, run_id, timeout=timeout)
+        if state != "success":
+            raise DeploymentError(f"{dag_id} run {run_id} ended {state}\n{self.failure_report(dag_id, run_id)}")
+
+    def failure_report(self, dag_id: str, run_id: str, tail: int = 6000) -> str:
+        """The run's task states and the end of every attempt log of its tasks that did not succeed
+        (read from the task log folder), for a test's failure message."""
+        tis = self.task_instances(dag_id, run_id)
+        lines = [f"{dag_id} {run_id}: " + ", ".join(f"{t}={ti.get('state')}" for t, ti in sorted(tis.items()))]
+        run_logs = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+        for task_id, ti in sorted(tis.items()):
+            if ti.get("state") in ("success", "skipped"):
+                continue
+            for path in sorted(run_logs.glob(f"task_id={task_id}/**/*.log")):
+                text = path.read_text(errors="replace")
+                lines.append(f"--- {path.relative_to(run_logs)} (last {tail} characters) ---\n{text[-tail:]}")
+        return "\n".join(lines)
+
     def task_instances(self, dag_id: str, run_id: str, user: str = "admin") -> dict[str, dict[str, Any]]:
         """The run's task instances by task id."""
         with self.client(user) as c:

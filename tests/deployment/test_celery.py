@@ -112,7 +112,7 @@ def test_workers_share_no_local_folder(celery: AirflowDeployment) -> None:
 
 def test_lineage_etl_and_sieve_maintenance_green_with_lineage_from_every_worker(celery: AirflowDeployment) -> None:
     run_id = celery.trigger("lineage_etl")
-    assert celery.wait_run("lineage_etl", run_id, timeout=1200) == "success"
+    celery.wait_success("lineage_etl", run_id, timeout=1200)
     # The asset event of the index task starts sieve_maintenance, which runs on a worker too.
     def maintenance_done() -> Any:
         with celery.client("viewer") as c:
@@ -170,7 +170,7 @@ def test_a_worker_killed_mid_task_the_retry_on_the_other_worker_succeeds(celery:
             os.killpg(pgid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    assert celery.wait_run("lineage_etl", run_id, timeout=1500) == "success"
+    celery.wait_success("lineage_etl", run_id, timeout=1500)
     ti = celery.task_instances("lineage_etl", run_id)["load"]
     assert ti["try_number"] >= 2, ti
     other = next(w for w in CELERY_WORKERS if w != victim)

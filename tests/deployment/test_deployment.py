@@ -81,7 +81,7 @@ def test_lineage_etl_twice(dep: Any) -> None:
     dep.unpause("sieve_maintenance")  # before the run, so its asset event schedules a maintenance run
     mark = len(read_events(dep.events_path))
     second = dep.trigger("lineage_etl")
-    assert dep.wait_run("lineage_etl", second, timeout=600) == "success"
+    dep.wait_success("lineage_etl", second, timeout=600)
     first = dep.etl_runs[0]
     dep.etl_runs.append(second)
     assert dep.run_state("lineage_etl", first) == "success"
@@ -120,7 +120,7 @@ def _wait_deferred(dep: Any, run_id: str) -> None:
 def _maintained(dep: Any, run_id: str, late: Path) -> None:
     """The run succeeded, its maintain task synced the late file into both transactions indexes
     (here or in a concurrent watcher's run), and every index matches its table."""
-    assert dep.wait_run("sieve_maintenance", run_id, timeout=900) == "success"
+    dep.wait_success("sieve_maintenance", run_id, timeout=900)
     idx = S.open_index(str(late.parent), "txn_date",
                        index_path=str(dep.data_dir / "indexes" / "transactions" / "txn_date"))
     assert str(late) in set(idx.candidates(S.Eq(dt.date(2023, 12, 30))))
@@ -175,7 +175,7 @@ def test_scheduler_sigkill_mid_run(dep: Any) -> None:
     dep.kill("scheduler", signal.SIGKILL)
     time.sleep(3)
     dep.start("scheduler")
-    assert dep.wait_run("lineage_etl", run_id, timeout=600) == "success"
+    dep.wait_success("lineage_etl", run_id, timeout=600)
     dep.etl_runs.append(run_id)
     assert_indexes_match(dep.data_dir)
 
@@ -197,7 +197,7 @@ def test_spark_driver_sigkill_mid_write(dep: Any) -> None:
     wait_for("the write to start", writing, timeout=400, every=0.02)
     for pid in drivers:
         sigkill(pid)
-    assert dep.wait_run("lineage_etl", run_id, timeout=600) == "success"
+    dep.wait_success("lineage_etl", run_id, timeout=600)
     ti = dep.task_instances("lineage_etl", run_id)["load"]
     assert ti["try_number"] == 2, ti
     events = [e for e in events_since(dep, mark) if e["job"]["name"] == "lineage_etl.load"]

@@ -33,7 +33,7 @@ def chain(deployment: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for dag_id in ("lineage_estate_scores", "lineage_estate_flags"):
         run_id = deployment.trigger(dag_id)
-        assert deployment.wait_run(dag_id, run_id, timeout=600) == "success", f"see {deployment.log_dir}"
+        deployment.wait_success(dag_id, run_id, timeout=600)
         with deployment.client("admin") as c:
             out[dag_id] = c.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
     with deployment.client("viewer") as c:

@@ -231,7 +231,7 @@ def guard_runs(deployment: Any) -> list[str]:
             client.delete("/api/v2/variables/lineage_column_tags")
             client.post("/api/v2/variables", json={"key": "lineage_column_tags", "value": value}).raise_for_status()
         run_id = deployment.trigger("lineage_guard", conf={"data_dir": str(data), "version": version, "on_change": "warn"})
-        assert deployment.wait_run("lineage_guard", run_id, timeout=900) == "success"
+        deployment.wait_success("lineage_guard", run_id, timeout=900)
         runs.append(run_id)
     return runs
 

@@ -42,9 +42,6 @@ def deployment_with_etl(home: Path, **kwargs: Any) -> Iterator[AirflowDeployment
     """A started deployment that has run ``lineage_etl`` once (``dep.etl_runs`` holds the run id)."""
     with AirflowDeployment(home, **kwargs) as dep:
         run_id = dep.trigger("lineage_etl")
-        state = dep.wait_run("lineage_etl", run_id, timeout=600)
-        if state != "success":
-            raise DeploymentError(f"lineage_etl run {run_id} ended {state}: see {dep.log_dir} and the task logs "
-                                  f"under {dep.home / 'logs'}")
+        dep.wait_success("lineage_etl", run_id, timeout=600)
         dep.etl_runs = [run_id]  # type: ignore[attr-defined]
         yield dep

@@ -40,6 +40,8 @@ Scheduling -- why these Airflow 3 mechanisms:
   reschedule-mode sensor: no slot held between checks) holds ``maintain`` back while a
   ``lineage_etl`` run is queued or running, and ``maintain`` then decides again -- usually nothing
   is left to do.
+* **A failed attempt is tried again** (``retries=1`` on ``maintain``): the retry decides again what
+  each index needs, so it neither repeats finished work nor leaves half of it (commits are atomic).
 * **Never two maintainers at once** (``max_active_tis_per_dag=1`` on ``maintain``): when both
   watchers fire on one write, the second ``maintain`` waits for the first and then finds nothing to
   do (``auto`` decides when it runs). A maintainer outside this DAG (``lineage_etl.index``) is safe
@@ -150,6 +152,8 @@ with DAG(
         conn_id="spark_default",
         conf=SPARK_CONF,
         max_active_tis_per_dag=1,
+        retries=1,  # a failed Spark submission (a lost executor, a full disk) is tried again; auto decides anew
+        retry_delay=pendulum.duration(seconds=30),
     )
 
     external_write(D, "{{ params.external_write }}") >> wait >> pipeline_idle() >> maintain

@@ -702,14 +702,21 @@ class AirflowDeployment:
         (read from the task log folder), for a test's failure message."""
         tis = self.task_instances(dag_id, run_id)
         lines = [f"{dag_id} {run_id}: " + ", ".join(f"{t}={ti.get('state')}" for t, ti in sorted(tis.items()))]
-        run_logs = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
-        for task_id, ti in sorted(tis.items()):
-            if ti.get("state") in ("success", "skipped"):
-                continue
-            for path in sorted(run_logs.glob(f"task_id={task_id}/**/*.log")):
-                text = path.read_text(errors="replace")
-                lines.append(f"--- {path.relative_to(run_logs)} (last {tail} characters) ---\n{text[-tail:]}")
+        lines += [self.attempt_logs(dag_id, run_id, task_id, tail=tail)
+                  for task_id, ti in sorted(tis.items()) if ti.get("state") not in ("success", "skipped")]
         return "\n".join(lines)
+
+    def attempt_logs(self, dag_id: str, run_id: str, task_id: str, attempts: Iterable[int] | None = None,
+                     tail: int = 6000) -> str:
+        """The end of each attempt log of a task (all attempts, or those numbered in ``attempts``)."""
+        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+        wanted = None if attempts is None else {f"attempt={n}.log" for n in attempts}
+        out = []
+        for path in sorted(folder.glob("**/attempt=*.log")):
+            if wanted is None or path.name in wanted:
+                text = path.read_text(errors="replace")
+                out.append(f"--- {task_id} {path.name} (last {tail} characters) ---\n{text[-tail:]}")
+        return "\n".join(out) or f"--- {task_id}: no attempt log under {folder} ---"
 
     def task_instances(self, dag_id: str, run_id: str, user: str = "admin") -> dict[str, dict[str, Any]]:
         """The run's task instances by task id."""

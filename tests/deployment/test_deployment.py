@@ -25,6 +25,7 @@ from tests.deployment.helpers import (
     add_late_file,
     day_filter,
     false_negatives,
+    index_path,
     pruned_equals_full,
     sigkill,
     spark_drivers,
@@ -158,10 +159,18 @@ def _end_other_watchers(dep: Any) -> None:
                         json={"state": "failed"}).raise_for_status()
 
 
+def _sync_all(dep: Any) -> None:
+    """Every index current (the core's sync): the test's sensor then finds nothing before its own write,
+    whatever an earlier test left behind."""
+    for table, column in INDEXED:
+        S.sync(None, str(dep.data_dir / table), column, index_path=index_path(dep.data_dir, table, column))
+
+
 def test_triggerer_sigkill_while_deferred(dep: Any) -> None:
     """The triggerer dies (SIGKILL) while the sensor is deferred; a write lands meanwhile; the
     restarted triggerer picks the trigger up again and the sensor completes."""
     _end_other_watchers(dep)
+    _sync_all(dep)
     run_id = dep.trigger("sieve_maintenance")
     _wait_deferred(dep, run_id)
     dep.stop("triggerer", sig=signal.SIGKILL)

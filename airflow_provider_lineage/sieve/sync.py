@@ -47,7 +47,15 @@ from .keys import as_key_array
 from .model import Segment, Segmenter, key_offsets, over_budget
 from .query import diff_files, index_location
 from .records import IndexStats, SyncReport
-from .storage import IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, sets_by_segment
+from .storage import (
+    ChangedFiles,
+    IndexStore,
+    Manifest,
+    SegmentList,
+    SegmentMeta,
+    commit_attempts,
+    sets_by_segment,
+)
 from .table import FileEntry, TableRef, list_table_files, read_file_keys, resolve_table
 
 
@@ -477,15 +485,9 @@ def _update_hashed(store: IndexStore, base: Manifest, added: list[FileEntry], go
                    report: SyncReport) -> Manifest:
     """A hashed index: the added files get a small structure of their own (same fingerprint bits);
     removed files leave the file table, so no answer names them (compact drops their pairs)."""
-    files = dict(base.files)
-    for fid in gone:
-        files.pop(fid, None)
-    next_id = base.next_file_id
-    new_ids = []
-    for entry in added:
-        files[next_id] = entry
-        new_ids.append(next_id)
-        next_id += 1
+    new_ids = list(range(base.next_file_id, base.next_file_id + len(added)))
+    files = ChangedFiles(base.files, gone, dict(zip(new_ids, added)))
+    next_id = base.next_file_id + len(added)
     nulls = {f for f in base.null_files if f in files}
     structures = list(base.hashed)
     if new_ids:

@@ -111,6 +111,53 @@ def test_crash_mid_commit_leaves_previous_version(table: str) -> None:
     assert idx.candidates(S.Eq(0)) == [f"{table}/f0.parquet"]
 
 
+def test_changed_files_write_the_same_file_table(tmp_path) -> None:
+    """A sync's files (its base's decoded table minus removed ids plus new entries) are written from
+    the base's columns, byte for byte the table a plain mapping of the same entries gives."""
+    from airflow_provider_lineage.sieve.storage import ChangedFiles
+    from airflow_provider_lineage.sieve.table import FileEntry
+
+    store = IndexStore(str(tmp_path / "idx"))
+    root = "/data/t"
+    files = {i: FileEntry(f"{root}/p={i % 3}/f{i}.parquet", 100 + i, 1_700_000_000_000_000_000 - 7 * i,
+                          {"p": str(i % 3)}, None if i == 4 else i * 10) for i in range(0, 40, 2)}
+    base = store.read_file_table(store.write_file_table(files, root), root)
+    added = {40: FileEntry(f"{root}/p=9/new.parquet", 5, 3, {"p": "9"}, None),
+             41: FileEntry(f"{root}/é x.parquet", 0, 1_800_000_000_000_000_000, {}, 7)}
+    for gone in ([], [0, 6, 38], [4]):
+        changed = ChangedFiles(base, gone + [999], added)
+        plain = {fid: f for fid, f in files.items() if fid not in gone} | added
+        assert dict(changed) == plain and len(changed) == len(plain) and (6 in changed) == (6 not in gone)
+        a, b = store.write_file_table(changed, root), store.write_file_table(plain, root)
+        assert (a.bytes, a.crc32) == (b.bytes, b.crc32)
+        assert store.read_file_table(a, root) == plain
+        added[40].num_rows = 12  # set by the sync after the mapping was made: written as it is then
+        assert store.read_file_table(store.write_file_table(changed, root), root)[40].num_rows == 12
+        added[40].num_rows = None
+    with pytest.raises(ValueError, match="live in the base"):
+        ChangedFiles(base, [], {2: added[40]})
+
+
+def test_pruning_goes_by_what_each_version_referenced_when_read(table: str) -> None:
+    """A store remembers which files each version it read or committed references (pruning after a
+    commit then reads no manifest twice); a caller changing a manifest it loaded changes nothing of
+    that: pruning never deletes a file a kept version needs, and leaves exactly their files."""
+    store = IndexStore(_idx_dir(table))
+    for i in range(5):
+        write_file(f"{table}/m{i}.parquet", [3000 + i])
+        S.sync(None, table, "k")
+        m = store.load_manifest()
+        m.segment_list, m.packs, m.deltas, m.file_table = None, [], [], None  # a caller's change
+        store.prune(3)
+    assert store.versions() == [4, 5, 6]
+    referenced = {store.manifest_name(v) for v in store.versions()}
+    for v in store.versions():
+        referenced |= IndexStore(store.path).load_manifest(v).referenced()
+    assert set(os.listdir(store.path)) == referenced
+    S.open_index(table, "k").verify()
+    assert S.open_index(table, "k").candidates(S.Eq(3004)) == [f"{table}/m4.parquet"]
+
+
 def test_keep_last_versions_and_delete_unreferenced(table: str) -> None:
     for i in range(5):
         write_file(f"{table}/n{i}.parquet", [1000 + i])

@@ -36,7 +36,7 @@ them, commits and pruning). Everything public is importable from here.
 from __future__ import annotations
 
 from .deltas import DeltaFiles
-from .files import FileTable, FileTableFiles
+from .files import ChangedFiles, FileTable, FileTableFiles
 from .folder import FileRef, Folder
 from .hashed import HashedFiles, HashedHeader, HashedRef, PageSink
 from .manifest import (
@@ -77,6 +77,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "REPACK_MIN_LIVE",
     "SMALL_PACK_BYTES",
+    "ChangedFiles",
     "DeltaFiles",
     "FileRef",
     "FileTable",

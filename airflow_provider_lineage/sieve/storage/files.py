@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -100,25 +100,66 @@ class FileTable(Mapping[int, FileEntry]):
 
 
 
+class ChangedFiles(Mapping[int, FileEntry]):
+    """A new version's live files: its base's files minus ``gone`` plus ``added`` (entries by new id).
+
+    Made by a sync, which changes a few files of many: no entry of an unchanged file is made, and
+    when the base is a :class:`FileTable` the file table is written from its decoded columns (see
+    :meth:`FileTableFiles.write_file_table`). Added entries are the objects given (a sync sets their
+    ``num_rows`` once it has read them)."""
+
+    def __init__(self, base: Mapping[int, FileEntry], gone: Iterable[int], added: Mapping[int, FileEntry]) -> None:
+        self.base = base
+        self.gone = frozenset(fid for fid in gone if fid in base)
+        self.added = dict(added)
+        clash = sorted(fid for fid in self.added if fid in base and fid not in self.gone)
+        if clash:
+            raise ValueError(f"file ids {clash[:5]} are live in the base version already")
+
+    def __getitem__(self, fid: int) -> FileEntry:
+        entry = self.added.get(fid)
+        if entry is not None:
+            return entry
+        if fid in self.gone:
+            raise KeyError(fid)
+        return self.base[fid]
+
+    def __contains__(self, fid: object) -> bool:
+        return fid in self.added or (fid in self.base and fid not in self.gone)
+
+    def __iter__(self) -> Iterator[int]:
+        gone = self.gone
+        yield from (fid for fid in self.base if fid not in gone)
+        yield from self.added
+
+    def __len__(self) -> int:
+        return len(self.base) - len(self.gone) + len(self.added)
+
+
 class FileTableFiles(Folder):
     """Writes and reads ``files-<token>.svf``."""
 
     def write_file_table(self, files: Mapping[int, FileEntry], root: str) -> FileRef:
         """The live files of one version, column by column (ids, paths, sizes, mtimes, rows)."""
-        items = sorted(files.items())
-        ids = np.fromiter((fid for fid, _ in items), np.int64, len(items))
-        mtimes = np.fromiter((f.mtime_ns for _, f in items), np.int64, len(items))
+        cols = _changed_columns(files, root) if isinstance(files, ChangedFiles) else None
+        if cols is None:
+            items = sorted(files.items())
+            cols = _entry_columns([fid for fid, _ in items], [f for _, f in items], root)
+        ids, paths, sizes, mtimes, rows, parts = cols
+        order = np.argsort(ids, kind="stable")
+        if bool((order[1:] < order[:-1]).any()):
+            ids, sizes, mtimes, rows = ids[order], sizes[order], mtimes[order], rows[order]
+            paths, parts = [paths[i] for i in order.tolist()], [parts[i] for i in order.tolist()]
         dm = np.diff(mtimes, prepend=np.int64(0))
         w = Writer()
-        w.uvarint(len(items))
+        w.uvarint(len(ids))
         w.uints(np.diff(ids, prepend=np.int64(-1)) - 1)
-        w.blob(b"\0".join(relative(f.path, root).encode() for _, f in items))
-        w.uints(np.fromiter((f.size for _, f in items), np.int64, len(items)))
+        w.blob(b"\0".join(paths))
+        w.uints(sizes)
         w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
-        w.uints(np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for _, f in items), np.int64,
-                            len(items)))
-        w.blob(json.dumps([f.partition for _, f in items], separators=(",", ":")).encode())
-        return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(items))
+        w.uints(rows)
+        w.blob(json.dumps(parts, separators=(",", ":")).encode())
+        return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(ids))
 
     def read_file_table(self, ref: FileRef, root: str) -> FileTable:
         r = Reader(self._read(ref, b"SVF1"))
@@ -136,3 +177,34 @@ class FileTableFiles(Folder):
                                    "rebuild the index")
         return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)
 
+
+
+_Columns = tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray, list[dict[str, str]]]
+
+
+def _entry_columns(ids: list[int], entries: list[FileEntry], root: str) -> _Columns:
+    """(ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions) of entries."""
+    n = len(ids)
+    return (np.asarray(ids, np.int64).reshape(n), [relative(f.path, root).encode() for f in entries],
+            np.fromiter((f.size for f in entries), np.int64, n), np.fromiter((f.mtime_ns for f in entries), np.int64, n),
+            np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for f in entries), np.int64, n),
+            [f.partition for f in entries])
+
+
+def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
+    """The columns of a sync's files from its base's decoded file table (None: the base is no
+    :class:`FileTable` of this root, or an entry of it was made and may have changed since)."""
+    base = files.base
+    if not isinstance(base, FileTable) or base.base != join(root, "") \
+            or any(fid not in files.gone for fid in base._made):
+        return None
+    keep = [i for i, fid in enumerate(base._ids) if fid not in files.gone] if files.gone else None
+    ids, paths, sizes = base._ids, base._paths, base._sizes
+    mtimes, rows, parts = base._mtimes, base._rows, base._parts
+    if keep is not None:
+        ids, paths, sizes = [ids[i] for i in keep], [paths[i] for i in keep], [sizes[i] for i in keep]
+        mtimes, rows, parts = [mtimes[i] for i in keep], [rows[i] for i in keep], [parts[i] for i in keep]
+    new = _entry_columns(list(files.added), list(files.added.values()), root)
+    return (np.concatenate([np.asarray(ids, np.int64), new[0]]), list(paths) + new[1],
+            np.concatenate([np.asarray(sizes, np.int64), new[2]]), np.concatenate([np.asarray(mtimes, np.int64), new[3]]),
+            np.concatenate([np.asarray(rows, np.int64), new[4]]), list(parts) + new[5])

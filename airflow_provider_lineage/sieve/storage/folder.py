@@ -9,7 +9,7 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -30,7 +30,7 @@ class FileRef:
     offset: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # flat fields of plain values: asdict's deep copy is not needed
 
 
 
@@ -171,10 +171,11 @@ class Folder:
             raise
         return size, crc
 
-    def _flush_written(self) -> None:
-        """fsync every file written since the last commit, a few at a time, then the folder: a
-        published manifest only names files that are on disk (one sync per file, in parallel)."""
-        paths = [self._full(n) for n in self.written]
+    def _flush_written(self, *also: str) -> None:
+        """fsync every file written since the last commit (and the paths ``also``), a few at a time,
+        then the folder: a published manifest only names files that are on disk (one sync per file,
+        in parallel)."""
+        paths = [self._full(n) for n in self.written] + list(also)
         if len(paths) == 1:
             _fsync_file(paths[0])
         elif paths:

@@ -14,7 +14,7 @@ import itertools
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ class HashedRef:
     layout: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # flat fields of plain values: asdict's deep copy is not needed
 
     def page_table(self) -> tuple[int, int, int, np.ndarray] | None:
         """(fingerprint bits, page bits, file id width, byte offset of each page and the end), or None."""

@@ -80,7 +80,7 @@ class Manifest:
                         fp_bits=self.fp_bits)
         canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
         body["checksum"] = zlib.crc32(canon.encode())
-        return json.dumps(body, sort_keys=True, indent=1)
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))  # compact: json's C encoder (indent is not)
 
     @classmethod
     def from_json(cls, text: str, what: str) -> Manifest:

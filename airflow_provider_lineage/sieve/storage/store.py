@@ -26,6 +26,10 @@ ORPHAN_GRACE_SECONDS = 3600.0
 class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
     """Reads and writes the files of one index folder (a local path or an object-store URI)."""
 
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._refs: dict[int, frozenset[str]] = {}  # version -> the files it references (see _remember)
+
     # ---- versions ----------------------------------------------------------------------------
     def versions(self) -> list[int]:
         if self.local:  # names only: no stat per segment file on every open
@@ -64,6 +68,7 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
             raise IndexUnavailable(f"cannot read {name} ({exc}): rebuild the index") from exc
         manifest = Manifest.from_json(text, name)
         assert manifest.file_table is not None
+        self._remember(version, manifest)
         if files:
             manifest.files = self.read_file_table(manifest.file_table, manifest.table.root)
         return manifest
@@ -120,6 +125,7 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
             raise CommitConflict(f"index version {version} at {self.path} was committed by another "
                                  "writer first: retry on the new version")
         self.written.clear()
+        self._remember(version, manifest)
         try:
             self.prune(manifest.keep_versions)
         except OSError:  # the commit stands; old versions are pruned by the next writer
@@ -127,13 +133,18 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
         return version
 
     def _publish_local(self, version: int, data: bytes) -> bool:
-        with self.writing():
-            self._flush_written()
+        """The manifest written to a temporary file, synced to disk with the version's other new
+        files (one parallel batch, then the folder), then hard-linked to its name if that is free."""
         tmp = self._full(f".tmp-{self.manifest_name(version)}-{secrets.token_hex(6)}")
-        with self.writing(), open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with self.writing():
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                self._flush_written(tmp)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         try:
             with self.writing():
                 _link_if_absent(tmp, self._full(self.manifest_name(version)))
@@ -180,14 +191,12 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
         old_refs: set[str] = set()
         for v in kept:  # the manifests name every file they reference: no file table is decoded
             try:
-                m = self.load_manifest(v, files=False)
+                referenced |= self._references(v)
             except IndexUnavailable:
                 return []  # do not delete anything while a kept version is unreadable
-            referenced |= m.referenced() | self._segment_files(m)
         for v in dropped:
             try:
-                m = self.load_manifest(v, files=False)
-                old_refs |= m.referenced() | self._segment_files(m)
+                old_refs |= self._references(v)
             except IndexUnavailable:
                 pass
         removed: list[str] = []
@@ -202,6 +211,21 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
                 self._delete(name)
                 removed.append(name)
         return removed
+
+    def _remember(self, version: int, m: Manifest) -> None:
+        """Note which files version ``version`` references (a committed version never changes), so
+        that pruning after a commit reads only the manifests this store has not seen. A snapshot,
+        not the object: callers may change a manifest they loaded."""
+        if m.packs is not None:  # older manifests name no packs: pruning decodes their segment list
+            self._refs[version] = frozenset(m.referenced())
+
+    def _references(self, version: int) -> frozenset[str]:
+        """Every file version ``version`` references (raises IndexUnavailable if unreadable)."""
+        refs = self._refs.get(version)
+        if refs is None:
+            m = self.load_manifest(version, files=False)
+            refs = self._refs.get(version) or frozenset(m.referenced() | self._segment_files(m))
+        return refs
 
     def _segment_files(self, m: Manifest) -> set[str]:
         if m.packs is not None:

@@ -21,7 +21,7 @@ import itertools
 import os
 import tempfile
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
@@ -509,7 +509,7 @@ def distinct(values: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(s[1:] != s[:-1]))
 
 
-def add_files(store: IndexStore, m: Manifest, files: dict[int, FileEntry], new_ids: list[int]
+def add_files(store: IndexStore, m: Manifest, files: Mapping[int, FileEntry], new_ids: list[int]
               ) -> tuple[HashedRef | None, set[int], int]:
     """A small structure for files a sync adds (same fingerprint bits): (ref or None, NULL files, pairs)."""
     entries = [files[i] for i in new_ids]

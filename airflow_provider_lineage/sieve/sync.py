@@ -34,7 +34,7 @@ import itertools
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +74,7 @@ class _KeyCache:
     """Keys of files read during one update (each file is read at most once)."""
 
     manifest: Manifest
-    files: dict[int, FileEntry]
+    files: Mapping[int, FileEntry]
     cache: dict[int, np.ndarray] = field(default_factory=dict)
     counts: _Counts = field(default_factory=_Counts)
 
@@ -508,15 +508,9 @@ def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: lis
             report: SyncReport) -> Manifest:
     if base.structure == "hashed":
         return _update_hashed(store, base, added, gone, report)
-    files = dict(base.files)
-    for fid in gone:
-        files.pop(fid, None)
-    next_id = base.next_file_id
-    new_ids: list[int] = []
-    for entry in added:
-        files[next_id] = entry
-        new_ids.append(next_id)
-        next_id += 1
+    new_ids = list(range(base.next_file_id, base.next_file_id + len(added)))
+    files = ChangedFiles(base.files, gone, dict(zip(new_ids, added)))
+    next_id = base.next_file_id + len(added)
     cache = _KeyCache(base, files)
     nulls = {f for f in base.null_files if f in files}
     adds: list[tuple[int, np.ndarray]] = []

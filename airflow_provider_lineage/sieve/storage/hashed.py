@@ -234,12 +234,18 @@ class HashedFiles(Folder):
         if header is not None:
             starts, fid_width = header.page_start, header.fid_width
         assert starts is not None
+        payload, where = self._page_payload(ref, starts, page, data)
+        return decode_page(payload, fid_width, where)
+
+    def _page_payload(self, ref: HashedRef, starts: np.ndarray, page: int, data: bytes | None = None
+                      ) -> tuple[bytes, str]:
+        """Page ``page``'s bytes with its length and checksum checked (not decoded), and where it is."""
         a, b = int(starts[page]), int(starts[page + 1])
         where = f"{self._full(ref.name)}@{a}"
         raw = data[a:b] if data is not None else self._range(ref, a, b - a)
         if len(raw) != b - a:
             raise IndexUnavailable(f"hashed-key page {where} is truncated (corrupt): rebuild the index")
-        return decode_page(unseal_raw(b"SVP1", raw, where), fid_width, where)
+        return unseal_raw(b"SVP1", raw, where), where
 
     def check_hashed(self, ref: HashedRef, pages: bool = True) -> None:
         """Verify a structure's header and every page checksum (one read, no page decoded); with
@@ -247,7 +253,7 @@ class HashedFiles(Folder):
         truncated file, a damaged header or page table, but not a damaged page in the middle)."""
         header = self.read_hashed_header(ref)
         if not pages:  # the last page: one ranged read, its length and checksum checked
-            self.read_hashed_page(ref, header, len(header.page_start) - 2)
+            self._page_payload(ref, header.page_start, len(header.page_start) - 2)
             return
         data = self._range(ref, 0, ref.bytes)
         if len(data) != ref.bytes:

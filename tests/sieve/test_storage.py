@@ -113,29 +113,41 @@ def test_crash_mid_commit_leaves_previous_version(table: str) -> None:
 
 def test_changed_files_write_the_same_file_table(tmp_path) -> None:
     """A sync's files (its base's decoded table minus removed ids plus new entries) are written from
-    the base's columns, byte for byte the table a plain mapping of the same entries gives."""
+    the base's columns (the partition column spliced unparsed when nothing was removed), byte for
+    byte the table a plain mapping of the same entries gives."""
     from airflow_provider_lineage.sieve.storage import ChangedFiles
+    from airflow_provider_lineage.sieve.storage.files import _changed_columns
     from airflow_provider_lineage.sieve.table import FileEntry
 
     store = IndexStore(str(tmp_path / "idx"))
     root = "/data/t"
     files = {i: FileEntry(f"{root}/p={i % 3}/f{i}.parquet", 100 + i, 1_700_000_000_000_000_000 - 7 * i,
-                          {"p": str(i % 3)}, None if i == 4 else i * 10) for i in range(0, 40, 2)}
-    base = store.read_file_table(store.write_file_table(files, root), root)
-    added = {40: FileEntry(f"{root}/p=9/new.parquet", 5, 3, {"p": "9"}, None),
+                          {"p": str(i % 3)} if i % 5 else {}, None if i == 4 else i * 10) for i in range(0, 40, 2)}
+    ref = store.write_file_table(files, root)
+    added = {40: FileEntry(f"{root}/p=9/new.parquet", 5, 3, {"p": "9é"}, None),
              41: FileEntry(f"{root}/é x.parquet", 0, 1_800_000_000_000_000_000, {}, 7)}
-    for gone in ([], [0, 6, 38], [4]):
-        changed = ChangedFiles(base, gone + [999], added)
-        plain = {fid: f for fid, f in files.items() if fid not in gone} | added
-        assert dict(changed) == plain and len(changed) == len(plain) and (6 in changed) == (6 not in gone)
-        a, b = store.write_file_table(changed, root), store.write_file_table(plain, root)
-        assert (a.bytes, a.crc32) == (b.bytes, b.crc32)
-        assert store.read_file_table(a, root) == plain
-        added[40].num_rows = 12  # set by the sync after the mapping was made: written as it is then
-        assert store.read_file_table(store.write_file_table(changed, root), root)[40].num_rows == 12
-        added[40].num_rows = None
+    for gone, new in (([], added), ([0, 6, 38], added), ([4], {}), ([], {}), ([], {40: added[40]})):
+        changed = ChangedFiles(store.read_file_table(ref, root), gone + [999], new)
+        assert _changed_columns(changed, root) is not None  # the columns' path, not an entry per file
+        a = store.write_file_table(changed, root)
+        plain = {fid: f for fid, f in files.items() if fid not in gone} | new
+        b = store.write_file_table(plain, root)
+        assert (a.bytes, a.crc32) == (b.bytes, b.crc32), (gone, sorted(new))
+        assert store.read_file_table(a, root) == plain == dict(changed)
+        assert len(changed) == len(plain) and (6 in changed) == (6 not in gone)
+    empty = store.read_file_table(store.write_file_table({}, root), root)
+    a = store.write_file_table(ChangedFiles(empty, [], added), root)
+    assert store.read_file_table(a, root) == added
+    changed = ChangedFiles(store.read_file_table(ref, root), [], added)
+    added[40].num_rows = 12  # set by the sync after the mapping was made: written as it is then
+    assert store.read_file_table(store.write_file_table(changed, root), root)[40].num_rows == 12
+    base = store.read_file_table(ref, root)
+    base[2].num_rows = 99  # an entry changed after it was read: the table is written from the entries
+    changed = ChangedFiles(base, [], added)
+    assert _changed_columns(changed, root) is None
+    assert store.read_file_table(store.write_file_table(changed, root), root)[2].num_rows == 99
     with pytest.raises(ValueError, match="live in the base"):
-        ChangedFiles(base, [], {2: added[40]})
+        ChangedFiles(store.read_file_table(ref, root), [], {2: added[40]})
 
 
 def test_pruning_goes_by_what_each_version_referenced_when_read(table: str) -> None:

@@ -1,6 +1,7 @@
 """The file table of one version: the live data files by file id (binary, checksummed)."""
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -51,12 +52,14 @@ class FileTable(Mapping[int, FileEntry]):
     def __getitem__(self, fid: int) -> FileEntry:
         entry = self._made.get(fid)
         if entry is None:
-            i = self._pos[fid]
-            r = self._rows[i]
-            entry = FileEntry(self._base + self._paths[i].decode(), self._sizes[i], self._mtimes[i],
-                              self._parts[i], None if r == 0 else r - 1)
-            self._made[fid] = entry
+            entry = self._made[fid] = self._entry(self._pos[fid])
         return entry
+
+    def _entry(self, i: int) -> FileEntry:
+        """A new entry of row ``i``."""
+        r = self._rows[i]
+        return FileEntry(self._base + self._paths[i].decode(), self._sizes[i], self._mtimes[i], self._parts[i],
+                         None if r == 0 else r - 1)
 
     def __contains__(self, fid: object) -> bool:
         return fid in self._pos
@@ -110,9 +113,9 @@ class ChangedFiles(Mapping[int, FileEntry]):
 
     def __init__(self, base: Mapping[int, FileEntry], gone: Iterable[int], added: Mapping[int, FileEntry]) -> None:
         self.base = base
-        self.gone = frozenset(fid for fid in gone if fid in base)
+        self.gone = frozenset(fid for fid in gone if _has(base, fid))
         self.added = dict(added)
-        clash = sorted(fid for fid in self.added if fid in base and fid not in self.gone)
+        clash = sorted(fid for fid in self.added if _has(base, fid) and fid not in self.gone)
         if clash:
             raise ValueError(f"file ids {clash[:5]} are live in the base version already")
 
@@ -148,6 +151,8 @@ class FileTableFiles(Folder):
         ids, paths, sizes, mtimes, rows, parts = cols
         order = np.argsort(ids, kind="stable")
         if bool((order[1:] < order[:-1]).any()):
+            if isinstance(parts, bytes):
+                parts = json.loads(parts)
             ids, sizes, mtimes, rows = ids[order], sizes[order], mtimes[order], rows[order]
             paths, parts = [paths[i] for i in order.tolist()], [parts[i] for i in order.tolist()]
         dm = np.diff(mtimes, prepend=np.int64(0))
@@ -158,7 +163,7 @@ class FileTableFiles(Folder):
         w.uints(sizes)
         w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
         w.uints(rows)
-        w.blob(json.dumps(parts, separators=(",", ":")).encode())
+        w.blob(parts if isinstance(parts, bytes) else json.dumps(parts, separators=(",", ":")).encode())
         return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(ids))
 
     def read_file_table(self, ref: FileRef, root: str) -> FileTable:
@@ -179,7 +184,16 @@ class FileTableFiles(Folder):
 
 
 
-_Columns = tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray, list[dict[str, str]]]
+# (ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions: a list, or a JSON array's bytes)
+_Columns = tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray, list[dict[str, str]] | bytes]
+
+
+def _has(files: Mapping[int, FileEntry], fid: int) -> bool:
+    """``fid in files``; in a :class:`FileTable` (ids sorted) without building its id map."""
+    if isinstance(files, FileTable) and files._pos_map is None:
+        i = bisect.bisect_left(files._ids, fid)
+        return i < len(files._ids) and files._ids[i] == fid
+    return fid in files
 
 
 def _entry_columns(ids: list[int], entries: list[FileEntry], root: str) -> _Columns:
@@ -193,18 +207,38 @@ def _entry_columns(ids: list[int], entries: list[FileEntry], root: str) -> _Colu
 
 def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
     """The columns of a sync's files from its base's decoded file table (None: the base is no
-    :class:`FileTable` of this root, or an entry of it was made and may have changed since)."""
+    :class:`FileTable` of this root, or an entry made from it no longer matches its row)."""
     base = files.base
-    if not isinstance(base, FileTable) or base.base != join(root, "") \
-            or any(fid not in files.gone for fid in base._made):
+    if not isinstance(base, FileTable) or base.base != join(root, ""):
         return None
+    for fid, entry in base._made.items():  # entries are read, not changed; were one changed, write it
+        if fid not in files.gone and entry != base._entry(base._pos[fid]):
+            return None
     keep = [i for i, fid in enumerate(base._ids) if fid not in files.gone] if files.gone else None
     ids, paths, sizes = base._ids, base._paths, base._sizes
-    mtimes, rows, parts = base._mtimes, base._rows, base._parts
+    mtimes, rows = base._mtimes, base._rows
+    new = _entry_columns(list(files.added), list(files.added.values()), root)
+    parts: list[dict[str, str]] | bytes
     if keep is not None:
         ids, paths, sizes = [ids[i] for i in keep], [paths[i] for i in keep], [sizes[i] for i in keep]
-        mtimes, rows, parts = [mtimes[i] for i in keep], [rows[i] for i in keep], [parts[i] for i in keep]
-    new = _entry_columns(list(files.added), list(files.added.values()), root)
+        mtimes, rows, parts = [mtimes[i] for i in keep], [rows[i] for i in keep], [base._parts[i] for i in keep]
+        parts = parts + list(new[5])
+    else:  # nothing removed: the partition column's JSON as read, with the new rows appended (not parsed)
+        parts = _append_json(base, list(new[5]))
     return (np.concatenate([np.asarray(ids, np.int64), new[0]]), list(paths) + new[1],
             np.concatenate([np.asarray(sizes, np.int64), new[2]]), np.concatenate([np.asarray(mtimes, np.int64), new[3]]),
-            np.concatenate([np.asarray(rows, np.int64), new[4]]), list(parts) + new[5])
+            np.concatenate([np.asarray(rows, np.int64), new[4]]), parts)
+
+
+def _append_json(base: FileTable, more: list[dict[str, str]]) -> list[dict[str, str]] | bytes:
+    """``base``'s partition column with rows appended: its JSON array's bytes spliced unparsed, or
+    (already parsed) a list."""
+    column = base._parts_data
+    if isinstance(column, bytes):
+        body = column.strip()
+        if body.startswith(b"[") and body.endswith(b"]"):  # as written; the table's checksum held
+            if not more:
+                return body
+            tail = json.dumps(more, separators=(",", ":")).encode()
+            return tail if body == b"[]" else body[:-1] + b"," + tail[1:]
+    return list(base._parts) + more

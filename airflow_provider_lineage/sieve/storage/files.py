@@ -125,10 +125,10 @@ class ChangedFiles(Mapping[int, FileEntry]):
             return entry
         if fid in self.gone:
             raise KeyError(fid)
-        return self.base[fid]
+        return self.base[fid]  # KeyError if the base has no such file either
 
     def __contains__(self, fid: object) -> bool:
-        return fid in self.added or (fid in self.base and fid not in self.gone)
+        return fid in self.added or (isinstance(fid, int) and _has(self.base, fid) and fid not in self.gone)
 
     def __iter__(self) -> Iterator[int]:
         gone = self.gone

@@ -709,14 +709,15 @@ class AirflowDeployment:
     def attempt_logs(self, dag_id: str, run_id: str, task_id: str, attempts: Iterable[int] | None = None,
                      tail: int = 6000) -> str:
         """The end of each attempt log of a task (all attempts, or those numbered in ``attempts``)."""
-        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+        folder = Path("logs") / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
         wanted = None if attempts is None else {f"attempt={n}.log" for n in attempts}
         out = []
-        for path in sorted(folder.glob("**/attempt=*.log")):
+        homes = [self.home, *sorted(self.home.glob("workers/*"))]  # Celery workers keep their own logs
+        for path in sorted(p for home in homes for p in (home / folder).glob("**/attempt=*.log")):
             if wanted is None or path.name in wanted:
                 text = path.read_text(errors="replace")
                 out.append(f"--- {task_id} {path.name} (last {tail} characters) ---\n{text[-tail:]}")
-        return "\n".join(out) or f"--- {task_id}: no attempt log under {folder} ---"
+        return "\n".join(out) or f"--- {task_id}: no attempt log under {self.home / folder} ---"
 
     def task_instances(self, dag_id: str, run_id: str, user: str = "admin") -> dict[str, dict[str, Any]]:
         """The run's task instances by task id."""

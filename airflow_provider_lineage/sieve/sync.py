@@ -481,13 +481,17 @@ def _new_manifest(base: Manifest, **changes: Any) -> Manifest:
     return Manifest(**fields)
 
 
+def _changed_files(base: Manifest, added: list[FileEntry], gone: list[int]) -> tuple[ChangedFiles, list[int], int]:
+    """The new version's files (the added ones under the next free ids), those ids, the next free id."""
+    new_ids = list(range(base.next_file_id, base.next_file_id + len(added)))
+    return ChangedFiles(base.files, gone, dict(zip(new_ids, added))), new_ids, base.next_file_id + len(added)
+
+
 def _update_hashed(store: IndexStore, base: Manifest, added: list[FileEntry], gone: list[int],
                    report: SyncReport) -> Manifest:
     """A hashed index: the added files get a small structure of their own (same fingerprint bits);
     removed files leave the file table, so no answer names them (compact drops their pairs)."""
-    new_ids = list(range(base.next_file_id, base.next_file_id + len(added)))
-    files = ChangedFiles(base.files, gone, dict(zip(new_ids, added)))
-    next_id = base.next_file_id + len(added)
+    files, new_ids, next_id = _changed_files(base, added, gone)
     nulls = {f for f in base.null_files if f in files}
     structures = list(base.hashed)
     if new_ids:
@@ -508,9 +512,7 @@ def _update(store: IndexStore, base: Manifest, added: list[FileEntry], gone: lis
             report: SyncReport) -> Manifest:
     if base.structure == "hashed":
         return _update_hashed(store, base, added, gone, report)
-    new_ids = list(range(base.next_file_id, base.next_file_id + len(added)))
-    files = ChangedFiles(base.files, gone, dict(zip(new_ids, added)))
-    next_id = base.next_file_id + len(added)
+    files, new_ids, next_id = _changed_files(base, added, gone)
     cache = _KeyCache(base, files)
     nulls = {f for f in base.null_files if f in files}
     adds: list[tuple[int, np.ndarray]] = []

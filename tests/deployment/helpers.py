@@ -108,3 +108,35 @@ def sigkill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+#: Shared libraries whose initialisers hold the GIL for 0.3-0.6 s when loaded (issue 21): the
+#: triggerer's event loop must never load them; the Sieve check child (``_sieve_check``) does.
+HEAVY_LIBS = ("libarrow", "_multiarray_umath")
+
+
+def heavy_in_triggerer(dep: Any) -> dict[int, list[str]]:
+    """The triggerer's processes (its process groups; the Sieve check child left out) that mapped
+    any of :data:`HEAVY_LIBS`, with those libraries (from ``/proc/<pid>/maps``)."""
+    from dev.deploy import _proc_ids
+
+    groups = set(dep.groups.get("triggerer", []))
+    found: dict[int, list[str]] = {}
+    seen = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        ids = _proc_ids(pid)
+        if not ids or ids[0] not in groups or any("_sieve_check" in a for a in cmdline(pid)):
+            continue
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        seen += 1
+        libs = sorted({line.rsplit("/", 1)[-1] for line in maps.splitlines() if any(h in line for h in HEAVY_LIBS)})
+        if libs:
+            found[pid] = libs
+    assert seen, f"no live triggerer process in its process groups {sorted(groups)}"
+    return found

@@ -25,6 +25,7 @@ from tests.deployment.helpers import (
     add_late_file,
     day_filter,
     false_negatives,
+    heavy_in_triggerer,
     index_path,
     pruned_equals_full,
     sigkill,
@@ -140,12 +141,16 @@ def test_asset_triggered_maintenance_defers_and_resumes_on_a_separate_write(dep:
     _wait_deferred(dep, run_id)
     late = add_late_file(dep.data_dir, "late-asset-run", 9_100_001)
     _maintained(dep, run_id, late)
-    # Airflow's warning names no trigger. On a loaded 2-core machine the triggerer logs 0.2-0.3 s
-    # stalls while no trigger runs at all (CPU starvation); this provider's trigger used to block
-    # 0.49-0.58 s at every start (issue 21), so stalls from 0.4 s on fail the test.
+    # Issue 21: this provider's trigger blocked the triggerer's loop 0.49-0.58 s at every start by
+    # loading numpy and pyarrow into it. What is checked is that cause, in the real triggerer: none
+    # of its processes but the Sieve check child has mapped them (a deferred run's trigger ran there
+    # just now). Airflow's "blocked" lines name no trigger and, on a loaded 2-core machine, reach
+    # 0.4-0.5 s with no trigger running at all (CPU starvation): they are reported, not asserted.
+    assert heavy_in_triggerer(dep) == {}
     blocked = [line for line in dep.log("triggerer").splitlines()
                if BLOCKED in line and float(re.search(r"blocked for ([0-9.]+) seconds", line).group(1)) >= 0.4]
-    assert not blocked, blocked
+    if blocked:
+        warnings.warn("triggerer stalls of 0.4 s or more (any cause):\n" + "\n".join(blocked), stacklevel=1)
 
 
 def _end_other_watchers(dep: Any) -> None:

@@ -105,9 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--engine", choices=("auto", "spark", "pyarrow"), default="auto",
                    help="how keys are read: pyarrow on this machine or a Spark job (default auto: pyarrow "
                         "up to 8 M rows)")
-    b.add_argument("--structure", choices=("auto", "segments", "hashed"), default="auto",
+    b.add_argument("--structure", choices=("auto", "segments", "hashed", "fuse", "pages"), default="auto",
                    help="index structure: segments (ordered keys), hashed (keys without order: UUIDs, random "
-                        "ids) or auto (default: chosen from a sample of the column)")
+                        "ids; the keys in one file each go to a retrieval structure when numba is installed and "
+                        "that is smaller), auto (default: chosen from a sample of the column), or a hashed index "
+                        "forced to use the retrieval structure (fuse) or fingerprint pages only (pages)")
     b.add_argument("--fpp", type=float, default=DEFAULT_FPP,
                    help=f"hashed: share of absent keys that may read a file (default {DEFAULT_FPP})")
     s = sub.add_parser("sync", help="update the index for added/removed/rewritten files (builds if none)")

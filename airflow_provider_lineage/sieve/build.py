@@ -55,7 +55,7 @@ from . import hashed
 from .errors import IndexUnavailable, SieveError
 from .fingerprints import DEFAULT_FPP
 from .fs import open_input
-from .hashed import check_structure, choose
+from .hashed import FUSE_MODES, check_structure, choose
 from .keys import (
     BYTE_KINDS,
     HIGH_KEY,
@@ -189,7 +189,9 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
 
     ``structure``: ``segments`` (ordered keys), ``hashed`` (keys without order: UUIDs, random ids;
     ``fpp`` is the share of absent keys that may read a file) or ``auto`` (chosen from a sample of
-    the column, see :mod:`.hashed`).
+    the column, see :mod:`.hashed`). A hashed index keeps the keys that are in one file each in a
+    retrieval structure (:mod:`.fuse`) when numba is installed and that is smaller; ``fuse`` forces
+    it (numpy's slower peel without numba), ``pages`` forbids it (fingerprint pages only).
 
     ``engine``: ``spark`` (distributed aggregation, bounded driver memory), ``pyarrow`` (keys read
     on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, or
@@ -197,6 +199,9 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
     """
     check_params(error_bound, max_segment_keys, mode, keep_versions)
     check_structure(structure, fpp)
+    if structure == "fuse" and engine == "spark":
+        raise SieveError("structure='fuse' is built on the driver: pass engine='auto' or 'pyarrow', or "
+                         "structure='hashed' to build fingerprint pages with Spark")
     if engine not in ENGINES:
         raise SieveError(f"engine={engine!r} is unknown: use one of {', '.join(ENGINES)}")
     if spark is None and engine == "spark":
@@ -222,9 +227,9 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             # unlearned (no string prefix or alphabet): hashes need none, and ranges stay correct
             kt = arrow_key_type(files, column, learn=False) if schema is None else \
                 key_type_from_spark(schema[column].dataType, column)
-            if structure == "hashed" or choose(files, column, kt) == "hashed":
+            if structure != "auto" or choose(files, column, kt) == "hashed":
                 return _build_hashed(spark, engine, rows_per_partition, store, ref, files, column, kt, schema,
-                                     fpp, t0, mode=mode,
+                                     fpp, t0, FUSE_MODES.get(structure, "auto"), mode=mode,
                                      error_bound=error_bound, max_segment_keys=max_segment_keys,
                                      gap_factor=gap_factor, keep_versions=keep_versions)
         if schema is None or engine == "pyarrow" or (engine == "auto" and _small(files)):
@@ -252,26 +257,27 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
 
 def _build_hashed(spark: Any, engine: str, rows_per_partition: int, store: IndexStore, ref: TableRef,
                   files: list[FileEntry], column: str, kt: KeyType, schema: Any, fpp: float, t0: float,
-                  **params: Any) -> IndexStats:
+                  fuse_mode: str, **params: Any) -> IndexStats:
     """A hashed-key index: keys read on the driver with pyarrow (up to :data:`LOCAL_HASHED_MAX_ROWS`
     rows, or no Spark; runs spilled to a temporary directory), or hashed by a Spark job whose pairs
     stream to the driver page by page (both: bounded driver memory)."""
     got = None
-    stats: dict[str, Any] = {"structure": "hashed"}
-    if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and (
+    stats: dict[str, Any] = {"structure": "hashed", "fuse_mode": fuse_mode}
+    if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and fuse_mode != "always" and (
             engine == "spark" or not _small(files, LOCAL_HASHED_MAX_ROWS)):
         got = _spark_hashed(spark, files, column, kt, fpp, rows_per_partition, store, stats)
     if got is None:
-        got = hashed.build_local(store, files, column, kt, fpp)
+        got = hashed.build_local(store, files, column, kt, fpp, fuse_mode)
         stats["engine"] = "pyarrow"
-    href, nulls, fp_bits, n_keys = got
-    stats.update(rows=sum(f.num_rows or 0 for f in files), keys=n_keys, pairs=href.pairs, segments=0,
-                 seconds=round(time.monotonic() - t0, 3))
+    href, nulls, fp_bits, n_keys, rt = got
+    stats.update(rows=sum(f.num_rows or 0 for f in files), keys=n_keys,
+                 pairs=href.pairs + (rt.one_file if rt is not None else 0), fuse_keys=rt.one_file if rt is not None else 0,
+                 segments=0, seconds=round(time.monotonic() - t0, 3))
     manifest = Manifest(
         version=0, created=now_iso(), table=ref, column=column, key_type=kt, files=dict(enumerate(files)),
         next_file_id=len(files), null_files=sorted(nulls), segment_list=None,
         schema_json=None if schema is None else schema.json(), build_stats=stats, structure="hashed",
-        hashed=[href], fpp=fpp, fp_bits=fp_bits, **params)
+        hashed=[href], fpp=fpp, fp_bits=fp_bits, fuse=rt, **params)
     commit_retrying(store, manifest)
     return SieveIndex(store, manifest).stats()
 
@@ -367,7 +373,7 @@ def _spark_hashed(spark: Any, files: list[FileEntry], column: str, kt: KeyType, 
         ids, lo, hi = hashed.footer_ranges(files, column, kt)
         ref = store.write_hashed_pages(ordered, fp_bits, page_bits, fid_width, sizes[0], sizes[1], ids, lo, hi)
         stats.update(engine="spark", transfer="arrow", file_id_mapping=mapping)
-        return ref, nulls, fp_bits, sizes[0]
+        return ref, nulls, fp_bits, sizes[0], None
     raise AssertionError("unreachable")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import math
 import os
 import tempfile
 from collections import OrderedDict, deque
@@ -28,7 +29,8 @@ from typing import Any, Self
 import numpy as np
 import pyarrow.parquet as pq
 
-from .errors import SieveError
+from . import fuse
+from .errors import IndexUnavailable, SieveError
 from .fingerprints import (
     DEFAULT_FPP,
     encode_pages,
@@ -38,12 +40,20 @@ from .fingerprints import (
     page_bits_for,
 )
 from .fs import open_input
+from .fuse import Shard
 from .hashing import hash_batch, hash_of_value, hashes_of_arrow
 from .keys import BYTE_KINDS, KeyType, window_key
-from .storage import HashedHeader, HashedRef, IndexStore, Manifest, PageSink
+from .storage import FuseRef, HashedHeader, HashedRef, IndexStore, Manifest, PageSink
+from .storage.fuse import pack_slots, slot_value
 from .table import FileEntry
 
-STRUCTURES = ("auto", "segments", "hashed")
+STRUCTURES = ("auto", "segments", "hashed", "fuse", "pages")
+# structure= -> the retrieval structure for the keys in one file each: when smaller and compiled,
+# always, never (fingerprint pages only)
+FUSE_MODES = {"auto": "auto", "hashed": "auto", "fuse": "always", "pages": "never"}
+FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
+FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
+SHARD_KEYS = 1 << 23  # one-file keys per retrieval shard, at most (build memory: about 30 B a key)
 READ_THREADS = 4
 MAX_STRUCTURES = 16  # a sync that would make more merges them all into one (as compact does)
 CHOOSER_FILES = 16  # files sampled by structure="auto"
@@ -55,8 +65,9 @@ CHOOSER_MIN_KEYS = 10_000  # fewer distinct sampled keys: segments (a small colu
 def check_structure(structure: str, fpp: float) -> None:
     if structure not in STRUCTURES:
         raise SieveError(f"structure={structure!r} is unknown: use 'auto' (chosen from a sample of the column), "
-                         "'segments' (ordered keys: dates, clustered ids) or 'hashed' (keys without order: "
-                         "UUIDs, random ids)")
+                         "'segments' (ordered keys: dates, clustered ids), 'hashed' (keys without order: "
+                         "UUIDs, random ids), or to force the hashed structure's parts 'fuse' (keys in one file "
+                         "each in a retrieval structure) or 'pages' (fingerprint pages only)")
     if not 0 < fpp < 0.5:
         raise SieveError(f"fpp={fpp} is out of range: pass the share of absent keys that may read a file, "
                          f"between 0 and 0.5 (default {DEFAULT_FPP})")
@@ -208,7 +219,8 @@ def _packed_file(path: str, column: str, kt: KeyType, j: int, idx_bits: int
 
 
 def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Sequence[int], column: str,
-                  kt: KeyType, fp_bits: int | None, fpp: float) -> tuple[HashedRef | None, set[int], int, int]:
+                  kt: KeyType, fp_bits: int | None, fpp: float, fuse_mode: str = "never"
+                  ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     """Reads the files, groups their (fingerprint, file id) pairs and writes one structure:
     (ref or None when no file holds a key, NULL files, fingerprint bits, distinct keys). Sets each
     file's ``num_rows`` in ``files`` (indexed by file id).
@@ -222,12 +234,18 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
 
     Above :data:`SPILL_PAIRS` pairs the sorted runs are spilled to a temporary directory (the
     system's, ``TMPDIR``; see :class:`_Spill`) and each bucket is read back from it, so the driver
-    holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte."""
+    holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte.
+
+    A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`_fuse_pays`,
+    puts the keys that are in one file each into a retrieval structure (:mod:`.fuse`), built shard
+    by shard as the buckets are grouped (a shard: the one-file keys of a run of buckets), and the
+    other keys into the pages."""
     idx_bits = max(0, (len(entries) - 1).bit_length())
     if fp_bits is not None and fp_bits + idx_bits > 64:  # fingerprints wider than the hash bits a word keeps
-        return _read_grouped_wide(store, files, entries, ids, column, kt, fp_bits)
+        return (*_read_grouped_wide(store, files, entries, ids, column, kt, fp_bits), None)
     with _Spill() as spill:
-        return _grouped(store, files, entries, ids, column, kt, fp_bits, fpp, idx_bits, spill)
+        return _grouped(store, files, entries, ids, column, kt, fp_bits, fpp, idx_bits, spill,
+                        fuse_mode if fp_bits is None else "never")
 
 
 def _bounded_map(pool: ThreadPoolExecutor, fn: Any, items: Iterable[Any], ahead: int) -> Iterator[Any]:
@@ -246,8 +264,8 @@ def _bounded_map(pool: ThreadPoolExecutor, fn: Any, items: Iterable[Any], ahead:
 
 
 def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Sequence[int], column: str,
-             kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill
-             ) -> tuple[HashedRef | None, set[int], int, int]:
+             kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill, fuse_mode: str
+             ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
@@ -272,23 +290,28 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
                         spill.put_run(run, np.append(np.searchsorted(run, fine), len(run)))
                     per_file.clear()
     if not ranges:
-        return None, nulls, fp_bits if fp_bits is not None else fingerprint_bits(0, fpp), 0
+        return None, nulls, fp_bits if fp_bits is not None else fingerprint_bits(0, fpp), 0, None
     n_pairs = spill.run_pairs + sum(len(f) for f in per_file)
     # bucket b of a file: its slice of hashes with top bits b (the file is sorted)
     bucket_bits = max(0, min(BUCKET_BITS, (n_pairs // BUCKET_PAIRS).bit_length() - 1))
     n_buckets = 1 << bucket_bits
     source: _Spill | _Held = spill if spill.active else _Held(per_file)
     source.start_buckets(bucket_bits)
-    n_keys = 0
+    n_keys = n_single = 0
     for b in range(n_buckets):  # pass 1: merge each bucket's slices, count its keys, keep the merged bucket
         merged = _dedup_sorted(source.read_run_bucket(b))
         n_keys += _count_prefixes(merged, idx_bits)
+        if fuse_mode != "never":
+            n_single += int(np.count_nonzero(_one_file(merged, idx_bits)))
         source.put_bucket(merged)
     source.drop_runs()
+    max_fid = max(ids)
+    rt = _FuseBuilder.planned(fuse_mode, n_keys, n_single, max_fid, fpp, idx_bits, bucket_bits, store)
     if fp_bits is None:
-        fp_bits = min(fingerprint_bits(n_keys, fpp), 64 - idx_bits)
+        fp_bits = min(fingerprint_bits(n_keys, fpp - (rt.fpp if rt else 0.0)), 64 - idx_bits)
     # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
-    n_fps = sum(_count_prefixes(source.read_bucket(b), 64 - fp_bits) for b in range(n_buckets))
+    n_fps = sum(_count_prefixes(_multi(source.read_bucket(b), idx_bits, rt), 64 - fp_bits)
+                for b in range(n_buckets))
     page_bits = page_bits_for(n_fps, fp_bits)
     fid_width = max(1, max(ranges).bit_length())
     id_of = np.asarray(ids, np.uint32)
@@ -296,7 +319,10 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     pairs = 0
     for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
-        g, counts, gidx, _, _ = group_packed(source.take_bucket(b), idx_bits, fp_bits, fpp, is_sorted=True)
+        words = source.take_bucket(b)
+        if rt is not None:
+            words = rt.add_bucket(b, words, id_of)
+        g, counts, gidx, _, _ = group_packed(words, idx_bits, fp_bits, fpp, is_sorted=True)
         pairs += len(gidx)
         if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
             per_bucket = 1 << (page_bits - bucket_bits)
@@ -311,7 +337,99 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
                                    _key_array([ranges[i][0] for i in order]),
                                    _key_array([ranges[i][1] for i in order]))
-    return ref, nulls, fp_bits, n_keys
+    return ref, nulls, fp_bits, n_keys, rt.write(ref) if rt is not None else None
+
+
+def _one_file(words: np.ndarray, idx_bits: int) -> np.ndarray:
+    """Which of a bucket's sorted, distinct (hash, file index) words hold a key that no other word holds."""
+    if not len(words):
+        return np.zeros(0, bool)
+    key = words >> np.uint64(idx_bits)
+    differs = key[1:] != key[:-1]
+    out = np.ones(len(words), bool)
+    out[1:] &= differs
+    out[:-1] &= differs
+    return out
+
+
+def _multi(words: np.ndarray, idx_bits: int, rt: _FuseBuilder | None) -> np.ndarray:
+    """The words the pages hold: all, or beside a retrieval structure those of keys in several files."""
+    return words if rt is None else words[~_one_file(words, idx_bits)]
+
+
+class _FuseBuilder:
+    """The retrieval structure of a build: every key, mapped to its file when it is in one file, else
+    to "in the pages" (:attr:`marker`, the id after the last file), so that a lookup reads the pages
+    only for keys in several files, and an absent key reads nothing more once its check bits fail.
+    Each shard (the keys of a run of buckets) is peeled and packed when its last bucket is grouped:
+    the build holds one shard's keys at a time besides the packed structure."""
+
+    def __init__(self, store: IndexStore, slot_bits: int, max_fid: int, idx_bits: int, shard_bits: int,
+                 bucket_bits: int) -> None:
+        self.store, self.slot_bits, self.max_fid, self.idx_bits = store, slot_bits, max_fid, idx_bits
+        self.marker = max_fid + 1
+        self.fid_bits = max(1, self.marker.bit_length())
+        self.fpp = fuse.fpp_of(self.marker + 1, slot_bits)
+        self.shard_bits, self._per_shard = shard_bits, 1 << (bucket_bits - shard_bits)
+        self._keys: list[np.ndarray] = []
+        self._fids: list[np.ndarray] = []
+        self._parts: list[tuple[bytes, Shard]] = []
+        self.one_file = 0
+
+    @classmethod
+    def planned(cls, mode: str, n_keys: int, n_single: int, max_fid: int, fpp: float, idx_bits: int,
+                bucket_bits: int, store: IndexStore) -> _FuseBuilder | None:
+        """A builder when ``mode`` asks for one, or (``auto``) when numba is installed and the
+        structure is smaller than the pages would be for the one-file keys; else None."""
+        if mode == "never" or n_keys == 0:
+            return None
+        slot_bits = fuse.slot_bits_for(max_fid + 2, FUSE_SHARE * fpp)  # the files and the marker
+        if slot_bits > fuse.MAX_SLOT_BITS:
+            return None
+        if mode == "auto" and not (fuse.compiled_available() and n_single >= FUSE_MIN_KEYS
+                                   and _fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)):
+            return None
+        shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_keys) / SHARD_KEYS))))
+        return cls(store, slot_bits, max_fid, idx_bits, shard_bits, bucket_bits)
+
+    def add_bucket(self, b: int, words: np.ndarray, id_of: np.ndarray) -> np.ndarray:
+        """Takes bucket ``b``'s keys (peeling a shard when ``b`` ends one); returns the words of the keys
+        in several files (for the pages)."""
+        one = _one_file(words, self.idx_bits)
+        keys = words >> np.uint64(self.idx_bits)
+        first = np.ones(len(words), bool)
+        if len(words):
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        take = one | first  # each key once: one-file keys with their file, the others with the marker
+        fids = np.full(len(words), self.marker, np.uint32)
+        fids[one] = id_of[(words[one] & np.uint64((1 << self.idx_bits) - 1)).astype(np.int64)]
+        self.one_file += int(np.count_nonzero(one))
+        self._keys.append(keys[take])
+        self._fids.append(fids[take])
+        if (b + 1) % self._per_shard == 0:
+            self._peel()
+        return words[~one]
+
+    def _peel(self) -> None:
+        keys = np.concatenate(self._keys) if self._keys else np.empty(0, np.uint64)
+        fids = np.concatenate(self._fids) if self._fids else np.empty(0, np.uint32)
+        self._keys, self._fids = [], []
+        table, shard = fuse.build(keys, fuse.values_of(keys, fids, self.fid_bits, self.slot_bits))
+        self._parts.append((pack_slots(table, self.slot_bits), shard))
+
+    def write(self, pages: HashedRef) -> FuseRef:
+        return self.store.write_fuse(self._parts, slot_bits=self.slot_bits, fid_bits=self.fid_bits,
+                                     max_fid=self.max_fid, key_shift=self.idx_bits, shard_bits=self.shard_bits,
+                                     fpp=self.fpp, one_file=self.one_file, pages=pages.name)
+
+
+def _fuse_pays(n_keys: int, n_single: int, max_fid: int, fpp: float, slot_bits: int) -> bool:
+    """The retrieval structure costs about ``slot_bits`` x 1.1 bits a key (every key); it saves the
+    pages' bits of the one-file keys: an Elias-Fano fingerprint (its low bits and about 2), 2 bits
+    of file count and a file id each."""
+    fp_bits = fingerprint_bits(n_keys, fpp)
+    pages = max(0.0, fp_bits - math.log2(max(2, n_keys))) + 4 + max(1, max_fid.bit_length())
+    return n_keys * slot_bits * 1.1 < n_single * pages
 
 
 def _count_prefixes(s: np.ndarray, low_bits: int) -> int:
@@ -490,15 +608,17 @@ def _read_grouped_wide(store: IndexStore, files: Any, entries: list[FileEntry], 
     return ref, nulls, fp_bits, distinct(hashes)
 
 
-def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyType, fpp: float
-                ) -> tuple[HashedRef, set[int], int, int]:
-    """The build's structure from the files read on the driver: (ref, NULL files, fp bits, keys)."""
-    ref, nulls, fp_bits, n_keys = _read_grouped(store, files, files, range(len(files)), column, kt, None, fpp)
+def build_local(store: IndexStore, files: list[FileEntry], column: str, kt: KeyType, fpp: float,
+                fuse_mode: str = "auto") -> tuple[HashedRef, set[int], int, int, FuseRef | None]:
+    """The build's structures from the files read on the driver: (pages' ref, NULL files, fp bits,
+    keys, retrieval structure or None; ``fuse_mode``: see :data:`FUSE_MODES`)."""
+    ref, nulls, fp_bits, n_keys, rt = _read_grouped(store, files, files, range(len(files)), column, kt, None, fpp,
+                                                    fuse_mode)
     if ref is None:  # no file holds a key: an empty structure
         ref = store.write_hashed_groups(np.empty(0, np.uint64), np.empty(0, np.int64), np.empty(0, np.uint32),
                                         fp_bits, np.empty(0, np.int64), np.empty(0, np.int64),
                                         np.empty(0, np.int64))
-    return ref, nulls, fp_bits, n_keys
+    return ref, nulls, fp_bits, n_keys, rt
 
 
 def distinct(values: np.ndarray) -> int:
@@ -513,7 +633,7 @@ def add_files(store: IndexStore, m: Manifest, files: Mapping[int, FileEntry], ne
               ) -> tuple[HashedRef | None, set[int], int]:
     """A small structure for files a sync adds (same fingerprint bits): (ref or None, NULL files, pairs)."""
     entries = [files[i] for i in new_ids]
-    ref, nulls, _, _ = _read_grouped(store, files, entries, new_ids, m.column, m.key_type, m.fp_bits, m.fpp)
+    ref, nulls, _, _, _ = _read_grouped(store, files, entries, new_ids, m.column, m.key_type, m.fp_bits, m.fpp)
     return ref, nulls, 0 if ref is None else ref.pairs
 
 
@@ -565,7 +685,7 @@ class HashedLookup:
         self._layouts: dict[str, tuple[int, int, int, np.ndarray]] = {}
         self._pages: OrderedDict[tuple[str, int], Any] = OrderedDict()
         self._cache_pages = cache_pages
-        self.pages_read = 0
+        self.pages_read = 0  # index reads: pages, and runs of four retrieval segments
 
     def layout(self, ref: HashedRef) -> tuple[int, int, int, np.ndarray]:
         """(fingerprint bits, page bits, file id width, page offsets): from the manifest when it
@@ -610,8 +730,16 @@ class HashedLookup:
         out: set[int] = set()
         if not hashes:
             return out
-        fps = fingerprints(np.asarray(hashes, np.uint64), self.manifest.fp_bits)
+        all_hashes = np.asarray(hashes, np.uint64)
+        rt = self.manifest.fuse
+        in_pages = np.ones(len(all_hashes), bool)
+        if rt is not None:  # one-file keys named here; the pages it covers only for keys in several files
+            in_pages = self._fuse_ids(all_hashes, out)
         for ref in self.manifest.hashed:
+            hs = all_hashes[in_pages] if rt is not None and ref.name == rt.pages else all_hashes
+            if not len(hs):
+                continue
+            fps = fingerprints(hs, self.manifest.fp_bits)
             fp_bits, page_bits, _, _ = self.layout(ref)
             low_bits = fp_bits - page_bits
             pages = (fps >> np.uint64(low_bits)).astype(np.int64) if page_bits else np.zeros(len(fps), np.int64)
@@ -619,6 +747,55 @@ class HashedLookup:
             for p in np.unique(pages).tolist():
                 out.update(self._page(ref, p).files_of(lows[pages == p]).tolist())
         return out
+
+    def _fuse_ids(self, hashes: np.ndarray, out: set[int]) -> np.ndarray:
+        """Adds to ``out`` the files the retrieval structure names for these value hashes (one ranged
+        read of four segments per key not cached; an absent key names one, or the pages, with
+        probability ``fuse.fpp``); returns which hashes it sends to the pages it covers."""
+        ref = self.manifest.fuse
+        assert ref is not None
+        shards = ref.shard_list()
+        which = (hashes >> np.uint64(64 - ref.shard_bits)).astype(np.int64) if ref.shard_bits else \
+            np.zeros(len(hashes), np.int64)
+        keys = hashes >> np.uint64(ref.key_shift)
+        checks = fuse.mix(keys, fuse.CHECK_SALT) >> np.uint64(64 - (ref.slot_bits - ref.fid_bits))
+        fid_mask = (1 << ref.fid_bits) - 1
+        in_pages = np.zeros(len(hashes), bool)
+        for si in np.unique(which).tolist():
+            if si >= len(shards):
+                raise IndexUnavailable(f"retrieval structure {ref.name} has no shard {si} (corrupt manifest): "
+                                       "rebuild the index")
+            rows = np.flatnonzero(which == si)
+            sh = shards[si]
+            pos = fuse.slots_of(keys[rows], sh)
+            for j, (row, chk) in enumerate(zip(rows.tolist(), checks[rows].tolist(), strict=True)):
+                first = int(pos[0, j]) // sh.segment_length
+                segs = self._fuse_segments(si, first)
+                v = 0
+                for i in range(fuse.ARITY):
+                    v ^= slot_value(segs[i], int(pos[i, j]) - (first + i) * sh.segment_length, ref.slot_bits)
+                fid = v & fid_mask
+                if v >> ref.fid_bits != chk or fid > ref.max_fid + 1:
+                    continue  # not built in (absent, or added by a sync: the other structures answer)
+                if fid == ref.max_fid + 1:
+                    in_pages[row] = True
+                else:
+                    out.add(fid)
+        return in_pages
+
+    def _fuse_segments(self, shard: int, first: int) -> list[bytes]:
+        key = ("fuse", shard * (1 << 40) + first)
+        got = self._pages.get(key)
+        if got is None:
+            assert self.manifest.fuse is not None
+            got = self.store.read_fuse_segments(self.manifest.fuse, shard, first)
+            self.pages_read += 1
+            self._pages[key] = got
+            if len(self._pages) > self._cache_pages:
+                self._pages.popitem(last=False)
+        else:
+            self._pages.move_to_end(key)
+        return got
 
     def ids_for_range(self, lo: int | None, hi: int | None) -> set[int]:
         """Files whose key range overlaps [lo, hi] (what min/max pruning reads)."""

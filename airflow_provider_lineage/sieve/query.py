@@ -293,12 +293,16 @@ class SieveIndex:
             self.store.read_segment(self.metas[i].file)
         for ref in self.manifest.hashed:
             self.store.read_hashed_pairs(ref)
+        if self.manifest.fuse is not None:
+            self.store.check_fuse(self.manifest.fuse)
 
     def stats(self) -> IndexStats:
         m = self.manifest
         rows = [f.num_rows for f in m.files.values()]
         n_rows = sum(r for r in rows if r is not None) if all(r is not None for r in rows) else None
         keys = sum(s.n_keys for s in self.metas) + sum(len(k) for k, _ in self.deltas) + sum(h.keys for h in m.hashed)
+        fuse_keys = m.fuse.one_file if m.fuse is not None else 0
+        keys += fuse_keys
         index_bytes = self.store.total_bytes(m)
         budget_total = sum(s.budget for s in self.metas)
         budget_used = sum(min(s.used, s.budget) for s in self.metas)
@@ -315,7 +319,8 @@ class SieveIndex:
             deltas=len(m.deltas), delta_records=sum(d.records for d in m.deltas),
             delta_bytes=sum(d.bytes for d in m.deltas), null_files=len(m.null_files),
             build_seconds=m.build_stats.get("seconds"), structure=m.structure,
-            pairs=sum(h.pairs for h in m.hashed), structures=len(m.hashed), fpp=m.fpp,
+            pairs=sum(h.pairs for h in m.hashed) + fuse_keys, structures=len(m.hashed), fpp=m.fpp,
+            fuse_keys=fuse_keys,
         )
 
 

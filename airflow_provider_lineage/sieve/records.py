@@ -41,6 +41,7 @@ class IndexStats:
     pairs: int = 0  # hashed: (key fingerprint, file) pairs
     structures: int = 0  # hashed: the build's structure + one per sync that added files
     fpp: float = 0.0  # hashed: target share of absent keys that read any file
+    fuse_keys: int = 0  # hashed: keys in one file each, held by the retrieval structure (counted in keys, pairs)
     record_version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:

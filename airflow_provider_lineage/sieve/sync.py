@@ -571,6 +571,8 @@ def _params(m: Manifest) -> dict[str, Any]:
               "keep_versions": m.keep_versions, "gap_factor": m.gap_factor, "structure": m.structure}
     if m.structure == "hashed":
         params["fpp"] = m.fpp
+        # the retrieval structure as the build had it: when it pays (hashed), forced (fuse) or never (pages)
+        params["structure"] = {"always": "fuse", "never": "pages"}.get(m.build_stats.get("fuse_mode", ""), "hashed")
     return params
 
 

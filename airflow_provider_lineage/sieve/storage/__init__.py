@@ -30,7 +30,8 @@ no temp names are needed there.
 
 One module per structure: :mod:`.folder` (the folder and its immutable files), :mod:`.files` (the
 file table), :mod:`.segments` (segments, packs and the segment list), :mod:`.deltas` (merge-on-read
-deltas), :mod:`.hashed` (hashed-key structures, for keys without order), :mod:`.manifest` (the versioned manifest) and :mod:`.store` (:class:`IndexStore`: all of
+deltas), :mod:`.hashed` (hashed-key structures, for keys without order), :mod:`.fuse`
+(retrieval structures for a hashed index's one-file keys), :mod:`.manifest` (the versioned manifest) and :mod:`.store` (:class:`IndexStore`: all of
 them, commits and pruning). Everything public is importable from here.
 """
 from __future__ import annotations
@@ -38,8 +39,10 @@ from __future__ import annotations
 from .deltas import DeltaFiles
 from .files import ChangedFiles, FileTable, FileTableFiles
 from .folder import FileRef, Folder
+from .fuse import FuseFiles, FuseRef
 from .hashed import HashedFiles, HashedHeader, HashedRef, PageSink
 from .manifest import (
+    FUSE_VERSION,
     HASHED_VERSION,
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
@@ -66,6 +69,7 @@ from .segments import (
 from .store import ORPHAN_GRACE_SECONDS, IndexStore
 
 __all__ = [
+    "FUSE_VERSION",
     "HASHED_VERSION",
     "MANIFEST_FORMAT",
     "MANIFEST_VERSION",
@@ -83,6 +87,8 @@ __all__ = [
     "FileTable",
     "FileTableFiles",
     "Folder",
+    "FuseFiles",
+    "FuseRef",
     "HashedFiles",
     "HashedHeader",
     "HashedRef",

@@ -16,6 +16,7 @@ from ..fs import join, normalize
 from ..keys import KeyType
 from ..table import FileEntry, TableRef
 from .folder import FileRef
+from .fuse import FuseRef
 from .hashed import HashedRef
 
 MANIFEST_FORMAT = "sieve-manifest"
@@ -23,7 +24,8 @@ MANIFEST_VERSION = 6  # 2: the file dictionary lives in a files-*.svf file; 3: s
 # 4: paged segment files, a columnar segment list; 5: segments packed into shared files; 6: the
 # segment list records each segment's full files (SVL6)
 HASHED_VERSION = 7  # 7: a hashed-key index (older readers refuse it: a full read, never a wrong answer)
-READABLE_VERSIONS = (5, 6, 7)  # a v5 index reads as one without full files (and a sync writes v6)
+FUSE_VERSION = 8  # 8: a hashed-key index with a retrieval structure (fuse) for its one-file keys
+READABLE_VERSIONS = (5, 6, 7, 8)  # a v5 index reads as one without full files (and a sync writes v6)
 _MANIFEST_RE = re.compile(r"^manifest-(\d{8})\.json$")
 
 @dataclass
@@ -56,13 +58,16 @@ class Manifest:
     hashed: list[HashedRef] = field(default_factory=list)
     fpp: float = 0.0  # hashed: the target share of absent keys that read any file
     fp_bits: int = 0  # hashed: fingerprint bits of every structure (chosen at build for its key count)
+    # hashed: the build's keys that are in one file each, in a retrieval structure (None: all in pages)
+    fuse: FuseRef | None = None
 
     def to_json(self) -> str:
         if self.file_table is None:
             raise ValueError("write the file table first (IndexStore.commit does)")
         body = {
             "format": MANIFEST_FORMAT, "version": self.version,
-            "format_version": HASHED_VERSION if self.structure == "hashed" else MANIFEST_VERSION,
+            "format_version": (FUSE_VERSION if self.fuse is not None else HASHED_VERSION) if self.structure == "hashed"
+            else MANIFEST_VERSION,
             "created": self.created, "table": self.table.to_dict(), "column": self.column,
             "key_type": self.key_type.to_dict(), "mode": self.mode, "error_bound": self.error_bound,
             "max_segment_keys": self.max_segment_keys, "gap_factor": self.gap_factor,
@@ -78,6 +83,8 @@ class Manifest:
         if self.structure == "hashed":
             body.update(structure=self.structure, hashed=[h.to_dict() for h in self.hashed], fpp=self.fpp,
                         fp_bits=self.fp_bits)
+            if self.fuse is not None:
+                body["fuse"] = self.fuse.to_dict()
         canon = json.dumps(body, sort_keys=True, separators=(",", ":"))
         body["checksum"] = zlib.crc32(canon.encode())
         return json.dumps(body, sort_keys=True, separators=(",", ":"))  # compact: json's C encoder (indent is not)
@@ -95,7 +102,7 @@ class Manifest:
         if body.get("format") != MANIFEST_FORMAT or body.get("format_version") not in READABLE_VERSIONS:
             raise IndexUnavailable(f"{what} has format {body.get('format')} v{body.get('format_version')}; "
                                    f"this code reads {MANIFEST_FORMAT} v{READABLE_VERSIONS[0]} to "
-                                   f"v{MANIFEST_VERSION}: rebuild the index")
+                                   f"v{READABLE_VERSIONS[-1]}: rebuild the index")
         table = TableRef(**body["table"])
         return cls(
             version=body["version"], created=body["created"], table=table, column=body["column"],
@@ -109,10 +116,13 @@ class Manifest:
             file_table=FileRef(**body["file_table"]), packs=body.get("packs"),
             structure=body.get("structure", "segments"), hashed=[HashedRef(**h) for h in body.get("hashed", [])],
             fpp=body.get("fpp", 0.0), fp_bits=body.get("fp_bits", 0),
+            fuse=FuseRef.from_dict(body["fuse"]) if body.get("fuse") else None,
         )
 
     def referenced(self) -> set[str]:
         names = {d.name for d in self.deltas} | {h.name for h in self.hashed}
+        if self.fuse is not None:
+            names.add(self.fuse.name)
         if self.file_table:
             names.add(self.file_table.name)
         if self.segment_list:

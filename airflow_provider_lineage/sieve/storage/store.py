@@ -16,6 +16,7 @@ from ..fs import StoreError, put_if_absent
 from .deltas import DeltaFiles
 from .files import FileTableFiles
 from .folder import FileRef, _fsync_dir, _link_if_absent
+from .fuse import FuseFiles
 from .hashed import HashedFiles
 from .manifest import _MANIFEST_RE, Manifest, now_iso
 from .segments import SegmentFiles, SegmentList, segment_files
@@ -23,7 +24,7 @@ from .segments import SegmentFiles, SegmentList, segment_files
 ORPHAN_GRACE_SECONDS = 3600.0
 
 
-class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
+class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles, FuseFiles):
     """Reads and writes the files of one index folder (a local path or an object-store URI)."""
 
     def __init__(self, path: str) -> None:
@@ -94,6 +95,8 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles):
                 self._checked(ref, data[ref.offset:ref.offset + ref.bytes])
         for href in manifest.hashed:  # every page's checksum (or the header and last page)
             self.check_hashed(href, hashed_pages)
+        if manifest.fuse is not None:  # every segment's CRC (or the header and last segment)
+            self.check_fuse(manifest.fuse, hashed_pages)
         return {ref.name: self.read_delta(ref) for ref in manifest.deltas}
 
 

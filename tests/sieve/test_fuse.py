@@ -10,7 +10,6 @@ import sys
 import tempfile
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -271,7 +270,7 @@ def test_a_damaged_structure_is_never_a_wrong_answer(tmp_path, damage) -> None:
 
 def test_cli_builds_and_queries_it(tmp_path) -> None:
     root = str(tmp_path / "t")
-    layout, keys = _layout(root, 3, 2_000, 0)
+    _, keys = _layout(root, 3, 2_000, 0)
     run = [sys.executable, "-m", "airflow_provider_lineage.sieve"]
     out = subprocess.run([*run, "build", root, "k", "--no-spark", "--structure", "fuse"], capture_output=True,
                          text=True, check=True)

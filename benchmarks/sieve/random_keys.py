@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_lineage import sieve as S
+from airflow_provider_lineage.sieve.fingerprints import DEFAULT_FPP
 
 SEED = 20261125
 FAILED: list[str] = []
@@ -182,7 +183,8 @@ def sieve_case(root: Path, column: str, files: list[np.ndarray], values: np.ndar
         t = time.perf_counter()
         S.open_index(str(root), column).lookup(S.Eq(v), assume_fresh=True)
         cold.append(time.perf_counter() - t)
-    out = {"column": column, "structure": stats.structure, "pairs": pairs, "keys": len(values),
+    out = {"column": column, "structure": "hashed + fuse" if stats.fuse_keys else stats.structure, "pairs": pairs,
+           "keys": len(values), "fuse_keys": stats.fuse_keys,
             "index_bytes": stats.index_bytes, "bytes_per_pair": stats.index_bytes / pairs,
             "point_ratio": float(np.mean(ratios)), "point_ratio_max": float(np.max(ratios)),
             "in_ratio": float(np.mean(in_ratios)), "absent_share": absent_hits / len(absent),
@@ -430,7 +432,8 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
              "other engineers' jobs: timings are noisy, ratios less so."), "",
              (f"Layout: {args.files} Parquet files, K distinct keys per file, every key in 1-3 random files; "
              "columns `u` (UUID strings) and `k` (random int64) with the same layout. Sieve: pyarrow build "
-             "with the defaults (`structure=\"auto\"`, fpp 0.005). Exact = the files holding the key."), "",
+             f"with the defaults (`structure=\"auto\"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the "
+             "retrieval structure). Exact = the files holding the key."), "",
              "## Sieve (no Spark)", "",
              ("| K/file | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
              "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
@@ -689,7 +692,8 @@ def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any],
               f"strings; each table's rows in a random order cut into {res['files']} Parquet files of equal "
               "size (one row group each), so no file's min/max prunes anything. `orders` gets a column "
               "`o_uuid` (a random UUID string per row). Every key is in one file (`o_orderkey` and "
-              "`o_uuid` are unique). Sieve: pyarrow build with the defaults (`structure=\"auto\"`, fpp 0.005), "
+              "`o_uuid` are unique). Sieve: pyarrow build with the defaults "
+              f"(`structure=\"auto\"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the retrieval structure), "
               "the benchmark's `sieve_case` and `sync_case` (see `RANDOM_KEYS.md` for what they measure). "
               "Absent keys: order keys inside the column's range that TPC-H leaves unused (8 in every 32 are "
               "used), random UUIDs, phone numbers of TPC-H's format that no customer has."), ""]

@@ -73,8 +73,11 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
     st.delta_count = len(m.deltas) + max(0, len(m.hashed) - 1)  # hashed: the structures syncs added
     st.delta_bytes = sum(d.bytes for d in m.deltas) + sum(h.bytes for h in m.hashed[1:])
     st.delta_records = sum(d.records for d in m.deltas) + sum(h.pairs for h in m.hashed[1:])
-    hashed_keys = sum(h.keys for h in m.hashed)
-    design_keys = m.fpp * 2.0 ** m.fp_bits if m.structure == "hashed" else 0.0
+    # fingerprints an absent key is checked against: with a retrieval structure, not the pages it covers
+    # (read only for the keys it sends there); it spends its own share of fpp
+    covered = m.fuse.pages if m.fuse is not None else None
+    hashed_keys = sum(h.keys for h in m.hashed if h.name != covered)
+    design_keys = (m.fpp - (m.fuse.fpp if m.fuse else 0.0)) * 2.0 ** m.fp_bits if m.structure == "hashed" else 0.0
     st.dead_files = len(m.dead_files)
     st.segments = len(metas)
     st.segments_over_budget = sum(1 for s in metas if over_budget(s.used, s.budget))
@@ -94,7 +97,7 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
     elif m.structure == "hashed" and hashed_keys > HASHED_KEYS_GROWTH * design_keys:
         st.recommendation = "rebuild"
         st.reason = (f"{hashed_keys} keys in fingerprints of {m.fp_bits} bits sized for {design_keys:.0f}: absent keys "
-                     f"read a file {hashed_keys / 2.0 ** m.fp_bits:.2%} of the time (target {m.fpp:.2%}); a rebuild "
+                     f"read a file {hashed_keys / 2.0 ** m.fp_bits + (m.fuse.fpp if m.fuse else 0.0):.2%} of the time (target {m.fpp:.2%}); a rebuild "
                      "sizes the fingerprints for the keys now")
     elif outside := _outside_prefix(m, metas, store, deltas):
         st.recommendation = "rebuild"

@@ -187,7 +187,9 @@ class TestExecute:
 
 
 class TestHashedKeys:
-    def test_structure_option_reaches_the_job_and_answers_have_no_false_negative(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("structure", ["hashed", "fuse"])
+    def test_structure_option_reaches_the_job_and_answers_have_no_false_negative(self, tmp_path: Path,
+                                                                               structure: str) -> None:
         """structure=/fpp= go into the job spec; the job script (what spark-submit runs on the driver,
         here without Spark) builds a hashed index, then syncs an append; no present key is missed."""
         import numpy as np
@@ -200,9 +202,9 @@ class TestHashedKeys:
         root.mkdir()
         for i in range(4):
             pq.write_table(pa.table({"id": pa.array(keys[i::4], pa.int64())}), root / f"part-{i}.parquet")
-        op = _op(table=str(root), columns=["id"], structure="hashed", fpp=0.001)
+        op = _op(table=str(root), columns=["id"], structure=structure, fpp=0.001)
         (job,) = op.resolve_jobs()
-        assert job.options == {"structure": "hashed", "fpp": 0.001}
+        assert job.options == {"structure": structure, "fpp": 0.001}
         spec, out = tmp_path / "spec.json", tmp_path / "out.json"
         spec.write_text(J.spec_to_json([job]))
         assert J.main([str(spec), str(out), "--no-spark"]) == 0
@@ -213,6 +215,7 @@ class TestHashedKeys:
         assert J.read_results(str(out))[0].action == "sync"
         idx = S.open_index(str(root), "id")
         assert idx.manifest.structure == "hashed" and idx.manifest.fpp == 0.001 and len(idx.manifest.hashed) == 2
+        assert (idx.manifest.fuse is not None) == (structure == "fuse")  # 4,000 keys: "hashed" keeps pages
         for i, k in enumerate(keys[:400].tolist()):
             assert f"{root}/part-{i % 4}.parquet" in idx.candidates(S.Eq(k))
         assert idx.candidates(S.In([8, 9])) == [f"{root}/part-9.parquet"]

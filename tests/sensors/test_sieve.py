@@ -295,6 +295,25 @@ class TestHashedKeys:
         hk.write_bytes(bytes(data))
         assert [n["action"] for n in s.poke({}).xcom_value] == ["rebuild"]
 
+    def test_sensor_sees_appends_and_corruption_of_a_retrieval_structure(self, tmp_path: Path) -> None:
+        from airflow_provider_lineage import sieve as S
+
+        a = _table(tmp_path / "a")
+        maintain(None, a, "k", structure="fuse")
+        assert S.open_index(a, "k").manifest.fuse is not None
+        s = SieveMaintenanceSensor(task_id="w", table=a, columns="k")
+        assert s.poke({}).is_done is False
+        write_file(f"{a}/new-0.parquet", [5000])
+        assert [n["action"] for n in s.poke({}).xcom_value] == ["sync"]
+        maintain(None, a, "k", mode="sync")
+        assert s.poke({}).is_done is False
+        assert S.open_index(a, "k").candidates(S.Eq(5000)) == [f"{a}/new-0.parquet"]
+        rt = Path(a) / "_sieve" / "k" / S.open_index(a, "k").manifest.fuse.name
+        data = bytearray(rt.read_bytes())
+        data[-10] ^= 0xFF  # the last segment: every poke checks it
+        rt.write_bytes(bytes(data))
+        assert [n["action"] for n in s.poke({}).xcom_value] == ["rebuild"]
+
     def test_first_poke_verifies_every_page_later_ones_the_last(self, tmp_path: Path) -> None:
         from airflow_provider_lineage import sieve as S
 

@@ -518,6 +518,27 @@ def test_hashed_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
     assert method == "GET" and status == "206" and "/_sieve/k/hkeys-" in path, req.lines
 
 
+def test_retrieval_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
+    """Issue 30: with the one-file keys in a retrieval structure, a point lookup is ONE ranged GET of
+    four consecutive segments (their place comes from the manifest); an absent key reads nothing more
+    once its check bits fail."""
+    root = f"s3://{bucket}/uids"
+    layout: dict[str, list[int | None]] = {}
+    for i in range(3):
+        keys: list[int | None] = [(i * 7919 + j * 104729) % 1_000_003 for j in range(300)]
+        path = f"{root}/part-{i}.parquet"
+        put_parquet(path, keys)
+        layout[path] = keys
+    assert S.build(None, root, "k", structure="fuse").fuse_keys == 900
+    idx = S.open_index(root, "k")
+    with _counting() as req:
+        got = idx.candidates(S.Eq(layout[f"{root}/part-2.parquet"][7]), assume_fresh=True)
+    assert got == [f"{root}/part-2.parquet"]
+    assert len(req.lines) == 1, req.lines
+    method, path, status = req.lines[0].split()
+    assert method == "GET" and status == "206" and "/_sieve/k/fuse-" in path, req.lines
+
+
 def test_a_streamed_write_that_fails_leaves_no_object(bucket: str) -> None:
     """A hashed structure is streamed to the store part by part: when the parts fail half way, the
     object that closing the upload may have completed is removed (an object appears whole or not at all)."""

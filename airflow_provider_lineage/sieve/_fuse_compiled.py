@@ -94,3 +94,21 @@ def build(keys: Any, values: Any, seg_len: int, starts: int, salt: Any, salts: A
         table[s] = v
     return done
 
+
+
+@numba.njit(cache=True)
+def pack(table: Any, bits: int, out: Any) -> None:
+    """``table``'s values, ``bits`` bits each, into ``out`` (zeroed bytes), little-endian bit order."""
+    acc = np.uint64(0)
+    have = 0
+    o = 0
+    for v in table:
+        acc |= np.uint64(v) << np.uint64(have)
+        have += bits
+        while have >= 8:
+            out[o] = np.uint8(acc & np.uint64(0xFF))
+            o += 1
+            acc >>= np.uint64(8)
+            have -= 8
+    if have > 0:
+        out[o] = np.uint8(acc & np.uint64(0xFF))

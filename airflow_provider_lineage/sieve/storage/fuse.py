@@ -64,12 +64,22 @@ class FuseRef:
 
 
 def pack_slots(table: np.ndarray, bits: int) -> bytes:
-    """``table``'s values, ``bits`` bits each, little-endian bit order (a chunk at a time)."""
-    out = []
+    """``table``'s values, ``bits`` bits each, little-endian bit order (compiled when numba is
+    installed, else numpy a chunk at a time: the same bytes)."""
+    from ..fuse import compiled_available
+
+    if compiled_available() and len(table):
+        from .._fuse_compiled import pack
+
+        out = np.zeros((len(table) * bits + 7) // 8, np.uint8)
+        pack(np.ascontiguousarray(table, np.uint32), bits, out)
+        return out.tobytes()
+    parts = []
     for a in range(0, len(table), PACK_SLOTS):
         chunk = np.ascontiguousarray(table[a:a + PACK_SLOTS], "<u4").view(np.uint8).reshape(-1, 4)
-        out.append(np.packbits(np.unpackbits(chunk, axis=1, bitorder="little")[:, :bits], bitorder="little").tobytes())
-    return b"".join(out)
+        parts.append(np.packbits(np.unpackbits(chunk, axis=1, bitorder="little")[:, :bits],
+                                 bitorder="little").tobytes())
+    return b"".join(parts)
 
 
 def slot_value(segment: bytes, j: int, bits: int) -> int:

@@ -24,28 +24,30 @@ def slot(h: Any, i: int, seg_len: int, starts: int, salts: Any) -> int:
     return (first + i) * seg_len + np.int64(splitmix(h + salts[i]) & np.uint64(seg_len - 1))
 
 
-@numba.njit(cache=True)
-def build(keys: Any, values: Any, seg_len: int, starts: int, salt: Any, salts: Any, table: Any) -> int:
-    """Hash, counting-sort by start segment (nearby keys touch nearby slots), peel, assign."""
+@numba.njit(cache=True, nogil=True)
+def build(keys: Any, fids: Any, fid_bits: int, check_bits: int, check_salt: Any, seg_len: int, starts: int,
+          salt: Any, salts: Any, table: Any) -> int:
+    """Each key's value (check bits above its file id, as ``fuse.values_of``), the keys counting-sorted
+    by start segment (nearby keys touch nearby slots), the slots' counts and XORs, the peel (a stack:
+    a slot freed by a peeled key is peeled next, while its neighbourhood is in the cache), the
+    assignment in reverse. Returns the keys peeled (all of them, or the build failed at this seed)."""
     n, m = len(keys), len(table)
-    hh0 = np.empty(n, np.uint64)
-    first = np.empty(n, np.int64)
     counts = np.zeros(starts + 1, np.int64)
-    for k in range(n):
+    for k in range(n):  # counting sort by start segment: count, then place (hashing again: no copy kept)
         h = splitmix(keys[k] + salt)
-        hh0[k] = h
-        f = np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32))
-        first[k] = f
-        counts[f + 1] += 1
+        counts[np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32)) + 1] += 1
     for s in range(starts):
         counts[s + 1] += counts[s]
     hh = np.empty(n, np.uint64)
     vals = np.empty(n, np.uint32)
     for k in range(n):
-        at = counts[first[k]]
-        counts[first[k]] = at + 1
-        hh[at] = hh0[k]
-        vals[at] = values[k]
+        h = splitmix(keys[k] + salt)
+        f = np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32))
+        at = counts[f]
+        counts[f] = at + 1
+        hh[at] = h
+        check = splitmix(keys[k] + check_salt) >> np.uint64(64 - check_bits)
+        vals[at] = np.uint32((check << np.uint64(fid_bits)) | np.uint64(fids[k]))
     count = np.zeros(m, np.int32)
     keyx = np.zeros(m, np.int32)
     for k in range(n):
@@ -54,49 +56,52 @@ def build(keys: Any, values: Any, seg_len: int, starts: int, salt: Any, salts: A
             s = slot(h, i, seg_len, starts, salts)
             count[s] += 1
             keyx[s] ^= np.int32(k)
-    queue = np.empty(m, np.int32)
-    tail = 0
-    for s in range(m):
-        if count[s] == 1:
-            queue[tail] = s
-            tail += 1
+    stack = np.empty(m, np.int32)
     order = np.empty(n, np.int32)
-    where = np.empty(n, np.int32)
-    head = 0
+    which = np.empty(n, np.uint8)  # which of its four slots a key was peeled at
     done = 0
-    while head < tail:
-        s = queue[head]
-        head += 1
-        if count[s] != 1:
+    for s0 in range(m):
+        if count[s0] != 1:
             continue
-        k = keyx[s]
-        order[done] = k
-        where[done] = s
-        done += 1
-        h = hh[k]
-        for i in range(4):
-            t = slot(h, i, seg_len, starts, salts)
-            count[t] -= 1
-            keyx[t] ^= k
-            if count[t] == 1:
-                queue[tail] = t
-                tail += 1
+        stack[0] = s0
+        top = 1
+        while top > 0:
+            top -= 1
+            s = stack[top]
+            if count[s] != 1:
+                continue
+            k = keyx[s]
+            order[done] = k
+            h = hh[k]
+            for i in range(4):
+                t = slot(h, i, seg_len, starts, salts)
+                if t == s:
+                    which[done] = i
+                count[t] -= 1
+                keyx[t] ^= k
+                if count[t] == 1:
+                    stack[top] = t
+                    top += 1
+            done += 1
     if done != n:
         return done
     for j in range(n - 1, -1, -1):
-        k, s = order[j], where[j]
+        k = order[j]
         h = hh[k]
         v = vals[k]
+        w = which[j]
+        s = 0
         for i in range(4):
             t = slot(h, i, seg_len, starts, salts)
-            if t != s:
+            if i == w:
+                s = t
+            else:
                 v ^= table[t]
         table[s] = v
     return done
 
 
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pack(table: Any, bits: int, out: Any) -> None:
     """``table``'s values, ``bits`` bits each, into ``out`` (zeroed bytes), little-endian bit order."""
     acc = np.uint64(0)

@@ -35,7 +35,7 @@ CHECK_SALT = (7 * GOLDEN) & M64  # the check bits' hash
 # (slots a key, seeds tried at it): 1.05 peels at millions of keys (the probe), small sets need more;
 # a build starts at the first factor whose key count it reaches (a failed peel costs a whole peel)
 FACTORS = ((1.05, 2), (1.06, 2), (1.075, 2), (1.1, 2), (1.125, 4), (1.2, 4), (1.3, 8))
-START_AT = ((4_000_000, 1.05), (2_000_000, 1.06), (200_000, 1.075), (20_000, 1.1), (0, 1.125))
+START_AT = ((3_000_000, 1.05), (2_000_000, 1.06), (200_000, 1.075), (20_000, 1.1), (0, 1.125))
 MIN_SEGMENT_BITS = 3  # a segment of w-bit slots is a whole number of bytes
 MAX_SEGMENT_BITS = 18
 MAX_SLOT_BITS = 32
@@ -110,13 +110,16 @@ def slots_of(keys: np.ndarray, shard: Shard) -> np.ndarray:
                      for i in range(ARITY)])
 
 
-def build(keys: np.ndarray, values: np.ndarray, *, use_compiled: bool | None = None) -> tuple[np.ndarray, Shard]:
-    """The slot table (uint32) and shard of distinct ``keys`` (uint64) mapped to ``values`` (each
-    below ``2**32``): tries :data:`FACTORS`' seeds until one peels (always, in practice, by 1.3)."""
+def build(keys: np.ndarray, fids: np.ndarray, *, fid_bits: int, slot_bits: int, use_compiled: bool | None = None
+          ) -> tuple[np.ndarray, Shard]:
+    """The slot table (uint32) and shard of distinct ``keys`` (uint64) mapped to their values
+    (:func:`values_of` of ``fids``; ``slot_bits`` at most 32): tries :data:`FACTORS`' seeds until one
+    peels (always, in practice, by 1.3)."""
     keys = np.ascontiguousarray(keys, np.uint64)
-    values = np.ascontiguousarray(values, np.uint32)
+    fids = np.ascontiguousarray(fids, np.uint32)
     n = len(keys)
     compiled = _compiled_build() if (use_compiled if use_compiled is not None else compiled_available()) else None
+    values = None if compiled is not None else values_of(keys, fids, fid_bits, slot_bits).astype(np.uint32)
     seed = 0
     start = next(f for at, f in START_AT if n >= at)
     for factor, tries in FACTORS:
@@ -130,7 +133,8 @@ def build(keys: np.ndarray, values: np.ndarray, *, use_compiled: bool | None = N
                 return np.zeros(shard.slots, np.uint32), shard
             table = np.zeros(shard.slots, np.uint32)
             if compiled is not None:
-                ok = compiled(keys, values, seg_len, starts, np.uint64(seed_salt(shard.seed)), SALTS, table) == n
+                ok = compiled(keys, fids, fid_bits, slot_bits - fid_bits, np.uint64(CHECK_SALT), seg_len, starts,
+                              np.uint64(seed_salt(shard.seed)), SALTS, table) == n
             else:
                 ok = _peel_numpy(slots_of(keys, shard), values, table)
             if ok:
@@ -186,6 +190,16 @@ def compiled_available() -> bool:
     except Exception:  # noqa: BLE001 - a broken numba install is no numba
         return False
     return True
+
+
+def warm_up() -> None:
+    """Imports numba and loads the compiled build (about 0.3-1 s in a new process), if installed: a
+    build calls it in a thread while it reads the table."""
+    if compiled_available():
+        build(np.arange(8, dtype=np.uint64), np.zeros(8, np.uint32), fid_bits=1, slot_bits=8)
+        from ._fuse_compiled import pack
+
+        pack(np.zeros(8, np.uint32), 8, np.zeros(8, np.uint8))
 
 
 @functools.cache

@@ -21,9 +21,10 @@ import itertools
 import math
 import os
 import tempfile
+import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 import numpy as np
@@ -53,7 +54,8 @@ STRUCTURES = ("auto", "segments", "hashed", "fuse", "pages")
 FUSE_MODES = {"auto": "auto", "hashed": "auto", "fuse": "always", "pages": "never"}
 FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
 FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
-SHARD_KEYS = 1 << 23  # one-file keys per retrieval shard, at most (build memory: about 30 B a key)
+SHARD_KEYS = 1 << 22  # keys per retrieval shard, at most (build memory: about 46 B a key while it peels)
+PEEL_THREADS = 2  # shards peeled at once (compiled code runs without the GIL)
 READ_THREADS = 4
 MAX_STRUCTURES = 16  # a sync that would make more merges them all into one (as compact does)
 CHOOSER_FILES = 16  # files sampled by structure="auto"
@@ -267,6 +269,8 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
              kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill, fuse_mode: str
              ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
+    if fuse_mode != "never":  # numba's import and machine code load while the files are read
+        threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}
@@ -307,37 +311,41 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     source.drop_runs()
     max_fid = max(ids)
     rt = _FuseBuilder.planned(fuse_mode, n_keys, n_single, max_fid, fpp, idx_bits, bucket_bits, store)
-    if fp_bits is None:
-        fp_bits = min(fingerprint_bits(n_keys, fpp - (rt.fpp if rt else 0.0)), 64 - idx_bits)
-    # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
-    n_fps = sum(_count_prefixes(_multi(source.read_bucket(b), idx_bits, rt), 64 - fp_bits)
-                for b in range(n_buckets))
-    page_bits = page_bits_for(n_fps, fp_bits)
-    fid_width = max(1, max(ranges).bit_length())
-    id_of = np.asarray(ids, np.uint32)
-    pages = PageSink()  # sealed as encoded; spooled to a temporary file past SPOOL_BYTES (a large table)
-    small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    pairs = 0
-    for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
-        words = source.take_bucket(b)
-        if rt is not None:
-            words = rt.add_bucket(b, words, id_of)
-        g, counts, gidx, _, _ = group_packed(words, idx_bits, fp_bits, fpp, is_sorted=True)
-        pairs += len(gidx)
-        if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
-            per_bucket = 1 << (page_bits - bucket_bits)
-            pages.extend(encode_pages(g, counts, id_of[gidx], fp_bits, page_bits, fid_width, b * per_bucket,
-                                      per_bucket))
-        else:  # a small structure (fewer pages than buckets)
-            small.append((g, counts, id_of[gidx]))
-    if small:
-        pages.extend(encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
-                                  fid_width))
-    order = sorted(ranges)
-    ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
-                                   _key_array([ranges[i][0] for i in order]),
-                                   _key_array([ranges[i][1] for i in order]))
-    return ref, nulls, fp_bits, n_keys, rt.write(ref) if rt is not None else None
+    try:
+        if fp_bits is None:
+            fp_bits = min(fingerprint_bits(n_keys, fpp - (rt.fpp if rt else 0.0)), 64 - idx_bits)
+        # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
+        n_fps = sum(_count_prefixes(_multi(source.read_bucket(b), idx_bits, rt), 64 - fp_bits)
+                    for b in range(n_buckets))
+        page_bits = page_bits_for(n_fps, fp_bits)
+        fid_width = max(1, max(ranges).bit_length())
+        id_of = np.asarray(ids, np.uint32)
+        pages = PageSink()  # sealed as encoded; spooled to a temporary file past SPOOL_BYTES (a large table)
+        small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        pairs = 0
+        for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
+            words = source.take_bucket(b)
+            if rt is not None:
+                words = rt.add_bucket(b, words, id_of)
+            g, counts, gidx, _, _ = group_packed(words, idx_bits, fp_bits, fpp, is_sorted=True)
+            pairs += len(gidx)
+            if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
+                per_bucket = 1 << (page_bits - bucket_bits)
+                pages.extend(encode_pages(g, counts, id_of[gidx], fp_bits, page_bits, fid_width, b * per_bucket,
+                                          per_bucket))
+            else:  # a small structure (fewer pages than buckets)
+                small.append((g, counts, id_of[gidx]))
+        if small:
+            pages.extend(encode_pages(*(np.concatenate([g[k] for g in small]) for k in range(3)), fp_bits, page_bits,
+                                      fid_width))
+        order = sorted(ranges)
+        ref = store.write_hashed_pages(pages, fp_bits, page_bits, fid_width, n_fps, pairs, np.asarray(order, np.int64),
+                                       _key_array([ranges[i][0] for i in order]),
+                                       _key_array([ranges[i][1] for i in order]))
+        return ref, nulls, fp_bits, n_keys, rt.write(ref) if rt is not None else None
+    finally:
+        if rt is not None:  # a failed build leaves no peeling thread behind
+            rt.close()
 
 
 def _one_file(words: np.ndarray, idx_bits: int) -> np.ndarray:
@@ -374,6 +382,8 @@ class _FuseBuilder:
         self._keys: list[np.ndarray] = []
         self._fids: list[np.ndarray] = []
         self._parts: list[tuple[bytes, Shard]] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[tuple[bytes, Shard]]] = deque()
         self.one_file = 0
 
     @classmethod
@@ -411,13 +421,32 @@ class _FuseBuilder:
         return words[~one]
 
     def _peel(self) -> None:
+        """Peels and packs the held shard in a thread (numba releases the GIL: the build groups the
+        next buckets, and peels the next shard, meanwhile); at most :data:`PEEL_THREADS` at once."""
         keys = np.concatenate(self._keys) if self._keys else np.empty(0, np.uint64)
         fids = np.concatenate(self._fids) if self._fids else np.empty(0, np.uint32)
         self._keys, self._fids = [], []
-        table, shard = fuse.build(keys, fuse.values_of(keys, fids, self.fid_bits, self.slot_bits))
-        self._parts.append((pack_slots(table, self.slot_bits), shard))
+        while len(self._pending) >= PEEL_THREADS:  # bounded memory: at most PEEL_THREADS shards peel at once
+            self._parts.append(self._pending.popleft().result())
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=PEEL_THREADS, thread_name_prefix="sieve-fuse")
+        self._pending.append(self._pool.submit(self._peeled, keys, fids))
+
+    def _peeled(self, keys: np.ndarray, fids: np.ndarray) -> tuple[bytes, Shard]:
+        table, shard = fuse.build(keys, fids, fid_bits=self.fid_bits, slot_bits=self.slot_bits)
+        return pack_slots(table, self.slot_bits), shard
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def write(self, pages: HashedRef) -> FuseRef:
+        try:
+            while self._pending:
+                self._parts.append(self._pending.popleft().result())
+        finally:
+            self.close()
         return self.store.write_fuse(self._parts, slot_bits=self.slot_bits, fid_bits=self.fid_bits,
                                      max_fid=self.max_fid, key_shift=self.idx_bits, shard_bits=self.shard_bits,
                                      fpp=self.fpp, one_file=self.one_file, pages=pages.name)

@@ -33,7 +33,7 @@ def test_peel_maps_every_key_and_absent_keys_within_the_bound(n, compiled) -> No
     keys = np.unique(rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64))
     fids = rng.integers(0, 201, len(keys)).astype(np.uint64)  # 200 files and the "in the pages" marker
     values = FU.values_of(keys, fids, 8, 15)
-    table, shard = FU.build(keys, values, use_compiled=compiled)
+    table, shard = FU.build(keys, fids, fid_bits=8, slot_bits=15, use_compiled=compiled)
     assert table.dtype == np.uint32 and len(table) == shard.slots and shard.keys == len(keys)
     assert (FU.lookup(table, shard, keys) == values).all()  # never a false negative
     if n >= 5_000:
@@ -44,7 +44,7 @@ def test_peel_maps_every_key_and_absent_keys_within_the_bound(n, compiled) -> No
         share = float((((got >> 8) == check) & ((got & 255) <= 200)).mean())
         bound = FU.fpp_of(201, 15)
         assert share <= bound + 4 * (bound / 100_000) ** 0.5, share
-    again, shard2 = FU.build(keys, values, use_compiled=compiled)
+    again, shard2 = FU.build(keys, fids, fid_bits=8, slot_bits=15, use_compiled=compiled)
     assert shard2 == shard and (again == table).all()  # deterministic: the same bytes for the same keys
 
 
@@ -53,9 +53,10 @@ def test_numpy_and_compiled_peels_answer_alike() -> None:
         pytest.skip("numba is not installed (the dev setup installs it)")
     rng = np.random.default_rng(2)
     keys = np.unique(rng.integers(0, 2**63, 30_000, dtype=np.int64).astype(np.uint64))
-    values = FU.values_of(keys, rng.integers(0, 50, len(keys)).astype(np.uint64), 6, 13)
+    fids = rng.integers(0, 50, len(keys)).astype(np.uint64)
+    values = FU.values_of(keys, fids, 6, 13)
     for compiled in (False, True):
-        table, shard = FU.build(keys, values, use_compiled=compiled)
+        table, shard = FU.build(keys, fids, fid_bits=6, slot_bits=13, use_compiled=compiled)
         assert (FU.lookup(table, shard, keys) == values).all()
 
 
@@ -286,3 +287,20 @@ def test_cli_builds_and_queries_it(tmp_path) -> None:
                        text=True, check=True)
     assert sorted(json.loads(line)["file"] for line in q.stdout.splitlines()) == [
         f"{root}/part-0000.parquet", f"{root}/part-0001.parquet"]
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_shards_and_spilled_runs_answer_every_key(tmp_path, monkeypatch, spill) -> None:
+    root = str(tmp_path / "t")
+    layout, keys = _layout(root, 12, 5_000, 30)
+    monkeypatch.setattr(H, "SHARD_KEYS", 8_000)  # 60,000 keys: 8 shards (one per run of buckets)
+    monkeypatch.setattr(H, "BUCKET_PAIRS", 2_000)  # 16 buckets
+    if spill:
+        monkeypatch.setattr(H, "SPILL_PAIRS", 10_000)
+    S.build(None, root, "k", structure="fuse")
+    idx = S.open_index(root, "k")
+    rt = idx.manifest.fuse
+    assert rt.shard_bits == 3 and len(rt.shards) == 8 and sum(s[3] for s in rt.shards) == rt.keys == 60_000
+    for v in keys[::37].tolist():
+        assert _exact(layout, v) <= set(idx.candidates(S.Eq(v), assume_fresh=True)), v
+    assert S.maintenance_status(root, "k").recommendation == "none"  # every segment's checksum verified

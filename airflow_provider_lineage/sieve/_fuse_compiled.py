@@ -19,14 +19,20 @@ def splitmix(z: Any) -> Any:
 
 
 @numba.njit(cache=True, inline="always")
-def slot(h: Any, i: int, seg_len: int, starts: int, salts: Any) -> int:
-    first = np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32))
-    return (first + i) * seg_len + np.int64(splitmix(h + salts[i]) & np.uint64(seg_len - 1))
+def slot(base: int, g: Any, i: int, seg_len: int) -> int:
+    """Slot ``i`` of a key (``fuse.slots_of``): its start segment's first slot, ``i`` segments on, plus
+    the ``i``-th 16-bit field of its second hash ``g``."""
+    return base + i * seg_len + np.int64((g >> np.uint64(16 * i)) & np.uint64(seg_len - 1))
+
+
+@numba.njit(cache=True, inline="always")
+def start(h: Any, seg_len: int, starts: int) -> int:
+    return np.int64(((h >> np.uint64(32)) * np.uint64(starts)) >> np.uint64(32)) * seg_len
 
 
 @numba.njit(cache=True, nogil=True)
 def build(keys: Any, fids: Any, fid_bits: int, check_bits: int, check_salt: Any, seg_len: int, starts: int,
-          salt: Any, salts: Any, table: Any) -> int:
+          salt: Any, offset_salt: Any, table: Any) -> int:
     """Each key's value (check bits above its file id, as ``fuse.values_of``), the keys counting-sorted
     by start segment (nearby keys touch nearby slots), the slots' counts and XORs, the peel (a stack:
     a slot freed by a peeled key is peeled next, while its neighbourhood is in the cache), the
@@ -48,38 +54,42 @@ def build(keys: Any, fids: Any, fid_bits: int, check_bits: int, check_salt: Any,
         hh[at] = h
         check = splitmix(keys[k] + check_salt) >> np.uint64(64 - check_bits)
         vals[at] = np.uint32((check << np.uint64(fid_bits)) | np.uint64(fids[k]))
-    count = np.zeros(m, np.int32)
-    keyx = np.zeros(m, np.int32)
+    # per slot: the number of keys touching it (high 32 bits) and the XOR of their numbers (low 32 bits),
+    # one word, so a slot's update touches one cache line
+    cx = np.zeros(m, np.int64)
+    one = np.int64(1) << np.int64(32)
     for k in range(n):
         h = hh[k]
+        base, g = start(h, seg_len, starts), splitmix(h + offset_salt)
         for i in range(4):
-            s = slot(h, i, seg_len, starts, salts)
-            count[s] += 1
-            keyx[s] ^= np.int32(k)
+            s = slot(base, g, i, seg_len)
+            cx[s] += one
+            cx[s] ^= np.int64(k)
     stack = np.empty(m, np.int32)
     order = np.empty(n, np.int32)
     which = np.empty(n, np.uint8)  # which of its four slots a key was peeled at
     done = 0
     for s0 in range(m):
-        if count[s0] != 1:
+        if cx[s0] >> 32 != 1:
             continue
         stack[0] = s0
         top = 1
         while top > 0:
             top -= 1
             s = stack[top]
-            if count[s] != 1:
+            if cx[s] >> 32 != 1:
                 continue
-            k = keyx[s]
+            k = cx[s] & np.int64(0xFFFFFFFF)
             order[done] = k
             h = hh[k]
+            base, g = start(h, seg_len, starts), splitmix(h + offset_salt)
             for i in range(4):
-                t = slot(h, i, seg_len, starts, salts)
+                t = slot(base, g, i, seg_len)
                 if t == s:
                     which[done] = i
-                count[t] -= 1
-                keyx[t] ^= k
-                if count[t] == 1:
+                c = (cx[t] - one) ^ k
+                cx[t] = c
+                if c >> 32 == 1:
                     stack[top] = t
                     top += 1
             done += 1
@@ -91,8 +101,9 @@ def build(keys: Any, fids: Any, fid_bits: int, check_bits: int, check_salt: Any,
         v = vals[k]
         w = which[j]
         s = 0
+        base, g = start(h, seg_len, starts), splitmix(h + offset_salt)
         for i in range(4):
-            t = slot(h, i, seg_len, starts, salts)
+            t = slot(base, g, i, seg_len)
             if i == w:
                 s = t
             else:

@@ -30,14 +30,14 @@ import numpy as np
 ARITY = 4
 GOLDEN = 0x9E3779B97F4A7C15
 M64 = (1 << 64) - 1
-SALTS = np.asarray([((101 + i) * GOLDEN) & M64 for i in range(ARITY)], np.uint64)  # the four slots' hashes
+OFFSET_SALT = (101 * GOLDEN) & M64  # a second hash of the key's: its slot in each of the four segments
 CHECK_SALT = (7 * GOLDEN) & M64  # the check bits' hash
 # (slots a key, seeds tried at it): 1.05 peels at millions of keys (the probe), small sets need more;
 # a build starts at the first factor whose key count it reaches (a failed peel costs a whole peel)
 FACTORS = ((1.05, 2), (1.06, 2), (1.075, 2), (1.1, 2), (1.125, 4), (1.2, 4), (1.3, 8))
 START_AT = ((3_000_000, 1.05), (2_000_000, 1.06), (200_000, 1.075), (20_000, 1.1), (0, 1.125))
 MIN_SEGMENT_BITS = 3  # a segment of w-bit slots is a whole number of bytes
-MAX_SEGMENT_BITS = 18
+MAX_SEGMENT_BITS = 16  # the four slots' offsets are 16-bit fields of one hash
 MAX_SLOT_BITS = 32
 
 
@@ -100,13 +100,16 @@ def values_of(keys: np.ndarray, fids: np.ndarray, fid_bits: int, slot_bits: int)
 
 
 def slots_of(keys: np.ndarray, shard: Shard) -> np.ndarray:
-    """The four slots of each key, shape (4, n) (numpy; the compiled build computes the same)."""
+    """The four slots of each key, shape (4, n): the start segment from the key's seeded hash ``h``
+    (its top 32 bits times the start segments), the offset in segment ``i`` from bits ``16 i`` to
+    ``16 i + 15`` of a second hash of ``h`` (numpy; the compiled build computes the same)."""
     hh = mix(keys, seed_salt(shard.seed))
     with np.errstate(over="ignore"):
         first = ((hh >> np.uint64(32)) * np.uint64(shard.starts)) >> np.uint64(32)
     base = first.astype(np.int64) * shard.segment_length
+    g = mix(hh, OFFSET_SALT)
     mask = np.uint64(shard.segment_length - 1)
-    return np.stack([base + i * shard.segment_length + (mix(hh, int(SALTS[i])) & mask).astype(np.int64)
+    return np.stack([base + i * shard.segment_length + ((g >> np.uint64(16 * i)) & mask).astype(np.int64)
                      for i in range(ARITY)])
 
 
@@ -134,7 +137,7 @@ def build(keys: np.ndarray, fids: np.ndarray, *, fid_bits: int, slot_bits: int, 
             table = np.zeros(shard.slots, np.uint32)
             if compiled is not None:
                 ok = compiled(keys, fids, fid_bits, slot_bits - fid_bits, np.uint64(CHECK_SALT), seg_len, starts,
-                              np.uint64(seed_salt(shard.seed)), SALTS, table) == n
+                              np.uint64(seed_salt(shard.seed)), np.uint64(OFFSET_SALT), table) == n
             else:
                 ok = _peel_numpy(slots_of(keys, shard), values, table)
             if ok:

@@ -53,6 +53,7 @@ STRUCTURES = ("auto", "segments", "hashed", "fuse", "pages")
 # always, never (fingerprint pages only)
 FUSE_MODES = {"auto": "auto", "hashed": "auto", "fuse": "always", "pages": "never"}
 FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
+FUSE_MIN_BYTES = FUSE_MIN_KEYS  # smaller tables cannot hold that many keys: numba is not even imported
 FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
 SHARD_KEYS = 1 << 22  # keys per retrieval shard, at most (build memory: about 46 B a key while it peels)
 PEEL_THREADS = 2  # shards peeled at once (compiled code runs without the GIL)
@@ -269,7 +270,8 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
              kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill, fuse_mode: str
              ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
-    if fuse_mode != "never":  # numba's import and machine code load while the files are read
+    if fuse_mode == "always" or (fuse_mode == "auto" and sum(f.size for f in entries) >= FUSE_MIN_BYTES):
+        # numba's import and machine code load while the files are read (a table that may hold enough keys)
         threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
@@ -302,16 +304,29 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     source: _Spill | _Held = spill if spill.active else _Held(per_file)
     source.start_buckets(bucket_bits)
     n_keys = n_single = 0
-    for b in range(n_buckets):  # pass 1: merge each bucket's slices, count its keys, keep the merged bucket
-        merged = _dedup_sorted(source.read_run_bucket(b))
-        n_keys += _count_prefixes(merged, idx_bits)
-        if fuse_mode != "never":
-            n_single += int(np.count_nonzero(_one_file(merged, idx_bits)))
-        source.put_bucket(merged)
-    source.drop_runs()
     max_fid = max(ids)
-    rt = _FuseBuilder.planned(fuse_mode, n_keys, n_single, max_fid, fpp, idx_bits, bucket_bits, store)
+    id_of = np.asarray(ids, np.uint32)
+    rt: _FuseBuilder | None = None
     try:
+        for b in range(n_buckets):  # pass 1: merge each bucket's slices, count its keys, keep the merged bucket
+            merged = _dedup_sorted(source.read_run_bucket(b))
+            keys_here = _count_prefixes(merged, idx_bits)
+            n_keys += keys_here
+            if fuse_mode != "never":
+                single_here = int(np.count_nonzero(_one_file(merged, idx_bits)))
+                n_single += single_here
+                if b == 0:  # planned from the first bucket (a random share of the keys): its shards then
+                    # peel in threads while the other buckets merge
+                    rt = _FuseBuilder.planned(fuse_mode, keys_here * n_buckets, single_here * n_buckets, max_fid,
+                                              fpp, idx_bits, bucket_bits, store, n_pairs)
+                if rt is not None:
+                    rt.add_bucket(b, merged, id_of)
+            source.put_bucket(merged)
+        source.drop_runs()
+        if rt is not None and fuse_mode == "auto" and not (
+                n_single >= FUSE_MIN_KEYS and _fuse_pays(n_keys, n_single, max_fid, fpp, rt.slot_bits)):
+            rt.close()  # the first bucket misled the plan: the pages alone are smaller
+            rt = None
         if fp_bits is None:
             fp_bits = min(fingerprint_bits(n_keys, fpp - (rt.fpp if rt else 0.0)), 64 - idx_bits)
         # pass 2: the distinct fingerprints (which size the pages): sorted words, sorted fingerprints
@@ -319,14 +334,11 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
                     for b in range(n_buckets))
         page_bits = page_bits_for(n_fps, fp_bits)
         fid_width = max(1, max(ranges).bit_length())
-        id_of = np.asarray(ids, np.uint32)
         pages = PageSink()  # sealed as encoded; spooled to a temporary file past SPOOL_BYTES (a large table)
         small: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         pairs = 0
         for b in range(n_buckets):  # pass 3: group and encode each bucket's pages
-            words = source.take_bucket(b)
-            if rt is not None:
-                words = rt.add_bucket(b, words, id_of)
+            words = _multi(source.take_bucket(b), idx_bits, rt)
             g, counts, gidx, _, _ = group_packed(words, idx_bits, fp_bits, fpp, is_sorted=True)
             pairs += len(gidx)
             if page_bits >= bucket_bits:  # each bucket holds whole pages: encoded bucket by bucket
@@ -369,8 +381,8 @@ class _FuseBuilder:
     """The retrieval structure of a build: every key, mapped to its file when it is in one file, else
     to "in the pages" (:attr:`marker`, the id after the last file), so that a lookup reads the pages
     only for keys in several files, and an absent key reads nothing more once its check bits fail.
-    Each shard (the keys of a run of buckets) is peeled and packed when its last bucket is grouped:
-    the build holds one shard's keys at a time besides the packed structure."""
+    Each shard (the keys of a run of buckets) is peeled and packed in a thread as soon as its last
+    bucket is merged (the build's first pass), while the build merges the next buckets."""
 
     def __init__(self, store: IndexStore, slot_bits: int, max_fid: int, idx_bits: int, shard_bits: int,
                  bucket_bits: int) -> None:
@@ -388,23 +400,23 @@ class _FuseBuilder:
 
     @classmethod
     def planned(cls, mode: str, n_keys: int, n_single: int, max_fid: int, fpp: float, idx_bits: int,
-                bucket_bits: int, store: IndexStore) -> _FuseBuilder | None:
+                bucket_bits: int, store: IndexStore, n_pairs: int) -> _FuseBuilder | None:
         """A builder when ``mode`` asks for one, or (``auto``) when numba is installed and the
-        structure is smaller than the pages would be for the one-file keys; else None."""
+        structure would be smaller than the pages for the one-file keys (``n_keys`` and ``n_single``:
+        estimates); else None. Shards are sized by the pairs (at least the keys)."""
         if mode == "never" or n_keys == 0:
             return None
         slot_bits = fuse.slot_bits_for(max_fid + 2, FUSE_SHARE * fpp)  # the files and the marker
         if slot_bits > fuse.MAX_SLOT_BITS:
             return None
-        if mode == "auto" and not (fuse.compiled_available() and n_single >= FUSE_MIN_KEYS
-                                   and _fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)):
+        if mode == "auto" and not (n_single >= FUSE_MIN_KEYS and _fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)
+                                   and fuse.compiled_available()):
             return None
-        shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_keys) / SHARD_KEYS))))
+        shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_pairs) / SHARD_KEYS))))
         return cls(store, slot_bits, max_fid, idx_bits, shard_bits, bucket_bits)
 
-    def add_bucket(self, b: int, words: np.ndarray, id_of: np.ndarray) -> np.ndarray:
-        """Takes bucket ``b``'s keys (peeling a shard when ``b`` ends one); returns the words of the keys
-        in several files (for the pages)."""
+    def add_bucket(self, b: int, words: np.ndarray, id_of: np.ndarray) -> None:
+        """Takes bucket ``b``'s keys (its sorted, distinct words), peeling a shard when ``b`` ends one."""
         one = _one_file(words, self.idx_bits)
         keys = words >> np.uint64(self.idx_bits)
         first = np.ones(len(words), bool)
@@ -418,7 +430,6 @@ class _FuseBuilder:
         self._fids.append(fids[take])
         if (b + 1) % self._per_shard == 0:
             self._peel()
-        return words[~one]
 
     def _peel(self) -> None:
         """Peels and packs the held shard in a thread (numba releases the GIL: the build groups the

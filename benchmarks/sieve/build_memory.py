@@ -8,6 +8,7 @@ this interpreter, to compare before and after a change on the same table.
 
     .venv/bin/python benchmarks/sieve/build_memory.py                      # 15 M keys, 200 files
     .venv/bin/python benchmarks/sieve/build_memory.py --checkout /tmp/old  # the same, older code
+    .venv/bin/python benchmarks/sieve/build_memory.py --structure pages    # fingerprint pages only
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ CHILD = """
 import json, sys, time
 import airflow_provider_lineage.sieve as S
 t0 = time.perf_counter()
-S.build(None, sys.argv[1], "k", index_path=sys.argv[2], engine="pyarrow")
+S.build(None, sys.argv[1], "k", index_path=sys.argv[2], engine="pyarrow", **({"structure": sys.argv[3]} if len(sys.argv) > 3 else {}))
 secs = time.perf_counter() - t0
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"seconds": secs, "peak_rss_mb": hwm / 1024, "code": S.__file__}))
@@ -60,16 +61,20 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="builds, each in a fresh process")
     ap.add_argument("--checkout", default=str(ROOT), help="the project checkout whose code builds")
     ap.add_argument("--data", default=str(HERE / "data" / "build_memory"))
+    ap.add_argument("--structure", default=None,
+                    help="build option (e.g. pages, fuse; default: the build's default, auto)")
     args = ap.parse_args()
     root = table(Path(args.data), args.rows, args.files)
     env = dict(os.environ, PYTHONPATH=str(Path(args.checkout).resolve()))
     load = os.getloadavg()[0]
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as out:
-            got = subprocess.run([sys.executable, "-c", CHILD, str(root), out], env=env, check=True,
+            got = subprocess.run([sys.executable, "-c", CHILD, str(root), out, *filter(None, [args.structure])],
+                                 env=env, check=True,
                                  capture_output=True, text=True, cwd=out)  # not the caller's cwd: --checkout's code
         r = json.loads(got.stdout.strip().splitlines()[-1])
-        print(f"run {run + 1}: {args.rows:,} keys in {args.files} files, code {r['code']}: build {r['seconds']:.2f} s, "
+        print(f"run {run + 1}: {args.rows:,} keys in {args.files} files, structure {args.structure or 'default'}, "
+              f"code {r['code']}: build {r['seconds']:.2f} s, "
               f"peak RSS {r['peak_rss_mb']:.0f} MB (load {load:.1f})", flush=True)
     return 0
 

@@ -93,7 +93,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         keys), ``hashed`` (keys without order: UUIDs, random ids; one-file keys in a retrieval structure
         when numba is installed and that is smaller), ``fuse`` or ``pages`` (a hashed index with or
         without that structure, forced; see docs/sieve.md).
-    :param fpp: ``hashed``: share of absent keys that may read a file (default 0.01).
+    :param fpp: ``hashed``: share of absent keys that may read a file (default 0.008).
     :param index_path: index folder; may contain ``{table}`` (the table directory's name) and
         ``{column}``; default ``<table>/_sieve/<column>``. Several columns need ``{column}``. (templated)
     :param max_deltas: ``auto``: compact a merge-on-read index at this many delta files.

@@ -35,7 +35,7 @@ CHECK_SALT = (7 * GOLDEN) & M64  # the check bits' hash
 # (slots a key, seeds tried at it): 1.05 peels at millions of keys (the probe), small sets need more;
 # a build starts at the first factor whose key count it reaches (a failed peel costs a whole peel)
 FACTORS = ((1.05, 2), (1.06, 2), (1.075, 2), (1.1, 2), (1.125, 4), (1.2, 4), (1.3, 8))
-START_AT = ((3_000_000, 1.05), (2_000_000, 1.06), (200_000, 1.075), (20_000, 1.1), (0, 1.125))
+START_AT = ((3_000_000, 1.05), (1_200_000, 1.06), (200_000, 1.075), (20_000, 1.1), (0, 1.125))
 MIN_SEGMENT_BITS = 3  # a segment of w-bit slots is a whole number of bytes
 MAX_SEGMENT_BITS = 16  # the four slots' offsets are 16-bit fields of one hash
 MAX_SLOT_BITS = 32

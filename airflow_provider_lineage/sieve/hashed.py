@@ -23,7 +23,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
@@ -745,19 +745,22 @@ class HashedLookup:
             h = self._headers[ref.name] = self.store.read_hashed_header(ref)
         return h
 
-    def _page(self, ref: HashedRef, p: int) -> Any:
-        key = (ref.name, p)
-        page = self._pages.get(key)
-        if page is None:
-            _, _, fid_width, starts = self.layout(ref)
-            page = self.store.read_hashed_page(ref, None, p, starts=starts, fid_width=fid_width)
+    def _cached(self, key: tuple[str, int], read: Callable[[], Any]) -> Any:
+        """An index read (a page, or a run of retrieval segments) from the LRU cache, or ``read()``."""
+        got = self._pages.get(key)
+        if got is None:
+            got = self._pages[key] = read()
             self.pages_read += 1
-            self._pages[key] = page
             if len(self._pages) > self._cache_pages:
                 self._pages.popitem(last=False)
         else:
             self._pages.move_to_end(key)
-        return page
+        return got
+
+    def _page(self, ref: HashedRef, p: int) -> Any:
+        _, _, fid_width, starts = self.layout(ref)
+        return self._cached((ref.name, p), lambda: self.store.read_hashed_page(ref, None, p, starts=starts,
+                                                                               fid_width=fid_width))
 
     def ids_for_values(self, values: Iterable[Any]) -> set[int]:
         hashes = []
@@ -824,18 +827,10 @@ class HashedLookup:
         return in_pages
 
     def _fuse_segments(self, shard: int, first: int) -> list[bytes]:
-        key = ("fuse", shard * (1 << 40) + first)
-        got = self._pages.get(key)
-        if got is None:
-            assert self.manifest.fuse is not None
-            got = self.store.read_fuse_segments(self.manifest.fuse, shard, first)
-            self.pages_read += 1
-            self._pages[key] = got
-            if len(self._pages) > self._cache_pages:
-                self._pages.popitem(last=False)
-        else:
-            self._pages.move_to_end(key)
-        return got
+        rt = self.manifest.fuse
+        assert rt is not None
+        return self._cached((rt.name, shard * (1 << 40) + first), lambda: self.store.read_fuse_segments(rt, shard,
+                                                                                                        first))
 
     def ids_for_range(self, lo: int | None, hi: int | None) -> set[int]:
         """Files whose key range overlaps [lo, hi] (what min/max pruning reads)."""

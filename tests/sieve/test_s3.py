@@ -495,17 +495,23 @@ def _counting() -> Iterator[_Requests]:
         log.setLevel(level)
 
 
-def test_hashed_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
-    """Issue 30: a point lookup on a hashed index on S3 is ONE request: a ranged GET (206) of one
-    page of the structure; the page table travels in the manifest (no header, no HEAD). Opening
-    costs the folder listing, the manifest and the file table."""
-    root = f"s3://{bucket}/ids"
+def _three_files(root: str) -> dict[str, list[int | None]]:
+    """Three Parquet files of 300 distinct keys each under ``root`` (no key in two files)."""
     layout: dict[str, list[int | None]] = {}
     for i in range(3):
         keys: list[int | None] = [(i * 7919 + j * 104729) % 1_000_003 for j in range(300)]
         path = f"{root}/part-{i}.parquet"
         put_parquet(path, keys)
         layout[path] = keys
+    return layout
+
+
+def test_hashed_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
+    """Issue 30: a point lookup on a hashed index on S3 is ONE request: a ranged GET (206) of one
+    page of the structure; the page table travels in the manifest (no header, no HEAD). Opening
+    costs the folder listing, the manifest and the file table."""
+    root = f"s3://{bucket}/ids"
+    layout = _three_files(root)
     assert S.build(None, root, "k", structure="hashed").structure == "hashed"
     with _counting() as opened:
         idx = S.open_index(root, "k")
@@ -523,12 +529,7 @@ def test_retrieval_lookup_reads_one_ranged_get_on_s3(bucket: str) -> None:
     four consecutive segments (their place comes from the manifest); an absent key reads nothing more
     once its check bits fail."""
     root = f"s3://{bucket}/uids"
-    layout: dict[str, list[int | None]] = {}
-    for i in range(3):
-        keys: list[int | None] = [(i * 7919 + j * 104729) % 1_000_003 for j in range(300)]
-        path = f"{root}/part-{i}.parquet"
-        put_parquet(path, keys)
-        layout[path] = keys
+    layout = _three_files(root)
     assert S.build(None, root, "k", structure="fuse").fuse_keys == 900
     idx = S.open_index(root, "k")
     with _counting() as req:

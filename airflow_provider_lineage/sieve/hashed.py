@@ -18,19 +18,18 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
-import math
 import os
 import tempfile
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from . import fuse
+from . import fuse, fuse_build
 from .errors import IndexUnavailable, SieveError
 from .fingerprints import (
     DEFAULT_FPP,
@@ -41,22 +40,17 @@ from .fingerprints import (
     page_bits_for,
 )
 from .fs import open_input
-from .fuse import Shard
+from .fuse_build import FuseBuilder, fuse_pays, one_file
 from .hashing import hash_batch, hash_of_value, hashes_of_arrow
 from .keys import BYTE_KINDS, KeyType, window_key
 from .storage import FuseRef, HashedHeader, HashedRef, IndexStore, Manifest, PageSink
-from .storage.fuse import pack_slots, slot_value
+from .storage.fuse import slot_value
 from .table import FileEntry
 
 STRUCTURES = ("auto", "segments", "hashed", "fuse", "pages")
 # structure= -> the retrieval structure for the keys in one file each: when smaller and compiled,
 # always, never (fingerprint pages only)
 FUSE_MODES = {"auto": "auto", "hashed": "auto", "fuse": "always", "pages": "never"}
-FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
-FUSE_MIN_BYTES = FUSE_MIN_KEYS  # smaller tables cannot hold that many keys: numba is not even imported
-FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
-SHARD_KEYS = 1 << 22  # keys per retrieval shard, at most (build memory: about 46 B a key while it peels)
-PEEL_THREADS = 2  # shards peeled at once (compiled code runs without the GIL)
 READ_THREADS = 4
 MAX_STRUCTURES = 16  # a sync that would make more merges them all into one (as compact does)
 CHOOSER_FILES = 16  # files sampled by structure="auto"
@@ -239,7 +233,7 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     system's, ``TMPDIR``; see :class:`_Spill`) and each bucket is read back from it, so the driver
     holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte.
 
-    A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`_fuse_pays`,
+    A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`.fuse_build.fuse_pays`,
     puts the keys that are in one file each into a retrieval structure (:mod:`.fuse`), built shard
     by shard as the buckets are grouped (a shard: the one-file keys of a run of buckets), and the
     other keys into the pages."""
@@ -270,7 +264,7 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
              kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill, fuse_mode: str
              ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
-    if fuse_mode == "always" or (fuse_mode == "auto" and sum(f.size for f in entries) >= FUSE_MIN_BYTES):
+    if fuse_mode == "always" or (fuse_mode == "auto" and sum(f.size for f in entries) >= fuse_build.FUSE_MIN_BYTES):
         # numba's import and machine code load while the files are read (a table that may hold enough keys)
         threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
@@ -306,25 +300,25 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
     n_keys = n_single = 0
     max_fid = max(ids)
     id_of = np.asarray(ids, np.uint32)
-    rt: _FuseBuilder | None = None
+    rt: FuseBuilder | None = None
     try:
         for b in range(n_buckets):  # pass 1: merge each bucket's slices, count its keys, keep the merged bucket
             merged = _dedup_sorted(source.read_run_bucket(b))
             keys_here = _count_prefixes(merged, idx_bits)
             n_keys += keys_here
             if fuse_mode != "never":
-                single_here = int(np.count_nonzero(_one_file(merged, idx_bits)))
+                single_here = int(np.count_nonzero(one_file(merged, idx_bits)))
                 n_single += single_here
                 if b == 0:  # planned from the first bucket (a random share of the keys): its shards then
                     # peel in threads while the other buckets merge
-                    rt = _FuseBuilder.planned(fuse_mode, keys_here * n_buckets, single_here * n_buckets, max_fid,
+                    rt = FuseBuilder.planned(fuse_mode, keys_here * n_buckets, single_here * n_buckets, max_fid,
                                               fpp, idx_bits, bucket_bits, store, n_pairs)
                 if rt is not None:
                     rt.add_bucket(b, merged, id_of)
             source.put_bucket(merged)
         source.drop_runs()
         if rt is not None and fuse_mode == "auto" and not (
-                n_single >= FUSE_MIN_KEYS and _fuse_pays(n_keys, n_single, max_fid, fpp, rt.slot_bits)):
+                n_single >= fuse_build.FUSE_MIN_KEYS and fuse_pays(n_keys, n_single, max_fid, fpp, rt.slot_bits)):
             rt.close()  # the first bucket misled the plan: the pages alone are smaller
             rt = None
         if fp_bits is None:
@@ -360,116 +354,9 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
             rt.close()
 
 
-def _one_file(words: np.ndarray, idx_bits: int) -> np.ndarray:
-    """Which of a bucket's sorted, distinct (hash, file index) words hold a key that no other word holds."""
-    if not len(words):
-        return np.zeros(0, bool)
-    key = words >> np.uint64(idx_bits)
-    differs = key[1:] != key[:-1]
-    out = np.ones(len(words), bool)
-    out[1:] &= differs
-    out[:-1] &= differs
-    return out
-
-
-def _multi(words: np.ndarray, idx_bits: int, rt: _FuseBuilder | None) -> np.ndarray:
+def _multi(words: np.ndarray, idx_bits: int, rt: FuseBuilder | None) -> np.ndarray:
     """The words the pages hold: all, or beside a retrieval structure those of keys in several files."""
-    return words if rt is None else words[~_one_file(words, idx_bits)]
-
-
-class _FuseBuilder:
-    """The retrieval structure of a build: every key, mapped to its file when it is in one file, else
-    to "in the pages" (:attr:`marker`, the id after the last file), so that a lookup reads the pages
-    only for keys in several files, and an absent key reads nothing more once its check bits fail.
-    Each shard (the keys of a run of buckets) is peeled and packed in a thread as soon as its last
-    bucket is merged (the build's first pass), while the build merges the next buckets."""
-
-    def __init__(self, store: IndexStore, slot_bits: int, max_fid: int, idx_bits: int, shard_bits: int,
-                 bucket_bits: int) -> None:
-        self.store, self.slot_bits, self.max_fid, self.idx_bits = store, slot_bits, max_fid, idx_bits
-        self.marker = max_fid + 1
-        self.fid_bits = max(1, self.marker.bit_length())
-        self.fpp = fuse.fpp_of(self.marker + 1, slot_bits)
-        self.shard_bits, self._per_shard = shard_bits, 1 << (bucket_bits - shard_bits)
-        self._keys: list[np.ndarray] = []
-        self._fids: list[np.ndarray] = []
-        self._parts: list[tuple[bytes, Shard]] = []
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[Future[tuple[bytes, Shard]]] = deque()
-        self.one_file = 0
-
-    @classmethod
-    def planned(cls, mode: str, n_keys: int, n_single: int, max_fid: int, fpp: float, idx_bits: int,
-                bucket_bits: int, store: IndexStore, n_pairs: int) -> _FuseBuilder | None:
-        """A builder when ``mode`` asks for one, or (``auto``) when numba is installed and the
-        structure would be smaller than the pages for the one-file keys (``n_keys`` and ``n_single``:
-        estimates); else None. Shards are sized by the pairs (at least the keys)."""
-        if mode == "never" or n_keys == 0:
-            return None
-        slot_bits = fuse.slot_bits_for(max_fid + 2, FUSE_SHARE * fpp)  # the files and the marker
-        if slot_bits > fuse.MAX_SLOT_BITS:
-            return None
-        if mode == "auto" and not (n_single >= FUSE_MIN_KEYS and _fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)
-                                   and fuse.compiled_available()):
-            return None
-        shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_pairs) / SHARD_KEYS))))
-        return cls(store, slot_bits, max_fid, idx_bits, shard_bits, bucket_bits)
-
-    def add_bucket(self, b: int, words: np.ndarray, id_of: np.ndarray) -> None:
-        """Takes bucket ``b``'s keys (its sorted, distinct words), peeling a shard when ``b`` ends one."""
-        one = _one_file(words, self.idx_bits)
-        keys = words >> np.uint64(self.idx_bits)
-        first = np.ones(len(words), bool)
-        if len(words):
-            np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        take = one | first  # each key once: one-file keys with their file, the others with the marker
-        fids = np.full(len(words), self.marker, np.uint32)
-        fids[one] = id_of[(words[one] & np.uint64((1 << self.idx_bits) - 1)).astype(np.int64)]
-        self.one_file += int(np.count_nonzero(one))
-        self._keys.append(keys[take])
-        self._fids.append(fids[take])
-        if (b + 1) % self._per_shard == 0:
-            self._peel()
-
-    def _peel(self) -> None:
-        """Peels and packs the held shard in a thread (numba releases the GIL: the build groups the
-        next buckets, and peels the next shard, meanwhile); at most :data:`PEEL_THREADS` at once."""
-        keys = np.concatenate(self._keys) if self._keys else np.empty(0, np.uint64)
-        fids = np.concatenate(self._fids) if self._fids else np.empty(0, np.uint32)
-        self._keys, self._fids = [], []
-        while len(self._pending) >= PEEL_THREADS:  # bounded memory: at most PEEL_THREADS shards peel at once
-            self._parts.append(self._pending.popleft().result())
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=PEEL_THREADS, thread_name_prefix="sieve-fuse")
-        self._pending.append(self._pool.submit(self._peeled, keys, fids))
-
-    def _peeled(self, keys: np.ndarray, fids: np.ndarray) -> tuple[bytes, Shard]:
-        table, shard = fuse.build(keys, fids, fid_bits=self.fid_bits, slot_bits=self.slot_bits)
-        return pack_slots(table, self.slot_bits), shard
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def write(self, pages: HashedRef) -> FuseRef:
-        try:
-            while self._pending:
-                self._parts.append(self._pending.popleft().result())
-        finally:
-            self.close()
-        return self.store.write_fuse(self._parts, slot_bits=self.slot_bits, fid_bits=self.fid_bits,
-                                     max_fid=self.max_fid, key_shift=self.idx_bits, shard_bits=self.shard_bits,
-                                     fpp=self.fpp, one_file=self.one_file, pages=pages.name)
-
-
-def _fuse_pays(n_keys: int, n_single: int, max_fid: int, fpp: float, slot_bits: int) -> bool:
-    """The retrieval structure costs about ``slot_bits`` x 1.1 bits a key (every key); it saves the
-    pages' bits of the one-file keys: an Elias-Fano fingerprint (its low bits and about 2), 2 bits
-    of file count and a file id each."""
-    fp_bits = fingerprint_bits(n_keys, fpp)
-    pages = max(0.0, fp_bits - math.log2(max(2, n_keys))) + 4 + max(1, max_fid.bit_length())
-    return n_keys * slot_bits * 1.1 < n_single * pages
+    return words if rt is None else words[~one_file(words, idx_bits)]
 
 
 def _count_prefixes(s: np.ndarray, low_bits: int) -> int:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve import fuse as FU
+from airflow_provider_lineage.sieve import fuse_build as FB
 from airflow_provider_lineage.sieve import hashed as H
 from airflow_provider_lineage.sieve.fingerprints import DEFAULT_FPP
 from airflow_provider_lineage.sieve.maintain import maintain
@@ -130,20 +131,20 @@ def test_a_hashed_index_keeps_one_file_keys_in_a_retrieval_structure(tmp_path) -
 def test_auto_uses_it_when_compiled_and_smaller(tmp_path, monkeypatch) -> None:
     root = str(tmp_path / "t")
     _layout(root, 10, 3_000, 0)
-    monkeypatch.setattr(H, "FUSE_MIN_KEYS", 1_000)
+    monkeypatch.setattr(FB, "FUSE_MIN_KEYS", 1_000)
     monkeypatch.setattr(FU, "compiled_available", lambda: True)
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 30_000
     monkeypatch.setattr(FU, "compiled_available", lambda: False)  # no numba: fingerprint pages
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 0
     monkeypatch.setattr(FU, "compiled_available", lambda: True)
-    monkeypatch.setattr(H, "FUSE_MIN_KEYS", 100_000)  # too few keys to matter
+    monkeypatch.setattr(FB, "FUSE_MIN_KEYS", 100_000)  # too few keys to matter
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 0
     keys2 = str(tmp_path / "multi")  # most keys in several files: the pages are smaller
     rng = np.random.default_rng(4)
     pool = rng.choice(2**62, 10_000, replace=False)
     for i in range(10):
         write_file(f"{keys2}/part-{i}.parquet", rng.choice(pool, 6_000, replace=False).tolist())
-    monkeypatch.setattr(H, "FUSE_MIN_KEYS", 10)
+    monkeypatch.setattr(FB, "FUSE_MIN_KEYS", 10)
     assert S.build(None, keys2, "k", structure="hashed").fuse_keys == 0
     with pytest.raises(S.SieveError, match="structure='fuse' is built on the driver"):
         S.build(None, root, "k", structure="fuse", engine="spark")
@@ -293,7 +294,7 @@ def test_cli_builds_and_queries_it(tmp_path) -> None:
 def test_shards_and_spilled_runs_answer_every_key(tmp_path, monkeypatch, spill) -> None:
     root = str(tmp_path / "t")
     layout, keys = _layout(root, 12, 5_000, 30)
-    monkeypatch.setattr(H, "SHARD_KEYS", 8_000)  # 60,000 keys: 8 shards (one per run of buckets)
+    monkeypatch.setattr(FB, "SHARD_KEYS", 8_000)  # 60,000 keys: 8 shards (one per run of buckets)
     monkeypatch.setattr(H, "BUCKET_PAIRS", 2_000)  # 16 buckets
     if spill:
         monkeypatch.setattr(H, "SPILL_PAIRS", 10_000)

@@ -20,7 +20,9 @@ from .storage import FuseRef, HashedRef, IndexStore
 from .storage.fuse import pack_slots
 
 FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
-FUSE_MIN_BYTES = FUSE_MIN_KEYS  # smaller tables cannot hold that many keys: numba is not even imported
+# numba's import and code load (about 1 s of CPU in a new process) start beside the reading of tables of
+# this size (or with structure="fuse"); smaller tables import it only when their plan takes the structure
+WARM_UP_BYTES = 64 << 20
 FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
 SHARD_KEYS = 1 << 22  # keys per retrieval shard, at most (build memory: about 46 B a key while it peels)
 PEEL_THREADS = 2  # shards peeled at once (compiled code runs without the GIL)

@@ -59,7 +59,7 @@ class FuseBuilder:
         self._parts: list[tuple[bytes, Shard]] = []
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[Future[tuple[bytes, Shard]]] = deque()
-        self.one_file = 0
+        self.one_file_keys = 0  # keys mapped to their file (the others: to the marker)
 
     @classmethod
     def planned(cls, mode: str, n_keys: int, n_single: int, max_fid: int, fpp: float, idx_bits: int,
@@ -78,9 +78,9 @@ class FuseBuilder:
         shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_pairs) / SHARD_KEYS))))
         return cls(store, slot_bits, max_fid, idx_bits, shard_bits, bucket_bits)
 
-    def add_bucket(self, b: int, words: np.ndarray, id_of: np.ndarray) -> None:
-        """Takes bucket ``b``'s keys (its sorted, distinct words), peeling a shard when ``b`` ends one."""
-        one = one_file(words, self.idx_bits)
+    def add_bucket(self, b: int, words: np.ndarray, one: np.ndarray, id_of: np.ndarray) -> None:
+        """Takes bucket ``b``'s keys (its sorted, distinct words; ``one``: :func:`one_file` of them),
+        peeling a shard when ``b`` ends one."""
         keys = words >> np.uint64(self.idx_bits)
         first = np.ones(len(words), bool)
         if len(words):
@@ -88,7 +88,7 @@ class FuseBuilder:
         take = one | first  # each key once: one-file keys with their file, the others with the marker
         fids = np.full(len(words), self.marker, np.uint32)
         fids[one] = id_of[(words[one] & np.uint64((1 << self.idx_bits) - 1)).astype(np.int64)]
-        self.one_file += int(np.count_nonzero(one))
+        self.one_file_keys += int(np.count_nonzero(one))
         self._keys.append(keys[take])
         self._fids.append(fids[take])
         if (b + 1) % self._per_shard == 0:
@@ -123,7 +123,7 @@ class FuseBuilder:
             self.close()
         return self.store.write_fuse(self._parts, slot_bits=self.slot_bits, fid_bits=self.fid_bits,
                                      max_fid=self.max_fid, key_shift=self.idx_bits, shard_bits=self.shard_bits,
-                                     fpp=self.fpp, one_file=self.one_file, pages=pages.name)
+                                     fpp=self.fpp, one_file=self.one_file_keys, pages=pages.name)
 
 
 def fuse_pays(n_keys: int, n_single: int, max_fid: int, fpp: float, slot_bits: int) -> bool:

@@ -234,9 +234,9 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte.
 
     A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`.fuse_build.fuse_pays`,
-    puts the keys that are in one file each into a retrieval structure (:mod:`.fuse`), built shard
-    by shard as the buckets are grouped (a shard: the one-file keys of a run of buckets), and the
-    other keys into the pages."""
+    also maps every key to its file, or to "in the pages" for the keys in several files, in a
+    retrieval structure (:mod:`.fuse`), built shard by shard as the buckets are merged (a shard: the
+    keys of a run of buckets); the pages then hold only the keys in several files."""
     idx_bits = max(0, (len(entries) - 1).bit_length())
     if fp_bits is not None and fp_bits + idx_bits > 64:  # fingerprints wider than the hash bits a word keeps
         return (*_read_grouped_wide(store, files, entries, ids, column, kt, fp_bits), None)
@@ -307,14 +307,15 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
             keys_here = _count_prefixes(merged, idx_bits)
             n_keys += keys_here
             if fuse_mode != "never":
-                single_here = int(np.count_nonzero(one_file(merged, idx_bits)))
+                one = one_file(merged, idx_bits)
+                single_here = int(np.count_nonzero(one))
                 n_single += single_here
                 if b == 0:  # planned from the first bucket (a random share of the keys): its shards then
                     # peel in threads while the other buckets merge
                     rt = FuseBuilder.planned(fuse_mode, keys_here * n_buckets, single_here * n_buckets, max_fid,
                                               fpp, idx_bits, bucket_bits, store, n_pairs)
                 if rt is not None:
-                    rt.add_bucket(b, merged, id_of)
+                    rt.add_bucket(b, merged, one, id_of)
             source.put_bucket(merged)
         source.drop_runs()
         if rt is not None and fuse_mode == "auto" and not (

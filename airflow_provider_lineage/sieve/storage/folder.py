@@ -85,6 +85,19 @@ class Folder:
         except OSError as exc:
             raise store_error(self._full(name), exc) from exc
 
+    def _read_range(self, name: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of one file from ``offset`` (one ranged GET on an object store); a missing
+        or unreadable file is :class:`IndexUnavailable`. May return fewer bytes (a truncated file)."""
+        try:
+            if self.local:
+                with open(self._full(name), "rb") as fh:
+                    fh.seek(offset)
+                    return fh.read(length)
+            return read_bytes(self._full(name), offset, length)
+        except OSError as exc:
+            raise IndexUnavailable(f"index file {self._full(name)} is missing or unreadable ({exc}): "
+                                   "rebuild the index") from exc
+
     def _delete(self, name: str) -> None:
         """Delete one file (already gone is fine)."""
         if self.local:

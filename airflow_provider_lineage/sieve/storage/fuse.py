@@ -110,18 +110,7 @@ class FuseFiles(Folder):
                        shard_bits, shards, fpp, one_file, pages)
 
     def _fuse_range(self, ref: FuseRef, offset: int, length: int) -> bytes:
-        try:
-            if self.local:
-                with open(self._full(ref.name), "rb") as fh:
-                    fh.seek(offset)
-                    data = fh.read(length)
-            else:
-                from ..fs import read_bytes
-
-                data = read_bytes(self._full(ref.name), offset, length)  # one ranged GET on S3
-        except OSError as exc:
-            raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
-                                   "rebuild the index") from exc
+        data = self._read_range(ref.name, offset, length)
         if len(data) != length:
             raise IndexUnavailable(f"retrieval structure {self._full(ref.name)} is truncated (corrupt): "
                                    "rebuild the index")

@@ -22,7 +22,6 @@ import numpy as np
 from ..codec import Reader, Writer, seal, seal_raw, unseal, unseal_raw
 from ..errors import IndexUnavailable, SieveError
 from ..fingerprints import Page, decode_page, encode_pages, group_pairs, page_bits_for
-from ..fs import read_bytes
 from .folder import FileRef, Folder
 
 
@@ -200,15 +199,7 @@ class HashedFiles(Folder):
         return HashedRef(ref.name, ref.bytes, len(header), keys, pairs, layout)
 
     def _range(self, ref: HashedRef, offset: int, length: int) -> bytes:
-        try:
-            if self.local:
-                with open(self._full(ref.name), "rb") as fh:
-                    fh.seek(offset)
-                    return fh.read(length)
-            return read_bytes(self._full(ref.name), offset, length)  # one ranged GET on S3
-        except OSError as exc:
-            raise IndexUnavailable(f"index file {self._full(ref.name)} is missing or unreadable ({exc}): "
-                                   "rebuild the index") from exc
+        return self._read_range(ref.name, offset, length)
 
     def read_hashed_header(self, ref: HashedRef) -> HashedHeader:
         where = self._full(ref.name)

@@ -186,6 +186,14 @@ def _peel_numpy(pos: np.ndarray, values: np.ndarray, table: np.ndarray) -> bool:
 
 
 @functools.cache
+def numba_installed() -> bool:
+    """numba can be imported, as far as the installed packages tell (nothing imported: a cheap check)."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
 def compiled_available() -> bool:
     """numba is importable (the build then uses this structure; see the module doc)."""
     try:

@@ -8,6 +8,7 @@ thread as soon as the run is merged, while the build merges the next buckets.
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -20,12 +21,21 @@ from .storage import FuseRef, HashedRef, IndexStore
 from .storage.fuse import pack_slots
 
 FUSE_MIN_KEYS = 1 << 16  # fewer one-file keys: pages (a small structure's size hardly matters)
-# numba's import and code load (about 1 s of CPU in a new process) start beside the reading of tables of
-# this size (or with structure="fuse"); smaller tables import it only when their plan takes the structure
-WARM_UP_BYTES = 64 << 20
 FUSE_SHARE = 0.9  # of fpp, at most, for the retrieval structure's absent keys (the rest: the pages')
 SHARD_KEYS = 1 << 22  # keys per retrieval shard, at most (build memory: about 46 B a key while it peels)
 PEEL_THREADS = 2  # shards peeled at once (compiled code runs without the GIL)
+
+
+_warm_up_started = threading.Event()
+
+
+def warm_up() -> None:
+    """Starts numba's import and the load of the compiled build (0.6-0.8 s of CPU in a new process) in a
+    thread, once a process: when a build plans the structure (or is told to build it). Not sooner: which
+    keys are in one file is known only once every file is read, and builds without it should not pay."""
+    if not _warm_up_started.is_set():
+        _warm_up_started.set()
+        threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
 
 
 def one_file(words: np.ndarray, idx_bits: int) -> np.ndarray:
@@ -73,8 +83,10 @@ class FuseBuilder:
         if slot_bits > fuse.MAX_SLOT_BITS:
             return None
         if mode == "auto" and not (n_single >= FUSE_MIN_KEYS and fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)
-                                   and fuse.compiled_available()):
+                                   and fuse.numba_installed()):
             return None
+        if mode == "auto":  # numba's import and code load (about 1 s of CPU in a new process) while buckets merge
+            warm_up()
         shard_bits = min(bucket_bits, max(0, math.ceil(math.log2(max(1, n_pairs) / SHARD_KEYS))))
         return cls(store, slot_bits, max_fid, idx_bits, shard_bits, bucket_bits)
 

@@ -20,7 +20,6 @@ import contextvars
 import itertools
 import os
 import tempfile
-import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -264,9 +263,8 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
              kt: KeyType, fp_bits: int | None, fpp: float, idx_bits: int, spill: _Spill, fuse_mode: str
              ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
-    if fuse_mode == "always" or (fuse_mode == "auto" and sum(f.size for f in entries) >= fuse_build.WARM_UP_BYTES):
-        # numba's import and machine code load while the files are read (see fuse_build.WARM_UP_BYTES)
-        threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
+    if fuse_mode == "always":  # numba's import and code load while the files are read ("auto": once planned)
+        fuse_build.warm_up()
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}

@@ -14,9 +14,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from . import fuse
 from .fingerprints import fingerprint_bits
-from .fuse import Shard
+from .fuse import MAX_SLOT_BITS, Shard, fpp_of, numba_installed, slot_bits_for
+from .fuse import build as peel
+from .fuse import warm_up as load_compiled
 from .storage import FuseRef, HashedRef, IndexStore
 from .storage.fuse import pack_slots
 
@@ -35,7 +36,7 @@ def warm_up() -> None:
     keys are in one file is known only once every file is read, and builds without it should not pay."""
     if not _warm_up_started.is_set():
         _warm_up_started.set()
-        threading.Thread(target=fuse.warm_up, name="sieve-fuse-warm-up", daemon=True).start()
+        threading.Thread(target=load_compiled, name="sieve-fuse-warm-up", daemon=True).start()
 
 
 def one_file(words: np.ndarray, idx_bits: int) -> np.ndarray:
@@ -62,7 +63,7 @@ class FuseBuilder:
         self.store, self.slot_bits, self.max_fid, self.idx_bits = store, slot_bits, max_fid, idx_bits
         self.marker = max_fid + 1
         self.fid_bits = max(1, self.marker.bit_length())
-        self.fpp = fuse.fpp_of(self.marker + 1, slot_bits)
+        self.fpp = fpp_of(self.marker + 1, slot_bits)
         self.shard_bits, self._per_shard = shard_bits, 1 << (bucket_bits - shard_bits)
         self._keys: list[np.ndarray] = []
         self._fids: list[np.ndarray] = []
@@ -79,11 +80,11 @@ class FuseBuilder:
         estimates); else None. Shards are sized by the pairs (at least the keys)."""
         if mode == "never" or n_keys == 0:
             return None
-        slot_bits = fuse.slot_bits_for(max_fid + 2, FUSE_SHARE * fpp)  # the files and the marker
-        if slot_bits > fuse.MAX_SLOT_BITS:
+        slot_bits = slot_bits_for(max_fid + 2, FUSE_SHARE * fpp)  # the files and the marker
+        if slot_bits > MAX_SLOT_BITS:
             return None
         if mode == "auto" and not (n_single >= FUSE_MIN_KEYS and fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)
-                                   and fuse.numba_installed()):
+                                   and numba_installed()):
             return None
         if mode == "auto":  # numba's import and code load (about 1 s of CPU in a new process) while buckets merge
             warm_up()
@@ -119,7 +120,7 @@ class FuseBuilder:
         self._pending.append(self._pool.submit(self._peeled, keys, fids))
 
     def _peeled(self, keys: np.ndarray, fids: np.ndarray) -> tuple[bytes, Shard]:
-        table, shard = fuse.build(keys, fids, fid_bits=self.fid_bits, slot_bits=self.slot_bits)
+        table, shard = peel(keys, fids, fid_bits=self.fid_bits, slot_bits=self.slot_bits)
         return pack_slots(table, self.slot_bits), shard
 
     def close(self) -> None:
@@ -136,6 +137,11 @@ class FuseBuilder:
         return self.store.write_fuse(self._parts, slot_bits=self.slot_bits, fid_bits=self.fid_bits,
                                      max_fid=self.max_fid, key_shift=self.idx_bits, shard_bits=self.shard_bits,
                                      fpp=self.fpp, one_file=self.one_file_keys, pages=pages.name)
+
+
+def still_pays(n_keys: int, n_single: int, max_fid: int, fpp: float, slot_bits: int) -> bool:
+    """The plan, checked again on the whole table's counts (the plan saw the first bucket)."""
+    return n_single >= FUSE_MIN_KEYS and fuse_pays(n_keys, n_single, max_fid, fpp, slot_bits)
 
 
 def fuse_pays(n_keys: int, n_single: int, max_fid: int, fpp: float, slot_bits: int) -> bool:

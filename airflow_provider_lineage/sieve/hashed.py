@@ -28,7 +28,6 @@ from typing import Any, Self
 import numpy as np
 import pyarrow.parquet as pq
 
-from . import fuse, fuse_build
 from .errors import IndexUnavailable, SieveError
 from .fingerprints import (
     DEFAULT_FPP,
@@ -39,7 +38,8 @@ from .fingerprints import (
     page_bits_for,
 )
 from .fs import open_input
-from .fuse_build import FuseBuilder, fuse_pays, one_file
+from .fuse import ARITY, CHECK_SALT, mix, slots_of
+from .fuse_build import FuseBuilder, one_file, still_pays, warm_up
 from .hashing import hash_batch, hash_of_value, hashes_of_arrow
 from .keys import BYTE_KINDS, KeyType, window_key
 from .storage import FuseRef, HashedHeader, HashedRef, IndexStore, Manifest, PageSink
@@ -232,7 +232,7 @@ def _read_grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: 
     system's, ``TMPDIR``; see :class:`_Spill`) and each bucket is read back from it, so the driver
     holds about one bucket's arrays and the encoded pages: the structure is the same byte for byte.
 
-    A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`.fuse_build.fuse_pays`,
+    A build (``fp_bits`` None) with ``fuse_mode`` ``always``, or ``auto`` when :func:`.fuse_build.still_pays`,
     also maps every key to its file, or to "in the pages" for the keys in several files, in a
     retrieval structure (:mod:`.fuse`), built shard by shard as the buckets are merged (a shard: the
     keys of a run of buckets); the pages then hold only the keys in several files."""
@@ -264,7 +264,7 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
              ) -> tuple[HashedRef | None, set[int], int, int, FuseRef | None]:
     per_file: list[np.ndarray] = []  # the in-memory runs (until SPILL_PAIRS pairs)
     if fuse_mode == "always":  # numba's import and code load while the files are read ("auto": once planned)
-        fuse_build.warm_up()
+        warm_up()
     fine = np.arange(1 << BUCKET_BITS, dtype=np.uint64) << np.uint64(64 - BUCKET_BITS)
     nulls: set[int] = set()
     ranges: dict[int, tuple[Any, Any]] = {}
@@ -316,8 +316,7 @@ def _grouped(store: IndexStore, files: Any, entries: list[FileEntry], ids: Seque
                     rt.add_bucket(b, merged, one, id_of)
             source.put_bucket(merged)
         source.drop_runs()
-        if rt is not None and fuse_mode == "auto" and not (
-                n_single >= fuse_build.FUSE_MIN_KEYS and fuse_pays(n_keys, n_single, max_fid, fpp, rt.slot_bits)):
+        if rt is not None and fuse_mode == "auto" and not still_pays(n_keys, n_single, max_fid, fpp, rt.slot_bits):
             rt.close()  # the first bucket misled the plan: the pages alone are smaller
             rt = None
         if fp_bits is None:
@@ -687,7 +686,7 @@ class HashedLookup:
         which = (hashes >> np.uint64(64 - ref.shard_bits)).astype(np.int64) if ref.shard_bits else \
             np.zeros(len(hashes), np.int64)
         keys = hashes >> np.uint64(ref.key_shift)
-        checks = fuse.mix(keys, fuse.CHECK_SALT) >> np.uint64(64 - (ref.slot_bits - ref.fid_bits))
+        checks = mix(keys, CHECK_SALT) >> np.uint64(64 - (ref.slot_bits - ref.fid_bits))
         fid_mask = (1 << ref.fid_bits) - 1
         in_pages = np.zeros(len(hashes), bool)
         for si in np.unique(which).tolist():
@@ -696,12 +695,12 @@ class HashedLookup:
                                        "rebuild the index")
             rows = np.flatnonzero(which == si)
             sh = shards[si]
-            pos = fuse.slots_of(keys[rows], sh)
+            pos = slots_of(keys[rows], sh)
             for j, (row, chk) in enumerate(zip(rows.tolist(), checks[rows].tolist(), strict=True)):
                 first = int(pos[0, j]) // sh.segment_length
                 segs = self._fuse_segments(si, first)
                 v = 0
-                for i in range(fuse.ARITY):
+                for i in range(ARITY):
                     v ^= slot_value(segs[i], int(pos[i, j]) - (first + i) * sh.segment_length, ref.slot_bits)
                 fid = v & fid_mask
                 if v >> ref.fid_bits != chk or fid > ref.max_fid + 1:

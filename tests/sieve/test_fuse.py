@@ -132,11 +132,11 @@ def test_auto_uses_it_when_compiled_and_smaller(tmp_path, monkeypatch) -> None:
     root = str(tmp_path / "t")
     _layout(root, 10, 3_000, 0)
     monkeypatch.setattr(FB, "FUSE_MIN_KEYS", 1_000)
-    monkeypatch.setattr(FU, "numba_installed", lambda: True)
+    monkeypatch.setattr(FB, "numba_installed", lambda: True)
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 30_000
-    monkeypatch.setattr(FU, "numba_installed", lambda: False)  # no numba: fingerprint pages
+    monkeypatch.setattr(FB, "numba_installed", lambda: False)  # no numba: fingerprint pages
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 0
-    monkeypatch.setattr(FU, "numba_installed", lambda: True)
+    monkeypatch.setattr(FB, "numba_installed", lambda: True)
     monkeypatch.setattr(FB, "FUSE_MIN_KEYS", 100_000)  # too few keys to matter
     assert S.build(None, root, "k", structure="hashed").fuse_keys == 0
     keys2 = str(tmp_path / "multi")  # most keys in several files: the pages are smaller

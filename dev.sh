@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for people and CI.
 #   ./dev.sh demo     set up .venv and run the example pipeline (example DAG, local Spark, lineage to a file)
-#   ./dev.sh test     set up .venv, run ruff check and the test suite (what .ci/run calls)
+#   ./dev.sh test     set up .venv, run ruff check and the fast tier (no deployment, browser, cluster, PostgreSQL)
+#   ./dev.sh test --all   the same and every tier: the full suite (what .ci/run calls)
 #   ./dev.sh setup    only build/refresh .venv
 #   ./dev.sh bench    run the benchmark scripts (see benchmarks/README.md); extra args go to them
 #   ./dev.sh airflow ARGS...   the airflow CLI with the embedded defaults, e.g. `./dev.sh airflow dags test my_dag`
@@ -140,17 +141,46 @@ airflow_env() {
   fi
 }
 
+# The tiers (docs/development.md): `test` runs what needs no deployment, browser, cluster or PostgreSQL
+# server (unit, engine, Sieve, local Spark, dag.test()); `test --all` runs every tier (what CI runs) and
+# installs the system packages the slow tiers need. Arguments after the flags go to pytest: a path or a
+# -m of your own replaces the tier's selection, e.g. `./dev.sh test tests/sieve/test_fuse.py`.
+FAST_TIER="not deployment and not browser and not cluster and not postgres and not slow"
+run_tests() {
+  local all="" arg
+  local -a args=()
+  for arg in "$@"; do
+    case "$arg" in --all) all=1 ;; *) args+=("$arg") ;; esac
+  done
+  setup
+  if [ -n "$all" ]; then
+    setup_postgres; setup_chromium
+    [ "${APL_CELERY_DEPLOYMENT:-}" = 1 ] && { setup_redis; setup_s3a; }
+    export APL_REQUIRE_COMPONENTS=1
+  fi
+  run_env
+  "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
+  local -a select=()
+  if [ -z "$all" ]; then
+    # a test path or a -m given by the caller chooses the tests; otherwise the fast tier
+    select=(-m "$FAST_TIER")
+    for arg in "${args[@]}"; do
+      case "$arg" in -m|-m*|tests|tests/*|./tests*|*.py|*::*) select=() ;; esac
+    done
+  fi
+  exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "${select[@]}" "${args[@]}"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   setup) setup; setup_postgres; setup_chromium; setup_redis ;;
   demo) setup; run_env; exec "$VENV/bin/python" dev/demo.py "$@" ;;
-  test) setup; setup_postgres; setup_chromium; [ "${APL_CELERY_DEPLOYMENT:-}" = 1 ] && { setup_redis; setup_s3a; }; run_env; "$VENV/bin/ruff" check --quiet . || die "ruff check failed (see above): fix the findings, or mark a deliberate one with # noqa: CODE - why"
-        exec "$VENV/bin/python" -m pytest -n 2 --dist loadfile "$@" ;;
+  test) run_tests "$@" ;;
   airflow) setup; run_env; airflow_env; exec "$VENV/bin/airflow" "$@" ;;
   up|down|status) setup; case " $* " in *" celery "*|*"--executor=celery"*) setup_postgres; setup_redis; setup_s3a ;; esac
                   run_env; exec "$VENV/bin/python" dev/deploy.py "$cmd" "$@" ;;
   bench) setup; run_env; exec "$VENV/bin/python" benchmarks/run_all.py "$@" ;;
   docs) setup; exec "$VENV/bin/mkdocs" build --strict "$@" ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac

@@ -94,6 +94,53 @@ if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows wi
     pytest_xdist_make_scheduler = _make_scheduler
 
 
+# What each tier marker needs beyond the venv, and how to get it. A test whose component is missing is
+# skipped with that sentence (a newcomer's machine), or fails with it where the whole suite must run
+# (``./dev.sh test --all`` sets APL_REQUIRE_COMPONENTS=1; CI sets CI): a green CI never hides a missing install.
+_SETUP_HINT = "./dev.sh setup as root installs it"
+
+
+def _missing_postgres() -> str | None:
+    from dev.deploy import PG_BIN
+
+    return None if (PG_BIN / "initdb").exists() else f"no PostgreSQL server binaries in {PG_BIN}: " \
+        f"{_SETUP_HINT} (apt-get install postgresql), or set APL_PG_BIN to the folder of initdb/postgres"
+
+
+def _missing_browser() -> str | None:
+    from tests.support.browser import BrowserMissing, chromium_paths
+
+    try:
+        chromium_paths()
+    except BrowserMissing as exc:
+        return str(exc)
+    return None
+
+
+def _missing_java() -> str | None:
+    java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    return None if java and Path(java).exists() else "no java: install a Java 17 runtime " \
+                                                     "(apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+
+
+COMPONENTS = {"postgres": _missing_postgres, "browser": _missing_browser, "cluster": _missing_java,
+              "deployment": _missing_java}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or, under ``--all``/CI, fail) a test whose tier marker names a component this machine lacks."""
+    for marker, missing in COMPONENTS.items():
+        if item.get_closest_marker(marker) is None:
+            continue
+        reason = missing()
+        if reason is None:
+            continue
+        message = f"this test is marked {marker!r} and needs a component that is missing: {reason}"
+        if os.environ.get("APL_REQUIRE_COMPONENTS") == "1" or os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
 @pytest.fixture(autouse=True)
 def _xdist_group_listed(request: pytest.FixtureRequest) -> None:
     """Fail a test whose ``xdist_group`` mark and :data:`XDIST_GROUP_MODULES` disagree (an error at

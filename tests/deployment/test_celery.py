@@ -30,7 +30,7 @@ from tests.support.deployment import read_events
 pytestmark = [
     pytest.mark.skipif(os.environ.get("APL_CELERY_DEPLOYMENT") != "1",
                        reason="the Celery deployment runs with APL_CELERY_DEPLOYMENT=1 (too slow for CI)"),
-    pytest.mark.slow, pytest.mark.timeout(3600),
+    pytest.mark.deployment, pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(3600),
 ]
 
 SPARK_TASKS = ("load", "build_marts")

@@ -8,7 +8,6 @@ a temp folder as an unprivileged user on a free port.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from airflow_provider_lineage import sieve as S
 from tests.support.deployment import AirflowDeployment
 
 # The timeout covers the shared deployment's start and first lineage_etl run (setup of the first test).
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 DAGS = Path(__file__).resolve().parent / "dags"
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +49,8 @@ def _result(dep: Any, run_id: str) -> dict[str, Any]:
         return dict(result)
 
 
-@pytest.mark.parametrize("db", ["sqlite", "postgres"])
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_two_maintainers_of_one_index(db: str, tmp_path: Path) -> None:
-    if db == "postgres" and not Path(os.environ.get("APL_PG_BIN", "/usr/lib/postgresql/15/bin"), "initdb").exists():
-        pytest.fail("PostgreSQL is not installed: run ./dev.sh setup as root (it installs Debian's postgresql)")
     table = tmp_path / "data" / "t"
     _table(table)
     index = tmp_path / "data" / "index"

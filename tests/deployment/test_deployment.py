@@ -35,7 +35,7 @@ from tests.deployment.helpers import (
 from tests.support.deployment import read_events
 
 # The timeout covers the shared deployment's start and first lineage_etl run (setup of the first test).
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 SPARK_JOBS = ("lineage_etl.load", "lineage_etl.build_marts")
 

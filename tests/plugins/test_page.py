@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.browser import BrowserMissing, chromium, chromium_paths, console_errors, wait_state
 
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "img" / "column-lineage.png"
 

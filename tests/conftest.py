@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import logging
 import os
 import shutil
@@ -90,8 +89,16 @@ def _make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ExamplesTogether(config, log)
 
 
-if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows with pytest-xdist
-    pytest_xdist_make_scheduler = _make_scheduler
+class _XdistScheduling:
+    """The hook above as a plugin, registered only while pytest-xdist is active: a hook in conftest.py itself
+    would stop ``pytest -p no:xdist`` at collection ("unknown hook")."""
+
+    pytest_xdist_make_scheduler = staticmethod(_make_scheduler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistScheduling(), "apl-xdist-scheduling")
 
 
 # What each tier marker needs beyond the venv, and how to get it. A test whose component is missing is

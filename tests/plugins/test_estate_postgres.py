@@ -213,7 +213,8 @@ def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> N
                     sorted(session.execute(select(s.dataset.c.name)).scalars()))
 
     before = state()
-    env = dict(os.environ, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=engine.url.render_as_string(hide_password=False))
+    url = engine.url.render_as_string(hide_password=False)
+    env = dict(os.environ, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=url, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC=url)
     proc = subprocess.Popen([sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     seen = []

@@ -340,3 +340,17 @@ def test_a_killed_reindex_leaves_the_old_index_whole(client: Any) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     rebuilt = state()
     assert rebuilt[0] == before[0], before[0] ^ rebuilt[0]
+
+
+def test_the_run_view_draws_a_run_with_a_malformed_record(client: Any) -> None:
+    bad = dict(record({"rv_bad_out": [("v", "rv_in:v")]}), edges=[[0, "c", 99, "d", "DIRECT", None, 0], "x"],
+               datasets=[{"namespace": NS, "name": "rv_bad_out", "fields": 5}, 7])
+    run_id = _run("trust_rv", "bad", bad, 4, "rv")
+    _run("trust_rv", "good", record({"rv_good_out": [("v", "rv_in:v")]}), 4, "rv")
+    g = _get(client, f"/api/dags/trust_rv/runs/{run_id}/graph")
+    assert g.status_code == 200, g.text
+    assert "rv_good_out" in {d["name"] for d in g.json()["datasets"]}
+    s = _get(client, "/api/search", q="rv_")
+    assert s.status_code == 200, s.text
+    assert "file:rv_good_out" in {h["dataset"] for h in s.json()["hits"]}
+    assert _get(client, "/api/search", q="a\x00").status_code == 400

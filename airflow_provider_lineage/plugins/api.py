@@ -193,7 +193,7 @@ def _searchable(rec: Any, q: str) -> bool:
 
     try:
         graphs.search([rec], q, 1)
-    except Exception:  # noqa: BLE001 - one bad record never fails the search
+    except Exception:
         import logging
 
         logging.getLogger(__name__).info("search: a malformed lineage record left out (%s)", rec[0], exc_info=True)

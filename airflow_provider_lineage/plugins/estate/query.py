@@ -648,8 +648,10 @@ def search(session: Session, q: str, *, limit: int = 50, readable: Collection[st
     at = 0
     while len(hits) < want:
         names = session.execute(names_q.limit(500).offset(at)).scalars().all()
-        if names:
-            fq = (select(sf.dataset_id, sf.name, func.max(sf.type).label("type")).where(sf.name.in_(names))
+        for j in range(0, len(names), 20):  # a few names at a time: a common name has many fields
+            if len(hits) >= want:
+                break
+            fq = (select(sf.dataset_id, sf.name, func.max(sf.type).label("type")).where(sf.name.in_(names[j:j + 20]))
                   .group_by(sf.name, sf.dataset_id).order_by(sf.name, sf.dataset_id))
             if readable is not None:
                 fq = fq.where(sf.set_ref.in_(_readable_sets(readable)))

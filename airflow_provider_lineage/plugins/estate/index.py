@@ -572,9 +572,14 @@ def sync_all(session_factory: Any, *, batch: int | None = None) -> dict[str, int
     left: the first sync after an upgrade, in the scheduler's and api-server's background threads."""
     batch = batch or BATCH
     total = {"indexed": 0, "refreshed": 0, "pruned": 0, "batches": 0}
+    mark = None
     while True:
         with session_factory() as session:
             out = sync(session, force=True, max_rows=batch)
+            before, mark = mark, session.scalar(select(s.meta.c.value).where(s.meta.c.key == _WATERMARK))
+        if out.get("pending") and mark == before:  # no progress (rows that cannot be written at all): stop
+            log.warning("estate index: %s XCom rows could not be indexed; the next sync tries again", out["pending"])
+            out["pending"] = 0
         if out.get("busy"):
             total["busy"] = 1
             return total

@@ -279,6 +279,8 @@ def test_the_first_sync_after_an_upgrade_runs_in_batches_in_the_background(clien
     from airflow_provider_lineage.plugins.estate import index
     from airflow_provider_lineage.plugins.estate import schema as s
 
+    with create_session() as session:
+        index.sync(session, force=True)
     with create_session() as session:  # an upgrade: another schema version found -> the index starts empty
         session.execute(s.meta.update().where(s.meta.c.key == "schema").values(value="0"))
     index._ready.clear()

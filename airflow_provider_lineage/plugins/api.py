@@ -67,7 +67,7 @@ def create_app() -> Any:
                map_index: Optional[int] = None) -> dict[str, Any]:  # noqa: UP045
         _run_exists(session, dag_id, run_id)
         tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
-        g = graphs.stitch(tasks)
+        g = _stitch(tasks)
         try:
             guard_view.annotate(g, tasks)
         except Exception as exc:  # noqa: BLE001 - the guard's view data never costs the graph
@@ -77,6 +77,24 @@ def create_app() -> Any:
             g["empty"] = (f"task {task_id!r} of this run kept no lineage record: it is not a "
                           "SparkLineageSubmitOperator task, or it has not run")
         return g
+
+    def _stitch(tasks: list[Any]) -> dict[str, Any]:
+        """The run's graph; a record that cannot be drawn (malformed content behind the right format
+        marker) is left out with the reason on its task, never a 500 for the whole run."""
+        try:
+            return graphs.stitch(tasks)
+        except Exception:  # noqa: BLE001 - find the bad records, draw the others
+            import dataclasses
+
+            kept = []
+            for t in tasks:
+                if t.record is not None:
+                    try:
+                        graphs.stitch([t])
+                    except Exception as exc:  # noqa: BLE001 - a display fails soft
+                        t = dataclasses.replace(t, record=None, note=f"the lineage record could not be read: {exc!r}"[:500])
+                kept.append(t)
+            return graphs.stitch(kept)
 
     def _with(session: Any, g: dict[str, Any], dag_id: str, run_id: str, include: str) -> dict[str, Any]:
         # ``include=indexes``: the Sieve badges in the same response, so an open page costs one request
@@ -134,9 +152,16 @@ def create_app() -> Any:
         """Datasets and columns of the newest lineage records of the DAGs the user may read."""
         from airflow.api_fastapi.app import get_auth_manager
 
+        if "\x00" in q:
+            raise HTTPException(400, "q contains a NUL byte (\\x00), which no dataset or column name holds: remove it")
         readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
         records = store.recent_records(session, set(readable), q) if q.strip() else []
-        return {"query": q, "hits": graphs.search(records, q, limit), "records_read": len(records)}
+        try:
+            hits = graphs.search(records, q, limit)
+        except Exception:  # noqa: BLE001 - a malformed record is skipped, never a 500 for every search
+            ok = [rec for rec in records if _searchable(rec, q)]
+            hits = graphs.search(ok, q, limit)
+        return {"query": q, "hits": hits, "records_read": len(records)}
 
     @app.get("/", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
     def page() -> FileResponse:
@@ -160,6 +185,20 @@ def create_app() -> Any:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
     return app
+
+
+def _searchable(rec: Any, q: str) -> bool:
+    """Whether the run view's search can read the record (a malformed one is left out, with a log line)."""
+    from airflow_provider_lineage.plugins import graph as graphs
+
+    try:
+        graphs.search([rec], q, 1)
+    except Exception:
+        import logging
+
+        logging.getLogger(__name__).info("search: a malformed lineage record left out (%s)", rec[0], exc_info=True)
+        return False
+    return True
 
 
 def _signed_out_page(status: int) -> str:

@@ -176,7 +176,7 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
     load_s = time.perf_counter() - load_t
     with Session(engine) as session:
         counts = {t.name.replace(s.PREFIX, ""): session.scalar(select(func.count()).select_from(t))
-                  for t in (s.task_run, s.edge_set, s.edge, s.dataset, s.field)}
+                  for t in (s.task_run, s.edge_set, s.edge, s.dataset, s.field, s.set_field)}
         rep = 5 if quick else 15
         # index update: a repeated lineage (the common case) and a new one, committed
         upd_same, upd_new = [], []
@@ -194,21 +194,33 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
         # as the API asks: with the DAG ids the user may read (an admin: all of them)
         everyone = {f"dag_{d:04d}" for d in range(est.dags)}
 
+        # paging on, as the API asks (issue 37): search 50 hits a page (and the second page), impact the
+        # first page of 1,000 rows (of at most IMPACT_MAX_NODES reached), graphs cut at 2,000 column edges
+        from airflow_provider_lineage.plugins.estate import api as estate_api
+
         def search() -> None:
             assert query.search(session, f"table_{rnd.randrange(est.datasets)}", limit=50, readable=everyone)
 
+        def search_page2() -> None:
+            query.search(session, "col_", limit=50, offset=50, readable=everyone)
+
         def impact() -> None:
             t = rnd.randrange(est.per_dag * 2)  # an early table: long chains downstream
-            query.impact(session, NS, est.name(t), "col_1", depth=5, readable=everyone)
+            query.impact(session, NS, est.name(t), "col_1", depth=5, readable=everyone, limit=estate_api.IMPACT_LIMIT)
 
         def as_of_graph() -> None:
             t = rnd.randrange(late * est.per_dag, est.datasets)
             query.graph(session, [(NS, est.name(t), "col_2")], depth=2, readable=everyone,
-                        as_of=T0 + timedelta(days=rnd.uniform(30, 90)))
+                        as_of=T0 + timedelta(days=rnd.uniform(30, 90)), limit=query.GRAPH_DEFAULT_EDGES)
 
         def page() -> None:
             t = rnd.randrange(late * est.per_dag, est.datasets)
-            json.dumps(query.graph(session, [(NS, est.name(t), "col_2")], depth=1, readable=everyone))
+            json.dumps(query.graph(session, [(NS, est.name(t), "col_2")], depth=1, readable=everyone,
+                                   limit=query.GRAPH_DEFAULT_EDGES))
+
+        def whole_dataset_impact() -> None:  # the biggest answer: every column of an early table, 10 hops
+            t = rnd.randrange(est.per_dag * 2)
+            query.impact(session, NS, est.name(t), "", depth=10, readable=everyone, limit=estate_api.IMPACT_LIMIT)
 
         # lineage as a guard: the tag map the scheduler publishes after each DAG run (docs/guard.md), with
         # `pii` declared on one column of every landing table: it follows every chain of the estate
@@ -220,14 +232,17 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
             assert guard_estate.tag_map(session, declared, ["pii"]) is not None
 
         deep = query.impact(session, NS, est.name(0), "col_1", depth=5)
+        wide = query.impact(session, NS, est.name(0), "", depth=10, limit=1000)
         figures = {
             "update_ms": statistics.median(upd_same), "update_new_ms": statistics.median(upd_new),
-            "search_ms": _time(search, rep), "impact5_ms": _time(impact, rep),
+            "search_ms": _time(search, rep), "search_page2_ms": _time(search_page2, rep),
+            "impact5_ms": _time(impact, rep), "impact_wide_ms": _time(whole_dataset_impact, min(rep, 5)),
             "as_of_graph_ms": _time(as_of_graph, rep), "page_ms": _time(page, rep),
             "tag_map_ms": _time(tag_map, min(rep, 3)),
         }
     engine.dispose()
     return {"size": size, **spec, "load_s": load_s, "rows": counts, "impact_rows_example": len(deep["rows"]),
+            "impact_wide_total": wide["total"], "impact_wide_truncated": wide["truncated"],
             **figures}
 
 
@@ -500,7 +515,8 @@ def _kept_notes(path: Path) -> list[str]:
 def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float, ...], after: tuple[float, ...],
                  pages: list[dict[str, Any]] | None = None, skip: str | None = None) -> None:
     cols = ["db", "size", "dags", "datasets", "edges", "records", "load_s", "update_ms", "update_new_ms",
-            "search_ms", "impact5_ms", "as_of_graph_ms", "page_ms", "tag_map_ms"]
+            "search_ms", "search_page2_ms", "impact5_ms", "impact_wide_ms", "impact_wide_total", "as_of_graph_ms",
+            "page_ms", "tag_map_ms"]
     lines = ["# Estate index benchmark", "",
              (f"`benchmarks/estate/run.py`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
              f"Load average (1/5/15 min) before: {before[0]:.1f} / {before[1]:.1f} / {before[2]:.1f}, after: "
@@ -515,13 +531,13 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
               "read (here all of them). `tag_map_ms` (no target in the issue): the whole estate's column-tag "
               "map with `pii` declared on a column of every landing table, which the scheduler computes in a "
               "background thread after each DAG run and publishes for the workers (docs/guard.md)."), "",
-             "| " + " | ".join(cols) + " | stored rows (task_run / edge_set / edge / dataset / field) |",
+             "| " + " | ".join(cols) + " | stored rows (task_run / edge_set / edge / dataset / field / set_field) |",
              "|" + "---|" * (len(cols) + 1)]
     for r in results:
         cells = [f"{r[c]:.1f}" if isinstance(r[c], float) else f"{r[c]:,}" if isinstance(r[c], int) else str(r[c])
                  for c in cols]
         rows = r["rows"]
-        cells.append(" / ".join(f"{rows[k]:,}" for k in ("task_run", "edge_set", "edge", "dataset", "field")))
+        cells.append(" / ".join(f"{rows[k]:,}" for k in ("task_run", "edge_set", "edge", "dataset", "field", "set_field")))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Over target:"]
     over = [f"- {r['db']} {r['size']}: {k} {r[k]:.0f} ms > {v} ms" for r in results for k, v in TARGETS.items()

@@ -43,9 +43,11 @@ def record(writes: dict[str, list[tuple[str, str]]], reads: list[str] = (), mask
             "outputs": outputs, "edges": edges, "dataset_edges": ds_edges, "problems": [], "truncated": None}
 
 
-def add_run(dag_id: str, task_id: str, rec: Any, *, day: int, state: str = "success", run_id: str | None = None,
-            raw: Any = None, pushed: datetime | None = None) -> str:
-    """A DAG run of ``dag_id`` ended ``T0 + day`` days with task ``task_id`` in ``state`` and its XCom."""
+def add_run(dag_id: str, task_id: str, rec: Any, *, day: float, state: str = "success", run_id: str | None = None,
+            raw: Any = None, pushed: datetime | None = None, sessions: Any = None) -> str:
+    """A DAG run of ``dag_id`` ended ``T0 + day`` days with task ``task_id`` in ``state`` and its XCom.
+
+    ``sessions``: a session factory (context manager) for another database than Airflow's configured one."""
     from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
@@ -54,7 +56,7 @@ def add_run(dag_id: str, task_id: str, rec: Any, *, day: int, state: str = "succ
 
     end = T0 + timedelta(days=day)
     run_id = run_id or f"manual__{end.isoformat()}"
-    with create_session() as session:
+    with (sessions or create_session)() as session:
         ensure_dag(session, dag_id)
         dr_id = session.scalar(select(DagRun.id).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
         if dr_id is None:
@@ -68,6 +70,8 @@ def add_run(dag_id: str, task_id: str, rec: Any, *, day: int, state: str = "succ
         session.execute(XComModel.__table__.insert().values(
             dag_run_id=dr_id, task_id=task_id, map_index=-1, key=run_record.XCOM_KEY, dag_id=dag_id, run_id=run_id,
             value=raw if raw is not None else json.dumps(rec), timestamp=pushed or datetime.now(UTC)))
+        if sessions is not None:
+            session.commit()
     return run_id
 
 
@@ -77,7 +81,7 @@ def ensure_dag(session: Any, dag_id: str) -> None:
     from sqlalchemy import select, text
 
     if session.execute(text("SELECT 1 FROM dag_bundle WHERE name = 'dags-folder'")).first() is None:
-        session.execute(text("INSERT INTO dag_bundle (name, active) VALUES ('dags-folder', 1)"))
+        session.execute(text("INSERT INTO dag_bundle (name, active) VALUES ('dags-folder', :yes)"), {"yes": True})
     if session.scalar(select(DagModel.dag_id).where(DagModel.dag_id == dag_id)) is None:
         session.execute(DagModel.__table__.insert().values(
             dag_id=dag_id, bundle_name="dags-folder", max_active_tasks=1, max_consecutive_failed_dag_runs=0,

@@ -54,7 +54,8 @@ def test_impact_contract_json_and_csv(client: Any) -> None:
     r = _get(client, "/api/impact", namespace=NS, name="landing", column="email", direction="downstream", depth=5)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert set(body) == {"rows", "hidden"} and body["hidden"] == 0
+    assert set(body) == {"rows", "hidden", "total", "truncated", "next_cursor", "notice"} and body["hidden"] == 0
+    assert body["total"] == 3 and body["next_cursor"] is None and body["truncated"] is False
     keys = ["namespace", "name", "column", "depth", "dag_id", "task_id", "run_id", "path", "types", "masked"]
     assert all(list(row) == keys for row in body["rows"])
     assert [(x["name"], x["column"], x["depth"], x["dag_id"]) for x in body["rows"]] == [
@@ -76,7 +77,8 @@ def test_impact_as_of_upstream_and_errors(client: Any) -> None:
     bad = _get(client, "/api/impact", namespace=NS, name="t1", as_of="last tuesday")
     assert bad.status_code == 400 and "ISO 8601" in bad.json()["detail"]
     assert _get(client, "/api/impact", namespace=NS, name="t1", direction="sideways").status_code == 422
-    assert _get(client, "/api/impact", namespace=NS, name="nowhere").json() == {"rows": [], "hidden": 0}
+    nowhere = _get(client, "/api/impact", namespace=NS, name="nowhere").json()
+    assert nowhere["rows"] == [] and nowhere["hidden"] == 0 and nowhere["total"] == 0
 
 
 def test_no_token_is_401(client: Any) -> None:

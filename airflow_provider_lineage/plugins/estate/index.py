@@ -41,21 +41,42 @@ SYNC_INTERVAL = 2.0
 #: XCom rows this much older than the watermark are looked at again (late commits).
 SLACK = timedelta(minutes=5)
 FINAL_STATES = ("success", "failed", "skipped", "upstream_failed", "removed")
+#: XCom rows one sync indexes at most in one transaction (the first sync after an upgrade: in batches).
+BATCH = 500
+#: A request indexes new records itself only when at most this many wait; more: in the background.
+REQUEST_BATCH = 200
 _WATERMARK = "xcom_watermark"
+_SCHEMA_LOCK = 0x61706C0001  # PostgreSQL advisory lock keys ("apl" + n)
+_SYNC_LOCK = 0x61706C0002
 _ready: set[str] = set()
 _last_sync: dict[str, float] = {}
-_lock = threading.Lock()
+_lock_mem = threading.Lock()
 
 
 def _engine_key(session: Session) -> str:
     return str(session.get_bind().engine.url)
 
 
+def _lock(session: Session, key: int, *, wait: bool) -> bool:
+    """PostgreSQL: a transaction-scoped advisory lock (released at commit/rollback); ``wait=False`` does
+    not wait and says whether it got it. Other databases serialise writers themselves: always ``True``."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    from sqlalchemy import text
+
+    fn = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    got = session.execute(text(f"SELECT {fn}(:k)"), {"k": key}).scalar()
+    return True if wait else bool(got)
+
+
 def ensure_schema(session: Session) -> None:
-    """Create the tables if missing; rebuild them if they hold another :data:`~.schema.SCHEMA_VERSION`."""
+    """Create the tables if missing; rebuild them if they hold another :data:`~.schema.SCHEMA_VERSION`.
+
+    On PostgreSQL under an advisory lock, so that two processes starting at once do not both create them."""
     key = _engine_key(session)
     if key in _ready:
         return
+    _lock(session, _SCHEMA_LOCK, wait=True)
     bind = session.connection()
     if inspect(bind).has_table(s.meta.name):
         version = session.scalar(select(s.meta.c.value).where(s.meta.c.key == "schema"))
@@ -112,39 +133,155 @@ class _Datasets:
             self.ids[(ns, nm)] = did
 
 
-def _lineage(record: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], dict[str, Any], str]:
-    """(dataset identities, the record's lineage by identity index, its digest)."""
-    idents = []
-    for ds in record["datasets"]:
-        ns, nm = canonical(str(ds.get("namespace", "")), str(ds.get("name", "")))
-        idents.append((ns, nm, ds.get("table")))
-    n = len(idents)
-    io_rows = sorted({(i, False) for i in record.get("inputs") or [] if 0 <= i < n}
-                     | {(i, True) for i in record.get("outputs") or [] if 0 <= i < n})
+class BadRecord(ValueError):
+    """A lineage record (right format marker) whose content cannot be indexed (the message says why)."""
+
+
+def _text(value: Any, what: str, limit: int, problems: list[str]) -> str | None:
+    """``value`` as a name the index can hold, else ``None`` with the reason added to ``problems``."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        problems.append(f"{what} is not a string")
+        return None
+    text = str(value)
+    if "\x00" in text:
+        problems.append(f"{what} contains a NUL byte")
+        return None
+    if len(text) > limit:
+        problems.append(f"{what} is over {limit} characters ({len(text)})")
+        return None
+    return text
+
+
+def _label_text(value: Any, limit: int) -> str | None:
+    """A display-only value (type, subtype): NULs removed, cut to ``limit``; ``None`` when empty."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    text = str(value).replace("\x00", "")[:limit]
+    return text or None
+
+
+def _index(value: Any, ok: Sequence[bool]) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(ok) or not ok[value]:
+        return None
+    return value
+
+
+def _lineage(record: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], dict[str, Any], str, list[str]]:
+    """(dataset identities, the record's lineage by identity index, its digest, problems).
+
+    Checks every element: a dataset whose identity the index cannot hold (not a string, a NUL byte,
+    longer than its column) is left out with the edges and io rows that name it, a malformed edge or
+    index is left out, and each is named in ``problems``. Raises :class:`BadRecord` when the record's
+    shape is wrong (``datasets``, ``edges`` ... not lists).
+    """
+    raw = record.get("datasets")
+    if not isinstance(raw, list):
+        raise BadRecord("'datasets' is not a list")
+    for key in ("inputs", "outputs", "edges", "dataset_edges"):
+        if record.get(key) is not None and not isinstance(record.get(key), list):
+            raise BadRecord(f"{key!r} is not a list")
+    problems: list[str] = []
+    idents: list[tuple[str, str, str | None]] = []
+    ok: list[bool] = []
+    for i, ds in enumerate(raw):
+        if not isinstance(ds, dict):
+            problems.append(f"dataset #{i} is not an object")
+            idents.append(("", "", None))
+            ok.append(False)
+            continue
+        found: list[str] = []
+        ns_raw = _text(ds.get("namespace", ""), f"dataset #{i} namespace", 100_000, found)
+        nm_raw = _text(ds.get("name", ""), f"dataset #{i} name", 100_000, found)
+        if ns_raw is not None and nm_raw is not None:
+            ns, nm = canonical(ns_raw, nm_raw)
+            ns_ok = _text(ns, f"dataset #{i} namespace", s.MAX_NAMESPACE, found)
+            nm_ok = _text(nm, f"dataset #{i} name", s.MAX_NAME, found)
+        else:
+            ns_ok = nm_ok = None
+        if ns_ok is None or nm_ok is None:
+            problems += [f"{p}: dataset left out" for p in found]
+            idents.append(("", "", None))
+            ok.append(False)
+            continue
+        table = ds.get("table")
+        table = _text(table, f"dataset #{i} table", s.MAX_TABLE, []) if table is not None else None
+        idents.append((ns_ok, nm_ok, table))
+        ok.append(True)
+    n_bad: dict[str, int] = {}
+
+    def bad(what: str) -> None:
+        n_bad[what] = n_bad.get(what, 0) + 1
+
+    io_rows = set()
+    for key, out in (("inputs", False), ("outputs", True)):
+        for i in record.get(key) or []:
+            j = _index(i, ok)
+            if j is None:
+                bad(key)
+            else:
+                io_rows.add((j, out))
     edges = []
-    for out, col, src, src_field, typ, sub, masked in record.get("edges") or []:
-        edges.append((out, str(col)[:500], src, str(src_field)[:500], str(typ)[:20], sub and str(sub)[:40], bool(masked)))
-    for out, src, src_field, typ, sub, masked in record.get("dataset_edges") or []:
-        edges.append((out, "", src, str(src_field)[:500], str(typ)[:20], sub and str(sub)[:40], bool(masked)))
+    for e in record.get("edges") or []:
+        if not isinstance(e, list) or len(e) != 7:
+            bad("edges")
+            continue
+        out, col, src, src_field, typ, sub, masked = e
+        out, src = _index(out, ok), _index(src, ok)
+        col = _text(col, "column", s.MAX_COLUMN, [])
+        src_field = _text(src_field, "column", s.MAX_COLUMN, [])
+        if out is None or src is None or col is None or src_field is None:
+            bad("edges")
+            continue
+        edges.append((out, col, src, src_field, _label_text(typ, 20) or "UNKNOWN", _label_text(sub, 40), bool(masked)))
+    for e in record.get("dataset_edges") or []:
+        if not isinstance(e, list) or len(e) != 6:
+            bad("dataset_edges")
+            continue
+        out, src, src_field, typ, sub, masked = e
+        out, src = _index(out, ok), _index(src, ok)
+        src_field = _text(src_field, "column", s.MAX_COLUMN, [])
+        if out is None or src is None or src_field is None:
+            bad("dataset_edges")
+            continue
+        edges.append((out, "", src, src_field, _label_text(typ, 20) or "UNKNOWN", _label_text(sub, 40), bool(masked)))
     fields = []
-    for i, ds in enumerate(record["datasets"]):
-        for name_type in ds.get("fields") or []:
-            fields.append((i, str(name_type[0])[:500], (str(name_type[1])[:200] or None) if len(name_type) > 1 else None))
-    body = {"d": [[a, b] for a, b, _ in idents], "io": io_rows, "e": edges, "f": fields}
+    for i, ds in enumerate(raw):
+        if not ok[i]:
+            continue
+        cols = ds.get("fields") or []
+        if not isinstance(cols, list):
+            bad("fields")
+            continue
+        for name_type in cols:
+            if not isinstance(name_type, list) or not name_type:
+                bad("fields")
+                continue
+            name = _text(name_type[0], "column", s.MAX_COLUMN, [])
+            if not name:
+                bad("fields")
+                continue
+            fields.append((i, name, _label_text(name_type[1], s.MAX_TYPE) if len(name_type) > 1 else None))
+    problems += [f"{n} malformed {what} entr{'y' if n == 1 else 'ies'} left out" for what, n in sorted(n_bad.items())]
+    body = {"d": [[a, b] for a, b, _ in idents], "io": sorted(io_rows), "e": edges, "f": fields}
     digest = hashlib.sha256(json.dumps(body, separators=(",", ":"), default=str).encode()).hexdigest()
-    return idents, body, digest
+    return idents, body, digest, problems
 
 
-def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets) -> int:
-    """The id of the record's edge set, inserted with its io rows, edges and fields if new."""
-    idents, body, digest = _lineage(record)
-    found = session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
-    if found is not None:
-        return found
+def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets,
+              problems: list[str] | None = None) -> int:
+    """The id of the record's edge set, inserted with its io rows, edges and fields if new.
+
+    ``problems`` (if given) receives what :func:`_lineage` left out of the record."""
+    idents, body, digest, found = _lineage(record)
+    if problems is not None:
+        problems += found
+    found_ref = session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
+    if found_ref is not None:
+        return found_ref
     from sqlalchemy.exc import IntegrityError
 
-    datasets.resolve(idents)
-    ids = [datasets.ids[(ns, nm)] for ns, nm, _ in idents]
+    datasets.resolve([k for k in idents if k[0] or k[1]])
+    ids = [datasets.ids.get((ns, nm)) for ns, nm, _ in idents]
     try:
         with session.begin_nested():
             ref = session.execute(s.edge_set.insert().values(digest=digest)).inserted_primary_key[0]
@@ -159,38 +296,85 @@ def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets) -> 
                   (ids[out], col, ids[src], sf, typ, sub, m) for out, col, src, sf, typ, sub, m in body["e"])]
     if edges:
         session.execute(s.edge.insert(), edges)
-    fields: dict[tuple[int, str], str | None] = {(ids[i], name): typ for i, name, typ in body["f"]}
+    fields: dict[tuple[int, str], str | None] = {}
+    for i, name, typ in body["f"]:
+        if typ or (ids[i], name) not in fields:
+            fields[(ids[i], name)] = typ
     for e in edges:
         fields.setdefault((e["target_id"], e["target_col"]), None)
         fields.setdefault((e["source_id"], e["source_col"]), None)
-    _upsert_fields(session, {k: v for k, v in fields.items() if k[1]})
+    fields = {k: v for k, v in fields.items() if k[1]}
+    rows = [{"set_ref": ref, "dataset_id": d, "name": n, "type": t} for (d, n), t in sorted(fields.items())]
+    for i in range(0, len(rows), 5000):
+        session.execute(s.set_field.insert(), rows[i:i + 5000])
+    _upsert_fields(session, fields)
     return ref
 
 
 def ingest(session: Session, *, dag_run_id: int, dag_id: str, task_id: str, run_id: str, map_index: int,
            record: dict[str, Any] | None, state: str | None = None, start_date: datetime | None = None,
            end_date: datetime | None = None, xcom_ts: datetime | None = None, owner: str | None = None,
-           note: str | None = None, datasets: _Datasets | None = None) -> int:
+           note: str | None = None, datasets: _Datasets | None = None) -> int | None:
     """Index one task run's record (``None``: an unreadable value, kept with ``note``); returns its row id.
 
     Replaces an earlier row of the same XCom (``dag_run_id, task_id, map_index``). A lineage already
     stored for another run (same digest) is shared, not stored again. Does not commit.
+
+    Never raises for the record's content: a record whose lineage cannot be stored (malformed, or a
+    value the database refuses) is kept as a ``problem`` row with the reason and no lineage; elements
+    left out of a record are named in its ``note``. A concurrent writer that indexed the same XCom
+    row first wins (its row id is returned). ``None``: not even the problem row could be written.
     """
+    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
     datasets = datasets or _Datasets(session)
-    delete_runs(session, session.execute(select(s.task_run.c.id).where(
-        s.task_run.c.dag_run_id == dag_run_id, s.task_run.c.task_id == task_id,
-        s.task_run.c.map_index == map_index)).scalars().all())
+    keep = dict(datasets.ids)
+    row = {"dag_run_id": dag_run_id, "dag_id": str(dag_id)[:250], "task_id": str(task_id)[:250],
+           "run_id": str(run_id)[:250], "map_index": map_index, "state": state and str(state)[:20],
+           "start_date": start_date, "end_date": end_date, "xcom_ts": xcom_ts,
+           "owner": (_label_text(owner, 500) if owner else None)}
     ok = record is not None and run_record.is_record(record)
-    job = (record.get("job") or {}) if ok else {}
-    set_ref = _edge_set(session, record, datasets) if ok and record is not None else None
-    return session.execute(s.task_run.insert().values(
-        dag_run_id=dag_run_id, dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index, state=state,
-        start_date=start_date, end_date=end_date, xcom_ts=xcom_ts, set_ref=set_ref,
-        status=str(record.get("status") or "ok")[:20] if ok and record is not None else "unreadable",
-        job=f"{job.get('namespace', '')}/{job.get('name', '')}"[:1000] if job else None,
-        owner=(owner or None) and owner[:500],
-        note=note if ok else (note or f"the XCom '{run_record.XCOM_KEY}' is not a lineage record"),
-    )).inserted_primary_key[0]
+    try:
+        with session.begin_nested():
+            delete_runs(session, session.execute(select(s.task_run.c.id).where(
+                s.task_run.c.dag_run_id == dag_run_id, s.task_run.c.task_id == row["task_id"],
+                s.task_run.c.map_index == map_index)).scalars().all())
+            problems: list[str] = []
+            set_ref = _edge_set(session, record, datasets, problems) if ok and record is not None else None
+            job = (record.get("job") or {}) if ok and record is not None else {}
+            if not isinstance(job, dict):
+                problems.append("'job' is not an object")
+                job = {}
+            notes = ([note] if note else []) + problems
+            return session.execute(s.task_run.insert().values(
+                **row, set_ref=set_ref,
+                status=(_label_text(record.get("status"), 20) or "ok") if ok and record is not None else "unreadable",
+                job=_label_text(f"{job.get('namespace', '')}/{job.get('name', '')}", 1000) if job else None,
+                note=("; ".join(notes)[:4000] or None) if ok else (
+                    note or f"the XCom '{run_record.XCOM_KEY}' is not a lineage record"),
+                problem=bool(notes) or not ok,
+            )).inserted_primary_key[0]
+    except IntegrityError:
+        datasets.ids = keep
+        existing = session.scalar(select(s.task_run.c.id).where(
+            s.task_run.c.dag_run_id == dag_run_id, s.task_run.c.task_id == row["task_id"],
+            s.task_run.c.map_index == map_index))
+        if existing is not None:  # another updater indexed this XCom row meanwhile
+            return existing
+        reason = "the database refused the record (a concurrent change): indexed again at the next sync"
+    except (BadRecord, SQLAlchemyError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        datasets.ids = keep
+        reason = f"the lineage record could not be indexed: {exc}" if isinstance(exc, BadRecord) else (
+            f"the lineage record could not be indexed ({type(exc).__name__}): {str(exc).splitlines()[0][:300] if str(exc) else ''}")
+    log.warning("estate index: %s.%s run %s: %s", dag_id, task_id, run_id, reason)
+    try:
+        with session.begin_nested():
+            return session.execute(s.task_run.insert().values(
+                **row, set_ref=None, status="invalid", job=None, note=reason.replace("\x00", "")[:4000],
+                problem=True)).inserted_primary_key[0]
+    except SQLAlchemyError:
+        log.warning("estate index: %s.%s run %s not indexed at all", dag_id, task_id, run_id, exc_info=True)
+        return None
 
 
 def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) -> None:
@@ -258,6 +442,7 @@ def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
             part = free[i:i + 500]
             session.execute(delete(s.edge).where(s.edge.c.set_ref.in_(part)))
             session.execute(delete(s.io).where(s.io.c.set_ref.in_(part)))
+            session.execute(delete(s.set_field).where(s.set_field.c.set_ref.in_(part)))
             session.execute(delete(s.edge_set).where(s.edge_set.c.id.in_(part)))
     return len(refs)
 
@@ -294,6 +479,8 @@ def _ingest_rows(session: Session, rows: Sequence[Any]) -> int:
             record = values.read(r.value, backend)
         except values.UnreadableValue as exc:
             record, note = None, str(exc)
+        except Exception as exc:  # noqa: BLE001 - one unreadable value never stops the others
+            record, note = None, f"the XCom value could not be read: {type(exc).__name__}"
         if record is not None and not run_record.is_record(record):
             record = None
         ingest(session, dag_run_id=r.dag_run_id, dag_id=r.dag_id, task_id=r.task_id, run_id=r.run_id,
@@ -302,20 +489,60 @@ def _ingest_rows(session: Session, rows: Sequence[Any]) -> int:
     return len(rows)
 
 
-def sync(session: Session, *, force: bool = False) -> dict[str, int]:
-    """Bring the index up to date with XCom (see the module docstring); commits. Returns what it did."""
+def _by_keys(keys: Sequence[Any]) -> Any:
+    from airflow.models.xcom import XComModel as X
+    from sqlalchemy import or_
+
+    return or_(*[and_(X.dag_run_id == k.dag_run_id, X.task_id == k.task_id, X.map_index == k.map_index)
+                 for k in keys])
+
+
+def _since(session: Session) -> datetime | None:
+    mark = session.scalar(select(s.meta.c.value).where(s.meta.c.key == _WATERMARK))
+    try:
+        return datetime.fromisoformat(mark) - SLACK if mark else None
+    except (ValueError, OverflowError):  # a watermark that cannot be read: read everything again
+        return None
+
+
+def due(session: Session) -> bool:
+    """Whether a request-time :func:`sync` would run now (not throttled by :data:`SYNC_INTERVAL`)."""
+    return time.monotonic() - _last_sync.get(_engine_key(session), -1e9) >= SYNC_INTERVAL
+
+
+def backlog(session: Session) -> int:
+    """How many ``column_lineage`` XCom rows are newer than the watermark (a few on a running index; all
+    of them before the first sync)."""
+    from airflow.models.xcom import XComModel as X
+
+    ensure_schema(session)
+    since = _since(session)
+    cond = [X.key == run_record.XCOM_KEY] + ([X.timestamp > since + SLACK] if since is not None else [])
+    return session.scalar(select(func.count()).select_from(X).where(*cond)) or 0
+
+
+def sync(session: Session, *, force: bool = False, max_rows: int | None = None) -> dict[str, int]:
+    """Bring the index up to date with XCom (see the module docstring); commits. Returns what it did.
+
+    :param max_rows: index at most this many new XCom rows (the oldest first) and move the watermark to
+        the last one; ``pending`` in the answer says how many were left for the next call.
+    On PostgreSQL one updater at a time (an advisory lock): when another process is syncing, this call
+    returns ``{"busy": 1}`` at once (that process indexes the same rows).
+    """
     from airflow.models.xcom import XComModel as X
 
     key = _engine_key(session)
     now = time.monotonic()
-    with _lock:
+    with _lock_mem:
         if not force and now - _last_sync.get(key, -1e9) < SYNC_INTERVAL:
             return {"skipped": 1}
         _last_sync[key] = now
     ensure_schema(session)
-    done = {"indexed": 0, "refreshed": 0, "pruned": 0}
-    mark = session.scalar(select(s.meta.c.value).where(s.meta.c.key == _WATERMARK))
-    since = datetime.fromisoformat(mark) - SLACK if mark else None
+    if not _lock(session, _SYNC_LOCK, wait=False):
+        session.rollback()
+        return {"busy": 1}
+    done = {"indexed": 0, "refreshed": 0, "pruned": 0, "pending": 0}
+    since = _since(session)
     cond = X.timestamp >= since if since is not None else X.key == run_record.XCOM_KEY
     cand = session.execute(select(X.dag_run_id, X.task_id, X.map_index, X.timestamp)
                            .where(X.key == run_record.XCOM_KEY, cond)).all()
@@ -323,15 +550,16 @@ def sync(session: Session, *, force: bool = False) -> dict[str, int]:
         have = {(r.dag_run_id, r.task_id, r.map_index): r.xcom_ts for r in session.execute(
             select(s.task_run.c.dag_run_id, s.task_run.c.task_id, s.task_run.c.map_index, s.task_run.c.xcom_ts)
             .where(s.task_run.c.xcom_ts >= min(c.timestamp for c in cand)))}
-        new = [c for c in cand if have.get((c.dag_run_id, c.task_id, c.map_index)) != c.timestamp]
+        new = sorted((c for c in cand if have.get((c.dag_run_id, c.task_id, c.map_index)) != c.timestamp),
+                     key=lambda c: c.timestamp)
+        if max_rows is not None and len(new) > max_rows:
+            done["pending"] = len(new) - max_rows
+            new = new[:max_rows]
+            newest = new[-1].timestamp if new else max(c.timestamp for c in cand)
+        else:
+            newest = max(c.timestamp for c in cand)
         for i in range(0, len(new), 200):
-            part = new[i:i + 200]
-            conds = [and_(X.dag_run_id == c.dag_run_id, X.task_id == c.task_id, X.map_index == c.map_index)
-                     for c in part]
-            from sqlalchemy import or_
-
-            done["indexed"] += _ingest_rows(session, _xcom_rows(session, or_(*conds)))
-        newest = max(c.timestamp for c in cand)
+            done["indexed"] += _ingest_rows(session, _xcom_rows(session, _by_keys(new[i:i + 200])))
         _set_meta(session, _WATERMARK, newest.isoformat())
     done["refreshed"] = _refresh_pending(session)
     done["pruned"] = prune(session)
@@ -339,9 +567,76 @@ def sync(session: Session, *, force: bool = False) -> dict[str, int]:
     return done
 
 
+def sync_all(session_factory: Any, *, batch: int | None = None) -> dict[str, int]:
+    """:func:`sync` in batches of ``batch`` XCom rows, one transaction (and session) each, until none is
+    left: the first sync after an upgrade, in the scheduler's and api-server's background threads."""
+    batch = batch or BATCH
+    total = {"indexed": 0, "refreshed": 0, "pruned": 0, "batches": 0}
+    mark = None
+    while True:
+        with session_factory() as session:
+            out = sync(session, force=True, max_rows=batch)
+            before, mark = mark, session.scalar(select(s.meta.c.value).where(s.meta.c.key == _WATERMARK))
+        if out.get("pending") and mark == before:  # no progress (rows that cannot be written at all): stop
+            log.warning("estate index: %s XCom rows could not be indexed; the next sync tries again", out["pending"])
+            out["pending"] = 0
+        if out.get("busy"):
+            total["busy"] = 1
+            return total
+        total["batches"] += 1
+        for k in ("indexed", "refreshed", "pruned"):
+            total[k] += out.get(k, 0)
+        with _lock_mem:
+            _progress[_progress_key] = dict(total, pending=out.get("pending", 0))
+        if not out.get("pending"):
+            return total
+
+
+_background: dict[str, threading.Thread] = {}
+_progress: dict[str, dict[str, int]] = {}
+_progress_key = "sync"
+
+
+def start_background(session: Session) -> bool:
+    """Start :func:`sync_all` in a thread of this process (at most one per database); whether one runs."""
+    from airflow.utils.session import create_session
+
+    key = _engine_key(session)
+    with _lock_mem:
+        _last_sync[key] = time.monotonic()
+        running = _background.get(key)
+        if running is not None and running.is_alive():
+            return True
+
+        def run() -> None:
+            try:
+                sync_all(create_session)
+            except Exception:
+                log.warning("estate index: background sync failed (the next request starts it again)", exc_info=True)
+
+        thread = threading.Thread(target=run, name="apl-estate-catch-up", daemon=True)
+        _background[key] = thread
+        thread.start()
+    return True
+
+
+def catching_up(session: Session) -> bool:
+    """Whether a background :func:`sync_all` of this process runs on ``session``'s database."""
+    running = _background.get(_engine_key(session))
+    return running is not None and running.is_alive()
+
+
 def _set_meta(session: Session, key: str, value: str) -> None:
-    if session.execute(update(s.meta).where(s.meta.c.key == key).values(value=value)).rowcount == 0:
-        session.execute(s.meta.insert().values(key=key, value=value))
+    """Set a meta value; a concurrent writer inserting the same key first is not an error."""
+    from sqlalchemy.exc import IntegrityError
+
+    if session.execute(update(s.meta).where(s.meta.c.key == key).values(value=value)).rowcount:
+        return
+    try:
+        with session.begin_nested():
+            session.execute(s.meta.insert().values(key=key, value=value))
+    except IntegrityError:
+        session.execute(update(s.meta).where(s.meta.c.key == key).values(value=value))
 
 
 def _refresh_pending(session: Session) -> int:
@@ -400,25 +695,34 @@ def drop_orphan_datasets(session: Session) -> int:
     return len(ids)
 
 
-def reindex(session: Session, *, dag_id: str | None = None, batch: int = 200) -> dict[str, int]:
-    """Rebuild the index (all DAGs or ``dag_id``) from the XCom records; commits. Returns counts."""
+def reindex(session: Session, *, dag_id: str | None = None, batch: int = 200,
+            progress: Any = None) -> dict[str, int]:
+    """Rebuild the index (all DAGs or ``dag_id``) from the XCom records, in **one transaction**: the
+    rebuilt index replaces the live one when it commits, at the end. Until then every reader sees the
+    old index whole (PostgreSQL's MVCC; SQLite's readers until the commit), and a rebuild killed
+    or failing half-way leaves the old index as it was. Updaters skip their syncs meanwhile (on
+    PostgreSQL an advisory lock: they find it busy). Returns counts.
+
+    :param batch: XCom rows read and indexed at a time; ``progress(done, total)`` is called after each.
+    """
     from airflow.models.xcom import XComModel as X
 
     ensure_schema(session)
+    _lock(session, _SYNC_LOCK, wait=True)
     old = select(s.task_run.c.id)
     if dag_id is not None:
         old = old.where(s.task_run.c.dag_id == dag_id)
     removed = delete_runs(session, session.execute(old).scalars().all())
-    keys = session.execute(select(X.dag_run_id, X.task_id, X.map_index).where(
+    keys = session.execute(select(X.dag_run_id, X.task_id, X.map_index, X.timestamp).where(
         X.key == run_record.XCOM_KEY, *([X.dag_id == dag_id] if dag_id is not None else []))).all()
     indexed = 0
-    from sqlalchemy import or_
-
     for i in range(0, len(keys), batch):
-        part = keys[i:i + batch]
-        indexed += _ingest_rows(session, _xcom_rows(session, or_(*[
-            and_(X.dag_run_id == k.dag_run_id, X.task_id == k.task_id, X.map_index == k.map_index) for k in part])))
-        session.commit()
+        indexed += _ingest_rows(session, _xcom_rows(session, _by_keys(keys[i:i + batch])))
+        session.flush()
+        if progress is not None:
+            progress(indexed, len(keys))
     dropped = drop_orphan_datasets(session)
+    if dag_id is None and keys:
+        _set_meta(session, _WATERMARK, max(k.timestamp for k in keys).isoformat())
     session.commit()
     return {"removed": removed, "indexed": indexed, "datasets_dropped": dropped}

@@ -34,8 +34,7 @@ def _work() -> None:
     while True:
         _again.clear()
         try:
-            with create_session() as session:
-                index.sync(session, force=True)
+            index.sync_all(create_session)  # in batches: the first sync after an upgrade is long
         except Exception:
             log.warning("estate index: sync after a DAG run failed (the api-server catches up)", exc_info=True)
         _publish_tags()

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 MAX_DEPTH = 20
+#: Nodes (dataset, column) one impact traversal reaches at most; beyond, the answer says ``truncated``.
+IMPACT_MAX_NODES = 20_000
+#: Column edges one graph answer holds at most (the ``limit`` parameter's maximum; default 2,000).
+GRAPH_MAX_EDGES = 10_000
+GRAPH_DEFAULT_EDGES = 2_000
 
 
 @dataclass(frozen=True)
@@ -194,8 +199,16 @@ def _dataset_keys(session: Session, ids: Iterable[int]) -> dict[int, tuple[str, 
     return out
 
 
+def storable(text: str, limit: int) -> bool:
+    """Whether ``text`` could be a name of the index (no NUL byte, at most ``limit`` characters): a value
+    that could not is looked up nowhere (PostgreSQL refuses a NUL in a parameter)."""
+    return "\x00" not in text and len(text) <= limit
+
+
 def dataset_id(session: Session, namespace: str, name: str) -> int | None:
     """The index's id of a dataset identity, ``None`` if no record names it."""
+    if not (storable(namespace, s.MAX_NAMESPACE) and storable(name, s.MAX_NAME)):
+        return None
     return session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == namespace, s.dataset.c.name == name))
 
 
@@ -240,17 +253,22 @@ class Traversal:
     steps: list[Step] = field(default_factory=list)
     hidden: set[Node] = field(default_factory=set)
     frontier_more: dict[Node, int] = field(default_factory=dict)
+    cut: bool = False
 
 
-def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Producers) -> list[Step]:
-    """The edges one hop from ``nodes`` (col '' in ``nodes``: any column of the dataset), of current runs."""
+def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Producers,
+         blind: Collection[Node] = ()) -> list[Step]:
+    """The edges one hop from ``nodes`` (col '' in ``nodes``: any column of the dataset), of current runs.
+
+    ``blind``: nodes whose own column edges are not followed (a start column the user cannot see: it
+    must answer as a column that does not exist would, which still depends on dataset-wide edges)."""
     by_ds: dict[int, set[str]] = {}
     for d, c in nodes:
         by_ds.setdefault(d, set()).add(c)
     e = s.edge.c
     mine, theirs_col = (e.source_id, e.source_col) if direction == "downstream" else (e.target_id, e.target_col)
     ids = sorted(by_ds)
-    cols = {c for cs in by_ds.values() for c in cs}
+    cols = {c for cs in by_ds.values() for c in cs if storable(c, s.MAX_COLUMN)}
     col_filter = None
     if "" not in cols and len(cols) <= 500:  # narrow by column in SQL too (the pairs are checked below)
         col_filter = theirs_col.in_(sorted(cols | ({""} if direction == "upstream" else set())))
@@ -264,6 +282,8 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
             cols = by_ds[d]
             if "" not in cols and c not in cols and not (direction == "upstream" and c == ""):
                 continue
+            if c and (d, c) in blind and "" not in cols:
+                continue
             rows.append(r)
     current = prod.runs_of({r.set_ref for r in rows})
     out: list[Step] = []
@@ -276,12 +296,16 @@ def _hop(session: Session, nodes: Collection[Node], direction: str, prod: Produc
 
 def traverse(session: Session, start: Iterable[Node], *, direction: str = "downstream", depth: int = 1,
              as_of: datetime | None = None, readable: Collection[str] | None = None,
-             producers: Producers | None = None) -> Traversal:
+             producers: Producers | None = None, blind: Collection[Node] = (),
+             max_nodes: int | None = None) -> Traversal:
     """Walk column edges from ``start`` up or downstream to ``depth`` hops, as of ``as_of``.
 
     :param start: ``(dataset id, column)`` nodes; column ``''`` starts from every column of the dataset.
     :param direction: ``downstream`` (what this feeds) or ``upstream`` (what feeds this).
     :param readable: DAG ids whose edges may be followed and named (``None``: all); others are counted.
+    :param blind: start nodes whose column the user cannot see (:func:`visible_columns`): their own
+        column edges are not followed, so that they answer (``hidden`` included) as an unknown column.
+    :param max_nodes: stop at this many reached nodes (``cut`` is then set); ``None``: no bound.
     A dataset-wide (INDIRECT) edge reaches ``(dataset, '')`` downstream, which is not expanded further;
     upstream, a column also depends on the dataset-wide edges into its dataset.
     """
@@ -297,11 +321,14 @@ def traverse(session: Session, start: Iterable[Node], *, direction: str = "downs
         if not frontier:
             break
         nxt: list[Node] = []
-        for st in _hop(session, frontier, direction, prod):
+        for st in _hop(session, frontier, direction, prod, blind):
             other = st.target if direction == "downstream" else st.source
             if readable is not None and st.run.dag_id not in readable:
                 if other not in tr.depth:
                     tr.hidden.add(other)
+                continue
+            if other not in tr.depth and max_nodes is not None and len(tr.depth) >= max_nodes:
+                tr.cut = True
                 continue
             tr.steps.append(st)
             if other not in tr.depth:
@@ -311,8 +338,8 @@ def traverse(session: Session, start: Iterable[Node], *, direction: str = "downs
                     nxt.append(other)
         frontier = nxt
     tr.hidden -= set(tr.depth)
-    if frontier:  # how many more nodes one hop beyond the depth limit (the page's "+N")
-        for st in _hop(session, frontier, direction, prod):
+    if frontier and not tr.cut:  # how many more nodes one hop beyond the depth limit (the page's "+N")
+        for st in _hop(session, frontier, direction, prod, blind):
             if readable is not None and st.run.dag_id not in readable:
                 continue
             here, other = (st.source, st.target) if direction == "downstream" else (st.target, st.source)
@@ -328,24 +355,45 @@ def _label(key: tuple[str, str, str | None], col: str) -> str:
 IMPACT_COLUMNS = ("namespace", "name", "column", "depth", "dag_id", "task_id", "run_id", "path", "types", "masked")
 
 
+def _start(session: Session, namespace: str, name: str, column: str,
+           readable: Collection[str] | None) -> tuple[Node | None, bool]:
+    """The start node of a request, and whether its column is hidden from the user (``blind``).
+
+    ``None`` when the dataset is unknown *or* only DAGs the user may not read name it: both answer the
+    same. A column that only such DAGs name is "blind": it is walked as an unknown column would be."""
+    did = dataset_id(session, namespace, name)
+    if did is None:
+        return None, False
+    if readable is not None and did not in visible_datasets(session, [did], readable):
+        return None, False
+    blind = bool(column) and readable is not None and not visible_columns(session, did, [column], readable)
+    return (did, column or ""), blind
+
+
 def impact(session: Session, namespace: str, name: str, column: str = "", *, direction: str = "downstream",
-           depth: int = 5, as_of: datetime | None = None, readable: Collection[str] | None = None) -> dict[str, Any]:
-    """The impact list (``docs/ui.md``): ``{"rows": [...], "hidden": N}``, rows in :data:`IMPACT_COLUMNS`.
+           depth: int = 5, as_of: datetime | None = None, readable: Collection[str] | None = None,
+           limit: int | None = None, offset: int = 0, max_nodes: int = IMPACT_MAX_NODES) -> dict[str, Any]:
+    """The impact list (``docs/ui.md``): ``{"rows": [...], "hidden": N, "total": N, "truncated": bool}``,
+    rows in :data:`IMPACT_COLUMNS`, ``rows[offset:offset + limit]`` of ``total``.
 
     One row per reached column (``column`` ``''``: the whole dataset, via a dataset-wide edge) and per
     task producing the edge that reached it first: ``path`` the nodes from the start joined by `` > ``
     (``namespace:name#column``), ``types`` the edges' ``TYPE/SUBTYPE`` joined the same way, ``masked``
     whether any edge on the path masks. ``hidden``: columns reachable only through DAGs not readable.
+    A dataset (or column) only unreadable DAGs name answers as an unknown one: no rows, ``hidden`` 0.
+    ``truncated``: the walk stopped at ``max_nodes`` reached columns.
     """
-    did = dataset_id(session, namespace, name)
-    if did is None:
-        return {"rows": [], "hidden": 0}
-    tr = traverse(session, [(did, column)], direction=direction, depth=depth, as_of=as_of, readable=readable)
-    keys = _dataset_keys(session, [n[0] for n in tr.depth] + [n[0] for n in tr.hidden])
+    start, blind = _start(session, namespace, name, column, readable)
+    if start is None:
+        return {"rows": [], "hidden": 0, "total": 0, "truncated": False}
+    tr = traverse(session, [start], direction=direction, depth=depth, as_of=as_of, readable=readable,
+                  blind={start} if blind else (), max_nodes=max_nodes)
+    keys = _dataset_keys(session, [n[0] for n in tr.depth])
+    order = sorted(((node, d) for node, d in tr.depth.items() if d), key=lambda kv: (kv[1], keys[kv[0][0]][:2], kv[0][1]))
+    total = len(order)
+    page = order[offset:] if limit is None else order[offset:offset + limit]
     rows = []
-    for node, d in sorted(tr.depth.items(), key=lambda kv: (kv[1], keys[kv[0][0]][:2], kv[0][1])):
-        if d == 0:
-            continue
+    for node, d in page:
         chain: list[Step] = []
         at = node
         while at in tr.parent:
@@ -364,38 +412,44 @@ def impact(session: Session, namespace: str, name: str, column: str = "", *, dir
             "types": " > ".join(f"{st.type}/{st.subtype}" if st.subtype else st.type for st in chain),
             "masked": any(st.masking for st in chain),
         })
-    return {"rows": rows, "hidden": len(tr.hidden)}
+    return {"rows": rows, "hidden": len(tr.hidden), "total": total, "truncated": tr.cut}
 
 
 def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: int = 1,
           as_of: datetime | None = None, readable: Collection[str] | None = None,
-          link: Any = None) -> dict[str, Any]:
+          link: Any = None, limit: int = GRAPH_DEFAULT_EDGES) -> dict[str, Any]:
     """The estate graph around ``starts`` (``(namespace, name, column)``; column ``''``: whole dataset).
 
     ``depth`` hops each way. Answer: ``datasets`` (with fields, ``more_up`` / ``more_down``: neighbours
     beyond the shown depth, ``hidden_up`` / ``hidden_down``: neighbours only through DAGs the user may
     not read), column ``edges`` and table-level ``dataset_edges`` (each with ``dag_id``, ``task_id``,
-    ``run_id``, ``run`` end time, ``last_run`` of the task, ``url`` of the run's tab), ``hidden``.
+    ``run_id``, ``run`` end time, ``last_run`` of the task, ``url`` of the run's tab), ``hidden``,
+    ``missing`` (the starts that are unknown *or* named only by DAGs the user may not read: the same),
+    ``truncated`` (the walk stopped at ``limit`` column edges / reached columns).
+
+    A dataset's ``fields`` are those of the records current as of ``as_of`` (each producing task's last
+    successful run then) of the DAGs the user may read (:func:`fields_as_of`): a column added later is
+    absent, a dropped one gone, one only hidden DAGs name never listed.
     """
     prod = producers_as_of(session, as_of)
     start_nodes: list[Node] = []
+    blind: set[Node] = set()
     missing = []
     for ns, nm, col in starts:
-        did = dataset_id(session, ns, nm)
-        if did is None:
+        node, is_blind = _start(session, ns, nm, col, readable)
+        if node is None:
             missing.append(f"{ns}:{nm}")
         else:
-            start_nodes.append((did, col or ""))
-    down = traverse(session, start_nodes, direction="downstream", depth=depth, readable=readable, producers=prod)
-    up = traverse(session, start_nodes, direction="upstream", depth=depth, readable=readable, producers=prod)
+            start_nodes.append(node)
+            if is_blind:
+                blind.add(node)
+    down = traverse(session, start_nodes, direction="downstream", depth=depth, readable=readable, producers=prod,
+                    blind=blind, max_nodes=limit)
+    up = traverse(session, start_nodes, direction="upstream", depth=depth, readable=readable, producers=prod,
+                  blind=blind, max_nodes=limit)
     ds_ids = {n[0] for n in list(down.depth) + list(up.depth)}
     keys = _dataset_keys(session, ds_ids)
-    fields: dict[int, list[dict[str, Any]]] = {d: [] for d in ds_ids}
-    ids = sorted(ds_ids)
-    for i in range(0, len(ids), 500):
-        for r in session.execute(select(s.field.c.dataset_id, s.field.c.name, s.field.c.type)
-                                 .where(s.field.c.dataset_id.in_(ids[i:i + 500])).order_by(s.field.c.name)):
-            fields[r.dataset_id].append({"name": r.name, "type": r.type or "unknown"})
+    fields = fields_as_of(session, ds_ids, prod, readable)
 
     def did_key(d: int) -> str:
         return f"{keys[d][0]}:{keys[d][1]}"
@@ -411,10 +465,14 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
     edges: dict[tuple[Any, ...], dict[str, Any]] = {}
     table: dict[tuple[Any, ...], dict[str, Any]] = {}
     prod.load_last({(st.run.dag_id, st.run.task_id, st.run.map_index) for st in down.steps + up.steps})
+    cut = down.cut or up.cut
     for st in down.steps + up.steps:
         k = (st.source, st.target, st.type, st.subtype, st.masking, st.run.dag_id, st.run.task_id, st.run.map_index)
         if k in edges:
             continue
+        if len(edges) >= limit:
+            cut = True
+            break
         if st.source[0] not in keys or st.target[0] not in keys:
             continue
         edges[k] = {"source": did_key(st.source[0]), "source_field": st.source[1], "target": did_key(st.target[0]),
@@ -432,7 +490,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
     hid_down: dict[int, int] = {}
     hid_up: dict[int, int] = {}
     for tr, acc in ((down, hid_down), (up, hid_up)):
-        for st in _hop(session, list(tr.depth), tr.direction, prod) if readable is not None else []:
+        for st in _hop(session, list(tr.depth), tr.direction, prod, blind) if readable is not None else []:
             if st.run.dag_id in readable:  # type: ignore[operator]
                 continue
             here = st.source if tr.direction == "downstream" else st.target
@@ -448,7 +506,30 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
                          "hidden_down": hid_down.get(d, 0), "hidden_up": hid_up.get(d, 0)})
     return {"as_of": prod.as_of.isoformat() if prod.as_of else None, "depth": depth, "datasets": datasets,
             "edges": list(edges.values()), "dataset_edges": list(table.values()),
-            "hidden": len(down.hidden | up.hidden), "missing": missing}
+            "hidden": len(down.hidden | up.hidden), "missing": missing, "truncated": cut, "limit": limit}
+
+
+def fields_as_of(session: Session, ds_ids: Collection[int], prod: Producers,
+                 readable: Collection[str] | None) -> dict[int, list[dict[str, Any]]]:
+    """The field list of each dataset of ``ds_ids`` as of ``prod.as_of``: the columns that the records of
+    the current runs (of DAGs ``readable``) name, with the type of the newest such run that gives one."""
+    out: dict[int, dict[str, tuple[Any, str | None]]] = {d: {} for d in ds_ids}
+    ids = sorted(ds_ids)
+    sf = s.set_field.c
+    for i in range(0, len(ids), 500):
+        rows = session.execute(select(sf.set_ref, sf.dataset_id, sf.name, sf.type)
+                               .where(sf.dataset_id.in_(ids[i:i + 500]))).all()
+        current = prod.runs_of({r.set_ref for r in rows})
+        for r in rows:
+            runs = [run for run in current.get(r.set_ref, ()) if readable is None or run.dag_id in readable]
+            if not runs:
+                continue
+            when = max((run.end_date or datetime.min.replace(tzinfo=UTC), run.ref) for run in runs)
+            have = out[r.dataset_id].get(r.name)
+            if have is None or (r.type and (not have[1] or when > have[0])):
+                out[r.dataset_id][r.name] = (when, r.type)
+    return {d: [{"name": n, "type": typ or "unknown"} for n, (_, typ) in sorted(cols.items())]
+            for d, cols in out.items()}
 
 
 def _short(name: str, table: str | None) -> str:
@@ -488,78 +569,133 @@ def _contains(session: Session, col: Any, like: str) -> Any:
     return col.ilike(like, escape="\\")
 
 
+def _readable_sets(readable: Collection[str]) -> Any:
+    """The edge sets some run of a ``readable`` DAG has (a subquery for ``IN``)."""
+    t = s.task_run.c
+    return select(t.set_ref).where(t.dag_id.in_(sorted(readable)), t.set_ref.is_not(None))
+
+
 def visible_datasets(session: Session, ids: Collection[int], readable: Collection[str]) -> set[int]:
-    """The datasets of ``ids`` that a run of a ``readable`` DAG read or wrote (index lookups per dataset)."""
+    """The datasets of ``ids`` that an indexed record of a ``readable`` DAG names (reads, writes, or lists
+    columns of): the others are, for this user, as if they did not exist."""
     out: set[int] = set()
     ordered = sorted(set(ids))
+    if not readable:
+        return out
     for i in range(0, len(ordered), 300):
+        part = ordered[i:i + 300]
         stmt = (select(s.io.c.dataset_id, s.task_run.c.dag_id).join(s.task_run, s.task_run.c.set_ref == s.io.c.set_ref)
-                .where(s.io.c.dataset_id.in_(ordered[i:i + 300])).distinct())
+                .where(s.io.c.dataset_id.in_(part)).distinct())
         out |= {r.dataset_id for r in session.execute(stmt) if r.dag_id in readable}
+        rest = [d for d in part if d not in out]
+        if rest:
+            sf = s.set_field.c
+            out |= set(session.execute(select(sf.dataset_id).where(
+                sf.dataset_id.in_(rest), sf.set_ref.in_(_readable_sets(readable))).distinct()).scalars())
     return out
 
 
-def _collect(session: Session, stmt: Any, limit: int, readable: Collection[str] | None, hits: list[dict[str, Any]],
-             is_col: bool) -> None:
-    """Add the rows of ``stmt`` of readable datasets to ``hits`` until ``limit``, a page at a time."""
-    page = max(limit, 200)
-    offset = 0
-    while len(hits) < limit:
-        rows = session.execute(stmt.limit(page).offset(offset)).all()
-        ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
-        for r in rows:
-            if ok is not None and r.id not in ok:
-                continue
-            hit = {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
-            if is_col:
-                hit.update(column=r.col, type=r.type)
-            hits.append(hit)
-        if len(rows) < page:
-            return
-        offset += page
+def visible_columns(session: Session, did: int, columns: Collection[str], readable: Collection[str]) -> set[str]:
+    """The columns of ``columns`` of dataset ``did`` that an indexed record of a ``readable`` DAG names."""
+    columns = [c for c in columns if storable(c, s.MAX_COLUMN)]
+    if not readable or not columns:
+        return set()
+    sf = s.set_field.c
+    return set(session.execute(select(sf.name).where(
+        sf.dataset_id == did, sf.name.in_(sorted(set(columns))), sf.set_ref.in_(_readable_sets(readable))
+    ).distinct()).scalars())
 
 
-def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
-    """Datasets and columns whose name contains ``q`` (case-insensitive), of runs of readable DAGs.
+#: A search answers at most this many hits per page, and pages no further than this many hits in.
+SEARCH_MAX_LIMIT = 500
+SEARCH_MAX_OFFSET = 10_000
+
+
+def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None,
+           offset: int = 0) -> list[dict[str, Any]]:
+    """Datasets and columns whose name contains ``q`` (case-insensitive), named by indexed records of
+    readable DAGs: hits ``offset`` to ``offset + limit`` (datasets first, then columns, each in a fixed
+    order). A column only records of unreadable DAGs name is never a hit.
 
     The name scans run in SQL (``LIKE``/``ILIKE``, a page at a time): over dataset names, and over the
-    distinct column names (``apl_estate_column_name``), whose fields are then found by index. Only the
-    page's datasets are checked for access (:func:`visible_datasets`).
+    distinct column names (``apl_estate_column_name``), whose per-record columns are then found by index
+    (``apl_estate_set_field``) and kept when a run of a readable DAG has their record. Only the page's
+    datasets are checked for access (:func:`visible_datasets`).
     """
     text = q.strip().lower()
-    if not text or (readable is not None and not readable):
+    if not text or "\x00" in text or (readable is not None and not readable):
         return []
+    want = offset + limit
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    d, f = s.dataset.c, s.field.c
+    d = s.dataset.c
     dq = select(d.id, d.namespace, d.name, d.table_name).where(
         _contains(session, d.name, like) | _contains(session, d.table_name, like)).order_by(d.id)
     hits: list[dict[str, Any]] = []
-    _collect(session, dq, limit, readable, hits, False)
-    # columns: the distinct names first (few: names repeat across datasets), then their fields by index
+    page = max(want, 200)
+    at = 0
+    while len(hits) < want:
+        rows = session.execute(dq.limit(page).offset(at)).all()
+        ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
+        hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
+                 for r in rows if ok is None or r.id in ok]
+        if len(rows) < page:
+            break
+        at += page
+    # columns: the distinct names first (few: names repeat across datasets), then their records' columns
     names_q = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like)).order_by(
         s.column_name.c.name)
-    offset = 0
-    while len(hits) < limit:
-        names = session.execute(names_q.limit(500).offset(offset)).scalars().all()
-        if names:
-            fq = (select(d.id, d.namespace, d.name, d.table_name, f.name.label("col"), f.type)
-                  .select_from(s.field).join(s.dataset, d.id == f.dataset_id).where(f.name.in_(names)).order_by(f.name, f.dataset_id))
-            _collect(session, fq, limit, readable, hits, True)
+    sf = s.set_field.c
+    at = 0
+    while len(hits) < want:
+        names = session.execute(names_q.limit(500).offset(at)).scalars().all()
+        for j in range(0, len(names), 20):  # a few names at a time: a common name has many fields
+            if len(hits) >= want:
+                break
+            fq = (select(sf.dataset_id, sf.name, func.max(sf.type).label("type")).where(sf.name.in_(names[j:j + 20]))
+                  .group_by(sf.name, sf.dataset_id).order_by(sf.name, sf.dataset_id))
+            if readable is not None:
+                fq = fq.where(sf.set_ref.in_(_readable_sets(readable)))
+            cols = session.execute(fq.limit(want - len(hits))).all()
+            keys = _dataset_keys(session, [c.dataset_id for c in cols])
+            for c in cols:
+                ns, nm, table = keys[c.dataset_id]
+                hits.append({"namespace": ns, "name": nm, "label": _short(nm, table), "column": c.name,
+                             "type": c.type})
         if len(names) < 500:
             break
-        offset += 500
-    return hits[:limit]
+        at += 500
+    return hits[offset:want]
 
 
 def runs(session: Session, *, readable: Collection[str] | None = None, dag_id: str | None = None,
-         limit: int = 200) -> list[dict[str, Any]]:
+         limit: int = 200, offset: int = 0) -> list[dict[str, Any]]:
     """Recent finished lineage runs (for the as-of run picker): DAG, run, end time (newest first)."""
     t = s.task_run.c
     stmt = select(t.dag_id, t.run_id, func.max(t.end_date).label("end")).where(t.end_date.is_not(None)).group_by(
-        t.dag_id, t.run_id).order_by(func.max(t.end_date).desc()).limit(limit)
+        t.dag_id, t.run_id).order_by(func.max(t.end_date).desc(), t.dag_id, t.run_id).limit(limit).offset(offset)
     if dag_id is not None:
         stmt = stmt.where(t.dag_id == dag_id)
     if readable is not None:
         stmt = stmt.where(t.dag_id.in_(sorted(readable)))
     return [{"dag_id": r.dag_id, "run_id": r.run_id, "end": _utc(r.end).isoformat() if r.end else None}
             for r in session.execute(stmt)]
+
+
+def problems(session: Session, *, readable: Collection[str] | None = None, limit: int = 20,
+             offset: int = 0) -> dict[str, Any]:
+    """Records the index skipped or indexed in part: ``{"problems": [{dag_id, task_id, run_id, map_index,
+    status, reason}], "total": N, "hidden": M}`` -- named for the ``readable`` DAGs (newest first),
+    ``hidden`` the number of such records of other DAGs (counted, never named)."""
+    t = s.task_run.c
+    counts = session.execute(select(t.dag_id, func.count()).where(t.problem.is_(True)).group_by(t.dag_id)).all()
+    total = sum(n for dag, n in counts if readable is None or dag in readable)
+    hidden = sum(n for dag, n in counts if readable is not None and dag not in readable)
+    shown: list[dict[str, Any]] = []
+    if total and limit:
+        stmt = (select(t.dag_id, t.task_id, t.run_id, t.map_index, t.status, t.note).where(t.problem.is_(True))
+                .order_by(t.xcom_ts.desc(), t.id.desc()).limit(limit).offset(offset))
+        if readable is not None:
+            stmt = stmt.where(t.dag_id.in_(sorted(readable)))
+        shown = [{"dag_id": r.dag_id, "task_id": r.task_id, "run_id": r.run_id, "map_index": r.map_index,
+                  "status": r.status, "reason": r.note} for r in session.execute(stmt)]
+    return {"problems": shown, "total": total, "hidden": hidden}

@@ -10,16 +10,28 @@ written (``_io``) and column edges (``_edge``, ``target_col`` ``''`` for a datas
 ``_edge_set`` shared by every run whose lineage is the same (keyed by a digest): a task that runs daily
 with the same code stores its edges once, not once per run.
 Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them.
+The columns a record names are kept per edge set (``_set_field``), so that a dataset's field list can
+be read as of an instant and for the DAGs a user may read; ``_field`` is every column ever seen (the
+union, with the newest type), ``_column_name`` each distinct name once (what the search scans).
+
+Sizes: :data:`MAX_NAMESPACE`, :data:`MAX_NAME`, :data:`MAX_TABLE`, :data:`MAX_COLUMN` are the longest
+values the columns hold; the write side refuses longer ones (and NUL bytes, which PostgreSQL's text
+cannot hold) with a problem noted on the record, never a truncation that would merge two names.
 """
 from __future__ import annotations
 
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250
+MAX_NAMESPACE = 500
+MAX_NAME = 1000
+MAX_TABLE = 500
+MAX_COLUMN = 500
+MAX_TYPE = 200
 _DT = UtcDateTime
 
 meta = Table(
@@ -45,11 +57,14 @@ task_run = Table(
     Column("job", String(1000), nullable=True),
     Column("owner", String(500), nullable=True),
     Column("note", Text, nullable=True),
+    #: the record could not be indexed, or parts of it were left out (``note`` says what)
+    Column("problem", Boolean, nullable=False, default=False),
     UniqueConstraint("dag_run_id", "task_id", "map_index", name=f"{PREFIX}task_run_xcom"),
     Index(f"{PREFIX}task_run_last", "dag_id", "task_id", "map_index", "state", "end_date"),
     Index(f"{PREFIX}task_run_ts", "xcom_ts"),
     Index(f"{PREFIX}task_run_end", "end_date"),
     Index(f"{PREFIX}task_run_set", "set_ref", "dag_id", "task_id", "map_index"),  # covers Producers._tasks
+    Index(f"{PREFIX}task_run_problem", "problem", "dag_id"),
 )
 
 edge_set = Table(
@@ -75,6 +90,20 @@ field = Table(
     Column("name", String(500), primary_key=True),
     Column("type", String(200), nullable=True),
     Index(f"{PREFIX}field_name", "name", "dataset_id"),
+)
+
+#: the columns (and types) each edge set's record names, per dataset: the field list of a dataset as of
+#: an instant is the union of these over the sets of the runs current at that instant, of the DAGs the
+#: user may read (columns time-travel, and a column only hidden DAGs name is never listed)
+set_field = Table(
+    f"{PREFIX}set_field", metadata,
+    Column("set_ref", Integer, nullable=False),
+    Column("dataset_id", Integer, nullable=False),
+    Column("name", String(500), nullable=False),
+    Column("type", String(200), nullable=True),
+    Index(f"{PREFIX}set_field_set", "set_ref"),
+    Index(f"{PREFIX}set_field_dataset", "dataset_id", "name"),
+    Index(f"{PREFIX}set_field_name", "name", "dataset_id"),
 )
 
 #: every distinct column name of ``_field`` once: the search scans these (few: names repeat across

@@ -6,7 +6,7 @@ import copy
 from airflow_provider_lineage.lineage import diff as diffs
 from airflow_provider_lineage.lineage import tags as tagging
 from airflow_provider_lineage.plugins import graph as graphs
-from airflow_provider_lineage.plugins import guard_view
+from airflow_provider_lineage.plugins.guard import view as guard_view
 from tests.lineage.test_guard_core import DECL, TAGREC, V1, V2
 
 

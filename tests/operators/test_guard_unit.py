@@ -309,3 +309,40 @@ def test_a_templated_mode_is_checked_after_rendering_at_task_start(capfd: pytest
     out = "".join(capfd.readouterr())  # the task's log (structlog, to the console under dag.test())
     assert "on_policy_violation='Bogus' is not one of 'warn', 'fail'" in out
     assert "spark-submit" not in out.lower() and "must not run" not in out
+
+
+# -- issue 37, finding 12: a policy source no task can change ------------------------------------------------
+
+def test_tags_from_the_setting_no_task_can_change(no_inputs_lookup: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[column_lineage] tags (airflow.cfg / AIRFLOW__COLUMN_LINEAGE__TAGS) with tags_variable = none: what a task
+    writes into the Variable lineage_column_tags (any task may, through the task execution API) changes nothing."""
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS", json.dumps(DECL))
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS_VARIABLE", "none")
+    for written_by_a_task in ('{"datasets": []}', "{not json", None):
+        if written_by_a_task is None:
+            monkeypatch.delenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", raising=False)
+        else:
+            monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", written_by_a_task)
+        found = guard.read_declaration()
+        assert found.problems == [] and [s for s, _ in found.by_source] == ["setting"]
+        g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+        ti = FakeTI(None)
+        _run(g, ti, copy.deepcopy(TAGREC))
+        assert [v["column"]["column"] for v in ti.pushed["lineage_policy"]["violations"]] == ["email_lower"]
+        assert "cannot be checked" not in (g.failure or "")
+
+
+def test_the_setting_and_the_variable_add_up_and_a_bad_setting_fails_closed(no_inputs_lookup: None,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.lineage.test_guard_core import ORD
+
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS", json.dumps(DECL))
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(
+        {"datasets": [{"namespace": "file", "name": ORD, "columns": {"amount": "finance"}}]}))
+    found = guard.read_declaration()
+    assert found.declared[("file", ORD)] == {"amount": ["finance"]} and ("file", "/w/customers") in found.declared
+    assert guard.variable_name() == "lineage_column_tags"
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS", "{oops")
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    _run(g, FakeTI(None), copy.deepcopy(TAGREC))
+    assert g.failure and "[column_lineage] tags" in g.failure and "cannot be checked fully" in g.failure

@@ -183,3 +183,17 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     g.run(FakeTI(None), copy.deepcopy(rec) | {"status": "ok"}, logging.getLogger("t"), logging.getLogger("t"))
     assert g.failure and "cannot be checked fully" in g.failure and "lineage_column_tags_estate" in g.failure
+
+
+def test_the_scheduler_and_api_server_read_the_setting_too(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[column_lineage] tags with tags_variable = none: the estate answer and the published map follow the
+    setting; the Variable (which any task may overwrite) is not read."""
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS", json.dumps(DECL))
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS_VARIABLE", "none")
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps({"datasets": []}))  # a task emptied it
+    with _session() as session:
+        got = guard_estate.answer(session, None, "pii", 500)
+        assert guard_estate.publish(session) >= 3
+    assert got["problems"] == [] and ("gx/report", "contact", "gx_report", "report") in _rows(got["unmasked"])

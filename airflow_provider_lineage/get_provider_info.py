@@ -59,6 +59,18 @@ def get_provider_info() -> dict[str, Any]:
                         "version_added": "0.2.0", "type": "string", "example": "none",
                         "default": "lineage_column_tags",
                     },
+                    "tag_map_private_key": {
+                        "description": "Scheduler only: Ed25519 private key (PEM file path or text) that signs the "
+                                       "published tag map lineage_column_tags_estate.",
+                        "version_added": "0.2.0", "type": "string", "example": "/etc/airflow/tag_map.key",
+                        "default": None, "sensitive": True,
+                    },
+                    "tag_map_public_key": {
+                        "description": "Workers: the matching public key (PEM file path or text); when set, a published "
+                                       "tag map without a valid signature fails require_masked closed.",
+                        "version_added": "0.2.0", "type": "string", "example": "/etc/airflow/tag_map.pub",
+                        "default": None,
+                    },
                     "tags_file": {
                         "description": "JSON file of column tags, same shape as the Variable lineage_column_tags.",
                         "version_added": "0.2.0", "type": "string", "example": "/etc/airflow/column_tags.json",

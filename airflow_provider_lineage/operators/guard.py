@@ -205,6 +205,62 @@ def _identity(namespace: str, name: str) -> tuple[str, str]:
         return namespace, name
 
 
+def _key_setting(option: str) -> str | None:
+    """A key setting of :data:`SECTION`: the PEM text itself, or the path of a PEM file (``None``: unset)."""
+    raw = _compat.airflow_conf().get(SECTION, option, fallback=None)
+    if raw is None or not str(raw).strip():
+        return None
+    raw = str(raw).strip()
+    if raw.startswith("-----BEGIN"):
+        return raw
+    try:
+        return Path(raw).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"[{SECTION}] {option}: cannot read the key file {raw}: {exc}") from None
+
+
+def _signed_bytes(value: dict[str, Any]) -> bytes:
+    return json.dumps({k: v for k, v in value.items() if k != "signature"}, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True).encode("ascii")
+
+
+def sign_published(value: dict[str, Any], private_pem: str) -> str:
+    """The Ed25519 signature (base64) of a published tag map (the scheduler's private key, PEM)."""
+    import base64
+
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    key = load_pem_private_key(private_pem.encode("utf-8"), password=None)
+    return base64.b64encode(key.sign(_signed_bytes(value))).decode("ascii")  # type: ignore[call-arg,union-attr]
+
+
+def verify_published(value: Any, public_pem: str) -> dict[str, Any]:
+    """The published tag map, decoded, if the scheduler's key signed it; else :class:`..lineage.tags.TagsError`."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise tagging.TagsError(f"the published estate tag map is not valid JSON ({exc})") from None
+    signature = value.get("signature") if isinstance(value, dict) else None
+    if not isinstance(signature, str):
+        raise tagging.TagsError(f"the published estate tag map carries no signature, and [{SECTION}] "
+                                "tag_map_public_key says it must (a map not written by the scheduler)")
+    try:
+        key = load_pem_public_key(public_pem.encode("utf-8"))
+        key.verify(base64.b64decode(signature, validate=True), _signed_bytes(value))  # type: ignore[call-arg,union-attr]
+    except (InvalidSignature, ValueError, TypeError) as exc:
+        raise tagging.TagsError(f"the published estate tag map's signature does not verify with [{SECTION}] "
+                                f"tag_map_public_key ({type(exc).__name__}): not written by the scheduler") from None
+    return value
+
+
 def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from the estate's tag map (Variable ``lineage_column_tags_estate``,
     which the scheduler writes from the estate index: every DAG's edges, stitched by dataset identity).
@@ -213,15 +269,19 @@ def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     that leaves out one of the inputs); no map at all (a fresh deployment) is not one.
     """
     try:
+        public = _key_setting("tag_map_public_key")
         raw = _sdk_variable(tagging.ESTATE_VARIABLE)
     except Exception as exc:  # noqa: BLE001 - reported; a policy fails closed on it
         return {}, [f"cannot read Variable {tagging.ESTATE_VARIABLE!r} (tags along the estate): {exc!r}"]
     if raw is None:
-        return {}, []
+        return {}, ([(f"Variable {tagging.ESTATE_VARIABLE!r} is missing, and [{SECTION}] tag_map_public_key says the "
+                     "scheduler's signed map must be there (it is written when a DAG run ends)")] if public else [])
     ds = record.get("datasets") or []
     wanted = {_identity(ds[i]["namespace"], ds[i]["name"]): (ds[i]["namespace"], ds[i]["name"])
               for i in record.get("inputs") or [] if 0 <= i < len(ds)}
     try:
+        if public is not None:
+            raw = verify_published(raw, public)
         return tagging.published_known(raw, wanted), []
     except (ValueError, TypeError, tagging.TagsError) as exc:
         return {}, [(f"Variable {tagging.ESTATE_VARIABLE!r} (written by the scheduler from the estate index) cannot "

@@ -357,30 +357,49 @@ def published_value(result: dict[str, Any], max_bytes: int = MAX_PUBLISHED_BYTES
 
 
 def publish(session: Session) -> int | None:
-    """Write the estate's tag map into :data:`PUBLISHED_VARIABLE` (when it changed); returns the tagged
-    columns published (``None``: no index data, the Variable is left as it is). Commits."""
+    """Write the estate's tag map into :data:`PUBLISHED_VARIABLE` (when it changed), signed with
+    ``[column_lineage] tag_map_private_key`` when set; returns the tagged columns published (``None``: no index
+    data and no key, the Variable is left as it is). Commits."""
     from airflow.models.variable import Variable
+
+    from airflow_provider_lineage.operators import guard
 
     found = read_declaration()
     for p in found.messages:
         log.warning("column tags: %s", p)
+    private = guard._key_setting("tag_map_private_key")
     result = tag_map(session, found.declared, _stopped())
     if result is None:
-        return None
+        if private is None:
+            return None
+        result = {"columns": {}}  # signed maps are required by the workers: an empty one, signed
     value = published_value(result)
     old = Variable.get(PUBLISHED_VARIABLE, default_var=None)
     if old is not None:
         try:
             before = json.loads(old)
-            if all(before.get(k) == value[k] for k in ("datasets", "cut", "omitted")):
+            if all(before.get(k) == value[k] for k in ("datasets", "cut", "omitted")) and (
+                    private is None or isinstance(before.get("signature"), str)):
+                if private is not None:  # unchanged, and signed by this key (a forged copy is rewritten)
+                    guard.verify_published(before, _public_of(private))
                 return sum(len(d["columns"]) for d in value["datasets"])
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, tagging.TagsError):
             pass
+    if private is not None:
+        value["signature"] = guard.sign_published(value, private)
     Variable.set(PUBLISHED_VARIABLE, json.dumps(value, separators=(",", ":")),
                  description="Column tags along the estate's lineage (airflow-provider-lineage, docs/guard.md): "
                              "derived, rewritten after each DAG run; do not edit", session=session)
     session.commit()
     return sum(len(d["columns"]) for d in value["datasets"])
+
+
+def _public_of(private_pem: str) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(private_pem.encode("utf-8"), password=None)
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
 
 
 def answer(session: Session, readable: Collection[str] | None, tag: str | None, limit: int,

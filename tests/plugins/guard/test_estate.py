@@ -197,3 +197,57 @@ def test_the_scheduler_and_api_server_read_the_setting_too(estate: None, monkeyp
         got = guard_estate.answer(session, None, "pii", 500)
         assert guard_estate.publish(session) >= 3
     assert got["problems"] == [] and ("gx/report", "contact", "gx_report", "report") in _rows(got["unmasked"])
+
+
+def test_a_signed_published_map_cannot_be_forged_by_a_task(estate: None, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Any) -> None:
+    """Any task may overwrite lineage_column_tags_estate through the task execution API. With the scheduler's
+    Ed25519 key ([column_lineage] tag_map_private_key) the map is signed, and workers holding the public key
+    (tag_map_public_key) fail require_masked closed on a map the scheduler did not write, or on none."""
+    from airflow.models.variable import Variable
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+    from tests.operators.test_guard_unit import FakeTI
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "map.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY", str(tmp_path / "map.key"))
+    with _session() as session:
+        assert guard_estate.publish(session) >= 3
+    signed = Variable.get(guard_estate.PUBLISHED_VARIABLE)
+    assert isinstance(json.loads(signed)["signature"], str)
+    monkeypatch.delenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY")  # the worker has the public key only
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PUBLIC_KEY", public)
+    monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
+    rec = record({"/gx/out": [("c", "/gx/report:contact")]}) | {"status": "ok"}
+
+    def run(published: str | None) -> guard.Guard:
+        if published is None:
+            monkeypatch.delenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", raising=False)
+        else:
+            monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", published)
+        g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+        g.run(FakeTI(None), copy.deepcopy(rec), logging.getLogger("t"), logging.getLogger("t"))
+        return g
+
+    ok = run(signed)
+    assert ok.failure and "receives 'pii' unmasked" in ok.failure and "cannot be checked" not in ok.failure
+    forged = json.loads(signed)
+    forged["datasets"] = []  # what a task that wants the policy off would write, keeping the old signature
+    for published, words in ((json.dumps({"datasets": []}), "carries no signature"),
+                             (json.dumps(forged), "does not verify"), (None, "is missing")):
+        g = run(published)
+        assert g.failure and "cannot be checked fully" in g.failure and words in g.failure, g.failure
+    # the scheduler rewrites a forged map on its next publish, even when the tags did not change
+    Variable.set(guard_estate.PUBLISHED_VARIABLE, json.dumps(forged))
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY", str(tmp_path / "map.key"))
+    with _session() as session:
+        guard_estate.publish(session)
+    assert guard.verify_published(Variable.get(guard_estate.PUBLISHED_VARIABLE), public)["datasets"]
+    Variable.delete(guard_estate.PUBLISHED_VARIABLE)

@@ -45,6 +45,8 @@ PUBLISHED_VARIABLE = tagging.ESTATE_VARIABLE
 MAX_PUBLISHED_BYTES = 8 * 1024 * 1024
 #: Declarations whose estate tags are kept in memory at once (per index state).
 CACHED_DECLARATIONS = 4
+#: Per-user answers kept (per index state): users sharing the same readable DAGs share one.
+CACHED_ANSWERS = 32
 
 Column = tuple[str, str, str]
 
@@ -159,7 +161,8 @@ class EstateEdges:
     def readable(self, column: Column, readable: Collection[str] | None) -> bool:
         if readable is None:
             return column in self.column_dags
-        return any(d in readable for d in self.column_dags.get(column, ()))
+        dags = self.column_dags.get(column)
+        return dags is not None and not dags.isdisjoint(readable)
 
 
 @dataclass
@@ -169,6 +172,8 @@ class EstateTags:
     result: dict[str, Any] | None
     declaration: Any
     unknown: list[tuple[str, str]]
+    #: what the answers derived from it are cached under (``None``: not cached)
+    key: Any = None
 
 
 class _Cache:
@@ -177,10 +182,12 @@ class _Cache:
         self.state: tuple[Any, ...] | None = None
         self.edges: EstateEdges | None = None
         self.tags: dict[Any, EstateTags] = {}
+        #: per-user answers (tag map key, the user's DAGs, tag, sources): a repeated request costs a lookup
+        self.answers: dict[Any, dict[str, Any]] = {}
 
     def clear(self) -> None:
         with self.lock:
-            self.state, self.edges, self.tags = None, None, {}
+            self.state, self.edges, self.tags, self.answers = None, None, {}, {}
 
 
 _cache = _Cache()
@@ -201,7 +208,7 @@ def estate_edges(session: Session, state: tuple[Any, ...] | None = None) -> Esta
         if _cache.state == state and _cache.edges is not None:
             return _cache.edges
         edges = EstateEdges.of(query.edges_as_of(session))
-        _cache.state, _cache.edges, _cache.tags = state, edges, {}
+        _cache.state, _cache.edges, _cache.tags, _cache.answers = state, edges, {}, {}
         return edges
 
 
@@ -231,7 +238,7 @@ def estate_tags(session: Session) -> tuple[EstateTags, EstateEdges]:
         if _cache.state == state and key in _cache.tags:
             return _cache.tags[key], edges
     result = tagging.propagate_graph(edges.graph, _canonical(found.declared), stopped) if edges.graph else None
-    out = EstateTags(result, found, _unknown_declared(session, found))
+    out = EstateTags(result, found, _unknown_declared(session, found), (state, key))
     with _cache.lock:
         if _cache.state == state:
             while len(_cache.tags) >= CACHED_DECLARATIONS:
@@ -302,12 +309,23 @@ def unmasked(session: Session, readable: Collection[str] | None, tag: str | None
         return None
     if tags.result is None:
         return None
+    cache_key = None if tags.key is None else (
+        tags.key, None if readable is None else frozenset(readable), tag, None if sources is None else frozenset(sources))
+    if cache_key is not None:
+        with _cache.lock:
+            hit = _cache.answers.get(cache_key)
+        if hit is not None:
+            return hit
     out = []
     hidden = 0
     hidden_hops = 0
+    memo: dict[Column, bool] = {}
 
     def can(c: Column) -> bool:
-        return edges.readable(c, readable)
+        seen = memo.get(c)
+        if seen is None:
+            seen = memo[c] = edges.readable(c, readable)
+        return seen
 
     for (ns, name, column), entry, via in tagging.unmasked_of(tags.result, tag):
         if not can((ns, name, column)):
@@ -324,8 +342,15 @@ def unmasked(session: Session, readable: Collection[str] | None, tag: str | None
     problems, problems_hidden = access.filter_problems(
         [*tags.declaration.problems, *tags.unknown], sources)
     tagged = sum(1 for c in tags.result["columns"] if can(c))
-    return {"unmasked": out, "hidden": hidden, "hidden_hops": hidden_hops, "columns_tagged": tagged,
-            "problems": problems, "problems_hidden": problems_hidden}
+    answer = {"unmasked": out, "hidden": hidden, "hidden_hops": hidden_hops, "columns_tagged": tagged,
+              "problems": problems, "problems_hidden": problems_hidden}
+    if cache_key is not None:
+        with _cache.lock:
+            if _cache.state == tags.key[0]:
+                while len(_cache.answers) >= CACHED_ANSWERS:
+                    _cache.answers.pop(next(iter(_cache.answers)))
+                _cache.answers[cache_key] = answer
+    return answer
 
 
 def published_value(result: dict[str, Any], max_bytes: int = MAX_PUBLISHED_BYTES) -> dict[str, Any]:

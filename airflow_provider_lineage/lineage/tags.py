@@ -48,7 +48,16 @@ EXAMPLE = '{"datasets": [{"namespace": "file", "name": "/data/customers", "colum
 
 
 class TagsError(ValueError):
-    """The tag declaration is malformed (the message names the problem and the fix)."""
+    """The tag declaration is malformed (the message names the problem and the fix).
+
+    :ivar dataset: ``(namespace, name)`` the message names, if any;
+    :ivar public: the message without that name (for readers who may not read the declaration).
+    """
+
+    def __init__(self, message: str, public: str | None = None, dataset: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.public = public if public is not None else message
+        self.dataset = dataset
 
 
 def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Declared:
@@ -75,15 +84,16 @@ def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Decl
             raise TagsError(f"{at} needs \"namespace\" and \"name\" strings (the OpenLineage dataset, e.g. "
                             "\"file\" and \"/data/customers\")")
         if not isinstance(cols, dict):
-            raise TagsError(f"{at} ({ns}:{name}) needs \"columns\": an object of column -> list of tags, "
-                            "e.g. {\"email\": [\"pii\"]}")
+            fix = "needs \"columns\": an object of column -> list of tags, e.g. {\"email\": [\"pii\"]}"
+            raise TagsError(f"{at} ({ns}:{name}) {fix}", f"{at} {fix}", (ns, name))
         target = out.setdefault((ns, name), {})
         for col, tags in cols.items():
             if isinstance(tags, str):
                 tags = [tags]
             if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
                 raise TagsError(f"{at} ({ns}:{name}) column {col!r}: tags must be a list of non-empty strings, "
-                                f"got {tags!r}")
+                                f"got {tags!r}", f"{at}: a column's tags must be a list of non-empty strings",
+                                (ns, name))
             known = target.setdefault(col, [])
             known += [t for t in tags if t not in known]
     return out

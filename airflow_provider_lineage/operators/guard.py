@@ -98,6 +98,17 @@ class Declaration:
     texts: tuple[Any, ...] = ()
     #: ``(source, declaration)`` of each source read (who declared what)
     by_source: list[tuple[str, tagging.Declared]] = field(default_factory=list)
+    #: per problem: ``(the message without a dataset name, the dataset it names or None)``
+    public: list[tuple[str, tuple[str, str] | None]] = field(default_factory=list)
+
+    def add(self, source: str, exc: Exception | str) -> None:
+        self.problems.append((source, str(exc)))
+        self.public.append((getattr(exc, "public", str(exc)), getattr(exc, "dataset", None)))
+
+    def messages_for(self, datasets: Any) -> list[str]:
+        """The problems as a task may show them: a dataset the task does not read or write is not named."""
+        return [msg if named is None or named in datasets else public
+                for (_, msg), (public, named) in zip(self.problems, self.public, strict=True)]
 
     @property
     def messages(self) -> list[str]:
@@ -135,7 +146,7 @@ def read_declaration(read_variable: Any = None) -> Declaration:
             found.append(tagging.parse_declaration(str(inline), f"[{SECTION}] tags"))
             out.by_source.append(("setting", found[-1]))
         except tagging.TagsError as exc:
-            out.problems.append(("setting", str(exc)))
+            out.add("setting", exc)
     path = conf.get(SECTION, "tags_file", fallback=None)
     if path:
         where = f"tags file {path} ([{SECTION}] tags_file)"
@@ -146,23 +157,23 @@ def read_declaration(read_variable: Any = None) -> Declaration:
             out.by_source.append(("file", found[-1]))
         except OSError as exc:
             texts.append(("file", path, repr(exc)))
-            out.problems.append(("file", f"cannot read the {where}: {exc}"))
+            out.add("file", f"cannot read the {where}: {exc}")
         except tagging.TagsError as exc:
-            out.problems.append(("file", str(exc)))
+            out.add("file", exc)
     key = variable_name()
     if key is not None:
         try:
             raw = read_variable(key) if read_variable is not None else _sdk_variable(key)
         except Exception as exc:  # noqa: BLE001 - reported; a policy fails closed on it
             raw = None
-            out.problems.append(("variable", f"cannot read Variable {key!r}: {exc!r}"))
+            out.add("variable", f"cannot read Variable {key!r}: {exc!r}")
         texts.append(("variable", key, raw))
         if raw is not None:
             try:
                 found.append(tagging.parse_declaration(raw, f"Variable {key!r}"))
                 out.by_source.append(("variable", found[-1]))
             except tagging.TagsError as exc:
-                out.problems.append(("variable", str(exc)))
+                out.add("variable", exc)
     out.declared = tagging.merge(*found)
     out.texts = tuple(texts)
     return out
@@ -401,7 +412,11 @@ class Guard:
         required = self.required
         found: list[dict[str, Any]] = []
         try:
-            declared, tag_problems = load_declaration()
+            found_decl = read_declaration()
+            declared = found_decl.declared
+            # the task log and record are read by whoever may read this DAG: no other dataset named
+            tag_problems = found_decl.messages_for({(d.get("namespace"), d.get("name"))
+                                                    for d in record.get("datasets") or []})
             incomplete += tag_problems
             for p in tag_problems:
                 lineage_log.warning("column tags: %s", p)

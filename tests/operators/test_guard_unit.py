@@ -346,3 +346,25 @@ def test_the_setting_and_the_variable_add_up_and_a_bad_setting_fails_closed(no_i
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     _run(g, FakeTI(None), copy.deepcopy(TAGREC))
     assert g.failure and "[column_lineage] tags" in g.failure and "cannot be checked fully" in g.failure
+
+
+def test_a_task_never_names_another_dataset_of_a_malformed_declaration(no_inputs_lookup: None,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task log and record are read by whoever may read the DAG: a malformed entry of the declaration on a
+    dataset the task does not touch is reported without its name (the estate answer names it to who may read
+    the declaration); one on the task's own dataset keeps it."""
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(
+        {"datasets": [{"namespace": "file", "name": "/secret_hr/salaries", "columns": {"pay": [1]}}]}))
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    rec = copy.deepcopy(TAGREC)
+    _run(g, FakeTI(None), rec)
+    assert g.failure and "salaries" not in g.failure and "pay" not in g.failure
+    assert any("datasets[0]: a column's tags must be a list" in p for p in rec["guard_problems"])
+    assert not any("salaries" in p for p in rec["guard_problems"])
+    found = guard.read_declaration()
+    assert "/secret_hr/salaries" in found.messages[0]  # full, for the estate answer's authorised readers
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(
+        {"datasets": [{"namespace": "file", "name": "/w/customers", "columns": {"email": [1]}}]}))
+    rec = copy.deepcopy(TAGREC)
+    _run(guard.Guard(on_lineage_change="warn", require_masked=None, on_policy_violation="fail"), FakeTI(None), rec)
+    assert any("/w/customers" in p and "'email'" in p for p in rec["guard_problems"])

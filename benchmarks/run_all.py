@@ -20,6 +20,7 @@ SCRIPTS: dict[str, list[str]] = {
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
     "estate": ["estate/run.py"],
+    "guard": ["guard/unmasked_cache.py"],
     "compat": ["compat/import_time.py"],
 }
 

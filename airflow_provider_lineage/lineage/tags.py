@@ -24,13 +24,14 @@ through a path with no masking step.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: Airflow Variable holding the declaration (JSON).
 VARIABLE = "lineage_column_tags"
-#: Airflow Variable the scheduler writes the estate's tag map into (plugins/guard_estate.py; derived).
+#: Airflow Variable the scheduler writes the estate's tag map into (plugins/guard/estate.py; derived).
 ESTATE_VARIABLE = "lineage_column_tags_estate"
 #: XCom key of the policy result.
 POLICY_XCOM_KEY = "lineage_policy"
@@ -47,7 +48,16 @@ EXAMPLE = '{"datasets": [{"namespace": "file", "name": "/data/customers", "colum
 
 
 class TagsError(ValueError):
-    """The tag declaration is malformed (the message names the problem and the fix)."""
+    """The tag declaration is malformed (the message names the problem and the fix).
+
+    :ivar dataset: ``(namespace, name)`` the message names, if any;
+    :ivar public: the message without that name (for readers who may not read the declaration).
+    """
+
+    def __init__(self, message: str, public: str | None = None, dataset: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.public = public if public is not None else message
+        self.dataset = dataset
 
 
 def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Declared:
@@ -74,15 +84,16 @@ def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Decl
             raise TagsError(f"{at} needs \"namespace\" and \"name\" strings (the OpenLineage dataset, e.g. "
                             "\"file\" and \"/data/customers\")")
         if not isinstance(cols, dict):
-            raise TagsError(f"{at} ({ns}:{name}) needs \"columns\": an object of column -> list of tags, "
-                            "e.g. {\"email\": [\"pii\"]}")
+            fix = "needs \"columns\": an object of column -> list of tags, e.g. {\"email\": [\"pii\"]}"
+            raise TagsError(f"{at} ({ns}:{name}) {fix}", f"{at} {fix}", (ns, name))
         target = out.setdefault((ns, name), {})
         for col, tags in cols.items():
             if isinstance(tags, str):
                 tags = [tags]
             if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
                 raise TagsError(f"{at} ({ns}:{name}) column {col!r}: tags must be a list of non-empty strings, "
-                                f"got {tags!r}")
+                                f"got {tags!r}", f"{at}: a column's tags must be a list of non-empty strings",
+                                (ns, name))
             known = target.setdefault(col, [])
             known += [t for t in tags if t not in known]
     return out
@@ -216,20 +227,51 @@ def dataset_tags(result: Mapping[str, Any], namespace: str, name: str) -> dict[s
     return {c[2]: entries for c, entries in result["columns"].items() if (c[0], c[1]) == (namespace, name) and entries}
 
 
-def known_from_extra(namespace: str, name: str, extra: Any) -> Tags:
-    """The tags of a dataset's columns from the ``column_tags`` of an asset event's extra (validated JSON)."""
-    out: Tags = {}
-    value = extra.get("column_tags") if isinstance(extra, Mapping) else None
+def _path_ok(path: Any) -> bool:
+    return (isinstance(path, list) and bool(path) and all(
+        isinstance(p, Mapping) and isinstance(p.get("namespace"), str) and isinstance(p.get("name"), str)
+        and (p.get("column") is None or isinstance(p.get("column"), str)) for p in path))
+
+
+def column_tags(namespace: str, name: str, value: Any, where: str) -> Tags:
+    """The tags of a dataset's columns from ``{column: [entries]}`` (an asset event's ``column_tags``, a
+    published map's ``columns``), checked field by field.
+
+    Raises :class:`TagsError` naming the first malformed part: a tag map that cannot be read fully must not
+    read as "no tags" (the policy fails closed on it).
+    """
     if not isinstance(value, Mapping):
-        return out
+        raise TagsError(f"{where}: the column tags of {namespace}:{name} are not an object of column -> list of "
+                        f"tag entries (got {type(value).__name__})")
+    out: Tags = {}
     for col, entries in value.items():
-        good = [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("tag"), str)
-                and isinstance(e.get("path"), list) and e["path"] and all(isinstance(p, Mapping) for p in e["path"])]
+        if not isinstance(col, str) or not isinstance(entries, list):
+            raise TagsError(f"{where}: column {col!r} of {namespace}:{name}: expected a list of tag entries "
+                            f"{{\"tag\", \"path\", \"masked\"}}, got {type(entries).__name__}")
+        good = []
+        for e in entries:
+            if not (isinstance(e, Mapping) and isinstance(e.get("tag"), str) and e["tag"] and _path_ok(e.get("path"))
+                    and isinstance(e.get("masked", False), bool)):
+                raise TagsError(f"{where}: column {col!r} of {namespace}:{name}: malformed tag entry {str(e)[:120]} "
+                                "(expected {\"tag\": a non-empty string, \"path\": a non-empty list of "
+                                "{\"namespace\", \"name\", \"column\"}, \"masked\": true/false})")
+            good.append({"tag": e["tag"], "source": "inherited", "masked": bool(e.get("masked")),
+                         "path": [{"namespace": p["namespace"], "name": p["name"], "column": p.get("column"),
+                                   **({"hidden": p["hidden"]} if isinstance(p.get("hidden"), int) else {})}
+                                  for p in e["path"]]})
         if good:
-            out[(namespace, name, str(col))] = [
-                {"tag": e["tag"], "source": "inherited", "path": [dict(p) for p in e["path"]],
-                 "masked": bool(e.get("masked"))} for e in good]
+            out[(namespace, name, col)] = good
     return out
+
+
+def known_from_extra(namespace: str, name: str, extra: Any) -> Tags:
+    """The tags of a dataset's columns from the ``column_tags`` of an asset event's extra (validated JSON).
+
+    An extra without ``column_tags`` carries no tags; a malformed one raises :class:`TagsError`.
+    """
+    if not isinstance(extra, Mapping) or extra.get("column_tags") is None:
+        return {}
+    return column_tags(namespace, name, extra["column_tags"], f"the asset event of {namespace}:{name}")
 
 
 def unknown_columns(declared: Declared, record: Mapping[str, Any]) -> list[str]:
@@ -326,24 +368,81 @@ def unmasked_of(result: Mapping[str, Any], tag: str | None = None) -> list[tuple
     return out
 
 
+def identity_digest(namespace: str, name: str) -> str:
+    """A short stable digest of a dataset identity (what a bounded published map lists for the datasets it
+    omits, so a reader can tell "no tags" from "left out")."""
+    return hashlib.sha256(f"{namespace}\x00{name}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def published_known(value: Any, columns: Mapping[tuple[str, str], tuple[str, str]]) -> Tags:
     """The inherited tags of some datasets' columns from a published estate tag map (validated JSON).
 
-    :param value: ``{"datasets": [{"namespace", "name", "columns": {column: [entries]}}]}`` (JSON text or decoded).
+    :param value: ``{"datasets": [{"namespace", "name", "columns": {column: [entries]}}], "omitted": [digest]}``
+        (JSON text or decoded).
     :param columns: ``{identity (namespace, name) in the map: the dataset (namespace, name) to key them by}``.
+    :raises TagsError: the map is malformed, or it omits (over its size bound) one of ``columns``' datasets:
+        their tags cannot be known (a reader with a policy fails closed).
     """
     if isinstance(value, (bytes, bytearray)):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
-        value = json.loads(value)
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise TagsError(f"the published estate tag map is not valid JSON ({exc})") from None
     out: Tags = {}
+    where = f"the published estate tag map ({ESTATE_VARIABLE})"
     if not isinstance(value, Mapping) or not isinstance(value.get("datasets"), list):
-        raise TagsError("the published estate tag map is not a JSON object with a \"datasets\" list")
-    for d in value["datasets"]:
-        if not isinstance(d, Mapping):
-            continue
-        want = columns.get((str(d.get("namespace")), str(d.get("name"))))
+        raise TagsError(f"{where} is not a JSON object with a \"datasets\" list")
+    omitted = value.get("omitted")
+    if omitted is not None and not (isinstance(omitted, list) and all(isinstance(o, str) for o in omitted)):
+        raise TagsError(f"{where}: \"omitted\" is not a list of dataset digests")
+    if value.get("cut") and omitted is None:
+        raise TagsError(f"{where} is cut (an older version bounded it by columns) and does not say which datasets it "
+                        "left out: the tags of this task's inputs may be missing; it is rewritten after the next DAG run")
+    left_out = set(omitted or ())
+    for key, want in columns.items():
+        if identity_digest(*key) in left_out:
+            raise TagsError(f"{where} leaves out {key[0]}:{key[1]} (over its size bound): the inherited tags of this "
+                            "input cannot be known")
+    for i, d in enumerate(value["datasets"]):
+        if not isinstance(d, Mapping) or not isinstance(d.get("namespace"), str) or not isinstance(d.get("name"), str):
+            raise TagsError(f"{where}: datasets[{i}] is not an object with \"namespace\" and \"name\" strings")
+        want = columns.get((d["namespace"], d["name"]))
         if want is None:
             continue
-        out.update(known_from_extra(want[0], want[1], {"column_tags": d.get("columns")}))
+        for c, entries in column_tags(want[0], want[1], d.get("columns"), where).items():
+            out.setdefault(c, []).extend(entries)
     return out
+
+
+def parse_tag_list(value: Any, what: str = "require_masked") -> list[str] | None:
+    """A list of tags from what a user wrote: ``None``; ``"pii"``; ``"pii, secret"``; ``'["pii"]'`` (a JSON list,
+    what a templated list renders to); a list or tuple of strings. Whitespace around tags is dropped.
+
+    Raises :class:`TagsError` naming the value and the expected forms (never a list of characters).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise TagsError(f"{what}={value!r} looks like a JSON list but is not valid JSON; use e.g. "
+                                "[\"pii\"], \"pii\" or \"pii,secret\" (a template rendering a list: "
+                                "{{ ... | tojson }})") from None
+        else:
+            return [t.strip() for t in text.split(",") if t.strip()]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        out: list[str] = []
+        for t in value:
+            if not isinstance(t, str) or not t.strip():
+                raise TagsError(f"{what}={value!r}: every tag must be a non-empty string (got {t!r}); use e.g. "
+                                "[\"pii\"]")
+            if t.strip() not in out:
+                out.append(t.strip())
+        return out
+    raise TagsError(f"{what}={value!r} is a {type(value).__name__}: use a tag, a comma-separated string or a list "
+                    "of tags, e.g. [\"pii\"]")

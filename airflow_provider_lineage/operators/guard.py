@@ -11,17 +11,20 @@ what a worker may read in Airflow 3 without metadata-DB access, through the task
   setting ``[column_lineage] tags_file``;
 * the tags of the task's inputs that upstream tasks (this DAG or another) carried: the estate's tag map
   (Variable ``lineage_column_tags_estate``, written by the scheduler from the estate index:
-  plugins/guard_estate.py) and the newest asset event of each input dataset (URI = the OpenLineage
+  plugins/guard/estate.py) and the newest asset event of each input dataset (URI = the OpenLineage
   dataset) and its ``extra["column_tags"]``, which this operator writes on the asset events of the
   tables it writes.
 
 Nothing here fails the write: a problem is logged, kept in the record (``guard_problems``, shown on the
 page) and the task goes on; only ``on_lineage_change="fail"`` / ``on_policy_violation="fail"`` fail
-the task, after the write, with the diff or the violations in the message.
+the task, after the write, with the diff or the violations in the message. The policy fails closed:
+with ``require_masked``, tags that cannot be computed fully (a declaration, tag map or asset event that
+cannot be read, lineage not captured) fail the task like a violation, with the reason.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,7 @@ SECTION = "column_lineage"
 CHANGE_MODES = ("ignore", "warn", "fail")
 POLICY_MODES = ("warn", "fail")
 #: Upper bound on the input datasets whose asset events are read for upstream tags.
-MAX_INPUT_LOOKUPS = 50
+MAX_INPUT_LOOKUPS = 500
 #: Upper bound on the diff entries the record keeps for the view (the XCom has them all).
 VIEW_DIFF_ITEMS = 300
 
@@ -47,14 +50,27 @@ def setting_list(option: str, default: list[str] | None) -> list[str] | None:
     raw = _compat.airflow_conf().get(SECTION, option, fallback=None)
     if raw is None or not str(raw).strip():
         return default
-    raw = str(raw).strip()
-    if raw.startswith("["):
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"[{SECTION}] {option} = {raw!r} is not a JSON list ({exc}); use e.g. [\"pii\"] or pii,secret") from None
-        return [str(v) for v in value]
-    return [v.strip() for v in raw.split(",") if v.strip()]
+    try:
+        return tagging.parse_tag_list(str(raw), f"[{SECTION}] {option}")
+    except tagging.TagsError as exc:
+        raise ValueError(f"{exc} (provider setting, environment AIRFLOW__COLUMN_LINEAGE__{option.upper()})") from None
+
+
+def parse_mode(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``value`` of the enum argument ``name`` normalised (case, spaces), or a :class:`ValueError` naming the
+    allowed values: a mode the guard does not know must never read as "no guard"."""
+    if isinstance(value, str) and value.strip().lower() in allowed:
+        return value.strip().lower()
+    raise ValueError(f"{name}={value!r} is not one of {', '.join(repr(a) for a in allowed)} (case does not matter)")
+
+
+def parse_require_masked(value: Any) -> list[str] | None:
+    """``require_masked`` as a list of tags (``"pii"`` -> ``["pii"]``), ``None`` when unset; a
+    :class:`ValueError` for anything else."""
+    try:
+        return tagging.parse_tag_list(value, "require_masked")
+    except tagging.TagsError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _sdk_variable(key: str) -> Any:
@@ -63,38 +79,111 @@ def _sdk_variable(key: str) -> Any:
     return Variable.get(key, default=None)
 
 
-def load_declaration(read_variable: Any = None) -> tuple[tagging.Declared, list[str]]:
-    """The declared tags (Variable + file) and the problems met reading them (never raises).
+#: The sources of a declaration, in the order they are read (``source`` of :class:`Declaration` problems).
+SOURCES = ("setting", "file", "variable")
 
-    :param read_variable: reads the Variable's text (``None``: the task SDK's ``Variable.get``, in a task;
-        the scheduler and api-server pass one that reads the metadata DB).
+
+@dataclass
+class Declaration:
+    """The declared tags and where they came from.
+
+    :ivar declared: the merged declaration (tags add up across sources).
+    :ivar problems: ``(source, message)`` of every source that could not be read fully (``source`` one of
+        :data:`SOURCES`): the declaration is then incomplete, and a policy fails closed on it.
+    :ivar texts: the raw text of each source read (what a cache of anything derived from it keys on).
     """
-    problems: list[str] = []
+
+    declared: tagging.Declared = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    texts: tuple[Any, ...] = ()
+    #: ``(source, declaration)`` of each source read (who declared what)
+    by_source: list[tuple[str, tagging.Declared]] = field(default_factory=list)
+    #: per problem: ``(the message without a dataset name, the dataset it names or None)``
+    public: list[tuple[str, tuple[str, str] | None]] = field(default_factory=list)
+
+    def add(self, source: str, exc: Exception | str) -> None:
+        self.problems.append((source, str(exc)))
+        self.public.append((getattr(exc, "public", str(exc)), getattr(exc, "dataset", None)))
+
+    def messages_for(self, datasets: Any) -> list[str]:
+        """The problems as a task may show them: a dataset the task does not read or write is not named."""
+        return [msg if named is None or named in datasets else public
+                for (_, msg), (public, named) in zip(self.problems, self.public, strict=True)]
+
+    @property
+    def messages(self) -> list[str]:
+        return [m for _, m in self.problems]
+
+
+def variable_name() -> str | None:
+    """The Airflow Variable the declaration is read from (``[column_lineage] tags_variable``, default
+    ``lineage_column_tags``); ``None`` when the setting is empty or ``none``: no Variable is read, so no task
+    can change the declaration (docs/guard.md, "Who can change the policy")."""
+    raw = _compat.airflow_conf().get(SECTION, "tags_variable", fallback=tagging.VARIABLE)
+    name = tagging.VARIABLE if raw is None else str(raw).strip()
+    return None if name.lower() in ("", "none", "off", "false") else name
+
+
+def read_declaration(read_variable: Any = None) -> Declaration:
+    """The declared tags from every configured source (never raises):
+
+    1. the provider setting ``[column_lineage] tags`` (the JSON itself, in airflow.cfg or
+       ``AIRFLOW__COLUMN_LINEAGE__TAGS``: read by each process from its own configuration);
+    2. the file named by ``[column_lineage] tags_file``;
+    3. the Airflow Variable :func:`variable_name` (``lineage_column_tags``), unless switched off.
+
+    :param read_variable: ``read_variable(key)`` reads a Variable's text (``None``: the task SDK's
+        ``Variable.get``, in a task; the scheduler and api-server pass one that reads the metadata DB).
+    """
+    out = Declaration()
     found: list[tagging.Declared] = []
-    try:
-        raw = read_variable() if read_variable is not None else _sdk_variable(tagging.VARIABLE)
-    except Exception as exc:  # noqa: BLE001 - a missing or unreadable Variable never fails the task
-        raw, _ = None, problems.append(f"cannot read Variable {tagging.VARIABLE!r}: {exc!r}")
-    if raw is not None:
+    texts: list[Any] = []
+    conf = _compat.airflow_conf()
+    inline = conf.get(SECTION, "tags", fallback=None)
+    if inline is not None and str(inline).strip():
+        texts.append(("setting", str(inline)))
         try:
-            found.append(tagging.parse_declaration(raw))
+            found.append(tagging.parse_declaration(str(inline), f"[{SECTION}] tags"))
+            out.by_source.append(("setting", found[-1]))
         except tagging.TagsError as exc:
-            problems.append(str(exc))
-    path = _compat.airflow_conf().get(SECTION, "tags_file", fallback=None)
+            out.add("setting", exc)
+    path = conf.get(SECTION, "tags_file", fallback=None)
     if path:
         where = f"tags file {path} ([{SECTION}] tags_file)"
         try:
-            found.append(tagging.parse_declaration(Path(path).read_text(encoding="utf-8"), where))
+            text = Path(path).read_text(encoding="utf-8")
+            texts.append(("file", path, text))
+            found.append(tagging.parse_declaration(text, where))
+            out.by_source.append(("file", found[-1]))
         except OSError as exc:
-            problems.append(f"cannot read the {where}: {exc}")
+            texts.append(("file", path, repr(exc)))
+            out.add("file", f"cannot read the {where}: {exc}")
         except tagging.TagsError as exc:
-            problems.append(str(exc))
-    declared = tagging.merge(*found)
-    for (ns, name) in declared:  # a tag on a dataset that does not exist: reported, not fatal
-        if ns == "file" and not Path(name).exists():
-            problems.append(f"tags declared on {ns}:{name}, which does not exist (check the dataset name: the "
-                            "OpenLineage name, an absolute path for files)")
-    return declared, problems
+            out.add("file", exc)
+    key = variable_name()
+    if key is not None:
+        try:
+            raw = read_variable(key) if read_variable is not None else _sdk_variable(key)
+        except Exception as exc:  # noqa: BLE001 - reported; a policy fails closed on it
+            raw = None
+            out.add("variable", f"cannot read Variable {key!r}: {exc!r}")
+        texts.append(("variable", key, raw))
+        if raw is not None:
+            try:
+                found.append(tagging.parse_declaration(raw, f"Variable {key!r}"))
+                out.by_source.append(("variable", found[-1]))
+            except tagging.TagsError as exc:
+                out.add("variable", exc)
+    out.declared = tagging.merge(*found)
+    out.texts = tuple(texts)
+    return out
+
+
+def load_declaration(read_variable: Any = None) -> tuple[tagging.Declared, list[str]]:
+    """``(declared tags, problems)`` of :func:`read_declaration` (never raises). A problem means the
+    declaration is incomplete: :class:`Guard` fails a ``require_masked`` policy on it."""
+    found = read_declaration(read_variable)
+    return found.declared, found.messages
 
 
 def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str, Any] | None, str | None]:
@@ -127,33 +216,106 @@ def _identity(namespace: str, name: str) -> tuple[str, str]:
         return namespace, name
 
 
+def _key_setting(option: str) -> str | None:
+    """A key setting of :data:`SECTION`: the PEM text itself, or the path of a PEM file (``None``: unset)."""
+    raw = _compat.airflow_conf().get(SECTION, option, fallback=None)
+    if raw is None or not str(raw).strip():
+        return None
+    raw = str(raw).strip()
+    if raw.startswith("-----BEGIN"):
+        return raw
+    try:
+        return Path(raw).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"[{SECTION}] {option}: cannot read the key file {raw}: {exc}") from None
+
+
+def _signed_bytes(value: dict[str, Any]) -> bytes:
+    return json.dumps({k: v for k, v in value.items() if k != "signature"}, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True).encode("ascii")
+
+
+def sign_published(value: dict[str, Any], private_pem: str) -> str:
+    """The Ed25519 signature (base64) of a published tag map (the scheduler's private key, PEM)."""
+    import base64
+
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    key = load_pem_private_key(private_pem.encode("utf-8"), password=None)
+    return base64.b64encode(key.sign(_signed_bytes(value))).decode("ascii")  # type: ignore[call-arg,union-attr]
+
+
+def verify_published(value: Any, public_pem: str) -> dict[str, Any]:
+    """The published tag map, decoded, if the scheduler's key signed it; else :class:`..lineage.tags.TagsError`."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise tagging.TagsError(f"the published estate tag map is not valid JSON ({exc})") from None
+    signature = value.get("signature") if isinstance(value, dict) else None
+    if not isinstance(signature, str):
+        raise tagging.TagsError(f"the published estate tag map carries no signature, and [{SECTION}] "
+                                "tag_map_public_key says it must (a map not written by the scheduler)")
+    try:
+        key = load_pem_public_key(public_pem.encode("utf-8"))
+        key.verify(base64.b64decode(signature, validate=True), _signed_bytes(value))  # type: ignore[call-arg,union-attr]
+    except (InvalidSignature, ValueError, TypeError) as exc:
+        raise tagging.TagsError(f"the published estate tag map's signature does not verify with [{SECTION}] "
+                                f"tag_map_public_key ({type(exc).__name__}): not written by the scheduler") from None
+    return value
+
+
 def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from the estate's tag map (Variable ``lineage_column_tags_estate``,
-    which the scheduler writes from the estate index: every DAG's edges, stitched by dataset identity)."""
+    which the scheduler writes from the estate index: every DAG's edges, stitched by dataset identity).
+
+    The problems returned mean the inherited tags may be incomplete (an unreadable or malformed map, a map
+    that leaves out one of the inputs); no map at all (a fresh deployment) is not one.
+    """
     try:
+        public = _key_setting("tag_map_public_key")
         raw = _sdk_variable(tagging.ESTATE_VARIABLE)
-    except Exception as exc:  # noqa: BLE001 - never fails the task
+    except Exception as exc:  # noqa: BLE001 - reported; a policy fails closed on it
         return {}, [f"cannot read Variable {tagging.ESTATE_VARIABLE!r} (tags along the estate): {exc!r}"]
     if raw is None:
-        return {}, []
+        return {}, ([(f"Variable {tagging.ESTATE_VARIABLE!r} is missing, and [{SECTION}] tag_map_public_key says the "
+                     "scheduler's signed map must be there (it is written when a DAG run ends)")] if public else [])
     ds = record.get("datasets") or []
     wanted = {_identity(ds[i]["namespace"], ds[i]["name"]): (ds[i]["namespace"], ds[i]["name"])
               for i in record.get("inputs") or [] if 0 <= i < len(ds)}
     try:
+        if public is not None:
+            raw = verify_published(raw, public)
         return tagging.published_known(raw, wanted), []
-    except (ValueError, tagging.TagsError) as exc:
-        return {}, [(f"Variable {tagging.ESTATE_VARIABLE!r} (written by the scheduler from the estate index) is not "
-                     f"a tag map ({str(exc)[:200]}): its tags are not inherited; it is rewritten after the next DAG run")]
+    except (ValueError, TypeError, tagging.TagsError) as exc:
+        return {}, [(f"Variable {tagging.ESTATE_VARIABLE!r} (written by the scheduler from the estate index) cannot "
+                     f"be used: {str(exc)[:300]}; its tags are not inherited (it is rewritten after the next DAG run)")]
 
 
 def asset_event_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
-    """Tags of the record's input columns carried by the newest asset event of each input dataset."""
+    """Tags of the record's input columns carried by the newest asset event of each input dataset.
+
+    The problems returned mean the inherited tags may be incomplete (an asset event that could not be read,
+    a malformed ``column_tags``, more inputs than :data:`MAX_INPUT_LOOKUPS`); an input no lineage task wrote
+    (no such asset) is not one.
+    """
     from airflow.sdk.execution_time.context import InletEventsAccessor
 
     known: tagging.Tags = {}
     problems: list[str] = []
     ds = record.get("datasets") or []
-    for i in (record.get("inputs") or [])[:MAX_INPUT_LOOKUPS]:
+    inputs = [i for i in record.get("inputs") or [] if 0 <= i < len(ds)]
+    if len(inputs) > MAX_INPUT_LOOKUPS:
+        problems.append(f"this task read {len(inputs)} datasets: the asset events of the first {MAX_INPUT_LOOKUPS} "
+                        "only were read for upstream tags")
+    for i in inputs[:MAX_INPUT_LOOKUPS]:
         d = ds[i]
         uri = asset_uri(d["namespace"], d["name"])
         try:
@@ -165,14 +327,18 @@ def asset_event_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
                 problems.append(f"cannot read asset events of {uri} (its tags are not inherited): {str(exc)[:200]}")
             continue
         if found:
-            known.update(tagging.known_from_extra(d["namespace"], d["name"], found[0].extra))
+            try:
+                known.update(tagging.known_from_extra(d["namespace"], d["name"], found[0].extra))
+            except tagging.TagsError as exc:
+                problems.append(f"{str(exc)[:300]}: its tags are not inherited")
     return known, problems
 
 
 def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from upstream tasks of any DAG: the estate's tag map
     (:func:`estate_tags`) and, for what the index has not seen yet (an upstream task of this DAG run:
-    the index syncs when a DAG run ends) or when there is no map, the newest asset event of each input."""
+    the index syncs when a DAG run ends) or when there is no map, the newest asset event of each input.
+    Every problem returned means the tags may be incomplete."""
     known, problems = estate_tags(record)
     fresh, more = asset_event_tags(record)
     for c, entries in fresh.items():
@@ -184,26 +350,42 @@ def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
 
 
 class Guard:
-    """One task run's diff, tags and policy (computed once, from the record the operator builds)."""
+    """One task run's diff, tags and policy (computed once, from the record the operator builds).
 
-    def __init__(self, *, on_lineage_change: str, require_masked: list[str] | None, on_policy_violation: str) -> None:
-        if on_lineage_change not in CHANGE_MODES:
-            raise ValueError(f"on_lineage_change={on_lineage_change!r} is not one of {CHANGE_MODES}")
-        if on_policy_violation not in POLICY_MODES:
-            raise ValueError(f"on_policy_violation={on_policy_violation!r} is not one of {POLICY_MODES}")
-        self.on_lineage_change = on_lineage_change
-        self.require_masked = require_masked
-        self.on_policy_violation = on_policy_violation
+    The arguments are checked and normalised here (``"Fail"`` is ``"fail"``, ``"pii"`` is ``["pii"]``): a
+    :class:`ValueError` names a bad one. The policy fails closed: when ``require_masked`` is set and the
+    tags cannot be computed fully (a declaration or tag map that cannot be read, a malformed upstream tag,
+    lineage the operator could not capture), the task fails with the reason (``on_policy_violation="warn"``:
+    a warning), as it does on a violation.
+    """
+
+    def __init__(self, *, on_lineage_change: str, require_masked: Any, on_policy_violation: str) -> None:
+        self.on_lineage_change = parse_mode("on_lineage_change", on_lineage_change, CHANGE_MODES)
+        self.on_policy_violation = parse_mode("on_policy_violation", on_policy_violation, POLICY_MODES)
+        self.require_masked = parse_require_masked(require_masked)
+        self.required: list[str] = list(self.require_masked if self.require_masked is not None
+                                        else setting_list("require_masked", None) or [])
         self.diff: dict[str, Any] | None = None
         self.tags: dict[str, Any] | None = None
         self.policy: dict[str, Any] | None = None
         self.failure: str | None = None
+        #: why the tags may be incomplete (the policy fails closed on any)
+        self.incomplete: list[str] = []
+        self.checked = False
 
     def run(self, ti: Any, record: dict[str, Any], log: Any, lineage_log: Any) -> None:
         """Fill ``record`` (``diff``, ``tags``, ``policy``, ``guard_problems``) and push the XComs."""
         problems: list[str] = []
         failures: list[str] = []
-        outputs_known = record.get("status") == "ok"
+        incomplete: list[str] = []
+        status = record.get("status")
+        outputs_known = status == "ok"
+        if status not in ("ok", "no_writes"):
+            incomplete.append(f"the lineage of this run was not captured (record status {status!r}: see the lineage "
+                              "problems above), so the tags its outputs receive are not known")
+        if record.get("truncated"):
+            incomplete.append("the lineage record was cut to its size bound before the tags were computed: edges "
+                              "beyond it were not followed")
         # 1. diff with the previous successful run of this task
         try:
             map_index = getattr(ti, "map_index", -1)
@@ -226,45 +408,74 @@ class Guard:
         except Exception as exc:  # noqa: BLE001 - the guard never fails the write
             problems.append(f"lineage diff not computed: {exc!r}")
             lineage_log.warning("lineage diff not computed: %r (the task is not affected)", exc)
-        # 2. tags: declared + carried by upstream asset events, propagated along this task's edges
+        # 2. tags: declared + carried by upstream tasks, propagated along this task's edges
+        required = self.required
+        found: list[dict[str, Any]] = []
         try:
-            declared, tag_problems = load_declaration()
-            problems += tag_problems
+            found_decl = read_declaration()
+            declared = found_decl.declared
+            # the task log and record are read by whoever may read this DAG: no other dataset named
+            tag_problems = found_decl.messages_for({(d.get("namespace"), d.get("name"))
+                                                    for d in record.get("datasets") or []})
+            incomplete += tag_problems
             for p in tag_problems:
                 lineage_log.warning("column tags: %s", p)
             known, up_problems = upstream_tags(record) if outputs_known else ({}, [])
-            problems += up_problems
+            incomplete += up_problems
+            for p in up_problems:
+                lineage_log.warning("column tags: %s", p)
             stopped = setting_list("stopped_by_masking", list(tagging.DEFAULT_STOPPED_BY_MASKING)) or []
             result = tagging.propagate(record, declared, known, stopped)
             problems += tagging.unknown_columns(declared, record)
             _, outs = tagging.record_columns(record)
-            required = self.require_masked
-            if required is None:
-                required = setting_list("require_masked", None)
-            found = tagging.violations(result, outs, required or [])
+            found = tagging.violations(result, outs, required)
             self.tags = result
             record["tags"] = tagging.for_record(result, record)
             log.info("%s", tagging.summary(result, outs, found))
-            if required:
-                self.policy = {"require_masked": list(required), "violations": found}
-                record["policy"] = self.policy
+        except Exception as exc:  # noqa: BLE001 - the guard never fails the write; a policy fails closed
+            incomplete.append(f"column tags not computed: {exc!r}")
+            lineage_log.warning("column tags not computed: %r", exc)
+        # 3. the policy: violations, or tags that cannot be known fully (fail closed)
+        self.incomplete = incomplete
+        if required:
+            self.policy = {"require_masked": list(required), "violations": found,
+                           **({"incomplete": [p[:500] for p in incomplete[:20]]} if incomplete else {})}
+            record["policy"] = self.policy
+            try:
                 ti.xcom_push(key=tagging.POLICY_XCOM_KEY, value=self.policy)
-                if found:
-                    text = "\n".join(
-                        f"  {v['column']['namespace']}:{v['column']['name']} column {v['column']['column']!r} receives "
-                        f"{v['tag']!r} unmasked via " + " -> ".join(f"{p['name']}.{p['column']}" for p in v["path"])
-                        for v in found)
-                    msg = (f"lineage policy: {len(found)} output column(s) receive a require_masked tag "
-                           f"({', '.join(required)}) through a path with no masking step:\n{text}")
-                    if self.on_policy_violation == "fail":
-                        failures.append(f"on_policy_violation='fail': {msg}")
-                    else:
-                        lineage_log.warning("%s", msg)
-        except Exception as exc:  # noqa: BLE001 - the guard never fails the write
-            problems.append(f"column tags not computed: {exc!r}")
-            lineage_log.warning("column tags not computed: %r (the task is not affected)", exc)
-        record["guard_problems"] = [p[:500] for p in problems[:20]]
+            except Exception as exc:  # noqa: BLE001 - the failure below still says it
+                lineage_log.warning("could not push %s: %r", tagging.POLICY_XCOM_KEY, exc)
+            msgs = []
+            if found:
+                text = "\n".join(
+                    f"  {v['column']['namespace']}:{v['column']['name']} column {v['column']['column']!r} receives "
+                    f"{v['tag']!r} unmasked via " + " -> ".join(f"{p['name']}.{p['column']}" for p in v["path"])
+                    for v in found)
+                msgs.append(f"lineage policy: {len(found)} output column(s) receive a require_masked tag "
+                            f"({', '.join(required)}) through a path with no masking step:\n{text}")
+            if incomplete:
+                msgs.append(f"lineage policy: require_masked ({', '.join(required)}) cannot be checked fully, so it "
+                            "fails closed:\n" + "\n".join(f"  {p}" for p in incomplete))
+            for msg in msgs:
+                if self.on_policy_violation == "fail":
+                    failures.append(f"on_policy_violation='fail': {msg}")
+                else:
+                    lineage_log.warning("%s", msg)
+        self.checked = True
+        record["guard_problems"] = [p[:500] for p in (incomplete + problems)[:20]]
         self.failure = "\n".join(failures) or None
+
+    def not_checked(self, reason: str, lineage_log: Any) -> None:
+        """The operator could not run the guard (``reason``): with ``require_masked`` the policy fails closed."""
+        if self.checked or not self.required:
+            return
+        msg = (f"lineage policy: require_masked ({', '.join(self.required)}) was not checked, so it fails closed: "
+               f"{reason}")
+        if self.on_policy_violation == "fail":
+            self.failure = "\n".join(filter(None, [self.failure, f"on_policy_violation='fail': {msg}"]))
+        else:
+            lineage_log.warning("%s", msg)
+        self.checked = True
 
     def dataset_tags(self, namespace: str, name: str) -> dict[str, list[dict[str, Any]]]:
         """``{column: [tag entries]}`` of one dataset (for the asset event's extra and the tags facet)."""

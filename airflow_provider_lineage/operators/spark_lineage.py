@@ -56,6 +56,20 @@ XCOM_OUTPUTS_KEY = "lineage_outputs"
 DEFAULT_ASSET_ALIAS = "spark_lineage_writes"
 
 
+#: Size bound of the lineage record the guard computes tags and the policy over (the XCom copy is cut to
+#: ``lineage_record_limit``); over it the record says ``truncated`` and a policy fails closed.
+GUARD_RECORD_LIMIT = 64 * 1024 * 1024
+
+
+def _templated(value: Any) -> bool:
+    """Whether ``value`` (a string or a list of them) holds a Jinja template (checked after rendering)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, (list, tuple)):
+        return any(_templated(v) for v in value)
+    return False
+
+
 def launcher_path() -> str:
     """Absolute path of the launcher script submitted as the spark-submit application."""
     return str(Path(launcher_module.__file__).resolve())
@@ -108,12 +122,14 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     :param on_lineage_change: what a change of this task's lineage since its previous successful run
         does (XCom ``lineage_diff``): ``"ignore"`` (logged at info), ``"warn"`` (default: a warning in
         the task log and a "changed" badge on the page) or ``"fail"`` (the task fails after the write,
-        with the diff in the message, so downstream tasks do not run on a changed shape). (templated)
-    :param require_masked: tags (e.g. ``["pii"]``) that no output column may receive through a path
-        without a masking step; ``None`` (default): the provider setting ``[column_lineage]
-        require_masked``, else no policy. Result in XCom ``lineage_policy``. (templated)
+        with the diff in the message, so downstream tasks do not run on a changed shape); any case.
+        (templated; checked after rendering, at task start)
+    :param require_masked: tags (e.g. ``["pii"]``, or one tag ``"pii"``) that no output column may receive
+        through a path without a masking step; ``None`` (default): the provider setting ``[column_lineage]
+        require_masked``, else no policy. Result in XCom ``lineage_policy``. The policy fails closed: tags
+        that cannot be computed fully fail it too, with the reason. (templated; checked after rendering)
     :param on_policy_violation: ``"fail"`` (default: the task fails after the write, naming each
-        column and its path) or ``"warn"``. (templated)
+        column and its path) or ``"warn"`` (any case). (templated; checked after rendering, at task start)
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir", "on_lineage_change",
@@ -165,10 +181,13 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.lineage_xcom_key = lineage_xcom_key
         self.indirect_lineage = indirect_lineage
         self.udf_analysis = udf_analysis
-        for name, value, allowed in (("on_lineage_change", on_lineage_change, guard.CHANGE_MODES),
-                                     ("on_policy_violation", on_policy_violation, guard.POLICY_MODES)):
-            if "{{" not in value and value not in allowed:
-                raise ValueError(f"{name}={value!r} is not one of {allowed}")
+        # checked now unless templated; every value again after rendering, at task start (execute)
+        if not _templated(on_lineage_change):
+            on_lineage_change = guard.parse_mode("on_lineage_change", on_lineage_change, guard.CHANGE_MODES)
+        if not _templated(on_policy_violation):
+            on_policy_violation = guard.parse_mode("on_policy_violation", on_policy_violation, guard.POLICY_MODES)
+        if not _templated(require_masked):
+            require_masked = guard.parse_require_masked(require_masked)
         self.on_lineage_change = on_lineage_change
         self.require_masked = require_masked
         self.on_policy_violation = on_policy_violation
@@ -204,6 +223,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 f"SparkLineageSubmitOperator runs Python applications only, got application={self.application!r}: "
                 "use SparkSubmitOperator for JVM applications"
             )
+        # the guard's arguments as rendered: a bad one fails the task now, before Spark runs (never "no guard")
+        self.guard = guard.Guard(on_lineage_change=self.on_lineage_change, require_masked=self.require_masked,
+                                 on_policy_violation=self.on_policy_violation)
         emission = self.resolved_emission()
         deploy_mode = self.resolved_deploy_mode()
         ti = context.get("ti") or context.get("task_instance")
@@ -269,6 +291,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             self._publish(context, result, emission, client, task_run, error)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("lineage publication failed: %r (the task is not affected)", exc)
+            self._policy_not_checked(f"the lineage publication failed: {exc!r}")
         finally:
             if created_dir:
                 shutil.rmtree(created_dir, ignore_errors=True)
@@ -349,6 +372,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         self.log.info("column lineage of %s:\n%s", task_run.name, events.summaries(result))
         written = events.written_datasets(result)
         self._push_lineage_record(context, result, emission, task_run)
+        self._policy_not_checked("the lineage record of this run could not be built (see the warnings above)")
         if self.asset_alias and error is None:
             self._publish_assets(context, written)
         if self.lineage_xcom_key:
@@ -399,11 +423,16 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 run_id=task_run.run_id,
                 emission=emission,
                 deploy_mode=self.resolved_deploy_mode(),
-                limit=self.lineage_record_limit,
+                # the guard sees every edge (its tags and policy must not follow a cut record); the record kept
+                # in XCom is cut to lineage_record_limit below
+                limit=max(self.lineage_record_limit, GUARD_RECORD_LIMIT),
             )
             if record.get("status") != "cluster_mode":  # a driver that emitted itself left nothing to compare
                 self._run_guard(context, record)
-                record = guard.fit(record, self.lineage_record_limit)
+            else:
+                self._policy_not_checked("cluster deploy mode: the Spark driver emits the lineage itself and the "
+                                         "worker has no column edges to check the policy against (use client mode)")
+            record = guard.fit(record, self.lineage_record_limit)
             context["ti"].xcom_push(key=run_record.XCOM_KEY, value=record)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("could not keep the lineage record for the UI view: %r", exc)
@@ -411,12 +440,24 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
     def _run_guard(self, context: Context, record: dict[str, Any]) -> None:
         """Diff with the previous run, column tags and policy (see :mod:`.guard`); tags facets on the datasets."""
         try:
-            self.guard = guard.Guard(on_lineage_change=self.on_lineage_change, require_masked=self.require_masked,
-                                     on_policy_violation=self.on_policy_violation)
+            if self.guard is None:  # execute() makes it; a caller of _publish alone (tests) may not have
+                self.guard = guard.Guard(on_lineage_change=self.on_lineage_change,
+                                         require_masked=self.require_masked,
+                                         on_policy_violation=self.on_policy_violation)
             self.guard.run(context["ti"], record, self.log, self.lineage_log)
-            self.guard.add_tags_facets([*self._ol_inputs, *self._ol_outputs])
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task; a policy fails closed
+            self.lineage_log.warning("lineage guard not run: %r", exc)
+            self._policy_not_checked(f"the lineage guard could not run: {exc!r}")
+        try:
+            if self.guard is not None:
+                self.guard.add_tags_facets([*self._ol_inputs, *self._ol_outputs])
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
-            self.lineage_log.warning("lineage guard not run: %r (the task is not affected)", exc)
+            self.lineage_log.warning("tags facets not added: %r (the task is not affected)", exc)
+
+    def _policy_not_checked(self, reason: str) -> None:
+        """With ``require_masked``, a policy the guard could not check fails the task (fail closed)."""
+        if self.guard is not None:
+            self.guard.not_checked(reason, self.lineage_log)
 
     def _self_emit_start(self, task_run: ParentRun) -> Any:
         try:

@@ -47,7 +47,9 @@ def create_app() -> Any:
     from fastapi.staticfiles import StaticFiles
 
     from airflow_provider_lineage.plugins import graph as graphs
-    from airflow_provider_lineage.plugins import guard_view, indexes, store
+    from airflow_provider_lineage.plugins import indexes, store
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+    from airflow_provider_lineage.plugins.guard import view as guard_view
 
     app = FastAPI(
         title="Column lineage (airflow-provider-lineage)",
@@ -63,7 +65,12 @@ def create_app() -> Any:
         if found is None:
             raise HTTPException(404, f"no DAG run {run_id!r} of DAG {dag_id!r}")
 
-    def _graph(session: Any, dag_id: str, run_id: str, task_id: Optional[str] = None,  # noqa: UP045
+    def _readable(user: Any) -> Any:
+        from airflow.api_fastapi.app import get_auth_manager
+
+        return get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+
+    def _graph(session: Any, user: Any, dag_id: str, run_id: str, task_id: Optional[str] = None,  # noqa: UP045
                map_index: Optional[int] = None) -> dict[str, Any]:  # noqa: UP045
         _run_exists(session, dag_id, run_id)
         tasks = store.run_tasks(session, dag_id, run_id, task_id, map_index)
@@ -72,6 +79,16 @@ def create_app() -> Any:
             guard_view.annotate(g, tasks)
         except Exception as exc:  # noqa: BLE001 - the guard's view data never costs the graph
             g["guard_error"] = f"lineage guard data not shown: {exc!r}"
+        try:  # tag paths through other DAGs' datasets: a hop the user cannot read is a count (docs/guard.md)
+            guard_view.redact(g, guard_estate.run_view_access(session, g, lambda: _readable(user)))
+        except Exception as exc:  # noqa: BLE001 - fail soft, never with a name: drop the paths' data
+            g["guard_error"] = f"lineage guard data not shown: {exc!r}"
+            for d in g.get("datasets") or []:
+                for f in d.get("fields") or []:
+                    f.pop("tags", None)
+            g["unmasked"] = []
+            for t in g.get("tasks") or []:
+                t.pop("policy", None)
         g.update(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
         if task_id is not None and not tasks:
             g["empty"] = (f"task {task_id!r} of this run kept no lineage record: it is not a "
@@ -103,22 +120,22 @@ def create_app() -> Any:
         return g
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/graph", dependencies=read_dag)
-    def run_graph(dag_id: str, run_id: str, session: SessionDep, include: str = "") -> dict[str, Any]:
+    def run_graph(dag_id: str, run_id: str, session: SessionDep, user: GetUserDep, include: str = "") -> dict[str, Any]:
         """The lineage of every task of the run, as one graph (a dataset shared by tasks is one node)."""
-        return _with(session, _graph(session, dag_id, run_id), dag_id, run_id, include)
+        return _with(session, _graph(session, user, dag_id, run_id), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/tasks/{task_id}/graph", dependencies=read_dag)
-    def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep,
+    def task_graph(dag_id: str, run_id: str, task_id: str, session: SessionDep, user: GetUserDep,
                    map_index: int = -1, include: str = "") -> dict[str, Any]:
         """The lineage of one task instance."""
-        return _with(session, _graph(session, dag_id, run_id, task_id, map_index), dag_id, run_id, include)
+        return _with(session, _graph(session, user, dag_id, run_id, task_id, map_index), dag_id, run_id, include)
 
     @app.get("/api/dags/{dag_id}/runs/{run_id}/column", dependencies=read_dag)
-    def column_path(dag_id: str, run_id: str, session: SessionDep, dataset: str = Query(...),
+    def column_path(dag_id: str, run_id: str, session: SessionDep, user: GetUserDep, dataset: str = Query(...),
                     column: str = Query(...), depth: int = Query(3, ge=0, le=MAX_DEPTH),
                     task_id: Optional[str] = None, map_index: int = -1) -> dict[str, Any]:  # noqa: UP045
         """One column's upstream and downstream, ``depth`` hops each way (indexes into the graph's edges)."""
-        g = _graph(session, dag_id, run_id, task_id, map_index if task_id else None)
+        g = _graph(session, user, dag_id, run_id, task_id, map_index if task_id else None)
         if not any(d["id"] == dataset for d in g["datasets"]):
             raise HTTPException(404, f"dataset {dataset!r} is not in the lineage of this run")
         return graphs.path(g, dataset, column, depth)
@@ -133,18 +150,43 @@ def create_app() -> Any:
     def tags_unmasked(user: GetUserDep, session: SessionDep, tag: Optional[str] = Query(None, max_length=200),  # noqa: UP045
                       limit: int = Query(500, ge=1, le=5000)) -> dict[str, Any]:
         """Where tags reach unmasked: columns that inherited a tag through no masking step, along the estate
-        index's edges of the DAGs the user may read (else their newest records), with the path."""
-        from airflow.api_fastapi.app import get_auth_manager
-
-        from airflow_provider_lineage.plugins import guard_estate
+        index's edges (else the newest records of the DAGs the user may read), with the path. Computed once per
+        index sync; what the user cannot read is a count (``hidden``, ``hidden_hops``, ``problems_hidden``)."""
         from airflow_provider_lineage.plugins.estate import index
 
-        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+        readable = _readable(user)
         try:
             index.sync(session)
-        except Exception:  # noqa: BLE001 - an index that cannot sync: guard_estate falls back to the records
+        except Exception:  # noqa: BLE001 - an index that cannot sync: answered as it is, else from the records
             session.rollback()
-        return guard_estate.answer(session, set(readable), tag, limit)
+        return guard_estate.answer(session, set(readable), tag, limit, _declaration_sources(user))
+
+    def _declaration_sources(user: Any) -> set[str]:
+        """The declaration sources whose problems (they name declared datasets) the user may read: the Variable
+        for a user who may read Variables, the setting and file for one who may read the configuration."""
+        from airflow.api_fastapi.app import get_auth_manager
+        from airflow.api_fastapi.auth.managers.models.resource_details import (
+            ConfigurationDetails,
+            VariableDetails,
+        )
+
+        from airflow_provider_lineage import _compat
+        from airflow_provider_lineage.lineage import tags as tagging
+        from airflow_provider_lineage.operators import guard
+
+        manager = get_auth_manager()
+        out: set[str] = set()
+        try:
+            key = guard.variable_name() or tagging.VARIABLE
+            if manager.is_authorized_variable(method="GET", user=user, details=VariableDetails(key=key)):
+                out.add("variable")
+            exposed = str(_compat.airflow_conf().get("api", "expose_config", fallback="False")).strip().lower()
+            if exposed not in ("", "false", "0") and manager.is_authorized_configuration(
+                    method="GET", user=user, details=ConfigurationDetails(section=guard.SECTION)):
+                out |= {"setting", "file"}
+        except Exception:  # noqa: BLE001 - in doubt, counts only
+            return set()
+        return out
 
     @app.get("/api/search")
     def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),

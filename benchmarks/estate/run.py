@@ -224,7 +224,7 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
 
         # lineage as a guard: the tag map the scheduler publishes after each DAG run (docs/guard.md), with
         # `pii` declared on one column of every landing table: it follows every chain of the estate
-        from airflow_provider_lineage.plugins import guard_estate
+        from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
         declared = {(NS, est.name(-1 - k)): {"col_1": ["pii"]} for k in range(est.per_dag)}
 

@@ -136,7 +136,7 @@ class TestTags:
 
 
 class TestGraphTags:
-    """tags.propagate_graph: the estate's edges of many tasks and DAGs at once (what plugins/guard_estate.py feeds)."""
+    """tags.propagate_graph: the estate's edges of many tasks and DAGs at once (what plugins/guard/estate.py feeds)."""
 
     @staticmethod
     def c(name: str, column: str) -> tuple[str, str, str]:
@@ -190,3 +190,51 @@ class TestGraphTags:
         assert list(known) == [("file", MART, "email_l")] and known[("file", MART, "email_l")][0]["tag"] == "pii"
         with pytest.raises(tagging.TagsError, match="datasets"):
             tagging.published_known("[]", {})
+
+
+class TestPolicyInput:
+    """Issue 37, finding 3: bad guard input is a clear error or read right, never a policy that silently stops."""
+
+    @pytest.mark.parametrize(("value", "tags"), [
+        ("pii", ["pii"]), (" pii , secret ", ["pii", "secret"]), ('["pii", "secret"]', ["pii", "secret"]),
+        (["pii"], ["pii"]), (("pii", "pii"), ["pii"]), ([], []), (None, None)])
+    def test_require_masked_is_a_tag_or_a_list(self, value: object, tags: list[str] | None) -> None:
+        assert tagging.parse_tag_list(value) == tags  # "pii" used to become ['p', 'i', 'i']
+
+    @pytest.mark.parametrize(("value", "words"), [
+        (5, "is a int"), ([1], "non-empty string"), (["pii", ""], "non-empty string"), ("[pii", "not valid JSON"),
+        ({"pii": True}, "is a dict")])
+    def test_a_bad_tag_list_is_a_clear_error(self, value: object, words: str) -> None:
+        with pytest.raises(tagging.TagsError, match="require_masked") as info:
+            tagging.parse_tag_list(value)
+        assert words in str(info.value)
+
+    @pytest.mark.parametrize("bad", [
+        {"email": 5}, {"email": [5]}, {"email": [{"tag": "pii"}]}, {"email": [{"tag": "pii", "path": []}]},
+        {"email": [{"tag": 7, "path": [col(CUST, "email")]}]}, {"email": [{"tag": "pii", "path": ["x"]}]},
+        {"email": [{"tag": "pii", "path": [col(CUST, "email")], "masked": "no"}]}, ["email"]])
+    def test_malformed_upstream_tags_raise_never_read_as_no_tags(self, bad: object) -> None:
+        """An asset-event extra or published-map entry like {"email": 5} used to raise TypeError deep in the
+        guard (no tags computed, the policy passed) or be skipped silently: now a TagsError naming it."""
+        with pytest.raises(tagging.TagsError, match=MART):
+            tagging.known_from_extra("file", MART, {"column_tags": bad})
+        value = {"datasets": [{"namespace": "file", "name": MART, "columns": bad}]}
+        with pytest.raises(tagging.TagsError, match="published estate tag map"):
+            tagging.published_known(json.dumps(value), {("file", MART): ("file", MART)})
+        # a dataset the task does not read is not looked at (its entries cannot hide the task's tags)
+        assert tagging.published_known(json.dumps(value), {("file", CUST): ("file", CUST)}) == {}
+
+    def test_no_column_tags_in_an_extra_is_no_tags(self) -> None:
+        assert tagging.known_from_extra("file", MART, {"table": "t"}) == {} == tagging.known_from_extra("file", MART, None)
+
+    def test_a_published_map_that_leaves_an_input_out_says_so(self) -> None:
+        good = {"tag": "pii", "source": "inherited", "masked": False, "path": [col(CUST, "email"), col(MART, "e")]}
+        value = {"cut": True, "omitted": [tagging.identity_digest("file", "/w/left_out")],
+                 "datasets": [{"namespace": "file", "name": MART, "columns": {"e": [good]}}]}
+        known = tagging.published_known(value, {("file", MART): ("file", MART)})
+        assert known[("file", MART, "e")][0]["path"] == good["path"]
+        with pytest.raises(tagging.TagsError, match="leaves out file:/w/left_out"):
+            tagging.published_known(value, {("file", MART): ("file", MART), ("file", "/w/left_out"): ("file", "/w/x")})
+        # a map cut by an older version (no "omitted"): its reader cannot know what is missing
+        with pytest.raises(tagging.TagsError, match="does not say which datasets"):
+            tagging.published_known({"cut": True, "datasets": []}, {("file", MART): ("file", MART)})

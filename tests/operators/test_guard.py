@@ -112,7 +112,9 @@ def test_changed_application_gives_exactly_its_changes(guard_runs: dict[str, Any
     policy = _xcoms("lineage_guard", run.run_id, "lineage_policy")["mart"]
     assert policy["violations"] == [{"column": col(data, mart, "email"), "tag": "pii",
                                      "path": [col(data, "warehouse/customers", "email"), col(data, mart, "email")]}]
-    assert any("nowhere" in p and "does not exist" in p for p in record["guard_problems"])  # reported, not fatal
+    # a declared dataset the task does not touch is never named in its record (no disk probe on the worker:
+    # the estate answer reports declared datasets no lineage names, to who may read the declaration)
+    assert not any("nowhere" in p for p in record["guard_problems"])
 
 
 def test_unchanged_run_and_fail_mode(guard_runs: dict[str, Any]) -> None:

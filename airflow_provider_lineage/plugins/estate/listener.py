@@ -46,7 +46,7 @@ def _publish_tags() -> None:
     """Hook of lineage as a guard (docs/guard.md): the estate's column-tag map for the workers."""
     from airflow.utils.session import create_session
 
-    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     try:
         with create_session() as session:

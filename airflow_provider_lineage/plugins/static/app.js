@@ -354,6 +354,7 @@
 
   function pathText(path) {
     return (path || []).map(function (p) {
+      if (p.hidden) return "\u2026 " + p.hidden + " hop(s) you cannot read \u2026";  // the access rule: a count
       var parts = String(p.name).split("/").filter(Boolean);
       return parts.slice(-2).join("/") + "." + p.column;
     }).join(" \u2192 ");

@@ -15,7 +15,10 @@
     if (text !== undefined && text !== null) n.textContent = String(text);
     return n;
   }
-  function short(p) { return String(p.name).split("/").filter(Boolean).slice(-2).join("/") + "." + p.column; }
+  function short(p) {
+    if (p.hidden) return "\u2026 " + p.hidden + " hop(s) you cannot read \u2026";  // the access rule: a count
+    return String(p.name).split("/").filter(Boolean).slice(-2).join("/") + "." + p.column;
+  }
   function load() {
     var tag = pick.value.trim();
     box.setAttribute("data-state", "loading");
@@ -40,12 +43,24 @@
             tr.appendChild(el("td", {}, u.label + "." + u.column));
             tr.appendChild(el("td", {}, (u.path || []).map(short).join(" \u2192 ")));
             var who = el("td");
-            who.appendChild(el("a", { target: "_top", href: "../dags/" + encodeURIComponent(u.dag_id) + "/runs/" +
-              encodeURIComponent(u.run_id) + "/plugin/column-lineage-run" }, u.dag_id + " / " + u.task_id));
+            if (u.dag_id) {
+              who.appendChild(el("a", { target: "_top", href: "../dags/" + encodeURIComponent(u.dag_id) + "/runs/" +
+                encodeURIComponent(u.run_id) + "/plugin/column-lineage-run" }, u.dag_id + " / " + u.task_id));
+            } else {
+              who.textContent = "a DAG you cannot read";
+            }
             tr.appendChild(who);
             t.appendChild(tr);
           });
           wrap.appendChild(t);
+        }
+        if (data.hidden) {
+          wrap.appendChild(el("p", { "class": "notice" }, data.hidden + " more column(s) receive " + (tag || "a tag") +
+            " unmasked in datasets of DAGs you cannot read."));
+        }
+        if (data.problems_hidden) {
+          wrap.appendChild(el("p", { "class": "notice" }, data.problems_hidden + " problem(s) of the tag declaration " +
+            "are shown only to users who may read it."));
         }
         (data.problems || []).forEach(function (p) {
           wrap.appendChild(el("p", { "class": "notice error" }, "Column tags: " + p));

@@ -14,10 +14,12 @@ records (``diff``, ``tags``, ``policy``, ``guard_problems``, written by the oper
 * per task: ``diff`` summary, ``policy`` violations, ``guard_problems`` (e.g. a malformed tags Variable).
 
 :func:`unmasked_from_records` gives the same list over the newest records of many DAGs (the estate).
+:func:`redact` applies the access rule to every tag path of the graph (a hop the viewer may not read is a
+count, never a name).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from airflow_provider_lineage.plugins.graph import TaskRecord, dataset_id, label
@@ -160,3 +162,34 @@ def unmasked_from_records(records: Iterable[tuple[dict[str, Any], dict[str, Any]
         seen_tasks.add(key)
         out += [u for u in unmasked_entries(rec, dict(where)) if tag is None or u["tag"] == tag]
     return _dedupe(out)
+
+
+def redact(graph: dict[str, Any], visible: Callable[[dict[str, Any]], bool]) -> int:
+    """Hide, in every tag path of ``graph`` (field tags, ``unmasked``, the tasks' policy violations), the hops
+    ``visible(hop)`` refuses: each run of them becomes one marker with its count (:func:`.access.redact`).
+    Sets ``graph["hidden_hops"]``; returns it."""
+    from airflow_provider_lineage.plugins.guard import access
+
+    hidden = 0
+
+    def fix(item: dict[str, Any]) -> None:
+        nonlocal hidden
+        path = item.get("path")
+        if isinstance(path, list) and path:
+            item["path"], n = access.redact(path, [access.is_marker(h) or visible(h) for h in path])
+            hidden += n
+
+    for d in graph.get("datasets") or []:
+        for f in d.get("fields") or []:
+            for e in f.get("tags") or []:
+                fix(e)
+    for u in graph.get("unmasked") or []:
+        fix(u)
+    for t in graph.get("tasks") or []:
+        policy = t.get("policy")
+        if isinstance(policy, dict):
+            t["policy"] = policy = {**policy, "violations": [dict(v) for v in policy.get("violations") or []]}
+            for v in policy["violations"]:
+                fix(v)
+    graph["hidden_hops"] = hidden
+    return hidden

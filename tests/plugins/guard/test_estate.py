@@ -1,4 +1,4 @@
-"""Column tags along the estate index (plugins/guard_estate.py), no Spark: lineage records of three DAGs
+"""Column tags along the estate index (plugins/guard/estate.py), no Spark: lineage records of three DAGs
 in Airflow's real metadata DB (XCom rows, as the operator leaves them), the index synced from them.
 
 * "where does pii reach unmasked" from the index's edges (across DAGs, datasets stitched by identity, stopped
@@ -29,12 +29,13 @@ def _wipe() -> None:
     from airflow.utils.session import create_session
     from sqlalchemy import delete
 
-    from airflow_provider_lineage.plugins import guard_estate
     from airflow_provider_lineage.plugins.estate import index
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     with create_session() as session:
         session.execute(delete(DagRun).where(DagRun.dag_id.in_(DAGS)))
     Variable.delete(guard_estate.PUBLISHED_VARIABLE)
+    guard_estate.clear_cache()
     with create_session() as session:
         index.sync(session, force=True)
         index.prune(session, force=True)
@@ -80,12 +81,12 @@ def _rows(items: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
 
 
 def test_where_pii_reaches_unmasked_along_the_estate(estate: None) -> None:
-    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     with _session() as session:
         got = guard_estate.answer(session, None, "pii", 500)
     assert got["source"] == "estate"
-    assert [p for p in got["problems"] if "/gx/landing, which does not exist" not in p] == []  # reported, not fatal
+    assert got["problems"] == [] and got["hidden"] == 0  # /gx/landing is in the index (read by gx_src)
     rows = _rows(got["unmasked"])
     assert sorted(rows) == sorted([("gx/customers", "email", "gx_src", "load"), ("gx/mart", "email_l", "gx_mart", "mart"),
                                    ("gx/report", "contact", "gx_report", "report")])  # not email_h, key, the failed leak
@@ -97,13 +98,15 @@ def test_where_pii_reaches_unmasked_along_the_estate(estate: None) -> None:
         part = guard_estate.answer(session, {"gx_src", "gx_mart"}, "pii", 500)
     assert sorted(_rows(part["unmasked"])) == sorted([("gx/customers", "email", "gx_src", "load"),
                                                       ("gx/mart", "email_l", "gx_mart", "mart")])
+    assert part["hidden"] >= 1  # the report's column: a count, not a name
 
 
 def test_without_index_data_the_records_answer(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_provider_lineage.plugins import guard_estate
     from airflow_provider_lineage.plugins.estate import query
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     monkeypatch.setattr(query, "edges_as_of", lambda session, as_of=None, dag_ids=None: [])
+    guard_estate.clear_cache()
     with _session() as session:
         got = guard_estate.answer(session, set(DAGS), "pii", 500)
     assert got["source"] == "records" and "records_read" in got  # these records carry no tags: nothing listed
@@ -112,12 +115,14 @@ def test_without_index_data_the_records_answer(estate: None, monkeypatch: pytest
         raise RuntimeError("no such table: apl_estate_edge")
 
     monkeypatch.setattr(query, "edges_as_of", broken)
+    guard_estate.clear_cache()
     with _session() as session:
         assert guard_estate.answer(session, set(DAGS), "pii", 500)["source"] == "records"
+    guard_estate.clear_cache()
 
 
 def test_a_malformed_declaration_is_reported_on_the_estate_answer(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_provider_lineage.plugins import guard_estate
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", "{not json")
     with _session() as session:
@@ -128,8 +133,8 @@ def test_a_malformed_declaration_is_reported_on_the_estate_answer(estate: None, 
 
 def test_nothing_declared_reads_no_edge(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without declared tags the scheduler's publish after every DAG run costs no read of the estate's edges."""
-    from airflow_provider_lineage.plugins import guard_estate
     from airflow_provider_lineage.plugins.estate import query
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     def refused(session: Any, as_of: Any = None, dag_ids: Any = None) -> Any:
         raise AssertionError("edges read with nothing declared")
@@ -145,8 +150,8 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     from airflow.models.variable import Variable
 
     from airflow_provider_lineage.operators import guard
-    from airflow_provider_lineage.plugins import guard_estate
     from airflow_provider_lineage.plugins.estate import listener
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from tests.operators.test_guard_unit import FakeTI
 
     listener._work()  # what the scheduler runs when a DAG run ends: sync the index, publish the tag map
@@ -169,9 +174,80 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     assert v["column"]["column"] == "c" and [p["name"] for p in v["path"]] == [
         "/gx/landing", "/gx/customers", "/gx/mart", "/gx/report", "/gx/out"]
     assert g.failure and "on_policy_violation='fail'" in g.failure
-    # a malformed published map is a notice, never a failed write
+    # a malformed published map: a notice without a policy; with require_masked it fails closed (the write is done)
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", "nope")
-    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
-    r2 = copy.deepcopy(rec)
+    g = guard.Guard(on_lineage_change="warn", require_masked=None, on_policy_violation="fail")
+    r2 = copy.deepcopy(rec) | {"status": "ok"}
     g.run(FakeTI(None), r2, logging.getLogger("t"), logging.getLogger("t"))
     assert g.failure is None and any("lineage_column_tags_estate" in p for p in r2["guard_problems"])
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    g.run(FakeTI(None), copy.deepcopy(rec) | {"status": "ok"}, logging.getLogger("t"), logging.getLogger("t"))
+    assert g.failure and "cannot be checked fully" in g.failure and "lineage_column_tags_estate" in g.failure
+
+
+def test_the_scheduler_and_api_server_read_the_setting_too(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[column_lineage] tags with tags_variable = none: the estate answer and the published map follow the
+    setting; the Variable (which any task may overwrite) is not read."""
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS", json.dumps(DECL))
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS_VARIABLE", "none")
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps({"datasets": []}))  # a task emptied it
+    with _session() as session:
+        got = guard_estate.answer(session, None, "pii", 500)
+        assert guard_estate.publish(session) >= 3
+    assert got["problems"] == [] and ("gx/report", "contact", "gx_report", "report") in _rows(got["unmasked"])
+
+
+def test_a_signed_published_map_cannot_be_forged_by_a_task(estate: None, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Any) -> None:
+    """Any task may overwrite lineage_column_tags_estate through the task execution API. With the scheduler's
+    Ed25519 key ([column_lineage] tag_map_private_key) the map is signed, and workers holding the public key
+    (tag_map_public_key) fail require_masked closed on a map the scheduler did not write, or on none."""
+    from airflow.models.variable import Variable
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+    from tests.operators.test_guard_unit import FakeTI
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "map.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY", str(tmp_path / "map.key"))
+    with _session() as session:
+        assert guard_estate.publish(session) >= 3
+    signed = Variable.get(guard_estate.PUBLISHED_VARIABLE)
+    assert isinstance(json.loads(signed)["signature"], str)
+    monkeypatch.delenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY")  # the worker has the public key only
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PUBLIC_KEY", public)
+    monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
+    rec = record({"/gx/out": [("c", "/gx/report:contact")]}) | {"status": "ok"}
+
+    def run(published: str | None) -> guard.Guard:
+        if published is None:
+            monkeypatch.delenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", raising=False)
+        else:
+            monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", published)
+        g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+        g.run(FakeTI(None), copy.deepcopy(rec), logging.getLogger("t"), logging.getLogger("t"))
+        return g
+
+    ok = run(signed)
+    assert ok.failure and "receives 'pii' unmasked" in ok.failure and "cannot be checked" not in ok.failure
+    forged = json.loads(signed)
+    forged["datasets"] = []  # what a task that wants the policy off would write, keeping the old signature
+    for published, words in ((json.dumps({"datasets": []}), "carries no signature"),
+                             (json.dumps(forged), "does not verify"), (None, "is missing")):
+        g = run(published)
+        assert g.failure and "cannot be checked fully" in g.failure and words in g.failure, g.failure
+    # the scheduler rewrites a forged map on its next publish, even when the tags did not change
+    Variable.set(guard_estate.PUBLISHED_VARIABLE, json.dumps(forged))
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY", str(tmp_path / "map.key"))
+    with _session() as session:
+        guard_estate.publish(session)
+    assert guard.verify_published(Variable.get(guard_estate.PUBLISHED_VARIABLE), public)["datasets"]
+    Variable.delete(guard_estate.PUBLISHED_VARIABLE)

@@ -6,7 +6,7 @@ import copy
 from airflow_provider_lineage.lineage import diff as diffs
 from airflow_provider_lineage.lineage import tags as tagging
 from airflow_provider_lineage.plugins import graph as graphs
-from airflow_provider_lineage.plugins import guard_view
+from airflow_provider_lineage.plugins.guard import view as guard_view
 from tests.lineage.test_guard_core import DECL, TAGREC, V1, V2
 
 
@@ -58,3 +58,17 @@ def test_tag_chips_and_where_tags_reach_unmasked() -> None:
     assert guard_view.unmasked_from_records([({"dag_id": "d", "task_id": "contacts", "map_index": -1}, rec)], "pii")[0][
         "dag_id"] == "d"
     assert guard_view.unmasked_from_records([({"dag_id": "d", "task_id": "c", "map_index": -1}, rec)], "secret") == []
+
+
+def test_access_redact_keeps_the_path_shape_with_counts_only() -> None:
+    from airflow_provider_lineage.plugins.guard import access
+
+    hops = [{"namespace": "file", "name": f"/d{i}", "column": "c"} for i in range(6)]
+    shown = {"/d0", "/d3", "/d5"}
+    path, n = access.redact(hops, access.hops_visible(hops, lambda k: k[1] in shown,
+                                                      lambda h: (h["namespace"], h["name"], h["column"])))
+    assert n == 3 and [p.get("hidden") or p["name"] for p in path] == ["/d0", 2, "/d3", 1, "/d5"]
+    assert all("/d1" not in str(p) and "/d2" not in str(p) for p in path)
+    marker = {"namespace": "", "name": "...", "column": "4 more"}  # a shortened path's middle stays
+    assert access.redact([marker], access.hops_visible([marker], lambda k: False, lambda h: ("", "", "")))[0] == [marker]
+    assert access.filter_problems([("variable", "a"), ("setting", "b")], {"setting"}) == (["b"], 1)

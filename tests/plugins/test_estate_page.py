@@ -106,12 +106,12 @@ def test_first_view_shows_where_to_start_and_searches_as_you_type(browser: Any, 
     browser.find_element(By.ID, "search").send_keys("customer_mon")
     WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results button.hit"))
     hits = [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#results button.hit")]
-    assert "customer_monthly" in hits, hits
+    assert "marts/customer_monthly" in hits, hits
     assert _rect(browser, "side") == side
     results = _rect(browser, "results")
     assert results[0] + results[2] <= side[0] + 1, (results, side)  # beside the side panel, not over it
     # the arrow keys pick a hit, Enter opens the graph around it
-    hit = hits.index("customer_monthly")
+    hit = hits.index("marts/customer_monthly")
     box = browser.find_element(By.ID, "search")
     box.send_keys(*([Keys.ARROW_DOWN] * (hit + 1)), Keys.ENTER)
     assert wait_state(browser, ("ready",), timeout=90) == "ready"

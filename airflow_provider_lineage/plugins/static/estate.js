@@ -75,6 +75,12 @@
       notice(out[0].missing && out[0].missing.length ? "Not in the lineage of any readable DAG: " + out[0].missing.join(", ") : "");
       var t1 = performance.now();
       render(); renderEdges(); renderDiff();
+      if (!state.impact) {
+        var first = state.starts[0], ph = $("impact");
+        ph.textContent = "";
+        ph.appendChild(el("p", { "class": "placeholder" }, "List: what " + first.name.split("/").pop() +
+          (first.column ? "." + first.column : "") + " feeds (or, upstream, what feeds it)."));
+      }
       api.timings.drawMs = performance.now() - t1;
       setState("ready");
     }).catch(function (err) { notice(String(err.message || err)); setState("error"); });
@@ -254,9 +260,8 @@
             var b = el("button", { type: "button", "class": "hit", tabindex: "-1" }, hit.label + (hit.column ? "." + hit.column : ""));
             b.addEventListener("click", function () { pick(hit); });
             tr.addEventListener("click", function (e) { if (e.target !== b) pick(hit); });
-            td.appendChild(b); tr.appendChild(td);
+            td.appendChild(b); td.appendChild(path(hit.namespace + ":" + hit.name)); tr.appendChild(td);
             tr.appendChild(el("td", { "class": "kind" }, hit.column ? "column" + (hit.type ? " \u00b7 " + hit.type : "") : "dataset"));
-            tr.appendChild(el("td", { "class": "where" }, hit.namespace + ":" + hit.name));
             tr.hit = hit; t.appendChild(tr);
           });
           host.appendChild(t);
@@ -285,6 +290,16 @@
     rows[at].scrollIntoView({ block: "nearest" });
   }
 
+  // A dataset's full name, muted, on its own line; it wraps after a slash rather than mid-word.
+  function path(text) {
+    var span = el("span", { "class": "sub" });
+    String(text).split("/").forEach(function (part, i) {
+      if (i) { span.appendChild(document.createTextNode("/")); span.appendChild(document.createElement("wbr")); }
+      span.appendChild(document.createTextNode(part));
+    });
+    return span;
+  }
+
   // The first view: datasets written most recently and the DAGs with lineage (names of readable DAGs only).
   function ago(iso) {
     if (!iso) return "";
@@ -296,6 +311,7 @@
     if (s < 3888000) return Math.round(s / 86400) + " days ago";
     return iso.slice(0, 10);
   }
+  function head(names) { var tr = el("tr"); names.forEach(function (n) { tr.appendChild(el("th", {}, n)); }); return tr; }
   function runCell(dagId, taskId, run) {
     var td = el("td", { "class": "run" });
     if (run && run.url) td.appendChild(el("a", { href: run.url, target: "_top", title: "this run's Column lineage tab" }, dagId + (taskId ? " / " + taskId : "")));
@@ -313,12 +329,13 @@
           "Nothing you may read yet." : "No lineage recorded yet: run a DAG with a SparkLineageSubmitOperator task (e.g. lineage_etl)."));
       } else {
         var t = el("table");
+        t.appendChild(head(["Dataset", "When", "Written by (its run\u2019s lineage)"]));
         data.recent.forEach(function (r) {
           var tr = el("tr", { "class": "start-dataset", "data-id": r.namespace + ":" + r.name });
           var td = el("td");
           var b = el("button", { type: "button", "class": "pick", title: "open the graph around " + r.name }, r.label);
           b.addEventListener("click", function () { open({ namespace: r.namespace, name: r.name, column: "" }); });
-          td.appendChild(b); td.appendChild(el("span", { "class": "sub" }, r.namespace + ":" + r.name)); tr.appendChild(td);
+          td.appendChild(b); td.appendChild(path(r.namespace + ":" + r.name)); tr.appendChild(td);
           tr.appendChild(el("td", { "class": "when", title: r.written || "" }, ago(r.written)));
           tr.appendChild(runCell(r.dag_id, r.task_id, r));
           t.appendChild(tr);
@@ -328,6 +345,7 @@
       if (!data.dags.length) dags.appendChild(el("p", { "class": "empty" }, "None yet."));
       else {
         var d = el("table");
+        d.appendChild(head(["DAG (click: the graph of what it writes)", "", "Last run"]));
         data.dags.forEach(function (g) {
           var tr = el("tr", { "class": "start-dag", "data-dag": g.dag_id });
           var td = el("td");
@@ -338,7 +356,7 @@
             load();
           });
           td.appendChild(b);
-          td.appendChild(el("span", { "class": "sub" }, g.writes_total ? "writes " + g.writes.map(function (w) { return w.label; }).join(", ") +
+          td.appendChild(el("span", { "class": "sub" }, g.writes_total ? "writes " + g.writes.map(function (w) { return w.label; }).join(", \u200b") +
             (g.writes_total > g.writes.length ? " and " + (g.writes_total - g.writes.length) + " more" : "") : "writes no dataset"));
           tr.appendChild(td);
           tr.appendChild(el("td", { "class": "count" }, g.tasks + (g.tasks === 1 ? " task" : " tasks")));

@@ -456,6 +456,7 @@ class AirflowDeployment:
         if self.postgres is not None:  # a temporary folder (e.g. moved out of a 0700 clone) is removed by `down`
             state["postgres"] = {"base": str(self.postgres.base), "temporary": self.postgres.temporary}
         tmp = self.state_file.with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)  # a stop before anything started (a failed initdb)
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(self.state_file)
 

@@ -60,13 +60,16 @@ def test_files_move_where_the_postgres_user_can_reach_them_and_down_removes_them
 
 
 def test_initdb_message_is_shown_by_up_without_a_traceback() -> None:
-    home = Path(tempfile.mkdtemp(prefix="apl-pg-initdb-"))  # under the temp folder: reachable by postgres
+    home = Path(tempfile.mkdtemp(prefix="apl-pg-initdb-"))
+    home.chmod(0o755)  # reachable by the postgres user: initdb itself runs and fails
     try:
         stray = home / "postgres" / "pgdata"
         stray.mkdir(parents=True)
         (stray / "stray.txt").write_text("not a data folder")
+        pg = PostgresServer(home / "postgres")
         with pytest.raises(DeploymentError, match=r"(?s)initdb .*failed on .*pgdata.*exists but is not empty"):
-            PostgresServer(home / "postgres").init()
+            pg.init()
+        assert pg.base == home / "postgres" and not pg.temporary  # it was not moved
         up = subprocess.run([sys.executable, str(ROOT / "dev" / "deploy.py"), "up", "--db", "postgres", "--home",
                              str(home), "--port", str(free_port())], capture_output=True, text=True, check=False,
                             timeout=600)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.deployment import AirflowDeployment, DeploymentError
 
-pytestmark = [pytest.mark.deployment, pytest.mark.xdist_group("deployment"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.deployment, pytest.mark.slow, pytest.mark.xdist_group("deployment"), pytest.mark.timeout(900)]
 
 DAG = """from airflow.sdk import DAG
 from airflow.providers.standard.operators.empty import EmptyOperator

@@ -27,11 +27,9 @@ import pytest
 
 from tests.support.browser import BrowserMissing, chromium, chromium_paths, console_errors, wait_state
 
-pytestmark = [pytest.mark.deployment, pytest.mark.browser, pytest.mark.xdist_group("deployment"), pytest.mark.slow,
-              pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(2400)]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "img" / "estate.png"
-START_SCREENSHOT = ROOT / "docs" / "img" / "estate-start.png"
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +71,9 @@ def browser(deployment: Any) -> Iterator[Any]:
     wait.until(lambda d: d.get_cookie("_token"))
     yield driver
     driver.quit()
+
+
+START_SCREENSHOT = ROOT / "docs" / "img" / "estate-start.png"
 
 
 def _rect(browser: Any, element_id: str) -> list[float]:

@@ -5,7 +5,6 @@
     GET /api/estate/graph?namespace=&name=&column=[&namespace=&name=&column=...]&depth=&as_of=
     GET /api/estate/diff?namespace=&name=&column=&depth=&before=&after=
     GET /api/estate/runs?dag_id=
-    GET /api/estate/start?limit=          the page's first view: datasets written recently, DAGs with lineage
 
 Every one needs a signed-in user (401 without a token) and reads only the DAGs the auth manager lets
 the user read; what is reachable only through other DAGs is a count (``hidden``), never a name.
@@ -19,13 +18,6 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 IMPACT_MAX_DEPTH = 20
-#: ``/api/estate/start``: datasets listed by default / at most; DAGs listed at most; successful task runs
-#: read at most (newest first) to find the recently written datasets; datasets named per DAG at most
-START_LIMIT = 10
-START_MAX = 50
-START_DAGS = 50
-START_SCAN = 2000
-START_WRITES = 8
 
 
 def parse_instant(text: Optional[str], what: str = "as_of") -> Optional[datetime]:  # noqa: UP045
@@ -136,6 +128,15 @@ def register(app: Any) -> None:
     register_start(app, readable, fresh)
 
 
+#: ``/api/estate/start``: datasets listed by default / at most; DAGs listed at most; successful task runs
+#: read at most (newest first) to find the recently written datasets; datasets named per DAG at most
+START_LIMIT = 10
+START_MAX = 50
+START_DAGS = 50
+START_SCAN = 2000
+START_WRITES = 8
+
+
 def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
     """Where to start on the estate page: the datasets written most recently and the DAGs with lineage.
 
@@ -226,8 +227,9 @@ def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
 
 
 def register_start(app: Any, readable: Any, fresh: Any) -> None:
-    """Add ``GET /api/estate/start`` (:func:`start_view`) to ``app``, with the estate routes' ``readable``
-    (the DAG ids the auth manager lets the user read) and ``fresh`` (the index catches up first)."""
+    """Add ``GET /api/estate/start?limit=`` (the page's first view, :func:`start_view`) to ``app``, with the
+    estate routes' ``readable`` (the DAG ids the auth manager lets the user read) and ``fresh`` (the index
+    catches up first). A display fails soft: an index that cannot answer gives empty lists and a ``notice``."""
     from airflow.api_fastapi.common.db.common import SessionDep
     from airflow.api_fastapi.core_api.security import GetUserDep
     from fastapi import Query
@@ -235,6 +237,17 @@ def register_start(app: Any, readable: Any, fresh: Any) -> None:
     @app.get("/api/estate/start")
     def estate_start(user: GetUserDep, session: SessionDep, limit: int = Query(START_LIMIT, ge=1, le=START_MAX)) -> dict:
         """Datasets written most recently and DAGs with lineage (names of readable DAGs only; others counted)."""
-        fresh(session)
-        return start_view(session, readable(user), limit=limit)
+        who = readable(user)
+        # ``fresh(session)``, or ``fresh(session, who)`` where it also returns a notice for the answer
+        notice = fresh(session, who) if fresh.__code__.co_argcount > 1 else fresh(session)
+        try:
+            answer = start_view(session, who, limit=limit)
+        except Exception:  # noqa: BLE001 - e.g. no index tables yet: the page shows its help, not an error
+            import logging
+
+            logging.getLogger(__name__).warning("estate start view: the index could not answer", exc_info=True)
+            session.rollback()
+            answer = {"recent": [], "dags": [], "dags_total": 0, "hidden_dags": 0, "limit": limit}
+            notice = notice or "the estate index could not answer: see the api-server's log"
+        return {**answer, "notice": notice if isinstance(notice, str) else None}
 

@@ -242,7 +242,7 @@ def register_start(app: Any, readable: Any, fresh: Any) -> None:
         notice = fresh(session, who) if fresh.__code__.co_argcount > 1 else fresh(session)
         try:
             answer = start_view(session, who, limit=limit)
-        except Exception:  # noqa: BLE001 - e.g. no index tables yet: the page shows its help, not an error
+        except Exception:  # e.g. no index tables yet: the page shows its help, not an error
             import logging
 
             logging.getLogger(__name__).warning("estate start view: the index could not answer", exc_info=True)

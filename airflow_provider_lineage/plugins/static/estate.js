@@ -322,6 +322,7 @@
     var box = $("start");
     box.setAttribute("data-state", "loading");
     return getJSON("api/estate/start?limit=12").then(function (data) {
+      if (data.notice) notice(data.notice);  // e.g. the index is being built: the lists show what is indexed
       var recent = $("start-recent").querySelector(".list"), dags = $("start-dags").querySelector(".list");
       recent.textContent = ""; dags.textContent = "";
       if (!data.recent.length) {

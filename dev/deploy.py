@@ -14,6 +14,10 @@ exactly what ``up`` started (and every LocalExecutor worker and Spark JVM in tho
 
 The same class (:class:`AirflowDeployment`) is the test fixture of ``tests/deployment`` (see
 ``tests/support/deployment.py``): one implementation of starting and stopping the processes.
+
+A start returns once every process is healthy and the dag-processor has parsed every DAG file of the
+folder (:meth:`AirflowDeployment.wait_parsed`: each gave its DAGs; a file with an import error stops the
+start with that error and the file's name).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -67,6 +71,8 @@ S3A_NUMERIC_DEFAULTS = {"fs.s3a.threads.keepalivetime": "60", "fs.s3a.connection
 WORKER_HOSTS = {"worker-1": "127.0.0.2", "worker-2": "127.0.0.3"}
 
 
+#: How long a start waits for the dag-processor to parse every DAG file (at least; see ``wait_parsed``).
+PARSE_TIMEOUT = 300
 #: SQLAlchemy pool of every Airflow process (apache/airflow#66493, PR #73422): holds 64 concurrent API readers.
 POOL_SIZE = 48
 MAX_OVERFLOW = 48
@@ -110,6 +116,14 @@ def _proc_ids(pid: int) -> tuple[int, int] | None:
     return int(fields[2]), int(fields[3])
 
 
+def _instant(text: str | None) -> dt.datetime:
+    """An API timestamp (ISO 8601; naive = UTC); the earliest instant for none."""
+    if not text:
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    ts = dt.datetime.fromisoformat(text)  # Python 3.11+ reads a trailing Z
+    return ts.replace(tzinfo=dt.UTC) if ts.tzinfo is None else ts
+
+
 def _environ_has(pid: int, marker: bytes) -> bool:
     try:
         return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -122,6 +136,11 @@ class PostgresServer:
 
     ``initdb`` refuses to run as root: as root the server runs as the ``postgres`` user (which
     Debian's package creates); otherwise as the current user. Trust auth on 127.0.0.1 only.
+
+    As root, ``base`` must be reachable by the ``postgres`` user: a clone under ``/root`` (mode 0700) is
+    not. Then :meth:`init` puts the server's files in a new folder under the temp folder instead
+    (``/tmp`` or ``/var/tmp``, owned by ``postgres``), marks them ``temporary`` (removed by
+    :meth:`AirflowDeployment.stop` and ``./dev.sh down``) and says so in :attr:`notice`.
     """
 
     def __init__(self, base: Path, port: int | None = None, *, temporary: bool = False) -> None:
@@ -133,6 +152,9 @@ class PostgresServer:
         self.port = port or free_port()
         self.data = base / "pgdata"
         self.user: str | None = "postgres" if os.geteuid() == 0 else None
+        #: the folder asked for, when the server's files had to go elsewhere (see :attr:`notice`)
+        self.moved_from: Path | None = None
+        self.notice = ""
 
     @property
     def url(self) -> str:
@@ -142,22 +164,75 @@ class PostgresServer:
         if self.user:
             shutil.chown(path, self.user, self.user)
 
-    def init(self) -> None:
+    def can_reach(self, folder: Path) -> bool:
+        """Whether the server's user may enter ``folder`` (every parent searchable: the kernel's own check)."""
+        if not self.user:
+            return True
+        return subprocess.run(["test", "-x", str(folder)], check=False, user=self.user, cwd="/",
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+    def blocking_folder(self, folder: Path) -> Path | None:
+        """The first folder on the way to ``folder`` that the server's user may not enter (None: none)."""
+        for part in [*reversed(folder.parents), folder]:
+            if part.exists() and not self.can_reach(part):
+                return part
+        return None
+
+    def _relocate(self) -> None:
+        """Put the server's files in a new temp folder the server's user can reach (see the class docstring)."""
+        blocked = self.blocking_folder(self.base) or self.base
+        for parent in dict.fromkeys([Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/tmp")]):
+            if parent.is_dir() and self.can_reach(parent):
+                new = Path(tempfile.mkdtemp(prefix="apl-postgres-", dir=parent))
+                break
+        else:
+            raise DeploymentError(
+                f"the {self.user} user (PostgreSQL runs as it when started by root) cannot enter {blocked}, nor a temp "
+                f"folder (/tmp, /var/tmp): run from a clone outside {blocked}, or `chmod o+x {blocked}`, or run as a "
+                "non-root user")
+        self.moved_from, self.base, self.data, self.temporary = self.base, new, new / "pgdata", True
+        self.notice = (f"PostgreSQL's files are in {new}, not {self.moved_from}: the {self.user} user (the server runs "
+                       f"as it when started by root) cannot enter {blocked} (mode "
+                       f"{blocked.stat().st_mode & 0o777:o}); they are removed when the deployment stops "
+                       f"(./dev.sh down). To keep them beside the deployment, run from a clone outside {blocked} "
+                       f"or `chmod o+x {blocked}`")
+
+    def _make_base(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o755)
         self._chown(self.base)
+
+    def init(self) -> None:
+        """Create the data folder with ``initdb`` (once); a failure is a :class:`DeploymentError` with initdb's
+        own message."""
+        created = [p for p in [self.base, *self.base.parents] if not p.exists()]  # deepest first
+        self._make_base()
+        if self.user and not self.can_reach(self.base):
+            for folder in created:  # leave nothing behind where the server could not go
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            self._relocate()
+            self._make_base()
         if not (self.data / "PG_VERSION").exists():
-            subprocess.run([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                            "-E", "UTF8", "--no-sync"], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, user=self.user, cwd=self.base)
+            res = subprocess.run([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                                  "-E", "UTF8", "--no-sync"], check=False, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, user=self.user, cwd=self.base)
+            if res.returncode:
+                who = f"as the {self.user} user" if self.user else "as this user"
+                raise DeploymentError(f"initdb ({who}) failed on {self.data} with exit code {res.returncode}; "
+                                      f"its message:\n{res.stdout.decode(errors='replace').strip()[-3000:]}")
 
     def command(self) -> list[str]:
         return [str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.base),
                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=400"]
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    def wait_ready(self, timeout: float = 60, alive: Callable[[], None] | None = None) -> None:
+        """Wait until the server answers, then create the ``airflow`` database; ``alive`` raises when the
+        server process is gone (with its log)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if alive is not None:
+                alive()
             ok = subprocess.run([str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
                                 check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
             if ok:
@@ -181,7 +256,9 @@ class AirflowDeployment:
     :param api_port: the api-server port (default: a free one).
     :param host: the api-server's listen address.
     :param pg_dir: with ``db="postgres"``: the server's folder (default: a new temp folder, removed by
-        :meth:`stop`); its parents must be traversable by the ``postgres`` user when run as root.
+        :meth:`stop`). Run as root, the server runs as the ``postgres`` user: when that user cannot enter
+        ``pg_dir`` (e.g. a clone under ``/root``, mode 0700) a new temp folder is used instead, removed by
+        :meth:`stop` and ``./dev.sh down`` (see :class:`PostgresServer`).
     :param executor: ``"local"`` (LocalExecutor) or ``"celery"``: CeleryExecutor with Debian's ``redis-server``
         as broker, PostgreSQL as metadata DB and result backend (``db`` must be ``"postgres"``), two Celery
         workers that share no local folder with each other (each its own ``AIRFLOW_HOME``, ``HOME``,
@@ -220,6 +297,7 @@ class AirflowDeployment:
             self.postgres = PostgresServer(pg_dir) if pg_dir else PostgresServer(
                 Path(tempfile.mkdtemp(prefix="apl-postgres-")), temporary=True)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.dags: list[str] = []  # the DAG ids once every DAG file is parsed (see :meth:`wait_parsed`)
         self.groups: dict[str, list[int]] = {}  # every process group ever started per process name
         self._tokens: dict[str, str] = {}
         self.redis_port = free_port()
@@ -377,19 +455,26 @@ class AirflowDeployment:
     def _save_state(self) -> None:
         state = {"id": self.id, "home": str(self.home), "api_url": self.api_url, "db": self.db,
                  "groups": self.groups, "pids": {n: p.pid for n, p in self.procs.items()}}
+        if self.postgres is not None:  # a temporary folder (e.g. moved out of a 0700 clone) is removed by `down`
+            state["postgres"] = {"base": str(self.postgres.base), "temporary": self.postgres.temporary}
         tmp = self.state_file.with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)  # a stop before anything started (a failed initdb)
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(self.state_file)
 
     def _airflow(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "airflow", *args]
 
-    def migrate(self) -> None:
-        """Start the DB server (postgres) and migrate the metadata DB (once per home and Airflow version)."""
+    def start_db(self) -> None:
+        """Start the DB server (``db="postgres"``; nothing for SQLite): ``initdb`` once, then the server."""
         if self.postgres is not None and "postgres" not in self.procs:
             self.postgres.init()
             self._spawn("postgres", self.postgres.command(), cwd=self.postgres.base, user=self.postgres.user)
-            self.postgres.wait_ready()
+            self.postgres.wait_ready(alive=lambda: self._check_alive("postgres"))
+
+    def migrate(self) -> None:
+        """Start the DB server (postgres) and migrate the metadata DB (once per home and Airflow version)."""
+        self.start_db()
         from importlib.metadata import version
 
         marker = self.home / f".apl-db-migrated-{self.db}-{version('apache-airflow')}"
@@ -429,6 +514,8 @@ class AirflowDeployment:
         for name, since in started.items():
             if name != "api-server":
                 self._wait_heartbeat(name, since, timeout)
+        if process is None and "dag-processor" in started and "api-server" in self.processes:
+            self.dags = self.wait_parsed(started["dag-processor"], timeout=max(timeout, PARSE_TIMEOUT))
 
     def _start_celery_services(self, timeout: float) -> None:
         """redis-server (broker, no persistence), the OpenLineage receiver and the S3 server (moto, with the
@@ -648,18 +735,86 @@ class AirflowDeployment:
             errors = c.get("/api/v2/importErrors").text
         raise DeploymentError(f"DAG {dag_id} not parsed within {timeout:.0f} s; import errors: {errors[:2000]}")
 
-    def parsed_dags(self, timeout: float = 180) -> tuple[list[str], str]:
-        """The DAG ids once the dag-processor has parsed the DAGs folder, and its import errors (text)."""
+    @property
+    def dags_folder(self) -> Path:
+        return Path(self.env["AIRFLOW__CORE__DAGS_FOLDER"])
+
+    def dag_files(self) -> list[str]:
+        """The files of the DAGs folder the dag-processor parses, relative to it: Airflow's own discovery
+        (``.airflowignore``, safe mode's "airflow" + "dag" heuristic), run with the deployment's settings."""
+        code = ("import json, sys; from airflow.utils.file import list_py_file_paths; "
+                "print(json.dumps([str(p) for p in list_py_file_paths(sys.argv[1])]))")
+        res = subprocess.run([sys.executable, "-c", code, str(self.dags_folder)], env=self.env, cwd=self.home,
+                             capture_output=True, text=True, check=False, timeout=300)
+        lines = res.stdout.strip().splitlines()
+        if res.returncode or not lines:
+            raise DeploymentError(f"could not list the DAG files of {self.dags_folder} with Airflow's discovery:\n"
+                                  f"{(res.stderr or res.stdout)[-2000:]}")
+        return sorted({self._relative(p) for p in json.loads(lines[-1])})
+
+    def _relative(self, path: str) -> str:
+        p = Path(path)
+        if p.is_absolute():
+            with contextlib.suppress(ValueError):
+                return p.resolve().relative_to(self.dags_folder.resolve()).as_posix()
+        return p.as_posix()
+
+    def wait_parsed(self, since: dt.datetime, timeout: float = PARSE_TIMEOUT) -> list[str]:
+        """Wait until the dag-processor has parsed every DAG file of the folder (:meth:`dag_files`) since
+        ``since``: each has a DAG parsed since then or an import error of then; return the DAG ids.
+
+        Raises :class:`DeploymentError` naming the files with import errors (and the end of each error), or the
+        files that gave neither within ``timeout`` (a file without a DAG: list it in ``.airflowignore``).
+        """
+        files = set(self.dag_files())
+        since = since - dt.timedelta(seconds=1)
         deadline = time.monotonic() + timeout
         with self.client() as c:
             while True:
-                dags = sorted(d["dag_id"] for d in c.get("/api/v2/dags", params={"limit": 100}).json()["dags"])
-                errors = c.get("/api/v2/importErrors").json().get("import_errors", [])
-                if dags or errors or time.monotonic() > deadline:
+                dags = self._every_dag(c)
+                errors = {self._relative(e["filename"]): e for e in self._every_import_error(c)
+                          if _instant(e.get("timestamp")) >= since}
+                parsed = {self._relative(d.get("fileloc") or ""): d for d in dags
+                          if _instant(d.get("last_parsed_time")) >= since}
+                pending = files - set(parsed) - set(errors)
+                if not pending or time.monotonic() > deadline:
                     break
+                if "dag-processor" in self.procs:
+                    self._check_alive("dag-processor")
                 time.sleep(1)
-        text = "".join(f"\n  IMPORT ERROR {e.get('filename')}: {e.get('stack_trace', '')[-500:]}" for e in errors)
-        return dags, text
+        failed = sorted(set(errors) & files)
+        if failed or pending:
+            lines = [f"the dag-processor did not load every DAG file of {self.dags_folder}:"]
+            lines += [f"  {f}: import error\n    " + errors[f].get("stack_trace", "").strip()[-1500:].replace(
+                "\n", "\n    ") for f in failed]
+            lines += [f"  {f}: no DAG and no import error within {timeout:.0f} s (a file that defines no DAG: list "
+                      f"it in {self.dags_folder / '.airflowignore'}; else see {self.log_dir / 'dag-processor.log'})"
+                      for f in sorted(pending)]
+            lines.append("Fix the file(s) (`./dev.sh airflow dags list-import-errors` shows the same), then start again.")
+            raise DeploymentError("\n".join(lines))
+        return sorted(d["dag_id"] for d in dags if self._relative(d.get("fileloc") or "") in files)
+
+    @staticmethod
+    def _every_dag(c: Any) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while True:
+            res = c.get("/api/v2/dags", params={"limit": 100, "offset": len(out)})
+            res.raise_for_status()
+            page = res.json()["dags"]
+            out += page
+            if len(page) < 100:
+                return out
+
+    @staticmethod
+    def _every_import_error(c: Any) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while True:
+            res = c.get("/api/v2/importErrors", params={"limit": 100, "offset": len(out)})
+            res.raise_for_status()
+            page = res.json()["import_errors"]
+            out += page
+            if len(page) < 100:
+                return out
 
     def unpause(self, dag_id: str, user: str = "admin") -> None:
         self.wait_dag(dag_id, user=user)
@@ -768,15 +923,24 @@ def up(args: argparse.Namespace) -> int:
             env[key] = value
     if args.executor == "celery" and args.db != "postgres":
         args.db = "postgres"  # the Celery variant's metadata DB and result backend
-    dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host, pg_dir=home / "postgres",
-                            executor=args.executor)
+    try:
+        dep = AirflowDeployment(home, db=args.db, api_port=args.port, env=env, host=args.host,
+                                pg_dir=home / "postgres", executor=args.executor)
+    except DeploymentError as exc:
+        print(f"deploy: {exc}", file=sys.stderr)
+        return 1
     print(f"deploy: starting {', '.join(PROCESSES)} in {home} (logs: {dep.log_dir})", flush=True)
     try:
         dep.start()
+    except DeploymentError as exc:  # a message that names the problem and the fix: no traceback
+        dep.stop()
+        print(f"deploy: {exc}\ndeploy: stopped what had started (logs: {dep.log_dir})", file=sys.stderr)
+        return 1
     except BaseException:
         dep.stop()
         raise
-    dags, errors = dep.parsed_dags()
+    if dep.postgres is not None and dep.postgres.notice:
+        print(f"deploy: {dep.postgres.notice}", flush=True)
     where = args.marquez_url or dep.events_path
     print(f"""
 Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or viewer / {dep.password('viewer')})
@@ -787,7 +951,7 @@ Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or vi
   executor: {args.executor}{" (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")" if args.executor == "celery" else ""}
   tables and indexes: {dep.data_uri}{" (moto S3 at " + dep.s3_url + ")" if args.executor == "celery" else ""}
   logs and pids: {dep.log_dir}, {dep.run_dir}
-  DAGs (paused until you unpause them): {', '.join(dags) or 'none parsed yet'}{errors}
+  DAGs (every file parsed; paused until you unpause them): {', '.join(dep.dags) or 'none'}
 Stop it with ./dev.sh down""")
     return 0
 
@@ -803,6 +967,9 @@ def down(args: argparse.Namespace) -> int:
     dep.procs, dep.id, dep.run_dir, dep.state_file = {}, state["id"], home / "run", home / "run" / "deployment.json"
     dep.home, dep.api_url, dep.db, dep.postgres = home, state["api_url"], state["db"], None
     dep.stop()
+    pg = state.get("postgres") or {}
+    if pg.get("temporary") and Path(pg["base"]).name.startswith("apl-postgres-"):  # never another folder
+        shutil.rmtree(pg["base"], ignore_errors=True)
     left = dep.leftovers()
     for name in dep.groups:
         for suffix in (".pid", ".pgid"):

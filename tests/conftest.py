@@ -56,6 +56,7 @@ DEPLOYMENT_GROUP = "deployment"
 XDIST_GROUP_MODULES = {
     "tests/deployment/test_concurrency.py": DEPLOYMENT_GROUP,
     "tests/deployment/test_deployment.py": DEPLOYMENT_GROUP,
+    "tests/deployment/test_start_parsed.py": DEPLOYMENT_GROUP,
     "tests/plugins/test_estate_page.py": DEPLOYMENT_GROUP,
     "tests/plugins/test_page.py": DEPLOYMENT_GROUP,
 }

@@ -7,6 +7,11 @@ From a column of ``customer_monthly`` the page reaches both reports; as of the i
 scores run and the first flags run it does not reach the flags; the diff against that instant
 highlights what the flags DAG added; the impact CSV export equals the JSON. A screenshot goes to
 ``docs/img/estate.png``. One module: two Spark runs on the shared deployment.
+
+First, before those runs, the page as the navigation opens it after the fixture's ``lineage_etl`` run: where
+to start (datasets written recently, DAGs with lineage, one line of help), the search answering as you type
+in a list that floats over the page (the side panel stays where it is); its screenshot goes to
+``docs/img/estate-start.png``.
 """
 from __future__ import annotations
 
@@ -66,6 +71,63 @@ def browser(deployment: Any) -> Iterator[Any]:
     wait.until(lambda d: d.get_cookie("_token"))
     yield driver
     driver.quit()
+
+
+START_SCREENSHOT = ROOT / "docs" / "img" / "estate-start.png"
+
+
+def _rect(browser: Any, element_id: str) -> list[float]:
+    return browser.execute_script(
+        "var r = document.getElementById(arguments[0]).getBoundingClientRect(); return [r.left, r.top, r.width, r.height];",
+        element_id)
+
+
+def test_first_view_shows_where_to_start_and_searches_as_you_type(browser: Any, deployment: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(deployment.api_url + "/column-lineage/estate")  # what the navigation entry opens
+    WebDriverWait(browser, 90).until(
+        lambda d: d.find_element(By.ID, "start").get_attribute("data-state") in ("ready", "error"))
+    assert browser.find_element(By.ID, "start").get_attribute("data-state") == "ready"
+    assert browser.find_element(By.ID, "start").is_displayed()
+    assert "Type a dataset or column name" in browser.find_element(By.CSS_SELECTOR, "#start .help").text
+    recent = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#start-recent tr.start-dataset'), r => r.getAttribute('data-id'));")
+    assert any(r.endswith("/customer_monthly") for r in recent), recent  # lineage_etl's mart
+    dags = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#start-dags tr.start-dag'), r => r.getAttribute('data-dag'));")
+    assert "lineage_etl" in dags, dags
+    START_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(START_SCREENSHOT))
+
+    # search as you type: no Enter; the hits float over the page, the side panel does not move
+    side = _rect(browser, "side")
+    browser.find_element(By.ID, "search").send_keys("customer_mon")
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results button.hit"))
+    hits = [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#results button.hit")]
+    assert "marts/customer_monthly" in hits, hits
+    assert _rect(browser, "side") == side
+    results = _rect(browser, "results")
+    assert results[0] + results[2] <= side[0] + 1, (results, side)  # beside the side panel, not over it
+    # the arrow keys pick a hit, Enter opens the graph around it
+    hit = hits.index("marts/customer_monthly")
+    box = browser.find_element(By.ID, "search")
+    box.send_keys(*([Keys.ARROW_DOWN] * (hit + 1)), Keys.ENTER)
+    assert wait_state(browser, ("ready",), timeout=90) == "ready"
+    assert browser.find_element(By.ID, "results").get_attribute("hidden") is not None
+    assert not browser.find_element(By.ID, "start").is_displayed()
+    assert any(b.endswith("/customer_monthly") for b in _boxes(browser))
+    assert _rect(browser, "side") == side
+
+    # back to the start (the title), then a DAG: the graph around what it writes
+    browser.find_element(By.ID, "title").click()
+    WebDriverWait(browser, 90).until(lambda d: d.find_element(By.ID, "start").get_attribute("data-state") == "ready")
+    browser.find_element(By.CSS_SELECTOR, '#start-dags tr.start-dag[data-dag="lineage_etl"] button.pick').click()
+    assert wait_state(browser, ("ready",), timeout=90) == "ready"
+    assert any(b.endswith("/customer_monthly") for b in _boxes(browser))
+    assert console_errors(browser) == []
 
 
 def _open(browser: Any, deployment: Any, start: dict[str, Any], **params: Any) -> None:

@@ -55,6 +55,7 @@
 
   function load() {
     if (!state.starts.length) return Promise.resolve();
+    document.body.classList.remove("at-start");
     setState("loading");
     $("export-csv").href = impactQuery("csv");
     $("export-json").href = impactQuery("json");
@@ -74,6 +75,12 @@
       notice(out[0].missing && out[0].missing.length ? "Not in the lineage of any readable DAG: " + out[0].missing.join(", ") : "");
       var t1 = performance.now();
       render(); renderEdges(); renderDiff();
+      if (!state.impact) {
+        var first = state.starts[0], ph = $("impact");
+        ph.textContent = "";
+        ph.appendChild(el("p", { "class": "placeholder" }, "List: what " + first.name.split("/").pop() +
+          (first.column ? "." + first.column : "") + " feeds (or, upstream, what feeds it)."));
+      }
       api.timings.drawMs = performance.now() - t1;
       setState("ready");
     }).catch(function (err) { notice(String(err.message || err)); setState("error"); });
@@ -220,20 +227,155 @@
   }
   function open(node) { state.starts = [node]; return load(); }
 
+  // Search as you type: debounced, one request at a time (a newer one aborts the older), at most SEARCH_LIMIT
+  // hits; the results float under the box (nothing below moves). Enter searches at once or opens the hit
+  // picked with the arrow keys; Escape or a click elsewhere closes them.
+  var SEARCH_DELAY = 250, SEARCH_MIN = 2, SEARCH_LIMIT = 25;
+  var searching = { timer: null, ctl: null, seq: 0, q: "" };
+  function hideResults() { $("results").hidden = true; $("search").setAttribute("aria-expanded", "false"); }
+  function showResults() { $("results").hidden = false; $("search").setAttribute("aria-expanded", "true"); }
+  function pick(hit) { hideResults(); open({ namespace: hit.namespace, name: hit.name, column: hit.column }); }
   function search(q) {
-    var host = $("results");
-    return getJSON("api/estate/search?q=" + enc(q)).then(function (data) {
-      host.textContent = ""; host.hidden = false;
-      if (!data.hits.length) { host.appendChild(el("p", {}, "Nothing found for \u201c" + q + "\u201d in the DAGs you may read.")); return; }
-      var t = el("table");
-      data.hits.forEach(function (hit) {
-        var tr = el("tr"); var td = el("td");
-        var b = el("button", { type: "button", "class": "hit" }, hit.label + (hit.column ? "." + hit.column : ""));
-        b.addEventListener("click", function () { host.hidden = true; open({ namespace: hit.namespace, name: hit.name, column: hit.column }); });
-        td.appendChild(b); tr.appendChild(td); tr.appendChild(el("td", {}, hit.namespace + ":" + hit.name)); t.appendChild(tr);
+    var host = $("results"), seq = ++searching.seq;
+    clearTimeout(searching.timer);
+    if (searching.ctl) searching.ctl.abort();
+    searching.ctl = window.AbortController ? new AbortController() : null;
+    searching.q = q;
+    host.setAttribute("data-state", "loading");
+    return fetch("api/estate/search?q=" + enc(q) + "&limit=" + SEARCH_LIMIT, { credentials: "same-origin",
+      headers: { Accept: "application/json" }, signal: searching.ctl ? searching.ctl.signal : undefined })
+      .then(function (r) {
+        return r.json().catch(function () { return null; }).then(function (data) {
+          if (!r.ok) throw new Error(r.status + ": " + (data && data.detail ? JSON.stringify(data.detail) : r.statusText));
+          return data;
+        });
+      }).then(function (data) {
+        if (seq !== searching.seq) return;  // an older answer: a newer search is under way
+        host.textContent = ""; showResults();
+        if (!data.hits.length) { host.appendChild(el("p", {}, "Nothing found for \u201c" + q + "\u201d in the DAGs you may read.")); }
+        else {
+          var t = el("table");
+          data.hits.forEach(function (hit) {
+            var tr = el("tr", { role: "option", "class": "hit-row" }); var td = el("td");
+            var b = el("button", { type: "button", "class": "hit", tabindex: "-1" }, hit.label + (hit.column ? "." + hit.column : ""));
+            b.addEventListener("click", function () { pick(hit); });
+            tr.addEventListener("click", function (e) { if (e.target !== b) pick(hit); });
+            td.appendChild(b); td.appendChild(path(hit.namespace + ":" + hit.name)); tr.appendChild(td);
+            tr.appendChild(el("td", { "class": "kind" }, hit.column ? "column" + (hit.type ? " \u00b7 " + hit.type : "") : "dataset"));
+            tr.hit = hit; t.appendChild(tr);
+          });
+          host.appendChild(t);
+          if (data.hits.length >= SEARCH_LIMIT) host.appendChild(el("p", {}, "The first " + SEARCH_LIMIT + " hits: type more to narrow them."));
+        }
+        host.setAttribute("data-state", "ready");
+      }).catch(function (err) {
+        if (err && err.name === "AbortError") return;
+        if (seq === searching.seq) { host.textContent = ""; host.appendChild(el("p", {}, "Search failed: " + (err.message || err))); showResults(); host.setAttribute("data-state", "error"); }
       });
-      host.appendChild(t);
-    }).catch(function (err) { notice(String(err.message || err)); });
+  }
+  function searchSoon() {
+    var q = $("search").value.trim();
+    clearTimeout(searching.timer);
+    if (q.length < SEARCH_MIN) { searching.seq++; if (searching.ctl) searching.ctl.abort(); hideResults(); return; }
+    if (q === searching.q && !$("results").hidden) return;
+    searching.timer = setTimeout(function () { search(q); }, SEARCH_DELAY);
+  }
+  function move(step) {
+    var rows = Array.prototype.slice.call($("results").querySelectorAll("tr.hit-row"));
+    if (!rows.length || $("results").hidden) return;
+    var at = rows.findIndex(function (r) { return r.classList.contains("active"); });
+    if (at >= 0) { rows[at].classList.remove("active"); rows[at].removeAttribute("aria-selected"); }
+    at = at < 0 ? (step > 0 ? 0 : rows.length - 1) : (at + step + rows.length) % rows.length;
+    rows[at].classList.add("active"); rows[at].setAttribute("aria-selected", "true");
+    rows[at].scrollIntoView({ block: "nearest" });
+  }
+
+  // A dataset's full name, muted, on its own line; it wraps after a slash rather than mid-word.
+  function path(text) {
+    var span = el("span", { "class": "sub" });
+    String(text).split("/").forEach(function (part, i) {
+      if (i) { span.appendChild(document.createTextNode("/")); span.appendChild(document.createElement("wbr")); }
+      span.appendChild(document.createTextNode(part));
+    });
+    return span;
+  }
+
+  // The first view: datasets written most recently and the DAGs with lineage (names of readable DAGs only).
+  function ago(iso) {
+    if (!iso) return "";
+    var s = (Date.now() - new Date(iso).getTime()) / 1000;
+    if (!(s >= 0)) return iso.replace("T", " ").slice(0, 16);
+    if (s < 90) return "just now";
+    if (s < 5400) return Math.round(s / 60) + " min ago";
+    if (s < 129600) return Math.round(s / 3600) + " h ago";
+    if (s < 3888000) return Math.round(s / 86400) + " days ago";
+    return iso.slice(0, 10);
+  }
+  function head(names) { var tr = el("tr"); names.forEach(function (n) { tr.appendChild(el("th", {}, n)); }); return tr; }
+  function runCell(dagId, taskId, run) {
+    var td = el("td", { "class": "run" });
+    if (run && run.url) td.appendChild(el("a", { href: run.url, target: "_top", title: "this run's Column lineage tab" }, dagId + (taskId ? " / " + taskId : "")));
+    else td.appendChild(document.createTextNode(dagId));
+    return td;
+  }
+  function startView() {
+    var box = $("start");
+    box.setAttribute("data-state", "loading");
+    return getJSON("api/estate/start?limit=12").then(function (data) {
+      if (data.notice) notice(data.notice);  // e.g. the index is being built: the lists show what is indexed
+      var recent = $("start-recent").querySelector(".list"), dags = $("start-dags").querySelector(".list");
+      recent.textContent = ""; dags.textContent = "";
+      if (!data.recent.length) {
+        recent.appendChild(el("p", { "class": "empty" }, data.hidden_dags ?
+          "Nothing you may read yet." : "No lineage recorded yet: run a DAG with a SparkLineageSubmitOperator task (e.g. lineage_etl)."));
+      } else {
+        var t = el("table");
+        t.appendChild(head(["Dataset", "When", "Written by (its run\u2019s lineage)"]));
+        data.recent.forEach(function (r) {
+          var tr = el("tr", { "class": "start-dataset", "data-id": r.namespace + ":" + r.name });
+          var td = el("td");
+          var b = el("button", { type: "button", "class": "pick", title: "open the graph around " + r.name }, r.label);
+          b.addEventListener("click", function () { open({ namespace: r.namespace, name: r.name, column: "" }); });
+          td.appendChild(b); td.appendChild(path(r.namespace + ":" + r.name)); tr.appendChild(td);
+          tr.appendChild(el("td", { "class": "when", title: r.written || "" }, ago(r.written)));
+          tr.appendChild(runCell(r.dag_id, r.task_id, r));
+          t.appendChild(tr);
+        });
+        recent.appendChild(t);
+      }
+      if (!data.dags.length) dags.appendChild(el("p", { "class": "empty" }, "None yet."));
+      else {
+        var d = el("table");
+        d.appendChild(head(["DAG (click: the graph of what it writes)", "", "Last run"]));
+        data.dags.forEach(function (g) {
+          var tr = el("tr", { "class": "start-dag", "data-dag": g.dag_id });
+          var td = el("td");
+          var b = el("button", { type: "button", "class": "pick", title: "open the graph around what this DAG writes" }, g.dag_id);
+          b.disabled = !g.writes.length;
+          b.addEventListener("click", function () {
+            state.starts = g.writes.map(function (w) { return { namespace: w.namespace, name: w.name, column: "" }; });
+            load();
+          });
+          td.appendChild(b);
+          td.appendChild(el("span", { "class": "sub" }, g.writes_total ? "writes " + g.writes.map(function (w) { return w.label; }).join(", \u200b") +
+            (g.writes_total > g.writes.length ? " and " + (g.writes_total - g.writes.length) + " more" : "") : "writes no dataset"));
+          tr.appendChild(td);
+          tr.appendChild(el("td", { "class": "count" }, g.tasks + (g.tasks === 1 ? " task" : " tasks")));
+          var last = el("td", { "class": "when" });
+          if (g.last_run) { var a = el("a", { href: g.last_run.url, target: "_top", title: g.last_run.run_id + " (" + (g.last_run.end || "") + ")" }, ago(g.last_run.end)); last.appendChild(a); }
+          tr.appendChild(last);
+          d.appendChild(tr);
+        });
+        dags.appendChild(d);
+        if (data.dags_total > data.dags.length) dags.appendChild(el("p", { "class": "hidden-total" }, (data.dags_total - data.dags.length) + " more: search for their datasets"));
+      }
+      if (data.hidden_dags) dags.appendChild(el("p", { "class": "hidden-total" }, "+ " + data.hidden_dags + " DAG" + (data.hidden_dags === 1 ? "" : "s") + " with lineage you may not read"));
+      box.setAttribute("data-state", "ready");
+    }).catch(function (err) {
+      var recent = $("start-recent").querySelector(".list");
+      recent.textContent = ""; recent.appendChild(el("p", { "class": "notice error" }, "Could not load the start page: " + (err.message || err)));
+      box.setAttribute("data-state", "error");
+    });
   }
 
   function runs() {
@@ -245,22 +387,34 @@
     });
   }
 
-  $("find").addEventListener("submit", function (e) { e.preventDefault(); var q = $("search").value.trim(); if (q) search(q); });
+  $("find").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var active = $("results").hidden ? null : $("results").querySelector("tr.active");
+    if (active) { pick(active.hit); return; }
+    var q = $("search").value.trim(); if (q) search(q);
+  });
+  $("search").addEventListener("input", searchSoon);
+  $("search").addEventListener("focus", function () { if ($("search").value.trim().length >= SEARCH_MIN && $("results").childNodes.length) showResults(); });
+  $("search").addEventListener("keydown", function (e) {
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") { e.preventDefault(); move(e.key === "ArrowDown" ? 1 : -1); }
+    else if (e.key === "Escape") hideResults();
+  });
+  document.addEventListener("mousedown", function (e) { if (!$("find").contains(e.target)) hideResults(); });
   $("apply").addEventListener("click", function () { load(); });
   $("depth").addEventListener("change", function () { load(); });
   $("as-of-run").addEventListener("focus", runs);
   $("as-of-run").addEventListener("change", function () { $("as-of").value = $("as-of-run").value; load(); });
-  $("impact-go").addEventListener("click", impact);
+  $("impact-go").addEventListener("click", function () { if (state.starts.length) impact(); });
   ["direction", "impact-depth"].forEach(function (id) { $(id).addEventListener("change", function () { $("export-csv").href = impactQuery("csv"); $("export-json").href = impactQuery("json"); }); });
   function level(l) { state.level = l; $("level-column").className = l === "column" ? "on" : ""; $("level-table").className = l === "table" ? "on" : ""; if (state.graph) { render(); renderEdges(); } }
   $("level-column").addEventListener("click", function () { level("column"); });
   $("level-table").addEventListener("click", function () { level("table"); });
-  api.open = open; api.expand = expand; api.impact = impact; api.load = load;
+  api.open = open; api.expand = expand; api.impact = impact; api.load = load; api.search = search;
 
   var p = new URLSearchParams(location.search);
   if (p.get("depth") && $("depth").querySelector("option[value='" + p.get("depth").replace(/[^0-9]/g, "") + "']")) $("depth").value = p.get("depth");
   if (p.get("as_of")) $("as-of").value = p.get("as_of");
   if (p.get("before")) $("before").value = p.get("before");
   if (p.get("name")) open({ namespace: p.get("namespace") || "", name: p.get("name"), column: p.get("column") || "" });
-  else setState("idle");
+  else { setState("idle"); startView(); }
 })();

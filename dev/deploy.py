@@ -72,6 +72,39 @@ POOL_SIZE = 48
 MAX_OVERFLOW = 48
 
 
+#: The lineage Spark Connect server of ``./dev.sh up`` (process name, the connection it is reached by).
+CONNECT_PROCESS = "connect-server"
+CONNECT_CONN_ENV = "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"
+
+
+def connect_server_command(port: int, capture_dir: str, *, master: str = "local[2]") -> list[str]:
+    """``python -m airflow_provider_lineage.connect_server`` on 127.0.0.1:``port``, small for a shared machine."""
+    return [sys.executable, "-m", "airflow_provider_lineage.connect_server", "--port", str(port), "--host", "127.0.0.1",
+            "--capture-dir", capture_dir, "--master", master, "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.default.parallelism=2"]
+
+
+def start_connect_server(dep: AirflowDeployment, timeout: float = 240) -> str:
+    """Start a lineage Spark Connect server beside ``dep`` (call before :meth:`AirflowDeployment.start`).
+
+    Adds the connection ``spark_connect_default`` (``sc://127.0.0.1:<port>``, extra ``capture_dir``) to every
+    process's environment; the server runs in its own process group, stopped with the deployment. Returns its URL.
+    """
+    port = free_port()
+    capture_dir = dep.home / "connect-capture"
+    dep.env[CONNECT_CONN_ENV] = json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": port,
+                                            "extra": {"capture_dir": str(capture_dir)}})
+    log = dep.log_dir / f"{CONNECT_PROCESS}.log"
+    offset = log.stat().st_size if log.exists() else 0  # the log is appended to: only this start's lines count
+    proc = dep._spawn(CONNECT_PROCESS, connect_server_command(port, str(capture_dir)))
+    deadline = time.monotonic() + timeout
+    while b"ready; capture records go to" not in log.read_bytes()[offset:]:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise DeploymentError(f"the lineage Spark Connect server did not start: see {log}")
+        time.sleep(0.5)
+    return f"sc://127.0.0.1:{port}"
+
+
 class DeploymentError(RuntimeError):
     """A process did not start / stop as expected (the message names the log to read)."""
 
@@ -540,8 +573,8 @@ class AirflowDeployment:
         Stopping everything also stops the DB server and every group an earlier, killed incarnation
         of a process left behind (e.g. LocalExecutor workers of a SIGKILLed scheduler).
         """
-        order = (*CELERY_WORKERS, *(f"logs-{w}" for w in CELERY_WORKERS), *reversed(PROCESSES), "receiver", "s3",
-                 "redis", "postgres")
+        order = (*CELERY_WORKERS, *(f"logs-{w}" for w in CELERY_WORKERS), *reversed(PROCESSES), CONNECT_PROCESS,
+                 "receiver", "s3", "redis", "postgres")
         names = [process] if process else [n for n in order if n in self.groups]
         for name in names:
             groups = self.groups.get(name, []) if process is None else self.groups.get(name, [])[-1:]
@@ -772,6 +805,7 @@ def up(args: argparse.Namespace) -> int:
                             executor=args.executor)
     print(f"deploy: starting {', '.join(PROCESSES)} in {home} (logs: {dep.log_dir})", flush=True)
     try:
+        connect_url = start_connect_server(dep)
         dep.start()
     except BaseException:
         dep.stop()
@@ -785,6 +819,7 @@ Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or vi
                -d '{{"username": "admin", "password": "{dep.password('admin')}"}}'
   lineage events: {dep.received_events_path if args.executor == "celery" else where}
   executor: {args.executor}{" (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")" if args.executor == "celery" else ""}
+  Spark Connect (lineage captured): {connect_url}, connection spark_connect_default
   tables and indexes: {dep.data_uri}{" (moto S3 at " + dep.s3_url + ")" if args.executor == "celery" else ""}
   logs and pids: {dep.log_dir}, {dep.run_dir}
   DAGs (paused until you unpause them): {', '.join(dags) or 'none parsed yet'}{errors}

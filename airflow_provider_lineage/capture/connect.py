@@ -161,14 +161,14 @@ class ConnectCapture:
         self._registered = False
 
     # -- SparkListenerInterface (Spark's listener-bus thread: returns at once) ----------------------
-    def onOtherEvent(self, event: Any) -> None:  # noqa: N802 - the JVM interface's name
+    def onOtherEvent(self, event: Any) -> None:
         try:
             name = event.getClass().getSimpleName()
             if name in _WANTED:
                 self._queue.put_nowait((name, event))
         except queue.Full:
             self.dropped += 1
-        except Exception:  # noqa: BLE001 - never raise into Spark's listener bus
+        except Exception:
             log.debug("connect capture: event not queued", exc_info=True)
 
     def __getattr__(self, name: str) -> Any:
@@ -199,7 +199,7 @@ class ConnectCapture:
             try:
                 drain_bus(self.spark.sparkContext, timeout_s)
                 self.spark.sparkContext._jsc.sc().removeSparkListener(self)
-            except Exception:  # noqa: BLE001 - stopping anyway
+            except Exception:
                 log.debug("connect capture: could not remove the listener", exc_info=True)
             self._registered = False
         done = self.wait_idle(timeout_s)

@@ -2,9 +2,10 @@
 
 ``make_transactions`` writes a deterministic 15-column transactions table; ``customer_totals`` is a TaskFlow
 function that gets a remote ``spark`` session from the connection ``spark_connect_default`` and writes a
-per-customer mart. The session runs on a lineage Connect server
-(``python -m airflow_provider_lineage.connect_server``, which ``./dev.sh up`` starts): the server captures the
-write, the task reads the record back from the connection's extra ``capture_dir`` and ends like
+per-customer mart with the DataFrame API; ``channel_summary`` sums it per channel in SQL (``INSERT OVERWRITE
+DIRECTORY``). The session runs on a lineage Connect server
+(``python -m airflow_provider_lineage.connect_server``, which ``./dev.sh up`` starts): the server captures each
+write, each task reads the record back from the connection's extra ``capture_dir`` and ends like
 ``SparkLineageSubmitOperator``: column lineage in the log, XCom ``lineage_outputs`` / ``column_lineage``,
 OpenLineage events with the task as parent, the Column lineage tab, asset events.
 
@@ -66,7 +67,18 @@ def lineage_connect_taskflow() -> None:
         )
         return out
 
-    customer_totals(make_transactions("{{ params.data_dir }}", "{{ params.rows }}"), "{{ params.data_dir }}")
+    @task.pyspark_lineage(conn_id="{{ params.spark_conn_id }}",
+                          config_kwargs={"spark.sql.shuffle.partitions": "2"})
+    def channel_summary(mart: str, data_dir: str, spark: Any = None) -> str:
+        """The same in SQL: a temp view over the mart and ``INSERT OVERWRITE DIRECTORY``."""
+        out = f"{data_dir}/mart/channel_summary_connect"
+        spark.read.parquet(mart).createOrReplaceTempView("customer_totals")
+        spark.sql(f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet "
+                  "SELECT channel, SUM(total_eur) AS total_eur, SUM(txns) AS txns FROM customer_totals GROUP BY channel")
+        return out
+
+    mart = customer_totals(make_transactions("{{ params.data_dir }}", "{{ params.rows }}"), "{{ params.data_dir }}")
+    channel_summary(mart, "{{ params.data_dir }}")
 
 
 lineage_connect_taskflow()

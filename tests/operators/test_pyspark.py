@@ -79,12 +79,12 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"dag_run": run, "data_dir": data_dir, "events": read_events(path)[before:]}
 
 
-def _xcom(run_id: str, key: str) -> Any:
+def _xcom(run_id: str, key: str, task_id: str = TASK) -> Any:
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        row = session.query(XComModel).filter_by(dag_id=DAG_ID, run_id=run_id, task_id=TASK, key=key).one()
+        row = session.query(XComModel).filter_by(dag_id=DAG_ID, run_id=run_id, task_id=task_id, key=key).one()
         if not isinstance(row.value, str):
             return row.value
         try:
@@ -139,3 +139,22 @@ class TestLocalSession:
                     .filter(AssetEvent.source_dag_id == DAG_ID, AssetEvent.source_task_id == TASK,
                             AssetEvent.source_run_id == local_run["dag_run"].run_id)]
         assert uris == [f"file://{mart}"]
+
+    def test_sql_write_of_the_second_task(self, local_run: dict[str, Any]) -> None:
+        """``channel_summary``: a temp view and ``INSERT OVERWRITE DIRECTORY`` (InsertIntoDataSourceDirCommand)."""
+        assert_sql_task(local_run)
+
+
+def assert_sql_task(run: dict[str, Any]) -> None:
+    mart = str(run["data_dir"] / "mart" / "customer_totals_connect")
+    summary = str(run["data_dir"] / "mart" / "channel_summary_connect")
+    run_id = run["dag_run"].run_id
+    outputs = _xcom(run_id, "lineage_outputs", "channel_summary")
+    assert [(d["name"], d["columns"], d["format"]) for d in outputs] == [(summary, ["channel", "total_eur", "txns"], "parquet")]
+    record = _xcom(run_id, "column_lineage", "channel_summary")
+    assert record["status"] == "ok", record["problems"]
+    names = [d["name"] for d in record["datasets"]]
+    edges = {(names[o], oc, names[i], ic, t, s) for o, oc, i, ic, t, s, _m in record["edges"]}
+    assert {(summary, "total_eur", mart, "total_eur", "DIRECT", "AGGREGATION"),
+            (summary, "txns", mart, "txns", "DIRECT", "AGGREGATION"),
+            (summary, "channel", mart, "channel", "DIRECT", "IDENTITY")} <= edges

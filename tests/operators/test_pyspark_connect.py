@@ -107,6 +107,12 @@ class TestTaskFlowOverSparkConnect:
         assert "extractionError" not in mine[-1]["run"]["facets"]
         assert [o["name"] for o in mine[-1]["outputs"]] == [str(connect_run["data_dir"] / "mart" / "customer_totals_connect")]
 
+    def test_sql_write_of_the_second_task(self, connect_run: dict[str, Any]) -> None:
+        """``channel_summary`` over Connect: a session temp view and ``INSERT OVERWRITE DIRECTORY``."""
+        from tests.operators.test_pyspark import assert_sql_task
+
+        assert_sql_task(connect_run)
+
     def test_records_removed_from_the_capture_location(self, connect_run: dict[str, Any], server: ConnectServer) -> None:
         assert not [p for p in server.capture_dir.glob("run-*") if any(p.iterdir())]
 

@@ -11,7 +11,8 @@ not see Connect sessions: each has its own):
   (``SparkConnect_SessionTag_User_<u>_Session_<s>_Tag_<tag>``, from ``spark.addTag``);
 * ``SparkListenerSQLExecutionEnd.qe()`` is the ``QueryExecution``: the same seam as the in-driver listener
   (:meth:`.listener.WriteCaptureListener._capture`) turns it into a :class:`CaptureRecord`;
-* ``SparkListenerConnectSessionClosed`` ends an untagged session's folder.
+* ``SparkListenerConnectSessionClosed`` ends the runs of a session that closed (an untagged session's folder, a
+  client that stopped its session before ending its run).
 
 Attribution, per write, from the session that ran it:
 
@@ -278,9 +279,11 @@ class ConnectCapture:
         self._write(run, record)
 
     def _on_session_closed(self, event: Any) -> None:
-        ident = ConnectIdentity(user_id=str(event.userId()), session_id=str(event.sessionId()))
-        if ident.folder_key() in self._runs:
-            self._finish(ident.folder_key(), None)
+        """A closed session ends its runs: an untagged session's folder, and a client's run it did not end itself
+        (it stopped its session first, or died and the server released the session)."""
+        session_id = str(event.sessionId())
+        for key in [k for k, run in self._runs.items() if run.identity and run.identity.session_id == session_id]:
+            self._finish(key, None)
 
     # -- runs -----------------------------------------------------------------------------------
     def _run(self, key: str, task_run: str | None, ident: ConnectIdentity) -> _Run:

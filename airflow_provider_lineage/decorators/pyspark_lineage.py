@@ -11,8 +11,8 @@
         return 1
 
 The same arguments as ``@task.pyspark`` (``conn_id``, ``config_kwargs``) plus the lineage arguments of
-``SparkLineageSubmitOperator``; the function gets ``spark`` (and ``sc`` on a classic session is not passed:
-use ``spark.sparkContext``). Registered as the provider's ``task-decorators`` entry ``pyspark_lineage``;
+``SparkLineageSubmitOperator``; the function gets the session as ``spark`` (declare it last, with a default:
+``spark=None``). Registered as the provider's ``task-decorators`` entry ``pyspark_lineage``;
 the operator is :class:`~airflow_provider_lineage.operators.pyspark.PySparkLineageOperator`.
 """
 from __future__ import annotations

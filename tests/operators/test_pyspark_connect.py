@@ -128,7 +128,10 @@ from airflow.utils.session import create_session
 out = {"state": str(run.state)}
 with create_session() as session:
     for row in session.query(XComModel).filter_by(dag_id="pyspark_lineage_pair", run_id=run.run_id, task_id="write_side"):
-        out[row.key] = row.value if not isinstance(row.value, str) else json.loads(row.value)
+        try:
+            out[row.key] = row.value if not isinstance(row.value, str) else json.loads(row.value)
+        except ValueError:  # a plain string return value
+            out[row.key] = row.value
 print("RESULT " + json.dumps(out))
 """
 

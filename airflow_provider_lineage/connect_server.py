@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 APP_NAME = "airflow-lineage-connect-server"
@@ -128,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     capture = ConnectCapture(spark, capture_dir, record_limit=args.record_limit)
     try:
         capture.register()
+        jvm_handler = _jvm_sigterm_to(stop, spark, log)  # noqa: F841 - kept alive while the server runs
         where = f"sc://{args.host or 'localhost'}:{args.port}"
         log.info("Spark Connect server %s (Spark %s, master %s) ready; capture records go to %s", where,
                  spark.version, spark.sparkContext.master, capture_dir)
@@ -139,11 +140,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             if not capture.close(args.stop_timeout):
                 log.warning("the capture queue did not drain within %ss: some records may be missing", args.stop_timeout)
+        except Exception as exc:  # noqa: BLE001 - the JVM went first (SIGKILL, or a signal before the handler was set)
+            log.warning("the capture could not drain (%s): records of writes still queued are lost",
+                        str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else repr(exc))
         finally:
-            spark.stop()
+            try:
+                spark.stop()
+            except Exception:
+                log.debug("spark.stop() after the JVM stopped", exc_info=True)
         log.info("stopped (%d records written, %d runs ended, %d events dropped)", capture.captured,
                  capture.statuses, capture.dropped)
     return 0
+
+
+class _JvmSignalHandler:
+    """``sun.misc.SignalHandler`` (py4j): the JVM's SIGTERM asks the server to stop instead of killing the JVM."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+
+    def handle(self, _signal: Any) -> None:
+        self.stop.set()
+
+    class Java:
+        implements: ClassVar[list[str]] = ["sun.misc.SignalHandler"]
+
+
+def _jvm_sigterm_to(stop: threading.Event, spark: Any, log: logging.Logger) -> Any:
+    """A SIGTERM sent to the whole process group (``kill -- -PGID``, systemd's default) reaches the JVM too, whose
+    default is to exit at once; with this handler it sets ``stop`` like the driver's, so the stop stays clean."""
+    try:
+        jvm = spark.sparkContext._jvm
+        handler = _JvmSignalHandler(stop)
+        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), handler)
+        return handler
+    except Exception as exc:  # noqa: BLE001 - a JVM without sun.misc: SIGTERM to the group stops the JVM at once
+        log.warning("could not route the JVM's SIGTERM to a clean stop (%r): send SIGTERM to this process only", exc)
+        return None
 
 
 def _setup_logging() -> None:

@@ -199,6 +199,8 @@ def test_a_client_without_tags_is_still_recorded(server: ConnectServer, tmp_path
 
 
 def test_sigterm_stops_the_server_cleanly(server: ConnectServer) -> None:
+    """SIGTERM to the server's whole process group (driver and JVM, as ``kill -- -PGID`` or systemd): exit 0,
+    the capture drained and its runs ended before Spark stopped."""
     assert server.stop() == 0, server.log_text()[-3000:]
-    assert "stopping the Spark Connect server" in server.log_text()
     assert "stopped (" in server.log_text()
+    assert "could not drain" not in server.log_text()

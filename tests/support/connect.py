@@ -1,7 +1,7 @@
 """A real lineage Spark Connect server on loopback for tests (``python -m airflow_provider_lineage.connect_server``).
 
 :func:`connect_server` starts it in its own process group on a free port, waits until it says it is ready, and
-stops it with SIGTERM (SIGKILL after a bound) -- only the group it started.
+stops it with SIGTERM to its process group (driver and JVM; SIGKILL after a bound) -- only the group it started.
 """
 from __future__ import annotations
 

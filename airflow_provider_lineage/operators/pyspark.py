@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
 #: Connection extras that configure the lineage, not Spark (not passed on as Spark properties).
 LINEAGE_EXTRAS = ("capture_dir",)
-#: The Spark Connect connection type (the apache-spark provider's ``SparkConnectHook.conn_type``).
-SPARK_CONNECT = "spark_connect"
 
 
 class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):

@@ -132,14 +132,18 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         from pyspark.sql import SparkSession
 
         conf, extras = self.spark_settings()
-        spark_conf = SparkConf()
-        for key, value in conf.items():
-            spark_conf.set(key, value)
         remote = conf.get("spark.remote")
         self.lineage_deploy_mode = "connect" if remote else "client"
         if remote:
-            return self._run_connect(SparkSession.builder.config(conf=spark_conf).create(), remote,
-                                     self.capture_dir or extras.get("capture_dir"))
+            # the settings alone: SparkConf() would also load a JVM's properties this process already has (a
+            # local session's spark.master), which a Spark Connect session refuses
+            builder = SparkSession.builder
+            for key, value in conf.items():
+                builder = builder.config(key, value)
+            return self._run_connect(builder.create(), remote, self.capture_dir or extras.get("capture_dir"))
+        spark_conf = SparkConf()
+        for key, value in conf.items():
+            spark_conf.set(key, value)
         existing = _active_session()
         spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
         try:

@@ -29,7 +29,8 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Spark Lineage",
-                "python-modules": ["airflow_provider_lineage.operators.spark_lineage"],
+                "python-modules": ["airflow_provider_lineage.operators.spark_lineage",
+                                   "airflow_provider_lineage.operators.pyspark"],
             },
             {
                 "integration-name": "Sieve Index",
@@ -87,6 +88,12 @@ def get_provider_info() -> dict[str, Any]:
                 },
             },
         },
+        "task-decorators": [
+            {
+                "class-name": "airflow_provider_lineage.decorators.pyspark_lineage.pyspark_lineage_task",
+                "name": "pyspark_lineage",
+            },
+        ],
         "plugins": [
             {
                 "name": "column_lineage",

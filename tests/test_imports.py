@@ -18,6 +18,8 @@ HEAVY = ("pyspark", "py4j", "pandas", "pyarrow", "numpy")
 AIRFLOW_LAYER = (
     "airflow_provider_lineage.get_provider_info",
     "airflow_provider_lineage.operators.spark_lineage",
+    "airflow_provider_lineage.operators.pyspark",
+    "airflow_provider_lineage.decorators.pyspark_lineage",
     "airflow_provider_lineage.operators.sieve",
     "airflow_provider_lineage.sensors.sieve",
     "airflow_provider_lineage.triggers.sieve",

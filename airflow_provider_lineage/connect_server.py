@@ -1,0 +1,193 @@
+"""A Spark Connect server with column-lineage capture for every session.
+
+Usage::
+
+    python -m airflow_provider_lineage.connect_server --port 15002 --capture-dir s3://bucket/lineage \\
+        [--master local[4] | spark://host:7077 | yarn] [--host 0.0.0.0] [--conf spark.executor.memory=4g ...]
+
+Starts a PySpark driver whose JVM runs the Spark Connect server (``spark.plugins=
+org.apache.spark.sql.connect.SparkConnectPlugin``; the ``spark-connect`` jar ships with pip's pyspark 4.x) and
+attaches the capture (:mod:`airflow_provider_lineage.capture.connect`) to its SparkContext, so that every
+write of every Connect session becomes a capture record under ``--capture-dir``: ``<token>/`` for a client
+that says which Airflow task run it is (``PySparkLineageOperator`` / ``@task.pyspark_lineage`` do), else
+``connect-<user>-<session>/``. The Airflow task reads its records back from there, as in cluster deploy mode.
+
+Runs in the foreground until SIGTERM or SIGINT, then stops cleanly: Spark's listener bus is drained, the
+queued records are written, every open run gets its status, the server and the SparkContext stop.
+Sessions see ``spark.airflow_lineage.connectServer`` (the capture location), by which a client knows the
+server captures. Spark 4.0 or later.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+APP_NAME = "airflow-lineage-connect-server"
+
+
+def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{k: v}``; raises ``ValueError`` naming a malformed pair."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r} is not KEY=VALUE: write e.g. --conf spark.executor.memory=2g")
+        conf[key.strip()] = value
+    return conf
+
+
+def normalized_capture_dir(raw: str) -> str:
+    """A URI as given; a local path made absolute (the clients' workers must reach the same place)."""
+    if "://" in raw or raw.startswith("file:"):
+        return raw.rstrip("/")
+    return os.path.abspath(raw)
+
+
+def spark_conf(*, port: int, capture_dir: str, host: str | None, conf: dict[str, str]) -> dict[str, str]:
+    """The driver's Spark properties: the user's, plus the Connect plugin, its port and the capture marker."""
+    from airflow_provider_lineage.capture.connect import SERVER_CONF
+
+    out = dict(conf)
+    plugins = [p for p in out.get("spark.plugins", "").split(",") if p.strip()]
+    if PLUGIN not in plugins:
+        plugins.append(PLUGIN)
+    out["spark.plugins"] = ",".join(plugins)
+    out["spark.connect.grpc.binding.port"] = str(port)
+    if host:
+        out["spark.connect.grpc.binding.address"] = host
+    out[SERVER_CONF] = capture_dir
+    out.setdefault("spark.app.name", APP_NAME)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_provider_lineage.connect_server",
+        description="A Spark Connect server that captures the column lineage of every session's writes.")
+    parser.add_argument("--port", type=int, required=True, help="the Connect server's gRPC port (Spark's default: 15002)")
+    parser.add_argument("--capture-dir", required=True,
+                        help="where capture records go: a path or URI (s3://, gs://, abfs://, hdfs://) that the "
+                             "Airflow workers also reach")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark.master from --conf, else local[*])")
+    parser.add_argument("--host", default=None, help="listen address (default: Spark's, every interface)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property (repeatable)")
+    parser.add_argument("--record-limit", type=int, default=None,
+                        help="bound (bytes) on one capture record (default 32 MiB); a bigger one is reported, not written")
+    parser.add_argument("--stop-timeout", type=float, default=60.0,
+                        help="seconds to wait at stop for Spark's listener bus and the queued records")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        conf = parse_conf(args.conf)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not 0 < args.port < 65536:
+        parser.error(f"--port {args.port} is not a TCP port (1-65535)")
+    _setup_logging()
+    log = logging.getLogger("airflow_provider_lineage.connect_server")
+    capture_dir = normalized_capture_dir(args.capture_dir)
+    props = spark_conf(port=args.port, capture_dir=capture_dir, host=args.host, conf=conf)
+    if args.master:
+        props["spark.master"] = args.master
+    props.setdefault("spark.master", "local[*]")
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal %s: stopping the Spark Connect server", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_lineage.capture.connect import ConnectCapture
+
+    builder = SparkSession.builder
+    for key, value in props.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - one clear line instead of a JVM stack
+        first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else repr(exc)
+        print(f"connect_server: Spark did not start ({first}); is port {args.port} free and the master "
+              f"{props['spark.master']} reachable?", file=sys.stderr)
+        return 1
+    capture = ConnectCapture(spark, capture_dir, record_limit=args.record_limit)
+    try:
+        capture.register()
+        jvm_handler = _jvm_sigterm_to(stop, spark, log)  # noqa: F841 - kept alive while the server runs
+        where = f"sc://{args.host or 'localhost'}:{args.port}"
+        log.info("Spark Connect server %s (Spark %s, master %s) ready; capture records go to %s", where,
+                 spark.version, spark.sparkContext.master, capture_dir)
+        while not stop.wait(1.0):
+            if spark.sparkContext._jsc is None or spark.sparkContext._jsc.sc().isStopped():
+                log.warning("the SparkContext stopped: the Connect server is gone")
+                break
+    finally:
+        try:
+            if not capture.close(args.stop_timeout):
+                log.warning("the capture queue did not drain within %ss: some records may be missing", args.stop_timeout)
+        except Exception as exc:  # noqa: BLE001 - the JVM went first (SIGKILL, or a signal before the handler was set)
+            log.warning("the capture could not drain (%s): records of writes still queued are lost",
+                        str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else repr(exc))
+        finally:
+            try:
+                spark.stop()
+            except Exception:
+                log.debug("spark.stop() after the JVM stopped", exc_info=True)
+        log.info("stopped (%d records written, %d runs ended, %d events dropped)", capture.captured,
+                 capture.statuses, capture.dropped)
+    return 0
+
+
+class _JvmSignalHandler:
+    """``sun.misc.SignalHandler`` (py4j): the JVM's SIGTERM asks the server to stop instead of killing the JVM."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+
+    def handle(self, _signal: Any) -> None:
+        self.stop.set()
+
+    class Java:
+        implements: ClassVar[list[str]] = ["sun.misc.SignalHandler"]
+
+
+def _jvm_sigterm_to(stop: threading.Event, spark: Any, log: logging.Logger) -> Any:
+    """A SIGTERM sent to the whole process group (``kill -- -PGID``, systemd's default) reaches the JVM too, whose
+    default is to exit at once; with this handler it sets ``stop`` like the driver's, so the stop stays clean."""
+    try:
+        jvm = spark.sparkContext._jvm
+        handler = _JvmSignalHandler(stop)
+        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), handler)
+        return handler
+    except Exception as exc:  # noqa: BLE001 - a JVM without sun.misc: SIGTERM to the group stops the JVM at once
+        log.warning("could not route the JVM's SIGTERM to a clean stop (%r): send SIGTERM to this process only", exc)
+        return None
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s airflow-provider-lineage: %(message)s"))
+    for name in ("airflow_provider_lineage",):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""TaskFlow decorators (``@task.pyspark_lineage``) over the same capture core as the operators."""

@@ -1,0 +1,76 @@
+"""A real lineage Spark Connect server on loopback for tests (``python -m airflow_provider_lineage.connect_server``).
+
+:func:`connect_server` starts it in its own process group on a free port, waits until it says it is ready, and
+stops it with SIGTERM to its process group (driver and JVM; SIGKILL after a bound) -- only the group it started.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dev.deploy import connect_server_command, free_port
+
+READY = "ready; capture records go to"
+
+
+@dataclass
+class ConnectServer:
+    port: int
+    capture_dir: Path
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def stop(self, timeout: float = 90) -> int:
+        """SIGTERM to the server's group; its exit code (SIGKILL after ``timeout``)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(30)
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the JVM child, if it outlived the driver
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return int(self.proc.returncode)
+
+
+@contextlib.contextmanager
+def connect_server(base: Path, timeout: float = 300) -> Iterator[ConnectServer]:
+    """A started lineage Connect server writing to ``base/capture`` (its log: ``base/connect-server.log``)."""
+    base.mkdir(parents=True, exist_ok=True)
+    capture = base / "capture"
+    port = free_port()
+    log = base / "connect-server.log"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(connect_server_command(port, str(capture), master="local[2]"), env=env, cwd=base,
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    server = ConnectServer(port, capture, log, proc)
+    try:
+        deadline = time.monotonic() + timeout
+        while READY not in server.log_text():
+            if proc.poll() is not None:
+                raise RuntimeError(f"the Connect server exited ({proc.returncode}):\n{server.log_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Connect server was not ready within {timeout:.0f} s:\n{server.log_text()[-4000:]}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        server.stop()

@@ -404,7 +404,7 @@ def register_start(app: Any, readable: Any, fresh: Any) -> None:
         notice = fresh(session, who)
         try:
             answer = start_view(session, who, limit=limit)
-        except Exception:  # noqa: BLE001 - e.g. no index tables yet: the page shows its help, not an error
+        except Exception:  # e.g. no index tables yet: the page shows its help, not an error
             log.warning("estate start view: the index could not answer", exc_info=True)
             session.rollback()
             answer = {"recent": [], "dags": [], "dags_total": 0, "hidden_dags": 0, "limit": limit}

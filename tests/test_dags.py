@@ -22,6 +22,9 @@ import pytest
 from tests.operators.ol_schema import validate_or_skip
 from tests.support.pipelines import migrate_db, read_events
 
+# slow tier: the example pipelines (several spark-submits, shared with the modules of EXAMPLE_PIPELINE_MODULES)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
 DAG_ID = "lineage_c1_transactions_mart"

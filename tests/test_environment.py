@@ -79,6 +79,7 @@ def test_pandas_udf_and_to_pandas_over_parquet_scan(contacts) -> None:
     assert sorted(contacts.toPandas()["id"].tolist()) == [1, 2, 3]
 
 
+@pytest.mark.slow  # a spark-submit per UDF kind; the in-process UDF tests above stay in the fast tier
 def test_udfs_over_a_table_through_the_launcher(tmp_path: Path) -> None:
     """spark-submit launcher + app: Python (Arrow and pickled), pandas and SQL UDFs inside writes."""
     out, cap = tmp_path / "out", tmp_path / "cap"

@@ -18,6 +18,9 @@ import pytest
 from airflow_provider_lineage import sieve as S
 from tests.support.pipelines import load_dag, migrate_db
 
+# slow tier: the example pipelines (several spark-submits, shared with the modules of EXAMPLE_PIPELINE_MODULES)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
 INDEXED = [  # (table under data_dir, column)

@@ -21,6 +21,9 @@ import pytest
 from tests.operators.ol_schema import validate_or_skip
 from tests.support.marquez_rules import MarquezModel
 
+# slow tier: the example pipelines (several spark-submits, shared with the modules of EXAMPLE_PIPELINE_MODULES)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
 

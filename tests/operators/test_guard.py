@@ -25,7 +25,7 @@ from tests.operators.ol_schema import validate_or_skip
 from tests.support.pipelines import env_for_spark, load_dag, migrate_db, read_events
 
 # six spark-submits in one module fixture: minutes on a loaded 2-core machine
-pytestmark = pytest.mark.timeout(2400)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def _xcoms(dag_id: str, run_id: str, key: str) -> dict[str, Any]:

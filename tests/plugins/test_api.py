@@ -17,6 +17,9 @@ import pytest
 from airflow_provider_lineage.lineage import run_record
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
 
+# slow tier: the example pipelines (several spark-submits, shared with the modules of EXAMPLE_PIPELINE_MODULES)
+pytestmark = pytest.mark.slow
+
 PREFIX = "/column-lineage"
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_lineage import PRODUCER, __version__
 from airflow_provider_lineage.lineage.engine import analyze_record
 from airflow_provider_lineage.lineage.facets import datasets_for
-from airflow_provider_lineage.lineage.model import ParentRun, WriteLineage
+from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, ParentRun, WriteLineage
 from airflow_provider_lineage.lineage.naming import identity_problem
 from airflow_provider_lineage.lineage.record import CaptureRecord, collapse_nested
 from airflow_provider_lineage.lineage.summary import summarize
@@ -115,7 +115,7 @@ def _guard_identities(lineage: WriteLineage, label: str, problems: list[Problem]
         lineage.dataset_edges = [e for e in lineage.dataset_edges if e.dataset not in bad]
 
 
-def datasets(result: LineageResult, indirect: str = "both") -> tuple[list[InputDataset], list[OutputDataset]]:
+def datasets(result: LineageResult, indirect: str = DEFAULT_INDIRECT) -> tuple[list[InputDataset], list[OutputDataset]]:
     """OpenLineage datasets with schema/columnLineage/symlinks facets (empty when nothing was analysed).
 
     :param indirect: where dataset-wide INDIRECT edges go (see :func:`.facets.datasets_for`).
@@ -286,3 +286,56 @@ def new_run_id() -> str:
     return str(generate_new_uuid())
 
 
+
+
+def split_event(event: RunEvent, size_of: Callable[[RunEvent], int], limit: int) -> list[RunEvent]:
+    """``event`` as several events of the same run, each at most ``limit`` bytes when possible, no edge dropped.
+
+    Outputs are packed greedily, in order, into parts; each part carries the inputs its outputs' column
+    lineage names (Marquez keeps an edge only when its input is an input of the same run) and the
+    ``parent`` run facet. Every part but the last is a ``RUNNING`` event; the last keeps the event's type,
+    its other run facets and every input. An output too big alone is sent alone (its columnLineage is
+    never cut: a consumer such as Marquez keeps the lineage of a dataset version from one event).
+    """
+    import attr
+
+    outputs = list(event.outputs or [])
+    if len(outputs) <= 1 or size_of(event) <= limit:
+        return [event]
+    from openlineage.client.event_v2 import RunState
+
+    inputs = list(event.inputs or [])
+    by_key = {(d.namespace, d.name): d for d in inputs}
+    run_facets = dict(event.run.facets or {})
+    parent_only = {k: v for k, v in run_facets.items() if k == "parent"}
+
+    def named_inputs(outs: list[Any]) -> list[Any]:
+        keys: dict[tuple[str, str], None] = {}
+        for o in outs:
+            facet = (o.facets or {}).get("columnLineage")
+            if facet is None:
+                continue
+            for spec in (facet.fields or {}).values():
+                for i in spec.inputFields or []:
+                    keys.setdefault((i.namespace, i.name))
+            for i in facet.dataset or []:
+                keys.setdefault((i.namespace, i.name))
+        return [by_key[k] for k in keys if k in by_key]
+
+    def part(outs: list[Any], last: bool) -> RunEvent:
+        run = attr.evolve(event.run, facets=run_facets if last else parent_only)
+        return attr.evolve(event, eventType=event.eventType if last else RunState.RUNNING, run=run,
+                           inputs=inputs if last else named_inputs(outs), outputs=outs)
+
+    groups: list[list[Any]] = []
+    for o in outputs:
+        if groups and size_of(part([*groups[-1], o], False)) <= limit:
+            groups[-1].append(o)
+        else:
+            groups.append([o])
+    parts = [part(g, False) for g in groups[:-1]]
+    last = part(groups[-1], True)
+    if size_of(last) > limit:  # with every input it overflows: its outputs go ahead as RUNNING
+        parts.append(part(groups[-1], False))
+        last = part([], True)
+    return [*parts, last]

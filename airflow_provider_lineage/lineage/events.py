@@ -294,13 +294,15 @@ def split_event(event: RunEvent, size_of: Callable[[RunEvent], int], limit: int)
     Outputs are packed greedily, in order, into parts; each part carries the inputs its outputs' column
     lineage names (Marquez keeps an edge only when its input is an input of the same run) and the
     ``parent`` run facet. Every part but the last is a ``RUNNING`` event; the last keeps the event's type,
-    its other run facets and every input. An output too big alone is sent alone (its columnLineage is
-    never cut: a consumer such as Marquez keeps the lineage of a dataset version from one event).
+    its other run facets and every input. An output too big alone is sent in several parts, each with its
+    whole ``schema`` facet and a share of its ``columnLineage`` fields (the ``dataset`` list in the first):
+    the same output of the same run (Marquez derives an output's version from its schema and run, so the
+    parts add to one version). What still does not fit (one field's lineage, or the inputs) is sent as is.
     """
     import attr
 
     outputs = list(event.outputs or [])
-    if len(outputs) <= 1 or size_of(event) <= limit:
+    if not outputs or size_of(event) <= limit:
         return [event]
     from openlineage.client.event_v2 import RunState
 
@@ -327,15 +329,56 @@ def split_event(event: RunEvent, size_of: Callable[[RunEvent], int], limit: int)
         return attr.evolve(event, eventType=event.eventType if last else RunState.RUNNING, run=run,
                            inputs=inputs if last else named_inputs(outs), outputs=outs)
 
-    groups: list[list[Any]] = []
+    pieces: list[Any] = []
     for o in outputs:
-        if groups and size_of(part([*groups[-1], o], False)) <= limit:
+        pieces += [o] if size_of(part([o], False)) <= limit else _field_chunks(o, lambda x: size_of(part([x], False)),
+                                                                               limit)
+    groups: list[list[Any]] = []
+    for o in pieces:
+        names = {(x.namespace, x.name) for x in groups[-1]} if groups else set()
+        if groups and (o.namespace, o.name) not in names and size_of(part([*groups[-1], o], False)) <= limit:
             groups[-1].append(o)
         else:
             groups.append([o])
+    if len(groups) == 1 and size_of(part(groups[0], True)) > limit and len(pieces) == len(outputs) == 1:
+        return [event]  # one output, one field set: nothing to split
     parts = [part(g, False) for g in groups[:-1]]
     last = part(groups[-1], True)
     if size_of(last) > limit:  # with every input it overflows: its outputs go ahead as RUNNING
         parts.append(part(groups[-1], False))
         last = part([], True)
     return [*parts, last]
+
+
+def _field_chunks(output: Any, size_alone: Callable[[Any], int], limit: int) -> list[Any]:
+    """``output`` as several copies with the whole ``schema`` facet and a share of its columnLineage ``fields``
+    each (the ``dataset`` list in the first), each alone within ``limit`` by the estimate of its entries'
+    JSON sizes (checked; a share of one field that still does not fit is kept whole)."""
+    import json
+
+    import attr
+    from openlineage.client.serde import Serde
+
+    facets = dict(output.facets or {})
+    facet = facets.get("columnLineage")
+    fields = dict(getattr(facet, "fields", None) or {})
+    if facet is None or len(fields) < 2:
+        return [output]
+
+    def copy(chunk: dict[str, Any], first: bool) -> Any:
+        cl = attr.evolve(facet, fields=chunk, dataset=list(facet.dataset or []) if first else [])
+        return attr.evolve(output, facets={**facets, "columnLineage": cl})
+
+    costs = {name: len(json.dumps({name: Serde.to_dict(spec)}).encode()) for name, spec in fields.items()}
+    base = size_alone(output) - sum(costs.values())  # the part without fields, with the inputs they name
+    room = max(limit - base, 1) * 0.97
+    chunks: list[dict[str, Any]] = [{}]
+    used = 0.0
+    for name, spec in fields.items():
+        cost = costs[name]
+        if chunks[-1] and used + cost > room:
+            chunks.append({})
+            used = 0.0
+        chunks[-1][name] = spec
+        used += cost
+    return [copy(c, i == 0) for i, c in enumerate(chunks)]

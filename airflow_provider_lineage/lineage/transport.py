@@ -187,8 +187,9 @@ def wire_bytes(client: OpenLineageClient, event: RunEvent) -> int:
 
 
 def fit_events(client: OpenLineageClient, events: Iterable[RunEvent], notes: list[str] | None = None) -> list[RunEvent]:
-    """``events`` with each one over the transport's :func:`event_limit` split (per output dataset, see
-    :func:`.events.split_event`) so that no edge is dropped; what was done is appended to ``notes``."""
+    """``events`` with each one over the transport's :func:`event_limit` split (per output dataset, an output
+    too big alone per share of its columns, see :func:`.events.split_event`) so that no edge is dropped; what
+    was done is appended to ``notes``."""
     from airflow_provider_lineage.lineage.events import split_event
 
     limit = event_limit(client)
@@ -203,11 +204,15 @@ def fit_events(client: OpenLineageClient, events: Iterable[RunEvent], notes: lis
             continue
         parts = split_event(event, lambda e: wire_bytes(client, e), limit)
         out.extend(parts)
-        if notes is not None:
+        if notes is not None and len(parts) == 1:
+            notes.append(f"OpenLineage {event.eventType.value} event of {size} bytes is over the {limit}-byte limit "
+                         f"of {describe_transport(client)} and cannot be split (one output, one column): sent as is "
+                         "(raise the transport's limit, or set compression: gzip on an http transport)")
+        elif notes is not None:
             biggest = max(wire_bytes(client, e) for e in parts)
             over = "" if biggest <= limit else (
-                f"; one output's lineage alone is {biggest} bytes, still over the limit: sent as is"
-                " (raise the transport's limit, or set compression: gzip on an http transport)")
+                f"; one part is still {biggest} bytes, over the limit (its inputs, or one column's lineage): sent as"
+                " is (raise the transport's limit, or set compression: gzip on an http transport)")
             notes.append(
                 f"OpenLineage {event.eventType.value} event of {size} bytes is over the {limit}-byte limit of "
                 f"{describe_transport(client)}: sent as {len(parts)} events of the same run (no edge dropped; "

@@ -88,13 +88,36 @@ def test_emit_all_sends_the_parts_and_says_so(tmp_path: Path, monkeypatch: pytes
     assert len((tmp_path / "events.jsonl").read_text().splitlines()) == 4
 
 
-def test_one_output_alone_over_the_limit_is_sent_whole_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ev = _event(outputs=1)
+def test_one_output_over_the_limit_is_split_by_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ev = _event(outputs=1, columns=600)
     client = _file_client(tmp_path)
-    monkeypatch.setenv(transport.LIMIT_ENV, "1000")
+    limit = transport.wire_bytes(client, ev) // 3
+    monkeypatch.setenv(transport.LIMIT_ENV, str(limit))
     notes: list[str] = []
-    assert transport.fit_events(client, [ev], notes) == [ev]
-    assert "still over the limit: sent as is" in notes[0]
+    parts = transport.fit_events(client, [ev], notes)
+    assert len(parts) >= 4 and all(transport.wire_bytes(client, p) <= limit for p in parts)
+    assert [p.eventType.value for p in parts][-1] == "COMPLETE" and "over the limit" not in notes[0].split("(no edge")[1]
+    docs = [_dict(p) for p in parts]
+    assert _edges(docs) == _edges([_dict(ev)]) and all(validate_event(d) == [] for d in docs)
+    # every part names the same output with its whole schema; the dataset-level list is stated once
+    outs = [o for d in docs for o in d["outputs"]]
+    assert {o["name"] for o in outs} == {"/data/lake0/features"}
+    assert all(len(o["facets"]["schema"]["fields"]) == 600 for o in outs)
+    assert sum(bool(o["facets"]["columnLineage"]["dataset"]) for o in outs) == 1
+    model = MarquezModel().ingest_all(docs)
+    assert (model.violations, model.dropped, model.lost()) == ([], [], [])
+    assert len(model.stored) == sum(len(spec["inputFields"]) for d in [_dict(ev)] for o in d["outputs"]
+                                    for spec in o["facets"]["columnLineage"]["fields"].values())
+
+
+def test_what_cannot_fit_is_sent_whole_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ev = _event(outputs=1, columns=50)
+    client = _file_client(tmp_path)
+    monkeypatch.setenv(transport.LIMIT_ENV, "1000")  # less than the inputs' schemas alone
+    notes: list[str] = []
+    parts = transport.fit_events(client, [ev], notes)
+    assert _edges([_dict(p) for p in parts]) == _edges([_dict(ev)])
+    assert "still" in notes[0] and "over the limit" in notes[0] and "sent as is" in notes[0]
 
 
 def test_transport_limits_and_gzip_wire_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,15 +138,16 @@ def test_transport_limits_and_gzip_wire_size(tmp_path: Path, monkeypatch: pytest
 
 def test_1200_column_outputs_fit_the_limit_in_the_default_form_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """1,200 columns x 6 shared join/filter/sort keys: one output is one event under 1 MB in the dataset form
-    (about 0.58 MB) and over it in the per-field form (about 1.9 MB: sent whole, said); two outputs in the
+    (about 0.58 MB) and over it in the per-field form (about 1.9 MB: split by columns); two outputs in the
     dataset form are split into one event each, both under the limit, no edge lost."""
     monkeypatch.delenv(transport.LIMIT_ENV, raising=False)
     client = OpenLineageClient(config={"transport": {"type": "http", "url": "http://127.0.0.1:9"}})
     one = _event(outputs=1, columns=1200)
     assert transport.fit_events(client, [one]) == [one] and transport.wire_bytes(client, one) < 1_000_000
     legacy = _event(outputs=1, columns=1200, indirect="fields")
-    notes: list[str] = []
-    assert transport.fit_events(client, [legacy], notes) == [legacy] and "still over the limit" in notes[0]
+    parts = transport.fit_events(client, [legacy])
+    assert len(parts) in (2, 3) and all(transport.wire_bytes(client, p) <= 1_000_000 for p in parts)
+    assert _edges([_dict(p) for p in parts]) == _edges([_dict(legacy)])
     two = _event(outputs=2, columns=1200)
     parts = transport.fit_events(client, [two])
     assert len(parts) == 2 and all(transport.wire_bytes(client, p) <= 1_000_000 for p in parts)

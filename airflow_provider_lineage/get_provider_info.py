@@ -81,6 +81,13 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Tags a masking transformation stops (JSON list or comma-separated).",
                         "version_added": "0.2.0", "type": "string", "example": "pii,secret", "default": "pii",
                     },
+                    "indirect_lineage": {
+                        "description": "Where dataset-wide INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT) go in the "
+                                       "columnLineage facet, for every SparkLineageSubmitOperator that does not set "
+                                       "indirect_lineage: dataset (once per output, compact), fields (on every "
+                                       "output field: what Marquez shows) or both.",
+                        "version_added": "0.2.0", "type": "string", "example": "fields", "default": "dataset",
+                    },
                     "require_masked": {
                         "description": "require_masked for every SparkLineageSubmitOperator that does not set it.",
                         "version_added": "0.2.0", "type": "string", "example": "pii", "default": None,

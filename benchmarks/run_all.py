@@ -15,6 +15,7 @@ SCRIPTS: dict[str, list[str]] = {
     "capture": ["capture/overhead.py"],
     "lineage": ["lineage/run.py"],
     "udf": ["lineage/udf_cost.py"],
+    "event-size": ["lineage/event_size.py"],
     "sieve": ["sieve/run.py"],
     "sieve-keys": ["sieve/random_keys.py"],
     "deployment": ["deployment/run.py"],

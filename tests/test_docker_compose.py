@@ -83,6 +83,7 @@ def test_wiring(config: dict[str, Any]) -> None:
         transport = json.loads(env["AIRFLOW__OPENLINEAGE__TRANSPORT"])
         assert transport["type"] == "http" and transport["url"] == "http://marquez:5000"
         assert transport["endpoint"] == "api/v1/lineage"
+        assert env["AIRFLOW__COLUMN_LINEAGE__INDIRECT_LINEAGE"] == "both"  # Marquez reads only per-field edges
         conn = json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])
         assert (conn["conn_type"], conn["host"], conn["port"]) == ("spark", "spark://spark-master", 7077)
         assert conn["extra"]["deploy-mode"] == "client"

@@ -14,7 +14,7 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.jobNamespace``             ``AIRFLOW_LINEAGE_JOB_NAMESPACE``           job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
 ``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
 ``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
-``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``both`` (default), ``fields``, ``dataset``
+``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``dataset`` (default), ``fields``, ``both``
 ``spark.airflow_lineage.udfAnalysis``             ``AIRFLOW_LINEAGE_UDF_ANALYSIS``             ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
 ``spark.airflow_lineage.captureToken``            ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``           the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
 ``spark.airflow_lineage.taskRun``                 ``AIRFLOW_LINEAGE_TASK_RUN``                the task run (``namespace/name/runId``) written into each envelope
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, ParentRun
+from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, INDIRECT_PLACEMENTS, ParentRun
 
 PREFIX = "spark.airflow_lineage."
 ENV_PREFIX = "AIRFLOW_LINEAGE_"
@@ -68,7 +68,7 @@ class LauncherConfig:
     job_name: str | None = None
     drain_timeout_s: float = 60.0
     parent: ParentRun | None = None
-    indirect: str = "both"
+    indirect: str = DEFAULT_INDIRECT
     spark_openlineage: dict[str, str] = field(default_factory=dict)
     udf_analysis: bool = True
     #: with a token, records go to ``capture_dir/<token>/`` in envelopes (a driver that runs elsewhere)
@@ -95,7 +95,7 @@ class LauncherConfig:
         if self.job_name:
             conf[PREFIX + "jobName"] = self.job_name
         conf[PREFIX + "drainTimeoutSeconds"] = f"{self.drain_timeout_s:g}"
-        if self.indirect != "both":
+        if self.indirect != DEFAULT_INDIRECT:
             conf[PREFIX + "indirectLineage"] = self.indirect
         if not self.udf_analysis:
             conf[PREFIX + "udfAnalysis"] = "false"
@@ -157,7 +157,7 @@ class LauncherConfig:
             timeout = float(timeout_raw) if timeout_raw else 60.0
         except ValueError as exc:
             raise ValueError(f"{PREFIX}drainTimeoutSeconds must be a number of seconds, got {timeout_raw!r}") from exc
-        indirect = (get("indirectLineage") or "both").strip().lower()
+        indirect = (get("indirectLineage") or DEFAULT_INDIRECT).strip().lower()
         if indirect not in INDIRECT_PLACEMENTS:
             raise ValueError(f"{PREFIX}indirectLineage must be one of {INDIRECT_PLACEMENTS}, got {indirect!r}")
         limit_raw = get("maxRecordBytes")

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_lineage import PRODUCER, __version__
 from airflow_provider_lineage.lineage.engine import analyze_record
 from airflow_provider_lineage.lineage.facets import datasets_for
-from airflow_provider_lineage.lineage.model import ParentRun, WriteLineage
+from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, ParentRun, WriteLineage
 from airflow_provider_lineage.lineage.naming import identity_problem
 from airflow_provider_lineage.lineage.record import CaptureRecord, collapse_nested
 from airflow_provider_lineage.lineage.summary import summarize
@@ -115,7 +115,7 @@ def _guard_identities(lineage: WriteLineage, label: str, problems: list[Problem]
         lineage.dataset_edges = [e for e in lineage.dataset_edges if e.dataset not in bad]
 
 
-def datasets(result: LineageResult, indirect: str = "both") -> tuple[list[InputDataset], list[OutputDataset]]:
+def datasets(result: LineageResult, indirect: str = DEFAULT_INDIRECT) -> tuple[list[InputDataset], list[OutputDataset]]:
     """OpenLineage datasets with schema/columnLineage/symlinks facets (empty when nothing was analysed).
 
     :param indirect: where dataset-wide INDIRECT edges go (see :func:`.facets.datasets_for`).
@@ -286,3 +286,99 @@ def new_run_id() -> str:
     return str(generate_new_uuid())
 
 
+
+
+def split_event(event: RunEvent, size_of: Callable[[RunEvent], int], limit: int) -> list[RunEvent]:
+    """``event`` as several events of the same run, each at most ``limit`` bytes when possible, no edge dropped.
+
+    Outputs are packed greedily, in order, into parts; each part carries the inputs its outputs' column
+    lineage names (Marquez keeps an edge only when its input is an input of the same run) and the
+    ``parent`` run facet. Every part but the last is a ``RUNNING`` event; the last keeps the event's type,
+    its other run facets and every input. An output too big alone is sent in several parts, each with its
+    whole ``schema`` facet and a share of its ``columnLineage`` fields (the ``dataset`` list in the first):
+    the same output of the same run (Marquez derives an output's version from its schema and run, so the
+    parts add to one version). What still does not fit (one field's lineage, or the inputs) is sent as is.
+    """
+    import attr
+
+    outputs = list(event.outputs or [])
+    if not outputs or size_of(event) <= limit:
+        return [event]
+    from openlineage.client.event_v2 import RunState
+
+    inputs = list(event.inputs or [])
+    by_key = {(d.namespace, d.name): d for d in inputs}
+    run_facets = dict(event.run.facets or {})
+    parent_only = {k: v for k, v in run_facets.items() if k == "parent"}
+
+    def named_inputs(outs: list[Any]) -> list[Any]:
+        keys: dict[tuple[str, str], None] = {}
+        for o in outs:
+            facet = (o.facets or {}).get("columnLineage")
+            if facet is None:
+                continue
+            for spec in (facet.fields or {}).values():
+                for i in spec.inputFields or []:
+                    keys.setdefault((i.namespace, i.name))
+            for i in facet.dataset or []:
+                keys.setdefault((i.namespace, i.name))
+        return [by_key[k] for k in keys if k in by_key]
+
+    def part(outs: list[Any], last: bool) -> RunEvent:
+        run = attr.evolve(event.run, facets=run_facets if last else parent_only)
+        return attr.evolve(event, eventType=event.eventType if last else RunState.RUNNING, run=run,
+                           inputs=inputs if last else named_inputs(outs), outputs=outs)
+
+    pieces: list[Any] = []
+    for o in outputs:
+        pieces += [o] if size_of(part([o], False)) <= limit else _field_chunks(o, lambda x: size_of(part([x], False)),
+                                                                               limit)
+    groups: list[list[Any]] = []
+    for o in pieces:
+        names = {(x.namespace, x.name) for x in groups[-1]} if groups else set()
+        if groups and (o.namespace, o.name) not in names and size_of(part([*groups[-1], o], False)) <= limit:
+            groups[-1].append(o)
+        else:
+            groups.append([o])
+    if len(groups) == 1 and size_of(part(groups[0], True)) > limit and len(pieces) == len(outputs) == 1:
+        return [event]  # one output, one field set: nothing to split
+    parts = [part(g, False) for g in groups[:-1]]
+    last = part(groups[-1], True)
+    if size_of(last) > limit:  # with every input it overflows: its outputs go ahead as RUNNING
+        parts.append(part(groups[-1], False))
+        last = part([], True)
+    return [*parts, last]
+
+
+def _field_chunks(output: Any, size_alone: Callable[[Any], int], limit: int) -> list[Any]:
+    """``output`` as several copies with the whole ``schema`` facet and a share of its columnLineage ``fields``
+    each (the ``dataset`` list in the first), each alone within ``limit`` by the estimate of its entries'
+    JSON sizes (checked; a share of one field that still does not fit is kept whole)."""
+    import json
+
+    import attr
+    from openlineage.client.serde import Serde
+
+    facets = dict(output.facets or {})
+    facet = facets.get("columnLineage")
+    fields = dict(getattr(facet, "fields", None) or {})
+    if facet is None or len(fields) < 2:
+        return [output]
+
+    def copy(chunk: dict[str, Any], first: bool) -> Any:
+        cl = attr.evolve(facet, fields=chunk, dataset=list(facet.dataset or []) if first else [])
+        return attr.evolve(output, facets={**facets, "columnLineage": cl})
+
+    costs = {name: len(json.dumps({name: Serde.to_dict(spec)}).encode()) for name, spec in fields.items()}
+    base = size_alone(output) - sum(costs.values())  # the part without fields, with the inputs they name
+    room = max(limit - base, 1) * 0.97
+    chunks: list[dict[str, Any]] = [{}]
+    used = 0.0
+    for name, spec in fields.items():
+        cost = costs[name]
+        if chunks[-1] and used + cost > room:
+            chunks.append({})
+            used = 0.0
+        chunks[-1][name] = spec
+        used += cost
+    return [copy(c, i == 0) for i, c in enumerate(chunks)]

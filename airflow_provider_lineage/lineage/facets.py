@@ -5,11 +5,13 @@ Rules the events follow (so that Marquez keeps every edge):
 * every output column that has lineage is a field of the output's ``schema`` facet;
 * every input field an edge names belongs to an input dataset of the same event whose ``schema``
   facet lists that field (fields referenced but missing from a captured schema are added);
-* dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go, by default (``indirect="both"``), to
-  every output field (openlineage-spark's default shape, the only one Marquez shows) *and* to the
-  facet's top-level ``dataset`` list (``datasetLineageEnabled=true`` shape, which keeps the fact
-  that they concern all rows); ``"fields"`` or ``"dataset"`` picks one place. Per-column INDIRECT
-  edges that only concern one column (CONDITIONAL, WINDOW) stay under that column;
+* dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go, by default (``indirect="dataset"``), once
+  into the facet's top-level ``dataset`` list (facet 1-2-0; openlineage-spark's
+  ``datasetLineageEnabled=true``): an event grows with output columns x their own inputs, not x the
+  shared filter/join keys. ``"fields"`` copies them onto every output field instead (the legacy shape,
+  openlineage-spark's default, the only one Marquez shows), ``"both"`` does both. Per-column INDIRECT
+  edges that only concern one column (CONDITIONAL, WINDOW) stay under that column. Readers of either
+  form: :mod:`.column_facet`;
 * every field of every ``fields`` entry also carries the deprecated ``transformationType`` /
   ``transformationDescription`` (what Marquez displays; it does not read ``transformations``);
 * every schema field has a ``type`` (Marquez keys field rows on name + type: a missing type makes a
@@ -32,7 +34,12 @@ from openlineage.client.generated import symlinks_dataset as sy
 from openlineage.client.generated.base import DatasetFacet
 
 from airflow_provider_lineage import PRODUCER as _PRODUCER
-from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, FieldEdge, WriteLineage
+from airflow_provider_lineage.lineage.model import (
+    DEFAULT_INDIRECT,
+    INDIRECT_PLACEMENTS,
+    FieldEdge,
+    WriteLineage,
+)
 from airflow_provider_lineage.lineage.naming import (
     DatasetRef,
     symlink_namespace,
@@ -127,16 +134,16 @@ def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:
 
 
 def datasets_for(
-    lineages: list[WriteLineage], indirect: str = "both"
+    lineages: list[WriteLineage], indirect: str = DEFAULT_INDIRECT
 ) -> tuple[list[InputDataset], list[OutputDataset]]:
     """Input and output datasets (with facets) for one job run covering ``lineages``.
 
     :param indirect: where the dataset-wide influences (FILTER, JOIN, GROUP_BY, SORT) go:
-        ``"both"`` (default): into every output field, as openlineage-spark does by default
-        (``datasetLineageEnabled=false``; the only place Marquez reads), and into the facet's
-        top-level ``dataset`` list; ``"fields"``: only into the fields; ``"dataset"``: only the
-        ``dataset`` list (openlineage-spark's ``datasetLineageEnabled=true``; invisible in Marquez).
-        Copying into fields costs one edge per (output field x influencing input field).
+        ``"dataset"`` (default): once, in the facet's top-level ``dataset`` list (facet 1-2-0,
+        openlineage-spark's ``datasetLineageEnabled=true``); ``"fields"``: into every output field
+        (the legacy form, openlineage-spark's default ``datasetLineageEnabled=false``, the only place
+        Marquez reads); ``"both"``: both places. Copying into fields costs one edge per (output field x
+        influencing input field): 1,200 columns x 6 join/filter keys are 7,200 more entries.
     """
     if indirect not in INDIRECT_PLACEMENTS:
         raise ValueError(f"indirect={indirect!r} is not one of {INDIRECT_PLACEMENTS}")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_lineage.lineage import column_facet
+
 FieldKey = tuple[str, str, str]
 
 
@@ -91,16 +93,12 @@ class LineageGraph:
         for out in ev.get("outputs") or []:
             ns, name = out["namespace"], out["name"]
             facet = (out.get("facets") or {}).get("columnLineage") or {}
-            out_fields = set(self.fields.get((ns, name), set())) | set((facet.get("fields") or {}).keys())
-            for fname, spec in (facet.get("fields") or {}).items():
-                for inp in spec.get("inputFields") or []:
-                    kinds = {f"{t.get('type')}/{t.get('subtype')}" for t in inp.get("transformations") or []} or {"DIRECT/?"}
-                    self._edge((inp["namespace"], inp["name"], inp["field"]), (ns, name, fname), kinds)
-            for inp in facet.get("dataset") or []:
-                kinds = {f"{t.get('type')}/{t.get('subtype')}" for t in inp.get("transformations") or []} or {"INDIRECT/?"}
-                kinds = {k if k.startswith("INDIRECT") else "INDIRECT/" + k.split("/", 1)[-1] for k in kinds}
-                for fname in out_fields:
-                    self._edge((inp["namespace"], inp["name"], inp["field"]), (ns, name, fname), kinds)
+            # either form (dataset-level list or per field): a ``dataset`` entry applies to every field
+            kinds_of: dict[tuple[FieldKey, FieldKey], set[str]] = {}
+            for col, ins, inn, inf, typ, sub, _mask, _rows in column_facet.edges(facet, self.fields.get((ns, name), ())):
+                kinds_of.setdefault(((ins, inn, inf), (ns, name, col)), set()).add(f"{typ}/{sub or '?'}")
+            for (src, dst), kinds in kinds_of.items():
+                self._edge(src, dst, kinds)
 
     def _walk(self, adj: dict[FieldKey, dict[FieldKey, set[str]]], start: FieldKey, include_indirect: bool) -> list[Hop]:
         seen: dict[FieldKey, Hop] = {}

@@ -5,9 +5,13 @@ from dataclasses import dataclass, field
 
 from airflow_provider_lineage.lineage.naming import DatasetRef
 
-#: Where dataset-wide INDIRECT edges go: every output field and the ``dataset`` list (default), or one of them.
+#: Where dataset-wide INDIRECT edges go in the ``columnLineage`` facet: only the facet's ``dataset`` list,
+#: once per output (default: openlineage-spark's ``datasetLineageEnabled=true``, the spec's recommended
+#: compact form), every output field (the legacy form, the only one Marquez shows), or both.
 #: (Here, not in ``facets``: the driver reads it without openlineage-python.)
-INDIRECT_PLACEMENTS = ("both", "fields", "dataset")
+INDIRECT_PLACEMENTS = ("dataset", "fields", "both")
+#: The default placement (see :data:`INDIRECT_PLACEMENTS`).
+DEFAULT_INDIRECT = "dataset"
 
 
 class LineageError(ValueError):

@@ -271,13 +271,32 @@ def lateral_join(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> lis
 @rule("Aggregate")
 def aggregate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[Attr]:
     pivots = _pivot_columns_above(ctx, node)
+    # INTERSECT ALL / EXCEPT ALL group both sides by every column only to count the matches of a row: row
+    # membership, as INTERSECT / EXCEPT (semi / anti join) say it: JOIN, not GROUP_BY (no output is aggregated)
+    keys = JOIN if _under_replicate_rows(ctx, node) else GROUP_BY
     for g in node.trees_field("groupingExpressions"):
         if g.expr_id() is not None and g.expr_id() in ctx.distinct_inputs:
             continue  # a DISTINCT aggregate's input that RewriteDistinctAggregates turned into a grouping key
         if g.expr_id() is not None and g.expr_id() in pivots:
             continue  # pivot(): grouped by the pivot column only to spread values over columns (CONDITIONAL)
-        ctx.influence(g, GROUP_BY)
+        ctx.influence(g, keys)
     return named_outputs(ctx, node.trees_field("aggregateExpressions"))
+
+
+def _under_replicate_rows(ctx: Analysis, node: TreeNode) -> bool:
+    """Whether ``node`` is the Aggregate of Spark's INTERSECT ALL / EXCEPT ALL rewrite: under a Generate of
+    ``replicaterows``, through at most a Filter and a Project."""
+    parent = ctx.parent_of(node)
+    for _ in range(3):
+        if parent is None:
+            return False
+        if parent.cls == "Generate":
+            gen = parent.tree_field("generator")
+            return gen is not None and gen.cls == "ReplicateRows"
+        if parent.cls not in ("Filter", "Project"):
+            return False
+        parent = ctx.parent_of(parent)
+    return False
 
 
 def _pivot_columns_above(ctx: Analysis, node: TreeNode) -> set[int]:
@@ -375,6 +394,21 @@ def generate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[At
     kept = [a for i, a in enumerate(child) if i not in drop]
     gen_out = attrs_field(node, "generatorOutput")
     gen = node.tree_field("generator")
+    if gen is not None and gen.cls == "ReplicateRows" and len(gen.children) == len(gen_out) + 1:
+        # INTERSECT ALL / EXCEPT ALL (RewriteIntersectAll / RewriteExceptAll): replicaterows(n, c1..ck) emits
+        # the row (c1..ck) n times. Output i is input column i as is; n (a count of rows) only decides how
+        # many copies of a row exist: a row influence, never a value of any column.
+        for a, col in zip(gen_out, gen.children[1:]):
+            ctx.expr(a.id, col)
+        ctx.influence(gen.children[0], FILTER)
+        return kept + gen_out
+    if _writes_its_output(ctx, node):
+        # The plan JSON does not say which child columns Generate drops (``unrequiredChildIndex`` is not
+        # serialised), so the written columns are matched by name; a child column named like a generated
+        # one cannot be written beside it (a write refuses duplicate names): the generated one is written
+        # (``explode(split(a, ' ')) AS a`` writes a token of ``a``, not ``a``).
+        generated = {a.name.lower() for a in gen_out}
+        kept = [a for a in kept if a.name.lower() not in generated]
     for a in gen_out:
         if gen is not None:
             ctx.expr(a.id, gen, TRANSFORMATION)
@@ -387,6 +421,14 @@ def generate(ctx: Analysis, node: TreeNode, inputs: list[list[Attr]]) -> list[At
                 continue  # array(a, b) / map(k, v) built in the query: never null, never empty
             ctx.influence(child, FILTER)
     return kept + gen_out
+
+
+def _writes_its_output(ctx: Analysis, node: TreeNode) -> bool:
+    """Whether ``node``'s output is what the write writes (it is the query's root, maybe under ``WriteFiles``)."""
+    parent = ctx.parent_of(node)
+    while parent is not None and parent.cls == "WriteFiles":
+        node, parent = parent, ctx.parent_of(parent)
+    return parent is None or parent.cls in ctx.WRITE_ROOTS
 
 
 #: Generators that emit no row for a null or empty input (unless ``outer``).

@@ -135,7 +135,93 @@ def emit_timeout(client: OpenLineageClient) -> float:
     return DEFAULT_EMIT_TIMEOUT_S
 
 
-def emit_all(client: OpenLineageClient, events: Iterable[RunEvent], timeout: float | None = None) -> list[str]:
+#: Bytes of one event's JSON that the ``kafka`` transport is held to: a Kafka broker's default
+#: ``message.max.bytes`` is 1,048,588 and the producer's default ``max.request.size`` 1,048,576 (a
+#: bigger message is refused, ``MessageSizeTooLargeException``); the margin covers the record overhead.
+KAFKA_EVENT_LIMIT = 1_000_000
+#: Bytes of one request body the ``http`` transport is held to (after its ``compression``, if any):
+#: openlineage-python's http transport sets no limit, Marquez (Dropwizard/Jetty) none by default for
+#: JSON bodies, but the proxies usually in front of it do (nginx ``client_max_body_size``: 1 MB default).
+HTTP_EVENT_LIMIT = 1_000_000
+#: Environment variable overriding the limit for every transport (bytes; ``0``: never split).
+LIMIT_ENV = "AIRFLOW_LINEAGE_MAX_EVENT_BYTES"
+
+
+def event_limit(client: OpenLineageClient) -> int | None:
+    """Bytes one event may take on this client's transport (``None``: no limit, e.g. ``file``).
+
+    ``$AIRFLOW_LINEAGE_MAX_EVENT_BYTES`` wins (``0``: no limit); else :data:`KAFKA_EVENT_LIMIT` for
+    ``kafka`` (or a smaller ``max.request.size`` / ``message.max.bytes`` in its ``config``),
+    :data:`HTTP_EVENT_LIMIT` for ``http``, none for the others.
+    """
+    raw = os.environ.get(LIMIT_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            log.warning("%s=%r is not a number of bytes: ignored", LIMIT_ENV, raw)
+        else:
+            return value if value > 0 else None
+    kind = getattr(client.transport, "kind", None)
+    if kind == "kafka":
+        conf = getattr(getattr(client.transport, "config", None), "config", None) or {}
+        sizes = [int(v) for k, v in conf.items() if k in ("max.request.size", "message.max.bytes") and str(v).isdigit()]
+        return min([KAFKA_EVENT_LIMIT, *sizes])
+    if kind == "http":
+        return HTTP_EVENT_LIMIT
+    return None
+
+
+def wire_bytes(client: OpenLineageClient, event: RunEvent) -> int:
+    """Bytes ``event`` takes on the client's transport: its JSON, gzip-compressed when the http transport
+    is configured with ``compression: gzip`` (as openlineage-python sends it)."""
+    from openlineage.client.serde import Serde
+
+    body = Serde.to_json(event).encode()
+    compression = getattr(getattr(client.transport, "config", None), "compression", None)
+    if compression is not None and "gzip" in str(getattr(compression, "value", compression)).lower():
+        import gzip
+
+        return len(gzip.compress(body))
+    return len(body)
+
+
+def fit_events(client: OpenLineageClient, events: Iterable[RunEvent], notes: list[str] | None = None) -> list[RunEvent]:
+    """``events`` with each one over the transport's :func:`event_limit` split (per output dataset, an output
+    too big alone per share of its columns, see :func:`.events.split_event`) so that no edge is dropped; what
+    was done is appended to ``notes``."""
+    from airflow_provider_lineage.lineage.events import split_event
+
+    limit = event_limit(client)
+    out: list[RunEvent] = []
+    for event in events:
+        if limit is None:
+            out.append(event)
+            continue
+        size = wire_bytes(client, event)
+        if size <= limit:
+            out.append(event)
+            continue
+        parts = split_event(event, lambda e: wire_bytes(client, e), limit)
+        out.extend(parts)
+        if notes is not None and len(parts) == 1:
+            notes.append(f"OpenLineage {event.eventType.value} event of {size} bytes is over the {limit}-byte limit "
+                         f"of {describe_transport(client)} and cannot be split (one output, one column): sent as is "
+                         "(raise the transport's limit, or set compression: gzip on an http transport)")
+        elif notes is not None:
+            biggest = max(wire_bytes(client, e) for e in parts)
+            over = "" if biggest <= limit else (
+                f"; one part is still {biggest} bytes, over the limit (its inputs, or one column's lineage): sent as"
+                " is (raise the transport's limit, or set compression: gzip on an http transport)")
+            notes.append(
+                f"OpenLineage {event.eventType.value} event of {size} bytes is over the {limit}-byte limit of "
+                f"{describe_transport(client)}: sent as {len(parts)} events of the same run (no edge dropped; "
+                f"the last one is the {event.eventType.value}){over}")
+    return out
+
+
+def emit_all(client: OpenLineageClient, events: Iterable[RunEvent], timeout: float | None = None,
+             notes: list[str] | None = None) -> list[str]:
     """Emit events; never raises, never blocks longer than ``timeout``, reports a failing endpoint once.
 
     :param timeout: bound on the whole call (sending every event, then closing the client); default
@@ -146,10 +232,18 @@ def emit_all(client: OpenLineageClient, events: Iterable[RunEvent], timeout: flo
         timeout), naming the destination and the cause. Later events of a client that failed are
         not sent (they would wait for the same dead endpoint) and add no message, so the caller logs
         the failure exactly once. This function logs nothing itself.
+    :param notes: receives what was done to an event over the transport's size limit
+        (:func:`fit_events`: split per output dataset), for the caller to log.
     """
     budget = emit_timeout(client) if timeout is None else timeout
     deadline = time.monotonic() + budget
     problems: list[str] = []
+    events = list(events)
+    try:
+        events = fit_events(client, events, notes)
+    except Exception as exc:  # noqa: BLE001 - sizing never stops an emission: the events go as they are
+        if notes is not None:
+            notes.append(f"could not size the OpenLineage events ({exc!r}): sent as they are")
     for event in events:
         if client in _FAILED:
             continue

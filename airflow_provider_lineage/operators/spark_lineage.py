@@ -40,7 +40,7 @@ from airflow_provider_lineage.capture import launcher as launcher_module
 from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
 from airflow_provider_lineage.lineage import events, transport
 from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
-from airflow_provider_lineage.lineage.model import INDIRECT_PLACEMENTS, ParentRun
+from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, INDIRECT_PLACEMENTS, ParentRun
 from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import read_records
 from airflow_provider_lineage.operators import guard, remote_capture
@@ -115,8 +115,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         on those tables (``schedule=[Asset("file:///data/mart")]``) or on the alias. ``None``: no
         asset events.
     :param indirect_lineage: where dataset-wide INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT) go in the
-        ``columnLineage`` facet: ``"both"`` (default: every output field, which Marquez shows, and the
-        facet's ``dataset`` list), ``"fields"``, or ``"dataset"`` (invisible in Marquez).
+        ``columnLineage`` facet: ``"dataset"`` (once, in the facet's ``dataset`` list: compact, facet
+        1-2-0, openlineage-spark's ``datasetLineageEnabled=true``; Marquez does not show it),
+        ``"fields"`` (on every output field: what Marquez shows; one copy per output column) or
+        ``"both"``. ``None`` (default): Airflow's ``[column_lineage] indirect_lineage`` option, else
+        ``"dataset"``.
     :param udf_analysis: read Python UDF bodies on the driver for exact per-argument edges (default);
         ``False`` keeps UDFs black boxes (every argument DIRECT/TRANSFORMATION).
     :param on_lineage_change: what a change of this task's lineage since its previous successful run
@@ -151,7 +154,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         capture_record_limit: int = 32 * 1024 * 1024,
         lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
         asset_alias: str | None = DEFAULT_ASSET_ALIAS,
-        indirect_lineage: str = "both",
+        indirect_lineage: str | None = None,
         udf_analysis: bool = True,
         on_lineage_change: str = "warn",
         require_masked: list[str] | None = None,
@@ -159,7 +162,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if indirect_lineage not in INDIRECT_PLACEMENTS:
+        if indirect_lineage is not None and indirect_lineage not in INDIRECT_PLACEMENTS:
             raise ValueError(f"indirect_lineage={indirect_lineage!r} is not one of {INDIRECT_PLACEMENTS}")
         self.asset_alias = asset_alias
         if asset_alias:
@@ -232,7 +235,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         task_run = _task_run_identity(ti, self)
         user_app, user_args = self.application, list(self.application_args or [])
         created_dir: str | None = None
-        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.indirect_lineage,
+        launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.resolved_indirect(),
                                       udf_analysis=self.udf_analysis)
         remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
         if remote_cap is not None:
@@ -300,6 +303,18 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         if self.guard is not None and self.guard.failure:
             raise _compat.airflow_exception("AirflowFailException")(self.guard.failure)
 
+    def resolved_indirect(self) -> str:
+        """Where dataset-wide INDIRECT edges go: ``indirect_lineage``, else Airflow's ``[column_lineage]
+        indirect_lineage`` option, else ``"dataset"`` (raises naming the option when it is not a placement)."""
+        if self.indirect_lineage is not None:
+            return self.indirect_lineage
+        raw = _compat.airflow_conf().get("column_lineage", "indirect_lineage", fallback=None)
+        value = str(raw).strip().lower() if raw is not None and str(raw).strip() else DEFAULT_INDIRECT
+        if value not in INDIRECT_PLACEMENTS:
+            raise ValueError(f"[column_lineage] indirect_lineage = {raw!r} is not one of {INDIRECT_PLACEMENTS}: set "
+                             "it to 'dataset' (compact, the default), 'fields' (what Marquez shows) or 'both'")
+        return value
+
     def process_capture_dir(self, capture_dir: str, error: BaseException | None = None, *,
                             extra_problems: list[str] | None = None,
                             status_expected: bool = True) -> events.LineageResult:
@@ -310,7 +325,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         """
         result = self._collect(capture_dir, error, extra_problems, status_expected)
         self.lineage_result = result
-        self._ol_inputs, self._ol_outputs = events.datasets(result, indirect=self.indirect_lineage)
+        self._ol_inputs, self._ol_outputs = events.datasets(result, indirect=self.resolved_indirect())
         self._ol_run_facets = events.run_facets(result)
         return result
 
@@ -401,8 +416,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 run_facets=events.run_facets(result, parent=_dag_parent(task_run), error=failure),
                 job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
             )
-            for msg in transport.emit_all(client, [event]):
+            notes: list[str] = []
+            for msg in transport.emit_all(client, [event], notes=notes):
                 self.lineage_log.warning("%s", msg)
+            for note in notes:  # an event over the transport's size limit, split (see transport.fit_events)
+                self.log.info("lineage: %s", note)
             if transport.failure(client) is None:
                 self.log.info("lineage: OpenLineage events written to %s", self.lineage_destination)
         else:

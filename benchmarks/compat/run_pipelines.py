@@ -34,6 +34,8 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def signature(dag_id: str, events: list[dict[str, Any]], data: str) -> tuple[dict[str, Any], set[str]]:
+    from airflow_provider_lineage.lineage import column_facet
+
     def norm(text: str) -> str:
         return text.replace(data, "<data>")
 
@@ -48,13 +50,10 @@ def signature(dag_id: str, events: list[dict[str, Any]], data: str) -> tuple[dic
         inputs = sorted(norm(f"{i['namespace']}/{i['name']}") for i in e.get("inputs", []))
         for o in e.get("outputs", []):
             facets = o.get("facets", {})
-            edges = []
-            for field, spec in (facets.get("columnLineage", {}).get("fields") or {}).items():
-                for i in spec.get("inputFields", []):
-                    for t in i.get("transformations") or [{}]:
-                        edges.append([field, norm(f"{i['namespace']}/{i['name']}"), i["field"], t.get("type"),
-                                      t.get("subtype")])
             schema = [[f["name"], f.get("type")] for f in (facets.get("schema", {}).get("fields") or [])]
+            # either facet form: a dataset-level entry counts on every output field
+            edges = [[field, norm(f"{ns}/{name}"), col, typ, sub or None] for field, ns, name, col, typ, sub, _m, _r
+                     in column_facet.edges(facets.get("columnLineage"), [f for f, _ in schema])]
             sig[f"{dag_id} {norm(o['namespace'] + '/' + o['name'])}"] = {
                 "inputs": inputs, "edges": sorted(edges, key=json.dumps), "schema": sorted(schema, key=json.dumps)}
     return sig, engines

@@ -102,14 +102,15 @@ def _placement(out) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     return in_field, in_dataset
 
 
-def test_dataset_wide_influences_go_to_every_field_and_the_dataset_list_by_default():
+def test_dataset_wide_influences_go_once_to_the_dataset_list_by_default():
     _, [out] = datasets_for([_filter_lineage()])
-    assert _placement(out) == ({("a", "IDENTITY"), ("b", "FILTER")}, {("b", "FILTER")})
+    assert _placement(out) == ({("a", "IDENTITY")}, {("b", "FILTER")})
 
 
 @pytest.mark.parametrize(("indirect", "expected"), [
     ("fields", ({("a", "IDENTITY"), ("b", "FILTER")}, set())),
     ("dataset", ({("a", "IDENTITY")}, {("b", "FILTER")})),
+    ("both", ({("a", "IDENTITY"), ("b", "FILTER")}, {("b", "FILTER")})),
 ])
 def test_indirect_placement_options(indirect, expected):
     _, [out] = datasets_for([_filter_lineage()], indirect=indirect)
@@ -119,7 +120,7 @@ def test_indirect_placement_options(indirect, expected):
 
 
 def test_deprecated_field_level_type_and_description_and_typed_schemas():
-    _, [out] = datasets_for([_filter_lineage()])
+    _, [out] = datasets_for([_filter_lineage()], indirect="fields")
     f = out.facets["columnLineage"].fields["a"]
     assert (f.transformationType, f.transformationDescription) == ("IDENTITY", "DIRECT/IDENTITY: a; INDIRECT/FILTER: b")
     assert all(x.type for x in out.facets["schema"].fields)

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_provider_lineage.lineage import run_record
+from airflow_provider_lineage.lineage import column_facet, run_record
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
 
 # slow tier: the example pipelines (several spark-submits, shared with the modules of EXAMPLE_PIPELINE_MODULES)
@@ -61,15 +61,13 @@ def _event_view(events: list[dict[str, Any]]) -> tuple[set, dict, set, set]:
         for ds in ev.get("outputs", []):
             did = f"{ds['namespace']}:{ds['name']}"
             cl = ds.get("facets", {}).get("columnLineage") or {}
-            for col, entry in (cl.get("fields") or {}).items():
-                for src in entry["inputFields"]:
-                    for t in src["transformations"]:
-                        edges.add((f"{src['namespace']}:{src['name']}", src["field"], did, col, t["type"],
-                                   t["subtype"], bool(t.get("masking"))))
-            for src in cl.get("dataset") or []:
-                for t in src["transformations"]:
-                    ds_edges.add((f"{src['namespace']}:{src['name']}", src["field"], did, t["type"], t["subtype"],
-                                  bool(t.get("masking"))))
+            # either form: an edge the facet states for all rows (``dataset`` list, also copied onto every
+            # field in the ``both`` form) is a dataset-wide edge, the others are column edges
+            for col, ns, name, field, typ, sub, masking, all_rows in column_facet.edges(cl, schemas.get(did, {})):
+                if all_rows:
+                    ds_edges.add((f"{ns}:{name}", field, did, typ, sub, masking))
+                else:
+                    edges.add((f"{ns}:{name}", field, did, col, typ, sub, masking))
     return datasets, schemas, edges, ds_edges
 
 
@@ -105,13 +103,9 @@ class TestRunGraph:
         graph_ds_edges = {(e["source"], e["source_field"], e["target"], e["type"], e["subtype"], e["masking"])
                           for e in graph["dataset_edges"]}
         assert graph_ds_edges == ds_edges and ds_edges
-        # the events copy every dataset-wide edge into each output field too (indirect="both")
-        out_fields = {did: set(fields) for did, fields in schemas.items()}
-        expanded = {(s, sf, t, f, ty, st, m) for s, sf, t, ty, st, m in graph_ds_edges for f in out_fields[t]
-                    if (t, f) in {(e[2], e[3]) for e in edges}}
         graph_edges = {(e["source"], e["source_field"], e["target"], e["target_field"], e["type"], e["subtype"],
                         e["masking"]) for e in graph["edges"]}
-        assert graph_edges | expanded == edges
+        assert graph_edges == edges
         assert len(graph["edges"]) == len(graph_edges)  # no duplicates
 
     def test_a_table_written_by_one_task_and_read_by_the_next_is_one_node(self, app_client: Any,

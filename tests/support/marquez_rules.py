@@ -5,7 +5,9 @@ machines. It keeps only what decides whether a column edge is stored and what is
 following Marquez's ``OpenLineageDao`` / ``DatasetFieldDao`` / ``ColumnLineageDao``:
 
 * a column edge is read only from an **output** of a run event, from the ``columnLineage`` facet's
-  ``fields``; the facet's dataset-level ``dataset`` list is ignored;
+  ``fields``; the facet's dataset-level ``dataset`` list is ignored (the checker reads both forms:
+  edges stated only in the ``dataset`` list -- this package's default form -- are reported by
+  :meth:`MarquezModel.hidden`, not as drops: Marquez does not show them, by design of its ingestion);
 * the output column must be a field of that output's ``schema`` facet **in the same event**;
 * the input field must already exist as a dataset field (from a ``schema`` facet, any event so far)
   of a dataset that **this run** has as an input (run inputs accumulate over the run's events); the
@@ -18,7 +20,8 @@ following Marquez's ``OpenLineageDao`` / ``DatasetFieldDao`` / ``ColumnLineageDa
   facet needs ``_producer`` and ``_schemaURL``.
 
 >>> m = MarquezModel(); [m.ingest(e) for e in events]
->>> m.lost()          # edges the events carry that Marquez would not store ([] = all visible)
+>>> m.lost()          # edges the events carry in ``fields`` that Marquez would not store ([] = all kept)
+>>> m.hidden()        # edges stated only in a ``dataset`` list (Marquez ignores it; ``fields``/``both`` form shows them)
 >>> m.violations      # rule breaches (missing types, bad namespaces, facets without _producer ...)
 """
 from __future__ import annotations
@@ -28,6 +31,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from airflow_provider_lineage.lineage import column_facet
 
 NAMESPACE_RE = re.compile(r"^[a-zA-Z:;=/0-9_\-.@+]{1,1024}$")
 
@@ -63,9 +68,10 @@ class MarquezModel:
     run_inputs: dict[str, set[DatasetKey]] = field(default_factory=dict)
     stored: dict[tuple[FieldKey, FieldKey], StoredEdge] = field(default_factory=dict)
     dropped: list[Dropped] = field(default_factory=list)
-    #: every edge the events carry: (input field, output field) -- ``dataset`` entries expanded to
-    #: every field of the output's schema (that is what they mean)
+    #: every edge the events carry in ``fields``: (input field, output field)
     carried: set[tuple[FieldKey, FieldKey]] = field(default_factory=set)
+    #: edges of ``dataset`` lists, expanded to every field of the output's schema (that is what they mean)
+    dataset_level: set[tuple[FieldKey, FieldKey]] = field(default_factory=set)
     violations: list[str] = field(default_factory=list)
     datasets: set[DatasetKey] = field(default_factory=set)
 
@@ -144,9 +150,9 @@ class MarquezModel:
             return
         out_key = (out["namespace"], out["name"])
         schema = {f["name"] for f in (facets.get("schema") or {}).get("fields") or []}
-        for inp in facet.get("dataset") or []:
-            for col in schema:
-                self.carried.add(((inp["namespace"], inp["name"], inp["field"]), (*out_key, col)))
+        for col, ns, name, fld, *_kind, all_rows in column_facet.edges({"dataset": facet.get("dataset")}, schema):
+            if all_rows:
+                self.dataset_level.add(((ns, name, fld), (*out_key, col)))
         for col, spec in (facet.get("fields") or {}).items():
             out_field = (*out_key, col)
             if spec.get("inputFields") and not spec.get("transformationType"):
@@ -175,9 +181,15 @@ class MarquezModel:
 
     # -- answers --------------------------------------------------------------------------------
     def lost(self) -> list[tuple[FieldKey, FieldKey]]:
-        """Edges carried by the events (fields or the ``dataset`` list) that Marquez does not store."""
+        """Edges carried in the events' ``fields`` that Marquez does not store (rule breaches)."""
         seen = {(self._canon(i), o) for i, o in self.stored}
         return sorted((i, o) for i, o in self.carried if (self._canon(i), o) not in seen)
+
+    def hidden(self) -> list[tuple[FieldKey, FieldKey]]:
+        """Edges stated only in ``dataset`` lists (expanded per output field): Marquez ignores the list,
+        so it does not show them; the ``fields`` or ``both`` placement (``indirect_lineage``) does."""
+        seen = {(self._canon(i), o) for i, o in self.stored}
+        return sorted((i, o) for i, o in self.dataset_level if (self._canon(i), o) not in seen)
 
     def _canon(self, f: FieldKey) -> FieldKey:
         return (*self._resolve(f[0], f[1]), f[2])

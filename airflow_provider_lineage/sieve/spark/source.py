@@ -213,14 +213,20 @@ class SieveReader(DataSourceReader):
         for column, conds in by_col.items():
             try:
                 idx = open_index(self.root, column, index_path=self.indexes[column])
+                mine: set[str] | None = None
                 for pred in F.predicates(conds):
-                    answer = idx.lookup(pred, freshness=self.freshness)
+                    # "stat": the listing this plan made (one snapshot, no second listing)
+                    answer = idx.lookup(pred, listing=self._listing) if self.freshness == "stat" else \
+                        idx.lookup(pred, freshness=self.freshness)
                     log.info("Sieve: %s: %s %r: %s", self.root, column, pred, answer.summary())
-                    files = set(answer.files)
-                    allowed = files if allowed is None else allowed & files
-                    used += 1
-            except (IndexUnavailable, SieveError, OSError) as exc:
-                log.warning("Sieve: full read of %s for %s (%s)", self.root, column, exc)
+                    mine = set(answer.files) if mine is None else mine & set(answer.files)
+            except Exception as exc:  # noqa: BLE001 - an index in doubt prunes nothing: a full read, never a wrong answer
+                kind = "" if isinstance(exc, (IndexUnavailable, SieveError, OSError)) else f"{type(exc).__name__}: "
+                log.warning("Sieve: full read of %s for %s (%s%s)", self.root, column, kind, exc)
+                continue
+            if mine is not None:
+                allowed = mine if allowed is None else allowed & mine
+                used += 1
         return allowed, used
 
     def partitions(self) -> list[FilePartition]:

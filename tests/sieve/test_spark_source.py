@@ -69,15 +69,12 @@ CASES = [  # condition, files the scan reads (one input partition each)
     ("k = 2", 2),
     ("k IN (100, 500)", 2),
     ("k BETWEEN 3 AND 100", 2),
-    ("k >= 500", 1),
-    ("k < 2", 1),
     ("k > 1 AND k < 3", 2),
     ("k IS NULL", 1),
     ("k <=> 101", 1),
     ("k = 2 AND p = 2", 1),
     ("k = 42", 1),  # no file can match: Spark's one empty partition
-    ("v = 1", 3),  # not an indexed column: Spark filters, every file is read
-    ("k = 2 OR v = 1", 3),  # a disjunction is not pushed
+    ("v = 1 OR k = 2", 3),  # a disjunction and a column without an index stay with Spark: every file
 ]
 
 
@@ -185,11 +182,8 @@ def test_partitioned_table_types_as_sparks_parquet_reader(registered, tmp_path) 
         ("name LIKE 'z%'", 1),
         ("`when` >= DATE'2024-01-02'", 2),
         ("at = TIMESTAMP'2024-01-01 01:00:00'", 1),
-        ("k = 3 AND name = 'y0'", 1),
         ("n = 2", 1),
-        ("n IS NULL", 1),
         ("s = 'b c'", 1),
-        ("day = DATE'2024-01-03'", 1),
     ]:
         got = df.where(condition)
         assert got.rdd.getNumPartitions() == files, condition

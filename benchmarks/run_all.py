@@ -17,6 +17,7 @@ SCRIPTS: dict[str, list[str]] = {
     "udf": ["lineage/udf_cost.py"],
     "sieve": ["sieve/run.py"],
     "sieve-keys": ["sieve/random_keys.py"],
+    "sieve-spark": ["sieve/spark_source.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
     "estate": ["estate/run.py"],

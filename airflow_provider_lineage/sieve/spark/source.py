@@ -172,9 +172,9 @@ class SieveReader(DataSourceReader):
         self.freshness = check_freshness(opts.get("freshness", "stat"))
         self.time_zone = opts.get("timezone", "UTC")
         self.schema_json = schema.json()
-        self.indexes = index_paths(self.root, options)
         # partition columns: their names and types (from the schema when it has them, else inferred)
         with storage_options(options_from_env()):
+            self.indexes = index_paths(self.root, options)
             self._listing = list_table_files(self.root)
         inferred = dict(partition_types([f.partition for f in self._listing]))
         declared = {f.name: f.dataType for f in schema.fields}

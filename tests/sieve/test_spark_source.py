@@ -190,7 +190,6 @@ def test_partitioned_table_types_as_sparks_parquet_reader(registered, tmp_path) 
         assert _rows(got) == _rows(full.where(condition)), condition
 
 
-@pytest.mark.slow  # three plans and reads; 6 min at load 35 here (Spark's Python workers)
 def test_load_reads_wide_scans_natively(registered, part_table) -> None:
     spark = registered
     narrow = sieve_spark.load(spark, part_table, "k = 500", native_share=0.5)  # 1 of 3 files
@@ -311,7 +310,6 @@ def test_string_prefix_and_decimal_and_binary_columns(tmp_path) -> None:
 
 
 # ---- S3 (moto's server on 127.0.0.1) ---------------------------------------------------------------
-@pytest.mark.slow  # a fresh session environment: new Python workers; 3.5-5 min at load 35 here
 def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
     pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
     from tests.support.s3 import ENV, new_bucket, put_parquet, s3_server

@@ -18,6 +18,7 @@ SCRIPTS: dict[str, list[str]] = {
     "event-size": ["lineage/event_size.py"],
     "sieve": ["sieve/run.py"],
     "sieve-keys": ["sieve/random_keys.py"],
+    "sieve-spark": ["sieve/spark_source.py"],
     "deployment": ["deployment/run.py"],
     "ui": ["ui/run.py"],
     "estate": ["estate/run.py"],

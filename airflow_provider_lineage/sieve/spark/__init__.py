@@ -1,0 +1,109 @@
+"""Sieve where Spark users read: ``spark.read.format("sieve")`` with filter push-down (PySpark 4.1+).
+
+.. code-block:: python
+
+    from airflow_provider_lineage.sieve import spark as sieve_spark
+
+    sieve_spark.register(spark)
+    df = spark.read.format("sieve").load("/data/sales").where("customer_id = 42")
+    df.rdd.getNumPartitions()          # the files read: one input partition per candidate file
+
+Conditions on indexed columns (``=``, ``IN``, ``<``/``<=``/``>``/``>=``, ``BETWEEN``, ``IS NULL``,
+``<=>``, ``LIKE 'prefix%'`` on strings, and their conjunctions, on any column with an index under
+``<table>/_sieve/``) choose the files through the index; conditions on partition columns prune
+folders; everything else is filtered by Spark. The answer is always the full read's: a stale index
+also reads the files added since it was built, and a missing or damaged one reads every file (the
+reason is logged). See :mod:`.source` for the mechanics and ``docs/sieve.md`` for the guide.
+
+This package imports pyspark; the rest of :mod:`airflow_provider_lineage.sieve` does not need it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SieveError
+
+MIN_SPARK = (4, 1)
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+__all__ = ["MIN_SPARK", "NATIVE_SHARE", "check_spark_version", "load", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NATIVE_SHARE":
+        from .source import NATIVE_SHARE
+
+        return NATIVE_SHARE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _version_tuple(version: str) -> tuple[int, int]:
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def check_spark_version(version: str) -> None:
+    """Raise SieveError unless Spark ``version`` hands Python data sources their filters (4.1+)."""
+    if _version_tuple(version) < MIN_SPARK:
+        raise SieveError(
+            f"Spark {version} gives Python data sources no filter push-down (it came in Spark 4.1), so "
+            'spark.read.format("sieve") could not skip a single file: on this Spark use '
+            "airflow_provider_lineage.sieve.read(spark, table, column, predicate), e.g. "
+            "sieve.read(spark, '/data/sales', 'customer_id', sieve.Eq(42)), or upgrade to Spark 4.1")
+
+
+def register(spark: Any) -> None:
+    """Register the ``sieve`` data source with ``spark`` and turn on filter push-down for Python
+    data sources (``spark.sql.python.filterPushdown.enabled``, off by default in Spark 4.1).
+
+    Raises SieveError on Spark 3.5 / 4.0, whose Python data sources get no filters: use
+    :func:`airflow_provider_lineage.sieve.read` there.
+    """
+    import pyspark
+
+    check_spark_version(getattr(spark, "version", None) or pyspark.__version__)
+    check_spark_version(pyspark.__version__)
+    try:
+        from pyspark.sql.datasource import Filter  # noqa: F401 - the 4.1 push-down API
+    except ImportError:
+        check_spark_version("4.0")
+    from .source import SieveDataSource
+
+    spark.dataSource.register(SieveDataSource)
+    spark.conf.set(PUSHDOWN_CONF, "true")
+
+
+def load(spark: Any, table: str, where: Any = None, *, native_share: float | None = None,
+         **options: str) -> Any:
+    """``spark.read.format("sieve").load(table).where(where)``, or, when ``where`` keeps at least
+    ``native_share`` of the table's files (default :data:`.source.NATIVE_SHARE`), the same query
+    through ``spark.read.parquet`` (faster for wide scans; ``benchmarks/sieve/SPARK_SOURCE.md``).
+
+    ``where`` is a SQL condition string or a Column (None: the whole table, read natively).
+    ``options`` are the source's (``freshness``, ``columns``, ``indexPaths``, ``timeZone``). The
+    choice plans the Sieve scan once (an index lookup, no Spark job). The source must be registered
+    (:func:`register`).
+    """
+    from ..table import list_table_paths, resolve_table, spark_path
+    from .source import NATIVE_SHARE
+
+    share = NATIVE_SHARE if native_share is None else native_share
+    root = resolve_table(table).root
+
+    def native() -> Any:
+        df = spark.read.parquet(spark_path(root))
+        if "columns" in options:
+            df = df.select(*[c.strip() for c in options["columns"].split(",") if c.strip()])
+        return df if where is None else df.where(where)
+
+    if where is None:
+        return native()
+    df = spark.read.format("sieve").options(**options).load(table).where(where)
+    files = df.rdd.getNumPartitions()
+    total = len(list_table_paths(root))
+    if total and files >= share * total:
+        return native()
+    return df

@@ -1,0 +1,153 @@
+"""Spark's pushed filters as Sieve predicates (which files) and Arrow expressions (which rows).
+
+Spark 4.1 hands a Python data source the conjuncts of a ``WHERE`` it can express
+(``pyspark.sql.datasource.EqualTo``, ``In``, ``GreaterThan``, ..., values as Python values of the
+column's type). A :class:`Cond` is one such conjunct on one top-level column, kept as plain data so
+that it crosses to Spark's Python workers with the reader. :func:`predicates` turns a column's
+conditions into Sieve predicates for the index (ranges on one column merged into one ``Range``, since
+two half-open lookups intersected would keep a file holding keys on both sides but none between);
+:func:`expression` gives the same condition as a :mod:`pyarrow.dataset` expression, applied to each
+file's rows exactly as Spark's ``WHERE`` would (NULLs never match a comparison).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..predicates import Eq, In, IsNull, Predicate, Range
+
+# op names: eq, eq_null_safe, in, gt, ge, lt, le, is_null, starts_with
+_COMPARE = {"GreaterThan": "gt", "GreaterThanOrEqual": "ge", "LessThan": "lt", "LessThanOrEqual": "le",
+            "EqualTo": "eq", "EqualNullSafe": "eq_null_safe", "In": "in", "IsNull": "is_null",
+            "StringStartsWith": "starts_with"}
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One pushed conjunct: ``column <op> value``."""
+
+    column: str
+    op: str
+    value: Any = None
+
+
+def from_spark(f: Any) -> Cond | None:
+    """The :class:`Cond` of a ``pyspark.sql.datasource`` filter, or None when it is not one Sieve
+    takes (``Not``, ``IsNotNull``, ``StringEndsWith``/``Contains``, nested columns)."""
+    op = _COMPARE.get(type(f).__name__)
+    attribute = getattr(f, "attribute", None)
+    if op is None or not isinstance(attribute, tuple) or len(attribute) != 1:
+        return None
+    value = getattr(f, "value", None)
+    if op == "in":
+        value = tuple(value)
+    if op == "eq_null_safe" and value is None:
+        return Cond(attribute[0], "is_null")
+    if op == "starts_with" and not isinstance(value, str):
+        return None
+    if op in ("eq", "gt", "ge", "lt", "le", "eq_null_safe") and isinstance(value, (list, dict, tuple)):
+        return None  # arrays, maps, structs: not index keys
+    return Cond(attribute[0], "eq" if op == "eq_null_safe" else op, value)
+
+
+def _successor(prefix: str) -> str | None:
+    """The least string above every string starting with ``prefix`` (code point order, which is
+    UTF-8 byte order), or None when there is none."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop())
+        if last < 0x10FFFF:
+            nxt = last + 1
+            if 0xD800 <= nxt <= 0xDFFF:
+                nxt = 0xE000
+            return "".join(chars) + chr(nxt)
+    return None
+
+
+def predicates(conds: list[Cond]) -> list[Predicate]:
+    """Sieve predicates whose candidate files, intersected, hold every row matching all ``conds``
+    (conditions of one column)."""
+    out: list[Predicate] = []
+    low: Any = None
+    low_inc = True
+    high: Any = None
+    high_inc = True
+    ranged = False
+    for c in conds:
+        if c.op == "is_null":
+            out.append(IsNull())
+        elif c.op == "eq":
+            out.append(Eq(c.value) if c.value is not None else In([]))
+        elif c.op == "in":
+            out.append(In([v for v in c.value if v is not None]))
+        elif c.op == "starts_with":
+            out.append(Range(c.value, _successor(c.value), True, False))
+        else:
+            ranged = True
+            if c.op in ("gt", "ge"):
+                inc = c.op == "ge"
+                if low is None or _above(c.value, low) or (c.value == low and not inc):
+                    low, low_inc = c.value, inc
+            else:
+                inc = c.op == "le"
+                if high is None or _above(high, c.value) or (c.value == high and not inc):
+                    high, high_inc = c.value, inc
+    if ranged:
+        out.append(Range(low, high, low_inc, high_inc))
+    return out
+
+
+def _above(a: Any, b: Any) -> bool:
+    try:
+        return bool(a > b)
+    except TypeError:  # values of one column are of one type; a mix keeps the first bound
+        return False
+
+
+def _scalar(value: Any, at: pa.DataType) -> pa.Scalar:
+    if pa.types.is_timestamp(at) and isinstance(value, dt.datetime) and at.tz is None and value.tzinfo is not None:
+        # an instant compared with a file's naive (INT96 / UTC) timestamps: in UTC
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    if pa.types.is_dictionary(at):
+        at = at.value_type
+    return pa.scalar(value, type=at)
+
+
+def expression(cond: Cond, at: pa.DataType) -> pc.Expression:
+    """``cond`` as a filter on a column of Arrow type ``at`` (rows where it is not true are dropped).
+    Raises (pyarrow's errors) when a value does not fit the type: the caller keeps the filter in Spark."""
+    field = pc.field(cond.column)
+    if cond.op == "is_null":
+        return field.is_null()
+    if cond.op == "in":
+        values = [v for v in cond.value if v is not None]
+        if not values:
+            return pc.scalar(False)
+        return field.isin(pa.array([_scalar(v, at).as_py() if pa.types.is_timestamp(at) else v for v in values],
+                                   type=at.value_type if pa.types.is_dictionary(at) else at))
+    if cond.op == "starts_with":
+        return pc.starts_with(field, cond.value)
+    if cond.value is None:
+        return pc.scalar(False)
+    s = _scalar(cond.value, at)
+    return {"eq": field == s, "gt": field > s, "ge": field >= s, "lt": field < s, "le": field <= s}[cond.op]
+
+
+def matches_value(cond: Cond, value: Any) -> bool:
+    """Whether a partition column's value (one per file) satisfies ``cond``, as Spark evaluates it."""
+    if cond.op == "is_null":
+        return value is None
+    if value is None:
+        return False
+    if cond.op == "in":
+        return any(v is not None and value == v for v in cond.value)
+    if cond.op == "starts_with":
+        return isinstance(value, str) and value.startswith(cond.value)
+    if cond.value is None:
+        return False
+    v = cond.value
+    return {"eq": value == v, "gt": value > v, "ge": value >= v, "lt": value < v, "le": value <= v}[cond.op]

@@ -1,0 +1,322 @@
+"""The ``sieve`` Python data source (PySpark 4.1+): a Parquet table read through its Sieve indexes.
+
+Planning (Spark's Python planner worker, on the driver):
+
+* :meth:`SieveDataSource.schema` lists the table and gives :mod:`.schema`'s answer (what
+  ``spark.read.parquet`` gives);
+* :meth:`SieveReader.pushFilters` keeps the conjuncts on an **indexed column** (a folder under
+  ``<root>/_sieve/``, or the ``indexPaths`` option) and on partition columns; the rest go back to Spark;
+* :meth:`SieveReader.partitions` asks each index for the files its conditions can match
+  (:meth:`.query.SieveIndex.lookup`: stale-safe, ``freshness`` as in :func:`..reader.read`),
+  intersects the answers, drops files whose partition values fail a condition and returns **one
+  input partition per file**. An index that cannot be opened or read (missing, damaged, another
+  format) prunes nothing: every file is read, and the reason is logged.
+
+Reading (Spark's Python workers): each file is read with :mod:`pyarrow.dataset`: only the schema's
+columns, the pushed conditions applied to its rows (row groups skipped by their statistics), Arrow
+record batches cast to the schema's Arrow types, partition values added as columns.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import posixpath
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import DateType, DecimalType, IntegerType, LongType, StringType, StructType
+
+from ..errors import IndexUnavailable, SieveError
+from ..fs import is_local, normalize, options_from_env, relative, resolve, storage_options
+from ..query import check_freshness, open_index
+from ..table import list_table_files, partition_values, resolve_table, root_exists
+from . import filters as F
+from .schema import data_schema, partition_types, partition_value
+
+log = logging.getLogger(__name__)
+
+NAME = "sieve"
+INDEX_FOLDER = "_sieve"
+BATCH_ROWS = 32_768
+# Partition column types whose values a pushed condition is checked against on the driver (the
+# comparison is Python's, which is Spark's for these types; DOUBLE NaN and time zones are not).
+_PARTITION_PUSH = (IntegerType, LongType, DecimalType, DateType, StringType)
+# At or above this share of the table's files the native Parquet reader is faster: each candidate
+# file is a Spark task with a Python worker round trip, where Spark's reader packs many files into one
+# task (benchmarks/sieve/SPARK_SOURCE.md: the native reader won every query there, 1 to 40 of 40
+# small files); :func:`..spark.load` switches to it, and the planner warns for such scans.
+NATIVE_SHARE = 0.1
+
+
+class FilePartition(InputPartition):
+    """One candidate file and its partition values (typed), read by one Spark task."""
+
+    def __init__(self, path: str, values: tuple[Any, ...] = ()) -> None:
+        super().__init__(path)
+        self.path = path
+        self.values = values
+
+
+def _options(options: dict[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in dict(options).items()}
+
+
+def table_root(options: dict[str, str]) -> str:
+    opts = _options(options)
+    path = opts.get("path")
+    if not path:
+        raise SieveError('spark.read.format("sieve") needs the table\'s folder: .load("/data/sales") or '
+                         '.option("path", "s3://bucket/sales")')
+    if "," in path and not os.path.exists(path):
+        raise SieveError(f"one table per read: load() got {path!r}")
+    return resolve_table(path).root
+
+
+def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
+    """Indexed column -> index folder: every folder under ``<root>/_sieve/`` and the ``indexPaths``
+    option (a JSON object ``{"column": "path"}``)."""
+    out: dict[str, str] = {}
+    base = root.rstrip("/") + "/" + INDEX_FOLDER
+    if is_local(root):
+        try:
+            names = [e.name for e in os.scandir(base) if e.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+    else:
+        import pyarrow.fs as pafs
+
+        filesystem, inner = resolve(base)
+        try:
+            infos = filesystem.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+        except OSError as exc:
+            log.warning("Sieve: cannot list the indexes of %s (%s): no file is skipped", root, exc)
+            infos = []
+        names = [posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.Directory]
+    for name in names:
+        if not name.startswith((".", "_")):
+            out[name] = f"{base}/{name}"
+    text = _options(options).get("indexpaths")
+    if text:
+        try:
+            extra = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SieveError(f"option indexPaths is not JSON ({exc.msg}): pass an object such as "
+                             '{"customer_id": "/indexes/sales/customer_id"}') from None
+        if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
+            raise SieveError('option indexPaths must be a JSON object of column -> index folder, e.g. '
+                             '{"customer_id": "/indexes/sales/customer_id"}')
+        out.update({str(k): normalize(v) for k, v in extra.items()})
+    return out
+
+
+def _columns_option(options: dict[str, str]) -> list[str] | None:
+    text = _options(options).get("columns")
+    if not text:
+        return None
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+class SieveDataSource(DataSource):
+    """``spark.read.format("sieve").load(table_root)``. Options: ``freshness`` (``stat``, the default,
+    ``names`` or ``none``; see :meth:`..query.SieveIndex.lookup`), ``columns`` (read only these
+    columns, comma-separated), ``indexPaths`` (JSON: column -> index folder for indexes kept outside
+    ``<root>/_sieve/``), ``timeZone`` (of TIMESTAMP partition folder values; default UTC)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        check_freshness(_options(options).get("freshness", "stat"))
+
+    def schema(self) -> StructType:
+        with storage_options(options_from_env()):
+            root = table_root(self.options)
+            if root_exists(root) is not True:
+                raise SieveError(f"table path {root} does not exist or is not a folder: check the path")
+            files = list_table_files(root)
+            if not files:
+                raise SieveError(f"{root} holds no Parquet data files: write the table first")
+            data = data_schema(files[0].path)
+        parts = partition_types([f.partition for f in files])
+        names = {n for n, _ in parts}
+        fields = [f for f in data.fields if f.name not in names]
+        wanted = _columns_option(self.options)
+        from pyspark.sql.types import StructField
+
+        all_fields = fields + [StructField(n, t, True) for n, t in parts]
+        if wanted is not None:
+            by_name = {f.name: f for f in all_fields}
+            missing = [c for c in wanted if c not in by_name]
+            if missing:
+                raise SieveError(f"option columns names {', '.join(missing)}, which {root} does not have; its "
+                                 f"columns are {', '.join(by_name)}")
+            all_fields = [by_name[c] for c in wanted]
+        return StructType(all_fields)
+
+    def reader(self, schema: StructType) -> SieveReader:
+        return SieveReader(self.options, schema)
+
+
+class SieveReader(DataSourceReader):
+    """Plans the files to read from the pushed filters and reads each one with pyarrow."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        opts = _options(options)
+        self.options = dict(options)
+        self.root = table_root(options)
+        self.freshness = check_freshness(opts.get("freshness", "stat"))
+        self.time_zone = opts.get("timezone", "UTC")
+        self.schema_json = schema.json()
+        # partition columns: their names and types (from the schema when it has them, else inferred)
+        with storage_options(options_from_env()):
+            self.indexes = index_paths(self.root, options)
+            self._listing = list_table_files(self.root)
+        inferred = dict(partition_types([f.partition for f in self._listing]))
+        declared = {f.name: f.dataType for f in schema.fields}
+        self.partition_cols = [(n, declared.get(n, t)) for n, t in inferred.items()]
+        names = {n for n, _ in self.partition_cols}
+        self.data_cols = [f.name for f in schema.fields if f.name not in names]
+        self.conds: list[F.Cond] = []
+
+    # ---- planning ----------------------------------------------------------------------------------
+    def pushFilters(self, filters: list[Any]) -> list[Any]:
+        """Keep the conditions on indexed and partition columns; return the others to Spark."""
+        parts = dict(self.partition_cols)
+        keep: list[Any] = []
+        for f in filters:
+            cond = F.from_spark(f)
+            if cond is not None and cond.column in parts:
+                if isinstance(parts[cond.column], _PARTITION_PUSH) and cond.op != "starts_with" or \
+                        isinstance(parts[cond.column], StringType):
+                    self.conds.append(cond)
+                    continue
+            elif cond is not None and cond.column in self.indexes and cond.column in self.data_cols:
+                self.conds.append(cond)
+                continue
+            keep.append(f)
+        if self.conds:
+            log.info("Sieve: %s: pushed %s; Spark keeps %d filter(s)", self.root,
+                     ", ".join(f"{c.column} {c.op} {c.value!r}" for c in self.conds), len(keep))
+        return keep
+
+    def _candidates(self) -> tuple[set[str] | None, int]:
+        """Paths the indexes allow (None: every file), and the number of index answers used."""
+        by_col: dict[str, list[F.Cond]] = {}
+        for c in self.conds:
+            if c.column in self.indexes and c.column in self.data_cols:
+                by_col.setdefault(c.column, []).append(c)
+        allowed: set[str] | None = None
+        used = 0
+        for column, conds in by_col.items():
+            try:
+                idx = open_index(self.root, column, index_path=self.indexes[column])
+                mine: set[str] | None = None
+                for pred in F.predicates(conds):
+                    # "stat": the listing this plan made (one snapshot, no second listing)
+                    answer = idx.lookup(pred, listing=self._listing) if self.freshness == "stat" else \
+                        idx.lookup(pred, freshness=self.freshness)
+                    log.info("Sieve: %s: %s %r: %s", self.root, column, pred, answer.summary())
+                    mine = set(answer.files) if mine is None else mine & set(answer.files)
+            except Exception as exc:  # noqa: BLE001 - an index in doubt prunes nothing: a full read, never a wrong answer
+                kind = "" if isinstance(exc, (IndexUnavailable, SieveError, OSError)) else f"{type(exc).__name__}: "
+                log.warning("Sieve: full read of %s for %s (%s%s)", self.root, column, kind, exc)
+                continue
+            if mine is not None:
+                allowed = mine if allowed is None else allowed & mine
+                used += 1
+        return allowed, used
+
+    def partitions(self) -> list[FilePartition]:
+        with storage_options(options_from_env()):
+            allowed, _ = self._candidates()
+        listing = {f.path: f.partition for f in self._listing}
+        if allowed is None:
+            paths = sorted(listing)
+        else:
+            paths = sorted(allowed)
+        out = []
+        part_conds = [c for c in self.conds if c.column in dict(self.partition_cols)]
+        for path in paths:
+            raw = listing.get(path)
+            if raw is None:  # a file the index knows but the listing above has not seen (added meanwhile)
+                rel = relative(path, self.root)
+                raw = partition_values(posixpath.dirname(rel)) if "/" in rel else {}
+            values = tuple(partition_value(raw[n], t, self.time_zone) if n in raw else None
+                           for n, t in self.partition_cols)
+            if part_conds:
+                by_name = dict(zip((n for n, _ in self.partition_cols), values))
+                if not all(F.matches_value(c, by_name.get(c.column)) for c in part_conds):
+                    continue
+            out.append(FilePartition(path, values))
+        total = len(self._listing)
+        if total and len(out) >= NATIVE_SHARE * total and self.conds:
+            log.warning("Sieve: %s: the filters keep %d of %d files: spark.read.parquet reads scans this "
+                        "wide faster (airflow_provider_lineage.sieve.spark.load switches to it by itself)",
+                        self.root, len(out), total)
+        else:
+            log.info("Sieve: %s: reading %d of %d files", self.root, len(out), total)
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_listing", None)  # planning only: the workers get their file in the partition
+        return state
+
+    # ---- reading -----------------------------------------------------------------------------------
+    def read(self, partition: FilePartition | None) -> Iterator[pa.RecordBatch]:
+        if partition is None:  # Spark's one empty partition when no file can match
+            return iter(())
+        return self._read_file(partition)
+
+    def _read_file(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.dataset as ds
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        schema = StructType.fromJson(json.loads(self.schema_json))
+        target = to_arrow_schema(schema)
+        parts = {n: v for (n, _), v in zip(self.partition_cols, partition.values)}
+        with storage_options(options_from_env()):
+            filesystem, inner = resolve(partition.path)
+            fragment = ds.ParquetFileFormat().make_fragment(inner, filesystem=filesystem)
+            physical = fragment.physical_schema
+            expr = None
+            for c in self.conds:
+                if c.column in parts:
+                    continue  # checked on the partition's values when planning
+                if c.column not in physical.names:  # schema evolution: the file holds NULLs only
+                    if c.op != "is_null":
+                        return
+                    continue
+                e = F.expression(c, physical.field(c.column).type)
+                expr = e if expr is None else expr & e
+            columns = [c for c in self.data_cols if c in physical.names]
+            for batch in fragment.to_batches(columns=columns, filter=expr, batch_size=BATCH_ROWS):
+                if batch.num_rows:
+                    yield _conform(batch, target, parts)
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
+    """The batch with the schema's columns, in its order and Arrow types (partition values and
+    columns a file lacks filled in)."""
+    import numpy as np
+
+    n = batch.num_rows
+    arrays = []
+    names = batch.schema.names
+    for f in target:
+        if f.name in parts:
+            one = pa.array([parts[f.name]], type=f.type)
+            arrays.append(one.take(pa.array(np.zeros(n, np.int32))))
+        elif f.name in names:
+            col = batch.column(names.index(f.name))
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            arrays.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -1,0 +1,344 @@
+"""``spark.read.format("sieve")``: pushed filters pick files through the index, never a wrong answer.
+
+Two levels: the planner and reader run in this process (no Spark: many random tables and filters
+against a ground truth computed row by row), and real Spark ``local[2]`` for each filter kind, SQL,
+stale and damaged indexes, a partitioned table and S3 (moto's server on 127.0.0.1), compared with
+``spark.read.parquet`` under the same filter.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import shutil
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import datasource as D
+
+from airflow_provider_lineage import sieve as S
+from airflow_provider_lineage.sieve import spark as sieve_spark
+from airflow_provider_lineage.sieve.errors import SieveError
+from airflow_provider_lineage.sieve.spark.source import SieveDataSource, SieveReader
+
+from .helpers import write_file
+
+
+def _rows(df: Any) -> list[tuple]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+@pytest.fixture()
+def part_table(tmp_path) -> str:
+    """Three files in two partitions; ``k`` indexed (a NULL in a.parquet)."""
+    root = str(tmp_path / "pt")
+    write_file(f"{root}/p=1/a.parquet", [1, 2, 3, None])
+    write_file(f"{root}/p=1/b.parquet", [100, 101])
+    write_file(f"{root}/p=2/c.parquet", [2, 500])
+    S.build(None, root, "k")
+    return root
+
+
+@pytest.fixture()
+def registered(spark):
+    sieve_spark.register(spark)
+    return spark
+
+
+# ---- Spark versions ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("version", ["3.5.3", "4.0.1", "4.0.0-preview2"])
+def test_register_refuses_spark_without_python_filter_pushdown(version) -> None:
+    with pytest.raises(SieveError, match=r"no filter push-down.*sieve\.read\(spark"):
+        sieve_spark.check_spark_version(version)
+
+
+def test_register_accepts_41_and_turns_pushdown_on(registered) -> None:
+    sieve_spark.check_spark_version("4.1.0")
+    sieve_spark.check_spark_version("5.0.0")
+    assert registered.conf.get(sieve_spark.PUSHDOWN_CONF) == "true"
+
+
+# ---- each filter kind through real Spark -------------------------------------------------------------
+CASES = [  # condition, files the scan reads (one input partition each)
+    ("k = 2", 2),
+    ("k IN (100, 500)", 2),
+    ("k BETWEEN 3 AND 100", 2),
+    ("k > 1 AND k < 3", 2),
+    ("k IS NULL", 1),
+    ("k <=> 101", 1),
+    ("k = 2 AND p = 2", 1),
+    ("k = 42", 1),  # no file can match: Spark's one empty partition
+    ("v = 1 OR k = 2", 3),  # a disjunction and a column without an index stay with Spark: every file
+]
+
+
+@pytest.mark.parametrize(("condition", "files"), CASES)
+def test_each_filter_kind_prunes_and_equals_parquet(registered, part_table, condition, files) -> None:
+    spark = registered
+    df = spark.read.format("sieve").load(part_table).where(condition)
+    assert df.rdd.getNumPartitions() == files
+    assert _rows(df) == _rows(spark.read.parquet(part_table).where(condition))
+
+
+def test_schema_and_sql_through_a_temporary_view(registered, part_table) -> None:
+    spark = registered
+    df = spark.read.format("sieve").load(part_table)
+    assert df.schema == spark.read.parquet(part_table).schema
+    df.createOrReplaceTempView("sieve_sales")
+    got = spark.sql("SELECT k, p FROM sieve_sales WHERE k IN (2, 101) ORDER BY k, p").collect()
+    assert [tuple(r) for r in got] == [(2, 1), (2, 2), (101, 1)]
+
+
+def test_columns_option_projects(registered, part_table) -> None:
+    spark = registered
+    df = spark.read.format("sieve").option("columns", "k,p").load(part_table).where("k = 500")
+    assert df.columns == ["k", "p"] and _rows(df) == [(500, 2)]
+    with pytest.raises(Exception, match="nope"):
+        spark.read.format("sieve").option("columns", "k,nope").load(part_table).schema  # noqa: B018
+
+
+def test_bad_freshness_and_missing_table_are_clear_errors(registered, part_table, tmp_path) -> None:
+    spark = registered
+    with pytest.raises(Exception, match="freshness='often' is unknown"):
+        spark.read.format("sieve").option("freshness", "often").load(part_table)
+    with pytest.raises(Exception, match="does not exist"):
+        spark.read.format("sieve").load(str(tmp_path / "nowhere"))
+
+
+def test_stale_index_reads_new_files_and_skips_removed(registered, part_table) -> None:
+    spark = registered
+    write_file(f"{part_table}/p=2/d.parquet", [2, 7])  # added after the build: unindexed, read
+    os.remove(f"{part_table}/p=1/b.parquet")  # removed: never read
+    for condition, files in [("k = 2", 3), ("k = 101", 0), ("k = 7", 1)]:
+        df = spark.read.format("sieve").load(part_table).where(condition)
+        assert df.rdd.getNumPartitions() == max(files, 1), condition
+        assert _rows(df) == _rows(spark.read.parquet(part_table).where(condition)), condition
+    df = spark.read.format("sieve").option("freshness", "names").load(part_table).where("k = 7")
+    assert _rows(df) == [(7, 1, 2)]
+
+
+def test_damaged_index_reads_every_file_and_logs_why(registered, part_table, caplog) -> None:
+    spark = registered
+    manifest_dir = os.path.join(part_table, "_sieve", "k")
+    for name in os.listdir(manifest_dir):
+        path = os.path.join(manifest_dir, name)
+        if os.path.isfile(path):
+            with open(path, "r+b") as fh:  # every file of the index: whatever it reads is damaged
+                fh.seek(0)
+                fh.write(b"garbage!")
+    df = spark.read.format("sieve").load(part_table).where("k = 2")
+    assert df.rdd.getNumPartitions() == 3
+    assert _rows(df) == _rows(spark.read.parquet(part_table).where("k = 2"))
+    # the reason, from the planner (run here in-process, as Spark's planner worker runs it)
+    reader = _reader(part_table)
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.source"):
+        reader.pushFilters([D.EqualTo(("k",), 2)])
+        assert len(reader.partitions()) == 3
+    assert "Sieve: full read of" in caplog.text and "for k" in caplog.text
+
+
+def test_missing_index_is_a_plain_read(registered, part_table) -> None:
+    spark = registered
+    shutil.rmtree(os.path.join(part_table, "_sieve"))
+    df = spark.read.format("sieve").load(part_table).where("k = 2")
+    assert df.rdd.getNumPartitions() == 3
+    assert _rows(df) == _rows(spark.read.parquet(part_table).where("k = 2"))
+
+
+def test_partitioned_table_types_as_sparks_parquet_reader(registered, tmp_path) -> None:
+    """Partition folders of several types, a NULL partition and a column of every key kind."""
+    spark = registered
+    root = str(tmp_path / "typed")
+    rows = [
+        ("n=1/day=2024-01-01/s=a", [1, 2], "x"),
+        ("n=2/day=2024-01-02/s=b%20c", [3, None], "y"),
+        ("n=__HIVE_DEFAULT_PARTITION__/day=2024-01-03/s=__HIVE_DEFAULT_PARTITION__", [4], "z"),
+    ]
+    for i, (folder, keys, name) in enumerate(rows):
+        os.makedirs(f"{root}/{folder}", exist_ok=True)
+        pq.write_table(pa.table({
+            "k": pa.array(keys, pa.int64()),
+            "name": pa.array([f"{name}{j}" for j in range(len(keys))]),
+            "when": pa.array([dt.date(2024, 1, 1 + i)] * len(keys)),
+            "at": pa.array([dt.datetime(2024, 1, 1, i, tzinfo=dt.UTC)] * len(keys), pa.timestamp("us", tz="UTC")),
+            "amount": pa.array([None] * len(keys), pa.decimal128(10, 2)),
+        }), f"{root}/{folder}/part-{i}.parquet")
+    S.build(None, root, "k")
+    S.build(None, root, "name")
+    S.build(None, root, "when")
+    S.build(None, root, "at")
+    full = spark.read.parquet(root)
+    df = spark.read.format("sieve").load(root)
+    assert df.schema == full.schema
+    assert _rows(df) == _rows(full)
+    for condition, files in [
+        ("name = 'y0'", 1),
+        ("name LIKE 'z%'", 1),
+        ("`when` >= DATE'2024-01-02'", 2),
+        ("at = TIMESTAMP'2024-01-01 01:00:00'", 1),
+        ("n = 2", 1),
+        ("s = 'b c'", 1),
+    ]:
+        got = df.where(condition)
+        assert got.rdd.getNumPartitions() == files, condition
+        assert _rows(got) == _rows(full.where(condition)), condition
+
+
+def test_load_reads_wide_scans_natively(registered, part_table) -> None:
+    spark = registered
+    narrow = sieve_spark.load(spark, part_table, "k = 500", native_share=0.5)  # 1 of 3 files
+    wide = sieve_spark.load(spark, part_table, "k >= 0", native_share=0.5)
+    assert "sieve" in narrow._jdf.queryExecution().executedPlan().toString()
+    assert "parquet" in wide._jdf.queryExecution().executedPlan().toString().lower()
+    assert _rows(narrow) == [(500, 1, 2)]
+    assert _rows(wide) == _rows(spark.read.parquet(part_table).where("k >= 0"))
+    everything = sieve_spark.load(spark, part_table, "k >= 0", native_share=1.01)
+    assert "sieve" in everything._jdf.queryExecution().executedPlan().toString()
+
+
+# ---- the planner and reader in this process: random tables and filters -------------------------------
+def _reader(root: str, **options: str) -> SieveReader:
+    opts = {"path": root, **options}
+    source = SieveDataSource(opts)
+    return source.reader(source.schema())
+
+
+def _scan(reader: SieveReader, filters: list[Any]) -> tuple[list[tuple], list[Any], list[str]]:
+    kept = list(reader.pushFilters(filters))
+    parts = reader.partitions()
+    rows: list[tuple] = []
+    for p in parts or [None]:
+        for batch in reader.read(p):
+            rows.extend(tuple(r.values()) for r in batch.to_pylist())
+    return rows, kept, [p.path for p in parts]
+
+
+def _holds(f: Any, row: dict[str, Any]) -> bool:
+    """Spark's WHERE semantics of one pushed filter on one row (NULL is not true)."""
+    if isinstance(f, D.Not):
+        inner = _holds(f.child, row)
+        return not inner and row[f.child.attribute[0]] is not None
+    v = row[f.attribute[0]]
+    if isinstance(f, D.IsNull):
+        return v is None
+    if isinstance(f, D.IsNotNull):
+        return v is not None
+    if isinstance(f, D.EqualNullSafe):
+        return v == f.value
+    if v is None:
+        return False
+    return {D.EqualTo: lambda: v == f.value, D.In: lambda: v in [x for x in f.value if x is not None],
+            D.GreaterThan: lambda: v > f.value, D.GreaterThanOrEqual: lambda: v >= f.value,
+            D.LessThan: lambda: v < f.value, D.LessThanOrEqual: lambda: v <= f.value}[type(f)]()
+
+
+KEYS = st.one_of(st.none(), st.integers(0, 60))
+FILES = st.lists(st.tuples(st.integers(1, 3), st.lists(KEYS, min_size=1, max_size=8)), min_size=1, max_size=6)
+VALUES = st.integers(-2, 62)
+FILTER = st.one_of(
+    st.builds(lambda v: D.EqualTo(("k",), v), VALUES),
+    st.builds(lambda v: D.EqualNullSafe(("k",), v), st.one_of(st.none(), VALUES)),
+    st.builds(lambda vs: D.In(("k",), tuple(vs)), st.lists(st.one_of(st.none(), VALUES), max_size=4)),
+    st.builds(lambda v: D.GreaterThan(("k",), v), VALUES),
+    st.builds(lambda v: D.GreaterThanOrEqual(("k",), v), VALUES),
+    st.builds(lambda v: D.LessThan(("k",), v), VALUES),
+    st.builds(lambda v: D.LessThanOrEqual(("k",), v), VALUES),
+    st.just(D.IsNull(("k",))),
+    st.just(D.IsNotNull(("k",))),
+    st.builds(lambda v: D.Not(D.EqualTo(("k",), v)), VALUES),
+    st.builds(lambda v: D.EqualTo(("p",), v), st.integers(0, 4)),
+    st.builds(lambda v: D.GreaterThan(("v",), v), st.integers(0, 8)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=FILES, later=st.lists(st.tuples(st.integers(1, 3), st.lists(KEYS, min_size=1, max_size=5)), max_size=2),
+       remove=st.booleans(), filters=st.lists(FILTER, min_size=1, max_size=3))
+def test_pushed_filters_never_drop_a_matching_row(tmp_path_factory, files, later, remove, filters) -> None:
+    root = str(tmp_path_factory.mktemp("rand"))
+    table: dict[str, list[Any]] = {}
+    for i, (p, keys) in enumerate(files):
+        path = f"{root}/p={p}/f{i}.parquet"
+        write_file(path, keys)
+        table[path] = [(k, j, p) for j, k in enumerate(keys)]
+    S.build(None, root, "k")
+    for i, (p, keys) in enumerate(later):  # after the build: the index is stale
+        path = f"{root}/p={p}/g{i}.parquet"
+        write_file(path, keys)
+        table[path] = [(k, j, p) for j, k in enumerate(keys)]
+    if remove and len(table) > 1:
+        gone = min(table)
+        os.remove(gone)
+        del table[gone]
+    rows, kept, read = _scan(_reader(root), list(filters))
+    rows = [r for r in rows if all(_holds(f, dict(zip("kvp", r))) for f in kept)]  # what Spark still filters
+    expected = [r for rs in table.values() for r in rs if all(_holds(f, dict(zip("kvp", r))) for f in filters)]
+    assert Counter(rows) == Counter(expected)
+    holding = {path for path, rs in table.items() if any(all(_holds(f, dict(zip("kvp", r))) for f in filters) for r in rs)}
+    assert holding <= set(read)
+    assert all(isinstance(f, D.Not | D.IsNotNull) or f.attribute == ("v",) for f in kept)
+
+
+def test_string_prefix_and_decimal_and_binary_columns(tmp_path) -> None:
+    root = str(tmp_path / "kinds")
+    values = [("C-0001", b"\x00\x01", "1.50"), ("C-0002", b"\x00\x02", "2.00"), ("D-0001", b"\xff", None),
+              ("C-0001\U0010ffff", b"\x00", "3.25")]
+    os.makedirs(root)
+    for i, (s, b, d) in enumerate(values):
+        pq.write_table(pa.table({"s": [s], "b": pa.array([b], pa.binary()),
+                                 "d": pa.array([None if d is None else Decimal(d)], pa.decimal128(10, 2))}),
+                       f"{root}/f{i}.parquet")
+    for col in ("s", "b", "d"):
+        S.build(None, root, col)
+
+    for filters, expected in [
+        ([D.StringStartsWith(("s",), "C-0001")], {"C-0001", "C-0001\U0010ffff"}),
+        ([D.StringStartsWith(("s",), "C-")], {"C-0001", "C-0002", "C-0001\U0010ffff"}),
+        ([D.EqualTo(("b",), b"\xff")], {"D-0001"}),
+        ([D.In(("d",), (Decimal("1.50"), Decimal("3.25")))], {"C-0001", "C-0001\U0010ffff"}),
+        ([D.GreaterThan(("d",), Decimal("1.50")), D.LessThan(("s",), "C-0002")], {"C-0001\U0010ffff"}),
+    ]:
+        rows, kept, read = _scan(_reader(root), filters)
+        assert not kept and {r[0] for r in rows} == expected, filters
+        assert len(read) == len(expected), filters
+
+
+# ---- S3 (moto's server on 127.0.0.1) ---------------------------------------------------------------
+def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
+    pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
+    from tests.support.s3 import ENV, new_bucket, put_parquet, s3_server
+
+    spark = registered
+    sc = spark.sparkContext
+    saved = dict(sc.environment)
+    with s3_server() as endpoint:
+        try:
+            # Spark's Python workers get the session's environment (spark.executorEnv.* on a cluster)
+            sc.environment.update(ENV, AWS_ENDPOINT_URL=endpoint)
+            sieve_spark.register(spark)
+            root = f"s3://{new_bucket()}/sales"
+            layout = {}
+            for i in range(4):
+                keys = list(range(i * 10, i * 10 + 15)) + ([None] if i == 1 else [])
+                path = f"{root}/day=2024-01-0{i + 1}/part-{i}.parquet"
+                put_parquet(path, keys)
+                layout[path] = keys
+            S.build(None, root, "k")
+            df = spark.read.format("sieve").load(root)
+            assert [f.name for f in df.schema.fields] == ["k", "v", "day"]
+            for condition, expected in [("k = 12", {(12, 1), (12, 2)}), ("k >= 44", {(44, 4)}), ("k IS NULL", {(None, 2)})]:
+                got = df.where(condition)
+                assert {(r.k, r.day.day) for r in got.collect()} == expected, condition
+                assert got.rdd.getNumPartitions() == len(expected), condition
+            put_parquet(f"{root}/day=2024-01-05/part-9.parquet", [12])  # stale: read as unindexed
+            assert df.where("k = 12").count() == 3
+        finally:
+            sc.environment.clear()
+            sc.environment.update(saved)
+            sieve_spark.register(spark)

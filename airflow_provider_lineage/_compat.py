@@ -42,6 +42,28 @@ def reset_spark_submit_hook(operator: SparkSubmitOperator) -> None:
     operator._hook = None  # airflow internal: SparkSubmitOperator caches its hook in _hook
 
 
+def set_spark_submit_master(hook: Any, master: str) -> None:
+    """Make a ``SparkSubmitHook`` submit to ``master`` (``SparkSqlOperator``'s ``master`` argument / ``spark_sql``
+    connection rule, which the submit hook's own connection resolution does not follow)."""
+    resolved = hook._connection  # airflow internal: SparkSubmitHook._connection (resolved connection)
+    resolved["master"] = master
+    hook._is_yarn = "yarn" in master  # airflow internal: flags SparkSubmitHook.__init__ derives from the master
+    hook._is_yarn_cluster_mode = hook._is_yarn and resolved.get("deploy_mode") == "cluster"
+    hook._is_kubernetes = "k8s" in master
+
+
+def optional_connection(conn_id: str) -> Any:
+    """The Airflow connection ``conn_id``, or ``None`` when it does not exist."""
+    from airflow.sdk import BaseHook
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except Exception as exc:
+        if "isn't defined" in str(exc) or "NotFound" in type(exc).__name__:
+            return None
+        raise
+
+
 def openlineage_provider_active() -> bool:
     """Whether Airflow's OpenLineage provider is installed and has a transport (i.e. will emit)."""
     try:

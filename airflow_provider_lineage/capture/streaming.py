@@ -42,6 +42,7 @@ STREAM_WRITES = frozenset({"WriteToMicroBatchDataSourceV1", "WriteToMicroBatchDa
 _SKIPPED_SINKS = frozenset({"ForeachBatchSink"})
 _END = "SparkListenerSQLExecutionEnd"
 _TERMINATED = "QueryTerminatedEvent"
+_STARTED = "QueryStartedEvent"
 #: Bound on the queries remembered (a long-running driver with many short queries).
 MAX_QUERIES = 10_000
 
@@ -77,7 +78,8 @@ class StreamingCapture:
     class Java:
         implements: ClassVar[list[str]] = ["org.apache.spark.scheduler.SparkListenerInterface"]
 
-    def __init__(self, spark: Any, emit: Callable[[CaptureRecord], None], capture: Any = None) -> None:
+    def __init__(self, spark: Any, emit: Callable[[CaptureRecord], None], capture: Any = None,
+                 other_sessions: bool = True) -> None:
         if capture is None:
             from airflow_provider_lineage.capture.listener import WriteCaptureListener
 
@@ -91,10 +93,14 @@ class StreamingCapture:
         self._pending: OrderedDict[str, CaptureRecord | None] = OrderedDict()
         self._batches: dict[str, int] = {}
         self._done: OrderedDict[str, None] = OrderedDict()
-        self._queries: dict[str, Any] = {}  # runId -> the JVM StreamingQuery (its state at finish)
+        self._names: OrderedDict[str, str] = OrderedDict()  # runId -> queryName (QueryStartedEvent)
         self.errors: list[str] = []
         self.captured = 0
         self._registered = False
+        #: also capture the (batch) writes of sessions without a capture listener of ours: Spark Connect
+        #: sessions (a declarative pipeline's flows, an application run with ``--remote local``)
+        self.other_sessions = other_sessions
+        self._covered: OrderedDict[str, bool] = OrderedDict()
 
     # -- SparkListenerInterface ----------------------------------------------------------------
     def onOtherEvent(self, event: Any) -> None:
@@ -102,8 +108,19 @@ class StreamingCapture:
             name = event.getClass().getSimpleName()
             if name == _END:
                 qe = event.qe()
-                if qe is not None and qe.getClass().getSimpleName() in ("IncrementalExecution", "ContinuousExecution"):
+                if qe is None:
+                    return
+                if qe.getClass().getSimpleName() == "IncrementalExecution":
                     self._on_batch(event, qe)
+                elif self.other_sessions:
+                    self._on_write(event, qe)
+            elif name == _STARTED:
+                query_name = event.name()
+                if query_name is not None:
+                    with self._lock:
+                        self._names[str(event.runId().toString())] = str(query_name)
+                        while len(self._names) > MAX_QUERIES:
+                            self._names.popitem(last=False)
             elif name == _TERMINATED:
                 self._on_terminated(str(event.runId().toString()), event.exception())
         except Exception as exc:  # noqa: BLE001 - never raise into Spark's listener bus
@@ -140,8 +157,9 @@ class StreamingCapture:
         ``sessions``: JVM sessions whose active queries that ran no micro-batch yet (a continuous trigger
         reports its one execution only when it stops) are recorded from their ``lastExecution`` too.
         """
+        active: set[str] | None = set() if sessions else None
         for jsession in sessions:
-            self._scan_active(jsession)
+            active |= self._scan_active(jsession)  # type: ignore[operator]
         out: list[CaptureRecord] = []
         with self._lock:
             pending = list(self._pending.items())
@@ -149,50 +167,72 @@ class StreamingCapture:
         for run_id, record in pending:
             if record is None:
                 continue
-            record.streaming["state"] = self._state(run_id)
+            record.streaming["state"] = "running" if active is None or run_id in active else "terminated"
             record.streaming["batches"] = self._batches.get(run_id, 0)
             out.append(record)
             self._hand_over(record)
         return out
 
-    def _scan_active(self, jsession: Any) -> None:
+    def _scan_active(self, jsession: Any) -> set[str]:
+        """Run ids of the session's active queries; those with no micro-batch seen yet are recorded from
+        their ``lastExecution``."""
+        found: set[str] = set()
         try:
             active = list(jsession.streams().active())
         except Exception:  # noqa: BLE001 - a stopped session
-            return
+            return found
         for query in active:
             try:
                 run_id = str(query.runId().toString())
+                found.add(run_id)
                 with self._lock:
                     if run_id in self._pending or run_id in self._done:
                         continue
                     self._pending[run_id] = None
+                    if query.name() is not None:
+                        self._names[run_id] = str(query.name())
                 qe = query.streamingQuery().lastExecution()
                 if qe is None:
                     continue
                 record = self._record(None, qe, run_id)
                 with self._lock:
                     self._pending[run_id] = record
-                    self._queries[run_id] = query
             except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
                 self._error(f"streaming capture: could not record an active query: {exc!r}")
+        return found
 
-    # -- events --------------------------------------------------------------------------------
-    def _on_batch(self, event: Any, qe: Any) -> None:
-        run_id = str(qe.runId().toString())
+    def _on_write(self, event: Any, qe: Any) -> None:
+        """A named execution (a write goes through ``withAction``) of a session our listener is not on."""
+        execution_name = _option(_plain(event, "executionName"))
+        if execution_name is None or self._has_listener(qe.sparkSession()):
+            return
+        duration = _plain(event, "duration")
+        failure = _option(_plain(event, "executionFailure"))
+        record = self._capture._capture(str(execution_name), qe, int(duration) if duration is not None else None,
+                                        failure)
+        if record is not None:
+            self._hand_over(record)
+
+    def _has_listener(self, jsession: Any) -> bool:
+        """Whether the session has a py4j ``QueryExecutionListener`` (the launcher's, or its clone in a
+        streaming query's session), which reports its writes itself."""
+        key = str(jsession.sessionUUID())
         with self._lock:
-            if run_id in self._done:
-                return
-            self._batches[run_id] = self._batches.get(run_id, 0) + 1
-            if run_id in self._pending:
-                return
-            self._pending[run_id] = None  # claimed: later batches only count
-            while len(self._pending) > MAX_QUERIES:
-                self._pending.popitem(last=False)
-        record = self._record(event, qe, run_id)
+            if key in self._covered:
+                return self._covered[key]
+        covered = False
+        try:
+            for lst in jsession.listenerManager().listListeners():
+                if "$Proxy" in str(lst.getClass().getName()):
+                    covered = True
+                    break
+        except Exception:  # noqa: BLE001 - cannot tell: leave the session to its own listener
+            covered = True
         with self._lock:
-            if run_id in self._pending:
-                self._pending[run_id] = record
+            self._covered[key] = covered
+            while len(self._covered) > MAX_QUERIES:
+                self._covered.popitem(last=False)
+        return covered
 
     def _on_terminated(self, run_id: str, exception: Any) -> None:
         with self._lock:
@@ -201,7 +241,7 @@ class StreamingCapture:
             while len(self._done) > MAX_QUERIES:
                 self._done.popitem(last=False)
             batches = self._batches.pop(run_id, 0)
-            self._queries.pop(run_id, None)
+            self._names.pop(run_id, None)
         if record is None:
             return
         message = _option(exception)
@@ -227,30 +267,11 @@ class StreamingCapture:
             return None
         query_id = str(qe.queryId().toString())
         record.streaming = {"query_id": query_id, "run_id": run_id, "sink": sink, "state": "running"}
-        name = self._query_name(qe, query_id)
+        with self._lock:
+            name = self._names.get(run_id)
         if name:
             record.streaming["name"] = name
         return record
-
-    def _query_name(self, qe: Any, query_id: str) -> str | None:
-        """The query's name (``queryName``), and keep the query to read its state at :meth:`finish`."""
-        try:
-            query = qe.sparkSession().streams().get(query_id)
-            if query is None:
-                return None
-            self._queries[str(qe.runId().toString())] = query
-            return str(query.name()) if query.name() is not None else None
-        except Exception:  # noqa: BLE001 - a name is a nicety
-            return None
-
-    def _state(self, run_id: str) -> str:
-        query = self._queries.get(run_id)
-        try:
-            if query is not None and not query.isActive():
-                return "terminated"
-        except Exception:  # noqa: BLE001, S110 - an unknown state is reported as running
-            pass
-        return "running"
 
     def _hand_over(self, record: CaptureRecord) -> None:
         try:

@@ -128,7 +128,7 @@ class TestExampleDag:
 
     def test_sql_statements_column_lineage(self, dag_run: dict[str, Any]) -> None:
         event = _complete(dag_run["events"], "sql_mart")
-        validate_or_skip(event)
+        validate_or_skip([event])
         [output] = event["outputs"]
         assert output["name"] == str(dag_run["data_dir"] / "mart" / "channel_totals")
         edges = _edges(output)
@@ -141,7 +141,7 @@ class TestExampleDag:
 
     def test_streaming_query_one_event_with_column_lineage_from_the_source(self, dag_run: dict[str, Any]) -> None:
         event = _complete(dag_run["events"], "stream_increment")
-        validate_or_skip(event)
+        validate_or_skip([event])
         [output] = event["outputs"]
         assert output["name"] == str(dag_run["data_dir"] / "mart" / "stream_increment")
         edges = _edges(output)

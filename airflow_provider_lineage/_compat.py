@@ -52,6 +52,23 @@ def set_spark_submit_master(hook: Any, master: str) -> None:
     hook._is_kubernetes = "k8s" in master
 
 
+def rewrite_spark_submit_command(hook: Any, rewrite: Any) -> None:
+    """Make a ``SparkSubmitHook`` pass its spark-submit command through ``rewrite(list) -> list`` before running
+    it (``spark-pipelines``' ``--remote local[N]`` in place of ``--master local[N]``)."""
+    build = hook._build_spark_submit_command  # airflow internal: SparkSubmitHook._build_spark_submit_command
+
+    def rewritten(application: str) -> list[str]:
+        return rewrite(build(application))
+
+    hook._build_spark_submit_command = rewritten
+
+
+def connection_type(conn_id: str) -> str | None:
+    """The ``conn_type`` of connection ``conn_id`` (``None`` when it does not exist)."""
+    conn = optional_connection(conn_id)
+    return None if conn is None else conn.conn_type
+
+
 def optional_connection(conn_id: str) -> Any:
     """The Airflow connection ``conn_id``, or ``None`` when it does not exist."""
     from airflow.sdk import BaseHook

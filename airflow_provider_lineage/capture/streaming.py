@@ -19,6 +19,11 @@ session's, a declarative pipeline's flows):
   still running (a ``processingTime`` or continuous trigger the job left running) is handed over with
   ``streaming.state == "running"``, and reported as such in the task log and XCom.
 
+With ``other_sessions`` (the launcher's setting), a named execution (what a batch write is) of a session that has
+no capture listener of ours is captured here too: the Spark Connect sessions of a driver that runs a local Connect
+server (a declarative pipeline's flows, ``spark-pipelines``; an application run with ``--remote local``). A session
+with our ``QueryExecutionListener`` (or its clone in a streaming query) reports its writes itself.
+
 ``foreachBatch`` queries give no record of their own: the writes the function makes are batch writes,
 captured by the session's listener as before (one per micro-batch).
 

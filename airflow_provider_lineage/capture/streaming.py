@@ -206,6 +206,24 @@ class StreamingCapture:
                 self._error(f"streaming capture: could not record an active query: {exc!r}")
         return found
 
+    # -- events --------------------------------------------------------------------------------
+    def _on_batch(self, event: Any, qe: Any) -> None:
+        """A micro-batch: the first of a query run becomes its record; the later ones only count."""
+        run_id = str(qe.runId().toString())
+        with self._lock:
+            if run_id in self._done:
+                return
+            self._batches[run_id] = self._batches.get(run_id, 0) + 1
+            if run_id in self._pending:
+                return
+            self._pending[run_id] = None  # claimed: later batches only count
+            while len(self._pending) > MAX_QUERIES:
+                self._pending.popitem(last=False)
+        record = self._record(event, qe, run_id)
+        with self._lock:
+            if run_id in self._pending:
+                self._pending[run_id] = record
+
     def _on_write(self, event: Any, qe: Any) -> None:
         """A named execution (a write goes through ``withAction``) of a session our listener is not on."""
         execution_name = _option(_plain(event, "executionName"))

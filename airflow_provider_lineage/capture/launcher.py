@@ -295,6 +295,9 @@ class CaptureRuntime:
                 pass
         self.listeners.clear()
         self._sessions.clear()
+        if self.streaming:
+            self.streaming.unregister()
+            self.streaming = None
 
     def drain_context(self, sc: Any) -> None:
         """Wait for Spark's listener bus to deliver queued events (before a stop / at exit)."""

@@ -122,6 +122,7 @@ class TestSparkSqlLineageOperator:
                                                            "spark.sql.catalogImplementation": "in-memory"}
 
 
+@pytest.mark.slow  # two spark-submits in a dag.test() run
 class TestExampleDag:
     def test_run_succeeds(self, dag_run: dict[str, Any]) -> None:
         assert str(dag_run["dag_run"].state).endswith("success")

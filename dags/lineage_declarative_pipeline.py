@@ -51,7 +51,7 @@ with DAG(
             "name: sales_flows\n"
             f"storage: file://{project}/storage\n"
             "libraries:\n  - glob:\n      include: transformations/**\n"
-            f"configuration:\n  lineage_demo.data_dir: \"{data_dir}\"\n",
+            f"configuration:\n  spark.lineage_demo.data_dir: \"{data_dir}\"\n",
             encoding="utf-8",
         )
         return str(project / "spark-pipeline.yml")

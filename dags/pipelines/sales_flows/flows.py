@@ -5,13 +5,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 spark = SparkSession.active()
-DATA_DIR = spark.conf.get("lineage_demo.data_dir")
+DATA_DIR = spark.conf.get("spark.lineage_demo.data_dir")
+# a file stream needs its schema up front; a flow function may not read data to infer it
+SCHEMA = "txn_id long, customer_id long, channel string, amount double, fx_rate double, status string"
 
 
 @dp.table(comment="Booked transactions in EUR, appended as files land")
 def booked_eur() -> DataFrame:
-    schema = spark.read.parquet(f"{DATA_DIR}/transactions").schema
-    return (spark.readStream.schema(schema).parquet(f"{DATA_DIR}/transactions")
+    return (spark.readStream.schema(SCHEMA).parquet(f"{DATA_DIR}/transactions")
             .where(F.col("status") == "BOOKED")
             .select("txn_id", "customer_id", "channel", F.round(F.col("amount") * F.col("fx_rate"), 2).alias("amount_eur")))
 

@@ -29,7 +29,9 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Spark Lineage",
-                "python-modules": ["airflow_provider_lineage.operators.spark_lineage"],
+                "python-modules": ["airflow_provider_lineage.operators.spark_lineage",
+                                   "airflow_provider_lineage.operators.spark_sql",
+                                   "airflow_provider_lineage.operators.spark_pipelines"],
             },
             {
                 "integration-name": "Sieve Index",

@@ -44,7 +44,7 @@ def pipelines_cli_path() -> str:
 
 def remote_command(command: list[str]) -> list[str]:
     """``spark-submit --master local[N] ...`` -> ``--remote local[N]`` (what ``spark-pipelines`` runs: a local
-    Spark Connect server with N threads); a non-local master is refused with the fix."""
+    Spark Connect server with N threads), without ``--name``; a non-local master is refused with the fix."""
     out = list(command)
     for i, arg in enumerate(out[:-1]):
         if arg == "--master":
@@ -56,6 +56,11 @@ def remote_command(command: list[str]) -> list[str]:
                     "server with capture (python -m airflow_provider_lineage.connect_server) for a cluster"
                 )
             out[i], out[i + 1] = "--remote", master
+    # with --remote, a --name makes spark-submit hand the driver none of the --conf settings (the local Connect
+    # server then runs without capture and the default warehouse): spark-pipelines passes none either
+    while "--name" in out[:-1]:
+        i = out.index("--name")
+        del out[i:i + 2]
     return out
 
 

@@ -45,7 +45,7 @@ class TestSparkPipelinesLineageOperator:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
         op = SparkPipelinesLineageOperator(task_id="t", pipeline_spec="s.yml")
         cmd = op._get_hook()._build_spark_submit_command("launcher.py")
-        assert cmd[cmd.index("--remote") + 1] == "local[2]" and "--master" not in cmd
+        assert cmd[cmd.index("--remote") + 1] == "local[2]" and "--master" not in cmd and "--name" not in cmd
 
 
 @pytest.fixture(scope="module")

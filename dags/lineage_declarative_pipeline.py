@@ -62,8 +62,7 @@ with DAG(
         task_id="run_pipeline",
         pipeline_spec="{{ params.data_dir }}/pipeline/spark-pipeline.yml",
         conn_id="spark_default",
-        conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-              "spark.sql.warehouse.dir": "{{ params.data_dir }}/warehouse"},
+        conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},  # tables: ./spark-warehouse
     )
 
     spec >> run_pipeline

@@ -125,6 +125,14 @@ class SparkPipelinesLineageOperator(SparkLineageSubmitOperator):
         self.pipeline_command = pipeline_command
 
     def _get_hook(self) -> Any:
+        # pyspark 4.1's local Connect server keeps only part of the --conf settings when there are several
+        # (PYSPARK_REMOTE_INIT_CONF_*): the launcher's settings also go by environment, which it reads too
+        from airflow_provider_lineage.capture.config import _KEYS, ENV_PREFIX, PREFIX
+
+        lineage_env = {ENV_PREFIX + _KEYS[k[len(PREFIX):]]: str(v) for k, v in dict(self.conf or {}).items()
+                       if k.startswith(PREFIX) and k[len(PREFIX):] in _KEYS}
+        if lineage_env:
+            self.env_vars = {**(self.env_vars or {}), **lineage_env}
         hook = super()._get_hook()
         _compat.rewrite_spark_submit_command(hook, remote_command)
         return hook
@@ -145,7 +153,9 @@ class SparkPipelinesLineageOperator(SparkLineageSubmitOperator):
         self.application = pipelines_cli_path()
         self.application_args = self.pipeline_args()
         self.conf = {**(self.conf or {}), "spark.api.mode": "connect"}
+        given_env = self.env_vars
         try:
             super().execute(context)
         finally:
             self.application, self.application_args, self.conf = given
+            self.env_vars = given_env

@@ -5,6 +5,7 @@ materialized views in a local Spark Connect server, under the capture launcher).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,18 @@ class TestSparkPipelinesLineageOperator:
 
 
 @pytest.fixture(scope="module")
-def dag_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def dag_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    import os
+
     from tests.support.pipelines import run_self_emitting
 
-    return run_self_emitting(DAG_ID, tmp_path_factory.mktemp("pipeline-data"))
+    data = tmp_path_factory.mktemp("pipeline-data")
+    here = os.getcwd()
+    os.chdir(data)  # the pipeline's tables go to ./spark-warehouse of the driver's working folder
+    try:
+        yield run_self_emitting(DAG_ID, data)
+    finally:
+        os.chdir(here)
 
 
 def _edges(output: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:

@@ -42,6 +42,45 @@ def reset_spark_submit_hook(operator: SparkSubmitOperator) -> None:
     operator._hook = None  # airflow internal: SparkSubmitOperator caches its hook in _hook
 
 
+def set_spark_submit_master(hook: Any, master: str) -> None:
+    """Make a ``SparkSubmitHook`` submit to ``master`` (``SparkSqlOperator``'s ``master`` argument / ``spark_sql``
+    connection rule, which the submit hook's own connection resolution does not follow)."""
+    resolved = hook._connection  # airflow internal: SparkSubmitHook._connection (resolved connection)
+    resolved["master"] = master
+    hook._is_yarn = "yarn" in master  # airflow internal: flags SparkSubmitHook.__init__ derives from the master
+    hook._is_yarn_cluster_mode = hook._is_yarn and resolved.get("deploy_mode") == "cluster"
+    hook._is_kubernetes = "k8s" in master
+
+
+def rewrite_spark_submit_command(hook: Any, rewrite: Any) -> None:
+    """Make a ``SparkSubmitHook`` pass its spark-submit command through ``rewrite(list) -> list`` before running
+    it (``spark-pipelines``' ``--remote local[N]`` in place of ``--master local[N]``)."""
+    build = hook._build_spark_submit_command  # airflow internal: SparkSubmitHook._build_spark_submit_command
+
+    def rewritten(application: str) -> list[str]:
+        return rewrite(build(application))
+
+    hook._build_spark_submit_command = rewritten
+
+
+def connection_type(conn_id: str) -> str | None:
+    """The ``conn_type`` of connection ``conn_id`` (``None`` when it does not exist)."""
+    conn = optional_connection(conn_id)
+    return None if conn is None else conn.conn_type
+
+
+def optional_connection(conn_id: str) -> Any:
+    """The Airflow connection ``conn_id``, or ``None`` when it does not exist."""
+    from airflow.sdk import BaseHook
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except Exception as exc:
+        if "isn't defined" in str(exc) or "NotFound" in type(exc).__name__:
+            return None
+        raise
+
+
 def openlineage_provider_active() -> bool:
     """Whether Airflow's OpenLineage provider is installed and has a transport (i.e. will emit)."""
     try:

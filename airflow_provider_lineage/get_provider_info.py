@@ -30,7 +30,9 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Spark Lineage",
                 "python-modules": ["airflow_provider_lineage.operators.spark_lineage",
-                                   "airflow_provider_lineage.operators.pyspark"],
+                                   "airflow_provider_lineage.operators.pyspark",
+                                   "airflow_provider_lineage.operators.spark_sql",
+                                   "airflow_provider_lineage.operators.spark_pipelines"],
             },
             {
                 "integration-name": "Sieve Index",

@@ -94,6 +94,8 @@ class CaptureRuntime:
 
         #: every Python UDF function the application creates (UDF body analysis, issue 24)
         self.udfs = UdfRegistry()
+        #: the SparkContext's streaming-query capture (:mod:`.streaming`); ``False`` when it failed to attach
+        self.streaming: Any = None
 
     # -- problems -------------------------------------------------------------------------------
     def problem(self, message: str, exc: BaseException | None = None) -> None:
@@ -127,10 +129,12 @@ class CaptureRuntime:
 
         def session_stop(self: SparkSession) -> None:
             runtime.drain_context(getattr(self, "_sc", None))
+            runtime.finish_streaming()  # queries the stop ends are still running: reported as such
             orig_session_stop(self)
 
         def context_stop(self: SparkContext) -> None:
             runtime.drain_context(self)
+            runtime.finish_streaming()
             orig_context_stop(self)
 
         for owner, name, new in (
@@ -176,12 +180,38 @@ class CaptureRuntime:
                 self.listeners.append(listener)
                 self.timings["attach_s"] += time.perf_counter() - t0
                 self._sessions.append(jsession)
+                if self.streaming is None:
+                    self.attach_streaming(spark, listener)
                 if self.spark_version is None:
                     self.spark_version = spark.version
                     self.app_name = spark.sparkContext.appName
                     self.emit_start()
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not attach the capture listener to the SparkSession", exc)
+
+    def attach_streaming(self, spark: SparkSession, listener: Any) -> None:
+        """Structured Streaming queries of every session: one record per query (:mod:`.streaming`)."""
+        try:
+            from airflow_provider_lineage.capture import streaming
+
+            self.streaming = streaming.install(spark, self.on_record, listener)
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            self.streaming = False
+            self.problem("could not attach the streaming capture; streaming writes are not captured", exc)
+
+    def finish_streaming(self) -> None:
+        """Hand over the streaming queries still running at the end of the run (after the bus drained)."""
+        if not self.streaming:
+            return
+        try:
+            for record in self.streaming.finish(list(self._sessions)):
+                if record.streaming.get("state") == "running":
+                    log.info("streaming query %s still running at the end of the application",
+                             record.streaming.get("name") or record.streaming.get("query_id"))
+            self.problems.extend(self.streaming.errors)
+            self.streaming.errors.clear()
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            self.problem("could not hand over the running streaming queries", exc)
 
     def check_versions(self, spark: SparkSession) -> None:
         """Name a driver pyspark that is not the JVM's Spark, and pyspark 4.2.0's Arrow-UDF hang (once)."""
@@ -265,6 +295,9 @@ class CaptureRuntime:
                 pass
         self.listeners.clear()
         self._sessions.clear()
+        if self.streaming:
+            self.streaming.unregister()
+            self.streaming = None
 
     def drain_context(self, sc: Any) -> None:
         """Wait for Spark's listener bus to deliver queued events (before a stop / at exit)."""
@@ -299,6 +332,7 @@ class CaptureRuntime:
                 return
             self._finished = True
         self.drain_active()
+        self.finish_streaming()
         for listener in self.listeners:
             for err in getattr(listener, "errors", []):
                 self.problems.append(err)

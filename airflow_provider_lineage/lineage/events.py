@@ -135,7 +135,7 @@ def summaries(result: LineageResult) -> str:
     lines: list[str] = []
     for rec, lineage in result.analysed_pairs:
         try:
-            lines.append(summarize(lineage))
+            lines.append(summarize(lineage) + _streaming_note(rec))
         except Exception as exc:  # noqa: BLE001 - a log summary never fails the job
             lines.append(f"(summary of {rec.command} failed: {exc!r}) {rec.command} -> {_describe_output(rec)}")
     for rec in result.failed_writes:
@@ -145,6 +145,18 @@ def summaries(result: LineageResult) -> str:
     if not lines:
         lines.append("no writes captured")
     return "\n".join(lines)
+
+
+def _streaming_note(rec: CaptureRecord) -> str:
+    """What a summary says of a Structured Streaming query's write (one record per query)."""
+    info = getattr(rec, "streaming", None)
+    if not info:
+        return ""
+    name = info.get("name") or info.get("query_id")
+    state = info.get("state")
+    if state == "running":
+        return f"\n  (streaming query {name}: still running when the application ended; lineage of its plan so far)"
+    return f"\n  (streaming query {name}: {state} after {info.get('batches', '?')} micro-batch(es))"
 
 
 def _describe_output(rec: CaptureRecord) -> str:
@@ -167,17 +179,19 @@ def written_datasets(result: LineageResult) -> list[dict[str, Any]]:
             continue
         fields = getattr(lineage, "output_fields", None) or (info.columns if info else [])
         columns = [c if isinstance(c, str) else c[0] if isinstance(c, (tuple, list)) else str(c) for c in fields]
-        out.append(
-            {
-                "namespace": getattr(ref, "namespace", None),
-                "name": getattr(ref, "name", None),
-                "table": getattr(ref, "table", None) or (info.table if info else None),
-                "location": info.location if info else None,
-                "format": info.format if info else None,
-                "columns": columns,
-                "mode": info.mode if info else None,
-            }
-        )
+        entry = {
+            "namespace": getattr(ref, "namespace", None),
+            "name": getattr(ref, "name", None),
+            "table": getattr(ref, "table", None) or (info.table if info else None),
+            "location": info.location if info else None,
+            "format": info.format if info else None,
+            "columns": columns,
+            "mode": info.mode if info else None,
+        }
+        if rec.streaming:  # a Structured Streaming query: its state (``running``: the job left it running)
+            entry["streaming"] = {k: rec.streaming[k] for k in ("state", "query_id", "name", "batches")
+                                  if k in rec.streaming}
+        out.append(entry)
     return out
 
 

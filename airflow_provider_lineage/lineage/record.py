@@ -52,6 +52,11 @@ WRITE_COMMANDS = frozenset(
         "InsertIntoStatement",
         "ReplaceData",
         "WriteDelta",
+        # Structured Streaming: a micro-batch's logical root (capture/streaming.py puts it over the batch's
+        # optimized query; one record per streaming query, not per micro-batch)
+        "WriteToMicroBatchDataSourceV1",
+        "WriteToMicroBatchDataSource",
+        "WriteToContinuousDataSource",
     }
 )
 
@@ -140,6 +145,9 @@ class CaptureRecord:
         (``fs.defaultFS``, for host-less ``hdfs:/p``), ``catalog_implementation`` (``hive``/``in-memory``),
         ``metastore_uris`` (``hive.metastore.uris``), ``glue_region``/``glue_account`` (Glue as the Hive
         metastore client); empty in records of older drivers.
+    :param streaming: a Structured Streaming query's write (one record per query run, not per micro-batch):
+        ``{query_id, run_id, name, sink, state, batches}``, ``state`` ``"terminated"``, ``"failed"`` or
+        ``"running"`` (the application ended with the query still running); empty for a batch write.
     """
 
     command: str
@@ -163,6 +171,7 @@ class CaptureRecord:
     created: bool = False
     udfs: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
+    streaming: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), default=str)

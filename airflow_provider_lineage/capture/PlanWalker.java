@@ -190,7 +190,7 @@ public class PlanWalker {
         sb.append("{\"class\":");
         str(sb, cls);
         sb.append(",\"num-children\":").append(children.length);
-        sb.append(",\"children\":[");
+        sb.append(",\"$c\":[");  // not "children": Union has a field of that name
         for (int k = 0; k < children.length; k++) {
             if (k > 0) {
                 sb.append(',');

@@ -205,7 +205,8 @@ DAG_FORMAT = "dag-1"
 
 
 def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
-    """The roots of a plan DAG (``{"format": "dag-1", "nodes": [...], "roots": [...]}``) as :class:`TreeNode`
+    """The roots of a plan DAG (``{"format": "dag-1", "nodes": [...], "roots": [...]}``; a node is its
+    ``toJSON()`` fields plus ``"$c"``, the node ids of its children) as :class:`TreeNode`
     objects: children linked, every ``{"$t": id}`` in a field replaced by the node it names (shared, never
     copied). A root id the DAG does not hold gives ``None``."""
     if not isinstance(dag, dict) or dag.get("format") != DAG_FORMAT:
@@ -228,8 +229,8 @@ def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
         return val
 
     for node, item in zip(nodes, raw_nodes):
-        node.children = [nodes[c] for c in item.get("children") or [] if 0 <= c < count]
-        node.fields = {k: (v if k in ("class", "num-children") else resolve(v)) for k, v in item.items() if k != "children"}
+        node.children = [nodes[c] for c in item.get("$c") or [] if 0 <= c < count]
+        node.fields = {k: (v if k in ("class", "num-children") else resolve(v)) for k, v in item.items() if k != "$c"}
     return [nodes[r] if isinstance(r, int) and 0 <= r < count else None for r in dag.get("roots") or []]
 
 

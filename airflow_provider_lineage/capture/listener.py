@@ -147,8 +147,10 @@ class WriteCaptureListener:
                     return
                 work = self._queue[0]
             try:
-                if work.qe is None:  # warm-up: compile the plan walker off the critical path
+                if work.qe is None:  # warm-up while the job runs: compile the walker, read the settings naming needs
                     plan_walk.walker_class(self._gateway)
+                    if self._environment is None:
+                        self._environment = identity.environment(self._spark)
                 else:
                     self._process(work)
             except Exception:

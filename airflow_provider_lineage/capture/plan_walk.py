@@ -3,7 +3,7 @@
 ``TreeNode.toJSON()`` writes a tree: a sub-expression shared by many parents (a ``withColumn`` chain
 where each step uses the previous column twice, which the optimizer collapses into one expression) is
 written once per path, so the text doubles with every step, and the json4s tree plus the string live in
-the driver's heap at once. Instead :class:`PlanWalker` (``PlanWalker.java`` next to this module, compiled
+the driver's heap at once. Instead ``PlanWalker`` (Java source in :mod:`.plan_walker_source`, compiled
 in the driver JVM with Janino, which Spark ships for its code generation) walks the plans inside the JVM,
 memoised by object identity, and returns a compact DAG: one entry per distinct node (plan node or
 expression) with its own fields in ``toJSON()``'s shapes and nested trees as ``{"$t": id}`` references.
@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from airflow_provider_lineage.capture.plan_walker_source import SOURCE
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)
 
-_SOURCE = Path(__file__).with_name("PlanWalker.java")
 _CLASS = "apl.PlanWalker"
 _lock = threading.Lock()
 #: gateway id -> the compiled class (one compilation per driver JVM)
@@ -62,7 +61,7 @@ def walker_class(gateway: Any) -> Any:
         loader = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.trees.TreeNode").getClassLoader()
         compiler = jvm.org.codehaus.janino.SimpleCompiler()
         compiler.setParentClassLoader(loader)
-        compiler.cook(_SOURCE.read_text(encoding="utf-8"))
+        compiler.cook(SOURCE)
         cls = compiler.getClassLoader().loadClass(_CLASS)
         gateway.detach(compiler)
         gateway.detach(loader)

@@ -1,4 +1,10 @@
-// Compiled in the Spark driver's JVM at run time with Janino (shipped with Spark for code generation) by
+"""Java source of ``apl.PlanWalker`` (see :mod:`.plan_walk`), compiled in the driver JVM with Janino.
+
+Kept as a Python string so it travels wherever the capture code does (an installed wheel, the
+``--py-files`` archive of cluster deploy mode) with no packaging of its own.
+"""
+
+SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino (shipped with Spark for code generation) by
 // airflow_provider_lineage/capture/plan_walk.py: no jar to install. Keep it Java 1.4-style (no generics,
 // no lambdas) so Janino compiles it on every Spark version.
 //
@@ -143,7 +149,7 @@ public class PlanWalker {
             stopped = "more than " + maxNodes + " distinct plan and expression nodes";
         } else if (sb.length() > maxChars) {
             stopped = "plan extract larger than " + maxChars + " characters";
-        } else if ((++steps & 255) == 0) {
+        } else if ((steps++ & 255) == 0) {  // the first node too: a small plan is checked once
             if (System.currentTimeMillis() > deadline) {
                 stopped = "per-write time budget exceeded while reading the plan";
             } else {
@@ -388,3 +394,4 @@ public class PlanWalker {
         sb.append('"');
     }
 }
+"""

@@ -123,7 +123,11 @@ class WriteCaptureListener:
     # -- internals ----------------------------------------------------------------------------
     def _handle(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> None:
         work = _Work(func_name, qe, duration_ns, exception)
-        if not self.asynchronous or self._closed:
+        if self._closed:  # after the drain at exit: never analyse on Spark's listener thread
+            for obj in (qe, exception):
+                _detach(self._gateway, obj)
+            return
+        if not self.asynchronous:
             self._process(work)
             return
         with self._cond:  # hand over and return: Spark's listener bus never waits for the capture

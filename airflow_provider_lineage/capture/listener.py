@@ -104,11 +104,9 @@ class WriteCaptureListener:
         self._worker: threading.Thread | None = None
         self._partial: CaptureRecord | None = None
         self._closed = False
+        self._warmed = False
         if asynchronous:
             _async_listeners.add(self)
-            # compile the plan walker while the job runs, not when its first write ends
-            self._queue.append(_Work("__warm_up__", None, None, None))
-            self._start_worker()
 
     # -- QueryExecutionListener -------------------------------------------------------------
     def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
@@ -131,6 +129,12 @@ class WriteCaptureListener:
             self._process(work)
             return
         with self._cond:  # hand over and return: Spark's listener bus never waits for the capture
+            if not self._warmed:
+                # the first query of the application (often a read long before the last write): compile the
+                # plan walker and read the settings naming needs on the worker now, not in the attach (the
+                # job's critical path) and not when the last write ends
+                self._warmed = True
+                self._queue.append(_Work("__warm_up__", None, None, None))
             self._queue.append(work)
             self._cond.notify_all()
         self._start_worker()

@@ -11,7 +11,7 @@ added wall time, the driver's heap peak (sum of the heap pools' peak usage, read
 its end) plain and captured, the capture worker's CPU-side time (``analysis_s`` in the launcher's status
 file), the bytes of the OpenLineage output datasets built from the records, and whether the lineage is
 complete (every written column has edges, nothing approximate, no capture problem). Writes
-``benchmarks/capture/STRESS.md`` (linked from ``REPORT.md``).
+``benchmarks/capture/STRESS.md`` (linked from ``REPORT.md`` and docs/benchmarks.md).
 """
 from __future__ import annotations
 

@@ -35,6 +35,10 @@ public class PlanWalker {
     private Method ctorNames;
     private Object jsonMethods;
     private Method compact;
+    private Method m_children;
+    private Method m_otherCopyArgs;
+    private Method m_jsonFields;
+    private Method m_containsChild;
     private int maxNodes = 2000000;
     private long maxChars = 256L * 1024 * 1024;
     private long deadline = Long.MAX_VALUE;
@@ -54,6 +58,10 @@ public class PlanWalker {
             }
         }
         parseToJson.setAccessible(true);
+        m_children = treeNode.getMethod("children", new Class[0]);
+        m_otherCopyArgs = treeNode.getMethod("otherCopyArgs", new Class[0]);
+        m_jsonFields = treeNode.getMethod("jsonFields", new Class[0]);
+        m_containsChild = treeNode.getMethod("containsChild", new Class[0]);
         Class refl = Class.forName("org.apache.spark.sql.catalyst.ScalaReflection$", true, cl);
         reflection = refl.getField("MODULE$").get(null);
         ctorNames = refl.getMethod("getConstructorParameterNames", new Class[] {Class.class});
@@ -187,7 +195,7 @@ public class PlanWalker {
     }
 
     private void node(StringBuilder sb, Object node) throws Exception {
-        Object[] children = seq(treeNode.getMethod("children", new Class[0]).invoke(node, new Object[0]));
+        Object[] children = seq(m_children.invoke(node, new Object[0]));
         String cls = node.getClass().getName();
         boolean plan = logicalPlan.isInstance(node);
         if (plan && children.length == 0) {
@@ -207,7 +215,7 @@ public class PlanWalker {
         String[] fields = fieldNames(node.getClass());
         if (!nestsTrees(node, children)) {
             // no nested tree: Spark's own jsonFields (class overrides included, e.g. Literal's value)
-            Object[] own = seq(treeNode.getMethod("jsonFields", new Class[0]).invoke(node, new Object[0]));
+            Object[] own = seq(m_jsonFields.invoke(node, new Object[0]));
             for (int k = 0; k < own.length; k++) {
                 scala.Tuple2 kv = (scala.Tuple2) own[k];
                 String text = (String) compact.invoke(jsonMethods, new Object[] {kv._2()});
@@ -226,7 +234,7 @@ public class PlanWalker {
         while (it.hasNext()) {
             values.add(it.next());
         }
-        Object[] other = seq(treeNode.getMethod("otherCopyArgs", new Class[0]).invoke(node, new Object[0]));
+        Object[] other = seq(m_otherCopyArgs.invoke(node, new Object[0]));
         for (int k = 0; k < other.length; k++) {
             values.add(other[k]);
         }
@@ -265,7 +273,7 @@ public class PlanWalker {
                 }
             }
         }
-        Object[] other = seq(treeNode.getMethod("otherCopyArgs", new Class[0]).invoke(node, new Object[0]));
+        Object[] other = seq(m_otherCopyArgs.invoke(node, new Object[0]));
         for (int k = 0; k < other.length; k++) {
             if (hasTree(other[k], 0)) {
                 return true;
@@ -292,7 +300,7 @@ public class PlanWalker {
                 return k;
             }
         }
-        Object set = treeNode.getMethod("containsChild", new Class[0]).invoke(node, new Object[0]);
+        Object set = m_containsChild.invoke(node, new Object[0]);
         if (((scala.collection.immutable.Set) set).contains(v)) {
             for (int k = 0; k < children.length; k++) {
                 if (children[k].equals(v)) {

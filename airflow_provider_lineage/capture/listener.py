@@ -104,6 +104,7 @@ class WriteCaptureListener:
         self._worker: threading.Thread | None = None
         self._partial: CaptureRecord | None = None
         self._closed = False
+        self._reader = plan_walk.Reader(self._gateway)
         self._warmed = False
         if asynchronous:
             _async_listeners.add(self)
@@ -257,9 +258,11 @@ class WriteCaptureListener:
         started = time.monotonic()
         budget = self.budget
         refs: list[Any] = []
+        self._reader = plan_walk.Reader(self._gateway)
         try:
             return self._capture_inner(func_name, qe, duration_ns, exception, started, budget, refs)
         finally:
+            self._reader.close()
             for obj in refs:
                 _detach(self._gateway, obj)
 
@@ -372,9 +375,22 @@ class WriteCaptureListener:
         return out
 
     def _fill_columns(self, out: OutputInfo, query: Any) -> None:
-        attrs = _seq(query.output())
-        out.columns = [a.name() for a in attrs]
-        out.column_types = [a.dataType().simpleString() for a in attrs]
+        attrs = self._attributes(query.output())
+        out.columns = [name for _i, name, _t in attrs]
+        out.column_types = [typ for _i, _n, typ in attrs]
+
+    def _attributes(self, attrs: Any) -> list[tuple[int, str, str]]:
+        """``(exprId, name, type)`` of a Seq of attributes: one round trip (the plan walker's reader), else per attribute."""
+        try:
+            return self._reader.attributes(attrs)
+        except Exception:  # noqa: BLE001 - the walker could not be compiled: read attribute by attribute
+            return [(int(a.exprId().id()), a.name(), a.dataType().simpleString()) for a in _seq(attrs)]
+
+    def _strings(self, values: Any) -> list[str]:
+        try:
+            return self._reader.strings(values)
+        except Exception:  # noqa: BLE001 - the walker could not be compiled: read one by one
+            return [str(v) for v in _seq(values)]
 
     def _table_location(self, ident: Any) -> str | None:
         try:
@@ -406,11 +422,11 @@ class WriteCaptureListener:
 
     def _relation(self, node: Any) -> RelationInfo | None:
         cls = node.getClass().getSimpleName()
-        attrs = _seq(node.output())
+        attrs = self._attributes(node.output())
         info = RelationInfo(
             node_class=cls,
-            expr_ids=[int(a.exprId().id()) for a in attrs],
-            columns=[{"name": a.name(), "type": a.dataType().simpleString()} for a in attrs],
+            expr_ids=[i for i, _n, _t in attrs],
+            columns=[{"name": n, "type": t} for _i, n, t in attrs],
         )
         if cls == "LogicalRelation":
             rel = node.relation()
@@ -503,9 +519,9 @@ def _hadoop_fs_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> N
     out.location = cmd.outputPath().toString()
     out.mode = cmd.mode().toString()
     out.format = _format_name(cmd.fileFormat().toString())
-    out.partition_columns = [a.name() for a in _seq(cmd.partitionColumns())]
-    out.columns = [str(c) for c in _seq(cmd.outputColumnNames())]
-    out.column_types = [a.dataType().simpleString() for a in _seq(cmd.query().output())]
+    out.partition_columns = [name for _i, name, _t in lst._attributes(cmd.partitionColumns())]
+    out.columns = lst._strings(cmd.outputColumnNames())
+    out.column_types = [typ for _i, _n, typ in lst._attributes(cmd.query().output())]
     if cmd.catalogTable().isDefined():
         out.table = _table_name(cmd.catalogTable().get().identifier())
 

@@ -90,6 +90,42 @@ public class PlanWalker {
         return id;
     }
 
+    /** [[exprId, name, simpleString type], ...] of a Seq of attributes, as JSON (one round trip for a whole schema). */
+    public String attributes(Object attrs) throws Exception {
+        Object[] items = seq(attrs);
+        StringBuilder sb = new StringBuilder("[");
+        for (int k = 0; k < items.length; k++) {
+            Object a = items[k];
+            Object eid = a.getClass().getMethod("exprId", new Class[0]).invoke(a, new Object[0]);
+            Object id = eid.getClass().getMethod("id", new Class[0]).invoke(eid, new Object[0]);
+            Object name = a.getClass().getMethod("name", new Class[0]).invoke(a, new Object[0]);
+            Object dt = a.getClass().getMethod("dataType", new Class[0]).invoke(a, new Object[0]);
+            Object type = dt.getClass().getMethod("simpleString", new Class[0]).invoke(dt, new Object[0]);
+            if (k > 0) {
+                sb.append(',');
+            }
+            sb.append('[').append(id).append(',');
+            str(sb, String.valueOf(name));
+            sb.append(',');
+            str(sb, String.valueOf(type));
+            sb.append(']');
+        }
+        return sb.append(']').toString();
+    }
+
+    /** The strings of a Seq (e.g. output column names), as a JSON list. */
+    public String strings(Object values) {
+        Object[] items = seq(values);
+        StringBuilder sb = new StringBuilder("[");
+        for (int k = 0; k < items.length; k++) {
+            if (k > 0) {
+                sb.append(',');
+            }
+            str(sb, String.valueOf(items[k]));
+        }
+        return sb.append(']').toString();
+    }
+
     /** Why the walk stopped early (null: it did not). */
     public String stopped() {
         return stopped;

@@ -150,6 +150,9 @@ class _Counting(WriteCaptureListener):
 def test_round_trips_do_not_grow_with_plan_nodes(spark, tmp_path: Path):
     """A write whose plans have several thousand nodes: the py4j round trips of its capture stay a small
     constant plus a few per relation (the old per-node walk sent tens of thousands)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(spark.sparkContext._gateway)
     records: list[CaptureRecord] = []
     listener = _Counting(spark, records.append, budget=CaptureBudget(), asynchronous=True)
     spark._jsparkSession.listenerManager().register(listener)
@@ -160,6 +163,7 @@ def test_round_trips_do_not_grow_with_plan_nodes(spark, tmp_path: Path):
     finally:
         spark._jsparkSession.listenerManager().unregister(listener)
         listener.close()
+    assert records, listener.errors
     rec = next(r for r in records if r.command == "InsertIntoHadoopFsRelationCommand")
     nodes = len(rec.plans["nodes"])
     assert nodes > 4000

@@ -19,6 +19,10 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.captureToken``            ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``           the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
 ``spark.airflow_lineage.taskRun``                 ``AIRFLOW_LINEAGE_TASK_RUN``                the task run (``namespace/name/runId``) written into each envelope
 ``spark.airflow_lineage.maxRecordBytes``          ``AIRFLOW_LINEAGE_MAX_RECORD_BYTES``        bound on one record written with a token (default 32 MiB); a bigger one is reported, not written
+``spark.airflow_lineage.writeBudgetSeconds``     ``AIRFLOW_LINEAGE_WRITE_BUDGET_SECONDS``     capture time one write may take (default 30); past it the write is published incomplete
+``spark.airflow_lineage.totalBudgetSeconds``     ``AIRFLOW_LINEAGE_TOTAL_BUDGET_SECONDS``     capture time the whole application may take (default 600); later writes are published incomplete
+``spark.airflow_lineage.minFreeHeap``            ``AIRFLOW_LINEAGE_MIN_FREE_HEAP``            memory guard: stop reading a plan when the driver heap's free share falls below this (default 0.10)
+``spark.airflow_lineage.planJson``               ``AIRFLOW_LINEAGE_PLAN_JSON``               ``true``: also keep the whole plans as ``toJSON()`` in each record (debugging only: costly on big plans)
 ``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 =================================================  ==========================================  =====================================================
 
@@ -50,7 +54,34 @@ _KEYS = {
     "captureToken": "CAPTURE_TOKEN",
     "taskRun": "TASK_RUN",
     "maxRecordBytes": "MAX_RECORD_BYTES",
+    "writeBudgetSeconds": "WRITE_BUDGET_SECONDS",
+    "totalBudgetSeconds": "TOTAL_BUDGET_SECONDS",
+    "minFreeHeap": "MIN_FREE_HEAP",
+    "planJson": "PLAN_JSON",
 }
+
+
+@dataclass
+class CaptureBudget:
+    """How much the capture of a write may cost the driver (issue 36).
+
+    :param write_s: seconds of capture work one write may take (reading its plan, relations, UDF analysis);
+        past it the write's lineage is published incomplete, with the reason.
+    :param total_s: seconds of capture work the whole application may take; once spent, every later write
+        is published incomplete (its output and schema, no column lineage).
+    :param min_free_heap: the plan walk stops when less than this share of the driver's max heap is free.
+    :param max_nodes: distinct plan and expression nodes one write may have.
+    :param max_chars: characters of one write's plan extract.
+    :param plan_json: also keep ``toJSON()`` of both plans in the record (debugging; exponential on shared
+        sub-expressions, so never on by default).
+    """
+
+    write_s: float = 30.0
+    total_s: float = 600.0
+    min_free_heap: float = 0.10
+    max_nodes: int = 2_000_000
+    max_chars: int = 128 * 1024 * 1024
+    plan_json: bool = False
 
 #: Name of the status file the launcher leaves in the capture folder (client deploy mode).
 STATUS_FILE = "_launcher.status"  # not *.json: read_records() globs those
@@ -75,6 +106,7 @@ class LauncherConfig:
     capture_token: str | None = None
     task_run: str | None = None
     max_record_bytes: int | None = None
+    budget: CaptureBudget = field(default_factory=CaptureBudget)
 
     @property
     def active(self) -> bool:
@@ -105,6 +137,15 @@ class LauncherConfig:
             conf[PREFIX + "taskRun"] = self.task_run
         if self.max_record_bytes:
             conf[PREFIX + "maxRecordBytes"] = str(int(self.max_record_bytes))
+        default = CaptureBudget()
+        if self.budget.write_s != default.write_s:
+            conf[PREFIX + "writeBudgetSeconds"] = f"{self.budget.write_s:g}"
+        if self.budget.total_s != default.total_s:
+            conf[PREFIX + "totalBudgetSeconds"] = f"{self.budget.total_s:g}"
+        if self.budget.min_free_heap != default.min_free_heap:
+            conf[PREFIX + "minFreeHeap"] = f"{self.budget.min_free_heap:g}"
+        if self.budget.plan_json:
+            conf[PREFIX + "planJson"] = "true"
         if self.parent is not None:
             p = self.parent
             conf["spark.openlineage.parentJobNamespace"] = p.namespace
@@ -165,7 +206,14 @@ class LauncherConfig:
             max_record_bytes = int(limit_raw) if limit_raw else None
         except ValueError as exc:
             raise ValueError(f"{PREFIX}maxRecordBytes must be a number of bytes, got {limit_raw!r}") from exc
+        budget = CaptureBudget(
+            write_s=_positive(get("writeBudgetSeconds"), "writeBudgetSeconds", CaptureBudget.write_s),
+            total_s=_positive(get("totalBudgetSeconds"), "totalBudgetSeconds", CaptureBudget.total_s),
+            min_free_heap=_fraction(get("minFreeHeap"), CaptureBudget.min_free_heap),
+            plan_json=(get("planJson") or "").strip().lower() in ("1", "true", "yes"),
+        )
         return cls(
+            budget=budget,
             capture_dir=get("captureDir"),
             capture_token=get("captureToken"),
             task_run=get("taskRun"),
@@ -180,6 +228,30 @@ class LauncherConfig:
             spark_openlineage=dict(spark_openlineage or {}),
             udf_analysis=(get("udfAnalysis") or "true").strip().lower() not in ("0", "false", "no", "off"),
         )
+
+
+def _positive(raw: str | None, key: str, default: float) -> float:
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{PREFIX}{key} must be a number of seconds, got {raw!r}") from exc
+    if value <= 0:
+        raise ValueError(f"{PREFIX}{key} must be more than 0 seconds, got {raw!r}")
+    return value
+
+
+def _fraction(raw: str | None, default: float) -> float:
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{PREFIX}minFreeHeap must be a fraction of the heap between 0 and 1, got {raw!r}") from exc
+    if not 0 <= value < 1:
+        raise ValueError(f"{PREFIX}minFreeHeap must be a fraction of the heap between 0 and 1 (e.g. 0.1), got {raw!r}")
+    return value
 
 
 def _parent(get_conf: Callable[[str], str | None], env: Mapping[str, str]) -> ParentRun | None:

@@ -45,6 +45,7 @@ if __package__ in (None, ""):
 
 from airflow_provider_lineage.capture.config import STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
 from airflow_provider_lineage.capture.sink import RecordSink, atomic_write_text
+from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT
 from airflow_provider_lineage.lineage.record import CaptureRecord
 
 if TYPE_CHECKING:
@@ -87,9 +88,13 @@ class CaptureRuntime:
         self.emission_problems: list[str] = []
         #: known-broken Spark combinations seen on this driver (:mod:`.versions`), also in the task log.
         self.version_warnings: list[str] | None = None
-        #: seconds spent by capture: attaching listeners, the listener callbacks (plan JSON, record
-        #: writing; on Spark's listener thread), and waiting for the listener bus at stop/exit.
-        self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0, "udf_s": 0.0}
+        #: seconds spent by capture: attaching listeners, the listener callbacks (on Spark's listener thread:
+        #: only handing the write to the capture worker), the worker's analyses (plan walk, relations, UDFs,
+        #: record writing; overlapping the job), and waiting at stop/exit for the bus and the worker.
+        self.timings: dict[str, float] = {"attach_s": 0.0, "callbacks_s": 0.0, "drain_s": 0.0, "udf_s": 0.0,
+                                          "analysis_s": 0.0}
+        #: end of the drain at exit: the driver exits at most drainTimeoutSeconds after the application's end
+        self._deadline: float | None = None
         from airflow_provider_lineage.capture.udfs import UdfRegistry
 
         #: every Python UDF function the application creates (UDF body analysis, issue 24)
@@ -175,7 +180,7 @@ class CaptureRuntime:
                 from airflow_provider_lineage.capture.listener import install
 
                 t0 = time.perf_counter()
-                listener = install(spark, self.on_record)
+                listener = install(spark, self.on_record, budget=self.config.budget)
                 self._time_callbacks(listener)
                 self.listeners.append(listener)
                 self.timings["attach_s"] += time.perf_counter() - t0
@@ -300,17 +305,27 @@ class CaptureRuntime:
             self.streaming = None
 
     def drain_context(self, sc: Any) -> None:
-        """Wait for Spark's listener bus to deliver queued events (before a stop / at exit)."""
+        """Wait for Spark's listener bus to deliver queued events and for the capture worker to analyse them
+        (before a stop / at exit), within ``drainTimeoutSeconds`` (after the application: what is left of it)."""
         try:
-            if sc is None or getattr(sc, "_jsc", None) is None or not self.listeners:
+            if not self.listeners:
                 return
             from airflow_provider_lineage.capture.listener import drain_bus
 
             timeout = self.config.drain_timeout_s if self.config else 60.0
+            if self._deadline is not None:
+                timeout = max(0.0, self._deadline - time.monotonic())
             t0 = time.perf_counter()
             try:
-                if not drain_bus(sc, timeout):
-                    self.problem(f"Spark's listener bus did not drain within {timeout:g}s; some writes may be missing")
+                if sc is not None and getattr(sc, "_jsc", None) is not None:
+                    drained = drain_bus(sc, timeout)
+                else:  # the context is stopped: only the workers may still be busy
+                    drained = True
+                    for lst in self.listeners:  # every one waited for (no short-circuit)
+                        drained = lst.wait(max(0.0, timeout - (time.perf_counter() - t0))) and drained
+                if not drained:
+                    self.problem(f"the capture did not finish within drainTimeoutSeconds={timeout:g}s; some writes "
+                                 "may be missing or incomplete (the driver exits on time)")
             finally:
                 self.timings["drain_s"] += time.perf_counter() - t0
         except Exception as exc:  # noqa: BLE001 - never fail the user's job for the capture
@@ -320,7 +335,7 @@ class CaptureRuntime:
         try:
             from pyspark import SparkContext
 
-            self.drain_context(SparkContext._active_spark_context)
+            self.drain_context(SparkContext._active_spark_context)  # None after stop(): the workers only
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("draining Spark's listener bus failed", exc)
 
@@ -331,11 +346,18 @@ class CaptureRuntime:
             if self._finished:
                 return
             self._finished = True
+        timeout = self.config.drain_timeout_s if self.config else 60.0
+        self._deadline = time.monotonic() + timeout
         self.drain_active()
         self.finish_streaming()
         for listener in self.listeners:
             for err in getattr(listener, "errors", []):
                 self.problems.append(err)
+            self.timings["analysis_s"] += getattr(listener, "spent_s", 0.0)
+            try:
+                listener.close()
+            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
+                pass
         if self.config is not None and self.config.emit:
             self.emit_final(error)
         self.write_status(error, exit_code)
@@ -426,7 +448,7 @@ class CaptureRuntime:
             if self.run_id is None:  # no session was ever created: nothing ran on Spark
                 return
             result = events.analyze(self.records, [events.Problem(p) for p in self.problems])
-            inputs, outputs = events.datasets(result, indirect=self.config.indirect if self.config else "both")
+            inputs, outputs = events.datasets(result, indirect=self.config.indirect if self.config else DEFAULT_INDIRECT)
             namespace, name = self._job()
             failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))
             event = events.build_event(

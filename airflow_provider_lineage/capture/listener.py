@@ -1,24 +1,39 @@
 """A ``QueryExecutionListener`` written in Python (py4j) that records every write the driver runs.
 
-Runs inside the Spark driver. It keeps, per write command, the optimized and analyzed plans as JSON
-and the facts the plan JSON leaves out (output path/table/mode/format, each leaf relation's
-storage location or table), and hands a :class:`~.records.CaptureRecord` to a sink.
+Runs inside the Spark driver. Per write command it keeps what the lineage engine needs of the optimized
+and analyzed plans, as one compact DAG (:mod:`.plan_walk`: each distinct plan/expression node once,
+walked inside the JVM with memoisation by object identity; never the whole plans' ``toJSON()``, which
+is exponential on shared sub-expressions), the facts the plans leave out (output path/table/mode/
+format, each leaf relation's storage location or table), and hands a :class:`~.records.CaptureRecord`
+to a sink.
 
-Everything here is defensive: the callback runs on Spark's listener-bus thread, so an exception
-would only be logged by Spark, but a slow or failing capture must never disturb the job. Any
-problem becomes a record with ``capture_error`` set, and a log line.
+Off Spark's listener-bus thread: with ``asynchronous=True`` (what :func:`install` does) the py4j
+callback only queues the ``QueryExecution`` and returns; a Python worker thread reads the plan under a
+:class:`~.config.CaptureBudget` (per-write and total time, a heap floor, node and size caps). A write
+past a budget is still recorded, with ``incomplete`` saying why (its output and relations, no plans):
+the events carry it as an incomplete capture, never as a complete graph. :func:`drain_bus` waits for
+the bus and for these workers within one timeout; whatever is still running then is abandoned and
+reported.
+
+Everything here is defensive: a slow or failing capture must never disturb the job. Any problem
+becomes a record with ``capture_error`` set, and a log line.
 """
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import itertools
+import os
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from airflow_provider_lineage.capture import identity
+from airflow_provider_lineage.capture import identity, plan_walk
+from airflow_provider_lineage.capture.config import CaptureBudget
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.record import (
     WRITE_COMMANDS,
@@ -39,24 +54,60 @@ _LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
 #: iteration), not at data: not relations (their exprIds may equal the real relation's).
 _REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
 
+#: Test hook (never set in production): ``sleep:SECONDS`` makes the analysis of every write that slow,
+#: ``crash`` makes it raise; proves that neither touches the job (exit code, output, wall time).
+TEST_HOOK_ENV = "AIRFLOW_LINEAGE_CAPTURE_TEST_HOOK"
+
+#: async listeners by SparkContext id: :func:`drain_bus` waits for their workers too
+_async_listeners: weakref.WeakSet[WriteCaptureListener] = weakref.WeakSet()
+
+
+@dataclass
+class _Work:
+    func_name: str
+    qe: Any
+    duration_ns: int | None
+    exception: Any
+    abandoned: bool = False
+
 
 class WriteCaptureListener:
     """py4j implementation of ``org.apache.spark.sql.util.QueryExecutionListener``.
 
     :param spark: the session whose writes are captured.
-    :param emit: called with each finished :class:`CaptureRecord` (on the listener thread).
+    :param emit: called with each finished :class:`CaptureRecord` (on the worker thread when
+        asynchronous, else on the listener thread).
+    :param budget: time, memory and size bounds of the capture (default :class:`~.config.CaptureBudget`).
+    :param asynchronous: queue each callback for a worker thread and return at once (Spark's listener
+        bus is never held by the capture); ``False`` (the default, for direct callers of
+        :meth:`_capture`) analyses on the calling thread.
     """
 
-    def __init__(self, spark: SparkSession, emit: Callable[[CaptureRecord], None]) -> None:
+    def __init__(self, spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
+                 asynchronous: bool = False) -> None:
         self._spark = spark
         self._emit = emit
-        self._jvm = spark.sparkContext._jvm
+        self._sc = spark.sparkContext
+        self._jvm = self._sc._jvm
+        self._gateway = self._sc._gateway
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
-        self._logical_cls = self._jvm.java.lang.Class.forName(_LOGICAL_PLAN)
+        self.budget = budget or CaptureBudget()
+        self.asynchronous = asynchronous
         self.errors: list[str] = []
         self.captured = 0
-        self._environment = identity.environment(spark)
+        #: seconds of capture work spent (all writes); past ``budget.total_s`` writes are recorded incomplete
+        self.spent_s = 0.0
+        self._environment: dict[str, str] | None = None
+        self._cond = threading.Condition()
+        self._queue: collections.deque[_Work] = collections.deque()
+        self._worker: threading.Thread | None = None
+        self._partial: CaptureRecord | None = None
+        self._closed = False
+        self._reader = plan_walk.Reader(self._gateway)
+        self._warmed = False
+        if asynchronous:
+            _async_listeners.add(self)
 
     # -- QueryExecutionListener -------------------------------------------------------------
     def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
@@ -70,15 +121,122 @@ class WriteCaptureListener:
 
     # -- internals ----------------------------------------------------------------------------
     def _handle(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> None:
+        work = _Work(func_name, qe, duration_ns, exception)
+        if self._closed:  # after the drain at exit: never analyse on Spark's listener thread
+            for obj in (qe, exception):
+                _detach(self._gateway, obj)
+            return
+        if not self.asynchronous:
+            self._process(work)
+            return
+        with self._cond:  # hand over and return: Spark's listener bus never waits for the capture
+            if not self._warmed:
+                # the first query of the application (often a read long before the last write): compile the
+                # plan walker and read the settings naming needs on the worker now, not in the attach (the
+                # job's critical path) and not when the last write ends
+                self._warmed = True
+                self._queue.append(_Work("__warm_up__", None, None, None))
+            self._queue.append(work)
+            self._cond.notify_all()
+        self._start_worker()
+
+    def _start_worker(self) -> None:
+        with self._cond:
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=self._run, name="airflow-lineage-capture", daemon=True)
+            self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                work = self._queue[0]
+            try:
+                if work.qe is None:  # warm-up while the job runs: compile the walker, read the settings naming needs
+                    plan_walk.walker_class(self._gateway)
+                    if self._environment is None:
+                        self._environment = identity.environment(self._spark)
+                else:
+                    self._process(work)
+            except Exception:
+                log.debug("capture worker step failed", exc_info=True)
+            finally:
+                with self._cond:
+                    if self._queue and self._queue[0] is work:
+                        self._queue.popleft()
+                    self._cond.notify_all()
+
+    def close(self) -> None:
+        """Let the worker thread end once its queue is empty (the listener is unregistered)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        _async_listeners.discard(self)
+
+    def pending(self) -> int:
+        """Query executions handed over and not analysed yet."""
+        with self._cond:
+            return sum(1 for w in self._queue if w.qe is not None)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until the worker analysed every handed-over write. On timeout the rest
+        is abandoned: a write whose analysis had started is recorded incomplete, the others are counted in
+        :attr:`errors`; ``False`` is returned."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._cond:
+            while any(w.qe is not None for w in self._queue):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 1.0))
+            left_over = [w for w in self._queue if w.qe is not None]
+            if not left_over:
+                return True
+            for w in left_over:
+                w.abandoned = True
+            self._queue.clear()
+            partial, self._partial = self._partial, None
+        if partial is not None:
+            partial.incomplete = (f"the capture did not finish within drainTimeoutSeconds={timeout_s:g}s "
+                                  "(the driver exits on time); raise spark.airflow_lineage.drainTimeoutSeconds")
+            self._finish_incomplete(partial)
+            self._deliver(partial)
+        unstarted = len(left_over) - (1 if partial is not None else 0)
+        if unstarted > 0:
+            msg = (f"{unstarted} query execution(s) not analysed within drainTimeoutSeconds={timeout_s:g}s; writes "
+                   "among them have no lineage record (raise spark.airflow_lineage.drainTimeoutSeconds)")
+            log.warning("%s", msg)
+            self.errors.append(msg)
+        return False
+
+    def _process(self, work: _Work) -> None:
+        t0 = time.monotonic()
+        record: CaptureRecord | None = None
         try:
-            record = self._capture(func_name, qe, duration_ns, exception)
+            record = self._capture(work.func_name, work.qe, work.duration_ns, work.exception)
         except Exception as exc:  # never let a capture problem escape into Spark
-            msg = f"capture failed in {func_name}: {exc!r}"
+            partial, self._partial = self._partial, None
+            if partial is not None and not work.abandoned:  # a write: published incomplete, with the reason
+                partial.incomplete = f"the capture failed: {_short(exc)}"
+                self._finish_incomplete(partial)
+                record = partial
+            msg = f"capture failed in {work.func_name}: {exc!r}"
             log.warning("%s", msg, exc_info=True)
             self.errors.append(msg)
-            return
-        if record is None:
-            return
+        finally:
+            self._partial = None
+            with self._lock:
+                self.spent_s += time.monotonic() - t0
+            for obj in (work.qe, work.exception):
+                _detach(self._gateway, obj)
+        if record is not None and not work.abandoned:
+            self._deliver(record)
+
+    def _deliver(self, record: CaptureRecord) -> None:
         try:
             self._emit(record)
             self.captured += 1
@@ -87,41 +245,70 @@ class WriteCaptureListener:
             log.warning("%s", msg, exc_info=True)
             self.errors.append(msg)
 
+    @staticmethod
+    def _finish_incomplete(record: CaptureRecord) -> None:
+        record.plans = None
+        record.optimized_plan = record.analyzed_plan = None
+        note = f"lineage incomplete: {record.incomplete}"
+        record.capture_error = f"{record.capture_error}; {note}" if record.capture_error else note
+
     def _capture(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> CaptureRecord | None:
+        """The record of one ``QueryExecution`` (``None`` when it is not a write). Never walks a whole plan
+        as a tree; every JVM reference taken here is detached before returning (``qe`` stays the caller's)."""
+        started = time.monotonic()
+        budget = self.budget
+        refs: list[Any] = []
+        self._reader = plan_walk.Reader(self._gateway)
+        try:
+            return self._capture_inner(func_name, qe, duration_ns, exception, started, budget, refs)
+        finally:
+            self._reader.close()
+            for obj in refs:
+                _detach(self._gateway, obj)
+
+    def _capture_inner(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any, started: float,
+                       budget: CaptureBudget, refs: list[Any]) -> CaptureRecord | None:
         plan = None
         plan_error: str | None = None
         try:
             plan = qe.optimizedPlan()
+            refs.append(plan)
         except Exception as exc:  # analysis/optimisation failed: the write failed before running  # noqa: BLE001 - never fail the user's Spark job for the capture
             plan_error = _short(exc)
-        node = plan if plan is not None else qe.logical()
+        if plan is None:
+            node = qe.logical()
+            refs.append(node)
+        else:
+            node = plan
         command = node.getClass().getSimpleName()
         if command not in WRITE_COMMANDS:
             return None
         with self._lock:
             seq = next(self._seq)
+        if self._environment is None:
+            self._environment = identity.environment(self._spark)
         record = CaptureRecord(
             command=command,
             status="failure" if exception is not None else "success",
             func_name=func_name,
             spark_version=self._spark.version,
-            app_id=self._spark.sparkContext.applicationId,
-            app_name=self._spark.sparkContext.appName,
+            app_id=self._sc.applicationId,
+            app_name=self._sc.appName,
             event_time=dt.datetime.now(dt.UTC).isoformat(),
             duration_ms=duration_ns / 1e6 if duration_ns is not None else None,
             error=_java_message(exception) if exception is not None else None,
             sequence=seq,
             environment=dict(self._environment),
         )
+        self._partial = record
+        _test_hook()
         problems: list[str] = []
         if plan_error:
             problems.append(f"optimized plan unavailable: {plan_error}")
-        if plan is not None:
-            record.optimized_plan = _json_plan(plan, problems, "optimized")
         analyzed = None
         try:
             analyzed = qe.analyzed()
-            record.analyzed_plan = _json_plan(analyzed, problems, "analyzed")
+            refs.append(analyzed)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             problems.append(f"analyzed plan unavailable: {_short(exc)}")
         try:
@@ -129,13 +316,53 @@ class WriteCaptureListener:
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             problems.append(f"output unknown: {_short(exc)}")
             record.output = OutputInfo(command=command)
-        try:
-            record.relations = self._relations([p for p in (plan, analyzed) if p is not None])
-        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
-            problems.append(f"input relations unknown: {_short(exc)}")
+        with self._lock:
+            spent = self.spent_s
+        if spent >= budget.total_s:
+            record.incomplete = (f"the application's capture budget of {budget.total_s:g}s is spent "
+                                 "(spark.airflow_lineage.totalBudgetSeconds)")
+        else:
+            self._read_plans(record, plan, analyzed, started, budget, problems, refs)
+        if budget.plan_json and record.incomplete is None:  # opt-in debugging form (exponential on shared sub-expressions)
+            if plan is not None:
+                record.optimized_plan = _json_plan(plan, problems, "optimized")
+            if analyzed is not None:
+                record.analyzed_plan = _json_plan(analyzed, problems, "analyzed")
         if problems:
             record.capture_error = "; ".join(problems)
+        if record.incomplete is not None:
+            self._finish_incomplete(record)
+        self._partial = None
         return record
+
+    def _read_plans(self, record: CaptureRecord, plan: Any, analyzed: Any, started: float, budget: CaptureBudget,
+                    problems: list[str], refs: list[Any]) -> None:
+        """The plans' DAG and the relations at its leaves, within the per-write budget."""
+        left_ms = int((budget.write_s - (time.monotonic() - started)) * 1000)
+        if left_ms <= 0:
+            record.incomplete = f"the per-write capture budget of {budget.write_s:g}s is spent (spark.airflow_lineage.writeBudgetSeconds)"
+            return
+        roots = [p for p in (plan, analyzed) if p is not None]
+        if not roots:
+            return
+        limits = plan_walk.Limits(max_nodes=budget.max_nodes, max_chars=budget.max_chars, millis=left_ms,
+                                  min_free_heap=budget.min_free_heap)
+        ex = plan_walk.extract(self._gateway, roots, limits)
+        refs.extend(ex.leaves)
+        if ex.stopped is not None:
+            record.incomplete = f"{ex.stopped} (spark.airflow_lineage.writeBudgetSeconds / minFreeHeap)"
+            return
+        assert ex.dag is not None
+        walked = list(ex.dag.get("roots") or [])
+        ex.dag["roots"] = [walked.pop(0) if p is not None and walked else -1 for p in (plan, analyzed)]
+        record.plans = ex.dag
+        try:
+            record.relations = self._relations_of(ex.leaves, started, budget)
+        except _OverBudget:
+            record.incomplete = (f"the per-write capture budget of {budget.write_s:g}s is spent while reading the "
+                                 "input relations (spark.airflow_lineage.writeBudgetSeconds)")
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            problems.append(f"input relations unknown: {_short(exc)}")
 
     # output ---------------------------------------------------------------------------------
     def _output(self, cmd: Any) -> OutputInfo:
@@ -148,9 +375,22 @@ class WriteCaptureListener:
         return out
 
     def _fill_columns(self, out: OutputInfo, query: Any) -> None:
-        attrs = _seq(query.output())
-        out.columns = [a.name() for a in attrs]
-        out.column_types = [a.dataType().simpleString() for a in attrs]
+        attrs = self._attributes(query.output())
+        out.columns = [name for _i, name, _t in attrs]
+        out.column_types = [typ for _i, _n, typ in attrs]
+
+    def _attributes(self, attrs: Any) -> list[tuple[int, str, str]]:
+        """``(exprId, name, type)`` of a Seq of attributes: one round trip (the plan walker's reader), else per attribute."""
+        try:
+            return self._reader.attributes(attrs)
+        except Exception:  # noqa: BLE001 - the walker could not be compiled: read attribute by attribute
+            return [(int(a.exprId().id()), a.name(), a.dataType().simpleString()) for a in _seq(attrs)]
+
+    def _strings(self, values: Any) -> list[str]:
+        try:
+            return self._reader.strings(values)
+        except Exception:  # noqa: BLE001 - the walker could not be compiled: read one by one
+            return [str(v) for v in _seq(values)]
 
     def _table_location(self, ident: Any) -> str | None:
         try:
@@ -160,26 +400,18 @@ class WriteCaptureListener:
             return None
 
     # relations ------------------------------------------------------------------------------
-    def _relations(self, plans: list[Any]) -> list[RelationInfo]:
+    def _relations_of(self, leaves: list[Any], started: float, budget: CaptureBudget) -> list[RelationInfo]:
+        """The relations at the plans' leaves (each leaf node once, from the plan walk), deduplicated by exprIds."""
         seen: dict[tuple[int, ...], RelationInfo] = {}
-        stack = list(plans)
-        visited = 0
-        while stack:
-            node = stack.pop()
-            visited += 1
-            if visited > 100_000:  # pathological plan; keep what we have
-                break
-            children = list(_seq(node.children()))
-            inner = [c for c in _seq(node.innerChildren()) if self._logical_cls.isInstance(c)]
-            cls = node.getClass().getSimpleName()
-            if not children and cls not in WRITE_COMMANDS and cls not in _REFERENCE_LEAVES:
-                info = self._relation(node)
-                if info is not None:
-                    seen.setdefault(tuple(info.expr_ids), info)
-            if cls == "InMemoryRelation":
-                inner.extend(self._cached_logical(node))
-            stack.extend(children)
-            stack.extend(inner)
+        for leaf in leaves:
+            if time.monotonic() - started > budget.write_s:
+                raise _OverBudget
+            cls = leaf.getClass().getSimpleName()
+            if cls in WRITE_COMMANDS or cls in _REFERENCE_LEAVES:
+                continue
+            info = self._relation(leaf)
+            if info is not None:
+                seen.setdefault(tuple(info.expr_ids), info)
         return list(seen.values())
 
     def _cached_logical(self, node: Any) -> list[Any]:
@@ -190,11 +422,11 @@ class WriteCaptureListener:
 
     def _relation(self, node: Any) -> RelationInfo | None:
         cls = node.getClass().getSimpleName()
-        attrs = _seq(node.output())
+        attrs = self._attributes(node.output())
         info = RelationInfo(
             node_class=cls,
-            expr_ids=[int(a.exprId().id()) for a in attrs],
-            columns=[{"name": a.name(), "type": a.dataType().simpleString()} for a in attrs],
+            expr_ids=[i for i, _n, _t in attrs],
+            columns=[{"name": n, "type": t} for _i, n, t in attrs],
         )
         if cls == "LogicalRelation":
             rel = node.relation()
@@ -237,6 +469,30 @@ class WriteCaptureListener:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+class _OverBudget(Exception):
+    """The per-write budget ran out."""
+
+
+def _detach(gateway: Any, obj: Any) -> None:
+    """Release a JVM reference now (py4j would otherwise keep the object alive until Python's GC)."""
+    if obj is None or not hasattr(obj, "_target_id"):
+        return
+    try:
+        gateway.detach(obj)
+    except Exception:  # noqa: BLE001, S110 - an already released reference
+        pass
+
+
+def _test_hook() -> None:
+    hook = os.environ.get(TEST_HOOK_ENV, "")
+    if not hook:
+        return
+    if hook == "crash":
+        raise RuntimeError("capture test hook: a deliberate crash of the analysis")
+    if hook.startswith("sleep:"):
+        time.sleep(float(hook.split(":", 1)[1]))
+
+
 def _seq(scala_seq: Any) -> list[Any]:
     it = scala_seq.iterator()
     out = []
@@ -263,9 +519,9 @@ def _hadoop_fs_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> N
     out.location = cmd.outputPath().toString()
     out.mode = cmd.mode().toString()
     out.format = _format_name(cmd.fileFormat().toString())
-    out.partition_columns = [a.name() for a in _seq(cmd.partitionColumns())]
-    out.columns = [str(c) for c in _seq(cmd.outputColumnNames())]
-    out.column_types = [a.dataType().simpleString() for a in _seq(cmd.query().output())]
+    out.partition_columns = [name for _i, name, _t in lst._attributes(cmd.partitionColumns())]
+    out.columns = lst._strings(cmd.outputColumnNames())
+    out.column_types = [typ for _i, _n, typ in lst._attributes(cmd.query().output())]
     if cmd.catalogTable().isDefined():
         out.table = _table_name(cmd.catalogTable().get().identifier())
 
@@ -446,35 +702,47 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else repr(exc)
 
 
-def install(spark: SparkSession, emit: Callable[[CaptureRecord], None]) -> WriteCaptureListener:
-    """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server)."""
+def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
+            asynchronous: bool = True) -> WriteCaptureListener:
+    """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server).
+
+    :param budget: the capture's time/memory bounds (default :class:`~.config.CaptureBudget`).
+    :param asynchronous: analyse on a worker thread (default): Spark's listener bus is never held;
+        :func:`drain`/:func:`drain_bus` wait for the worker too.
+    """
     from pyspark.java_gateway import ensure_callback_server_started
 
     ensure_callback_server_started(spark.sparkContext._gateway)
-    listener = WriteCaptureListener(spark, emit)
+    listener = WriteCaptureListener(spark, emit, budget=budget, asynchronous=asynchronous)
     spark._jsparkSession.listenerManager().register(listener)
     return listener
 
 
 def drain_bus(sc: Any, timeout_s: float = 60.0) -> bool:
-    """Wait until the listener bus of SparkContext ``sc`` has delivered every queued event (bounded).
+    """Wait until the listener bus of SparkContext ``sc`` has delivered every queued event and the
+    asynchronous listeners of ``sc`` have analysed every write handed to them, within ``timeout_s`` in all.
 
-    Returns ``False`` when the bus did not drain in time (records may then be missing; the caller
-    reports that as a capture problem rather than waiting longer and slowing the job). A stopped bus
-    has nothing left to deliver and counts as drained.
+    Returns ``False`` when that did not finish in time (records may then be missing or incomplete; the
+    caller reports that as a capture problem rather than waiting longer and slowing the job). A stopped
+    bus has nothing left to deliver and counts as drained.
     """
+    deadline = time.monotonic() + timeout_s
+    drained = True
     try:
         bus = sc._jsc.sc().listenerBus()
         start = time.monotonic()
         bus.waitUntilEmpty(int(timeout_s * 1000))  # raises TimeoutException when not drained in time
         log.debug("listener bus drained in %.3fs", time.monotonic() - start)
-        return True
     except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's TimeoutException; anything else: bus stopped
         if "Timeout" in repr(exc):
             log.warning("Spark's listener bus did not drain in %ss", timeout_s)
-            return False
-        log.debug("listener bus drain skipped: %r", exc)
-        return True
+            drained = False
+        else:
+            log.debug("listener bus drain skipped: %r", exc)
+    for listener in list(_async_listeners):
+        if listener._sc is sc:
+            drained = listener.wait(max(0.0, deadline - time.monotonic())) and drained
+    return drained
 
 
 def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
@@ -496,8 +764,11 @@ class CaptureSession:
     :attr events: every record the listener produced, wrappers included (raw).
     """
 
-    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0, udfs: Any = None) -> None:
+    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0, udfs: Any = None,
+                 budget: CaptureBudget | None = None) -> None:
         self.spark = spark
+        #: the capture's bounds (:class:`~.config.CaptureBudget`; ``plan_json=True`` keeps ``toJSON()`` too)
+        self.budget = budget
         self.drain_timeout_s = drain_timeout_s
         #: a :class:`~.udfs.UdfRegistry` installed before the UDFs were created: records get UDF analyses
         self.udfs = udfs
@@ -515,7 +786,7 @@ class CaptureSession:
         # events of writes that ran before the block are still queued: deliver them first, so they
         # do not reach this block's listener
         drain(self.spark, self.drain_timeout_s)
-        self.listener = install(self.spark, self._on_record)
+        self.listener = install(self.spark, self._on_record, budget=self.budget)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -525,3 +796,4 @@ class CaptureSession:
                 self.spark._jsparkSession.listenerManager().unregister(self.listener)
             except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
                 pass
+            self.listener.close()

@@ -103,12 +103,17 @@ class UdfRegistry:
     # -- records ---------------------------------------------------------------------------------
     def enrich(self, record: CaptureRecord) -> None:
         """Add the analysis of every Python UDF in the record's optimized plan (never raises)."""
-        if not self.enabled or not record.optimized_plan:
+        if not self.enabled or not (record.plans or record.optimized_plan):
             return
         try:
+            from airflow_provider_lineage.lineage.engine import plan_trees
+
+            optimized = plan_trees(record)[0]
+            if optimized is None:
+                return
             entries = []
             seen: set[int] = set()
-            for node, columns in python_udfs(record.optimized_plan):
+            for node, columns in python_udfs(optimized):
                 rid = _result_id(node)
                 if rid is None or rid in seen:
                     continue
@@ -198,24 +203,28 @@ def _result_id(node: TreeNode) -> int | None:
     return int(raw["id"]) if isinstance(raw, dict) and "id" in raw else None
 
 
-def python_udfs(plan_json: list[dict[str, Any]]) -> Iterator[tuple[TreeNode, list[str] | None]]:
-    """Every ``PythonUDF`` of a plan JSON (in any field, nested plans included), with the input column
-    names of frame UDFs (their children are the frame's columns)."""
-    stack: list[Any] = [plan_json]
+def python_udfs(plan_json: list[dict[str, Any]] | TreeNode) -> Iterator[tuple[TreeNode, list[str] | None]]:
+    """Every ``PythonUDF`` of a plan (a plan JSON or a loaded tree; in any field, nested plans included),
+    with the input column names of frame UDFs (their children are the frame's columns). Each node is
+    visited once, also when a DAG record shares it between many parents (pre-order, children first)."""
+    stack: list[TreeNode] = [parse_tree(plan_json)]
+    seen: set[int] = set()
     while stack:
-        raw = stack.pop()
-        tree = parse_tree(raw)
-        for node in tree.walk():
-            if node.cls in UDF_CLASSES:
-                yield node, [c.name for c in node.children]
-            for val in node.fields.values():
-                if not isinstance(val, list) or not val:
-                    continue
-                if is_tree_json(val):
-                    stack.append(val)
-                    continue
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.cls in UDF_CLASSES:
+            yield node, [c.name for c in node.children]
+        nested: list[TreeNode] = []
+        for val in node.fields.values():
+            if isinstance(val, TreeNode) or is_tree_json(val):
+                nested.append(parse_tree(val))
+            elif isinstance(val, list):
                 for item in val:
                     if is_tree_json(item):
-                        stack.append(item)
+                        nested.append(parse_tree(item))
                     elif isinstance(item, list):
-                        stack.extend(sub for sub in item if is_tree_json(sub))
+                        nested.extend(parse_tree(sub) for sub in item if is_tree_json(sub))
+        stack.extend(reversed(nested))
+        stack.extend(reversed(node.children))

@@ -6,8 +6,6 @@ of their datasets, then resolve every output column and the dataset-wide scope i
 """
 from __future__ import annotations
 
-from typing import Any
-
 from airflow_provider_lineage.lineage.expressions import walk_expression
 from airflow_provider_lineage.lineage.graph import (
     FILTER,
@@ -21,7 +19,7 @@ from airflow_provider_lineage.lineage.graph import (
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
 from airflow_provider_lineage.lineage.naming import DatasetRef
-from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, parse_tree, pretty
+from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, load_dag, parse_tree, pretty
 from airflow_provider_lineage.lineage.record import (
     CREATE_WRAPPERS,
     WRITE_COMMANDS,
@@ -208,12 +206,20 @@ class Analysis:
             return False
         if self._user_not_null is None:
             self._user_not_null = set()
-            if self.record.analyzed_plan:
-                for node in as_tree(self.record.analyzed_plan).walk():
+            analyzed = plan_trees(self.record)[1]
+            if analyzed is not None:
+                seen: set[int] = set()  # one visit per node: expressions are shared in a DAG record
+                for node in analyzed.walk():
                     for _k, tree in node.nested_trees():
-                        for e in tree.walk():
+                        stack = [tree]
+                        while stack:
+                            e = stack.pop()
+                            if id(e) in seen:
+                                continue
+                            seen.add(id(e))
                             if e.cls == "IsNotNull" and e.children and e.children[0].expr_id() is not None:
                                 self._user_not_null.add(e.children[0].expr_id())
+                            stack.extend(e.children)
         return cond.children[0].expr_id() not in self._user_not_null
 
     # -- sub-plans -------------------------------------------------------------------------------
@@ -306,9 +312,9 @@ class Analysis:
     def _find_fragment(self, ids: list[int]) -> TreeNode | None:
         if self._analyzed_outputs is None:
             self._analyzed_outputs = {}
-            if not self.record.analyzed_plan:
+            self._analyzed_root = plan_trees(self.record)[1]
+            if self._analyzed_root is None:
                 return None
-            self._analyzed_root = parse_tree(self.record.analyzed_plan)
             dry = Analysis(self.record)
             dry.quiet = True
             dry.run_plan(find_query(self._analyzed_root))
@@ -325,6 +331,24 @@ class Analysis:
             if got is not None and want <= {a.id for a in got}:
                 return node
         return None
+
+
+def plan_trees(record: CaptureRecord) -> tuple[TreeNode | None, TreeNode | None]:
+    """The record's (optimized, analyzed) plans as trees, loaded once per record object: from the DAG of a
+    format-2 record (:func:`~.plan.load_dag`; shared nodes stay shared) or the ``toJSON()`` lists of a
+    format-1 record (and of hand-built records)."""
+    cached = record.__dict__.get("_plan_trees")
+    if cached is not None and cached[0] is record.plans and cached[1] is record.optimized_plan \
+            and cached[2] is record.analyzed_plan:
+        return cached[3]
+    if record.plans:
+        roots = load_dag(record.plans)
+        trees = (roots[0] if roots else None, roots[1] if len(roots) > 1 else None)
+    else:
+        trees = (parse_tree(record.optimized_plan) if record.optimized_plan else None,
+                 parse_tree(record.analyzed_plan) if record.analyzed_plan else None)
+    record.__dict__["_plan_trees"] = (record.plans, record.optimized_plan, record.analyzed_plan, trees)
+    return trees
 
 
 def find_query(root: TreeNode) -> TreeNode:
@@ -382,12 +406,18 @@ def analyze_record(record: CaptureRecord) -> WriteLineage:
 
 def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
     """:func:`analyze_record` plus the analysis state (graph, labels) and the written attributes."""
-    plan_json: list[dict[str, Any]] | None = record.optimized_plan
     approximate = False
     notes: list[str] = []
-    if not plan_json:
-        plan_json = record.analyzed_plan
-        if not plan_json:
+    try:
+        optimized, analyzed = plan_trees(record)
+    except Exception as exc:
+        raise LineageError(f"capture record {record.record_id}: the plan JSON is not a Spark tree ({exc})") from exc
+    root = optimized
+    if root is None:
+        root = analyzed
+        if root is None:
+            if record.incomplete and record.output is not None:
+                return _incomplete(record)
             raise LineageError(
                 f"capture record {record.record_id} ({record.command}, status {record.status}) has no plan"
                 f"{': ' + record.capture_error if record.capture_error else ''}; nothing to analyse. "
@@ -395,10 +425,6 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
             )
         approximate = True
         notes.append("optimized plan missing: analysed the analyzed plan instead")
-    try:
-        root = parse_tree(plan_json)
-    except Exception as exc:
-        raise LineageError(f"capture record {record.record_id}: the plan JSON is not a Spark tree ({exc})") from exc
     if root.cls in WRITE_ROOTS and not root.children and root.child_field("query") is None \
             and root.tree_field("query") is None:
         raise LineageError(
@@ -445,6 +471,36 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
     if ctx.udfs.seen:
         _udf_notes(ctx, lin, attrs)
     return lin, ctx, attrs
+
+
+def _incomplete(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
+    """A write whose plan the capture gave up on (budget, memory guard, analysis failure): its output
+    dataset, its schema and the relations it read, no column edges, marked approximate with the reason
+    (``unknown``); the events then carry the output and an ``incomplete capture`` problem, never a
+    partial graph presented as complete."""
+    ctx = Analysis(record)
+    out_info = record.output
+    names = list(out_info.columns) if out_info and out_info.columns else []
+    types = list(out_info.column_types) if out_info and out_info.column_types else []
+    inputs: list[tuple[DatasetRef, list[tuple[str, str]]]] = []
+    for rel in record.relations:
+        for ds in datasets_for_relation(rel, record.environment):
+            inputs.append((ds, [(c.get("name", ""), c.get("type", "")) for c in rel.columns]))
+    reason = f"capture incomplete: {record.incomplete}"
+    lin = WriteLineage(
+        output=dataset_for_output(out_info, record.environment),
+        output_fields=[(n, types[i] if i < len(types) else "") for i, n in enumerate(names)],
+        inputs=inputs,
+        columns={},
+        dataset_edges=[],
+        approximate=True,
+        unknown=[reason],
+        mode=out_info.mode if out_info else None,
+        command=record.command,
+        notes=[reason + "; no column lineage for this write"],
+        lifecycle=lifecycle_for(record),
+    )
+    return lin, ctx, []
 
 
 def _udf_notes(ctx: Analysis, lin: WriteLineage, attrs: list[Attr]) -> None:

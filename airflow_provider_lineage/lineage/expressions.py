@@ -158,8 +158,16 @@ def walk_expression(
         a struct-returning UDF's result attribute); returns whether it did.
     """
     stack: list[tuple[TreeNode, Trans]] = [(expr, start)]
+    # memoised: a sub-expression shared by several parents (a DAG record) is visited once per
+    # transformation reaching it; the callbacks are idempotent (edges are a set), so this is the tree
+    # walk's answer at a cost linear in distinct (node, transformation) pairs, never in paths
+    seen: set[tuple[int, Trans]] = set()
     while stack:
         node, trans = stack.pop()
+        key = (id(node), trans)
+        if key in seen:
+            continue
+        seen.add(key)
         if node.cls in SUBQUERIES or ("plan" in node.fields and _has_plan(node)):
             on_subquery(node, trans)
             # the sub-query's own exprId names its result, not an input; InSubquery's values
@@ -207,7 +215,7 @@ def walk_expression(
 
 def _has_plan(node: TreeNode) -> bool:
     val = node.fields.get("plan")
-    return isinstance(val, list) and bool(val) and isinstance(val[0], dict)
+    return isinstance(val, TreeNode) or (isinstance(val, list) and bool(val) and isinstance(val[0], dict))
 
 
 def is_aggregate_function(node: TreeNode) -> bool:

@@ -8,6 +8,12 @@ at a child hold the child's index (an int). Expressions inside a plan node are n
 
 Everything here is iterative: plans and expressions can be thousands of levels deep (a long
 ``withColumn`` chain), far beyond Python's recursion limit.
+
+Records of format 2 hold the plans as a DAG instead (:func:`load_dag`, written by
+``capture/plan_walk.py``): one entry per distinct JVM node, nested trees as ``{"$t": id}``. Loaded,
+fields hold :class:`TreeNode` objects where ``toJSON()`` has flat lists, and a node shared by several
+parents is one object. Every walk here visits a node once (``walk``/``postorder`` are DAG walks), so a
+200-step chain that uses the previous step twice costs 200 visits, not 2^200.
 """
 from __future__ import annotations
 
@@ -50,22 +56,33 @@ class TreeNode:
         return str(self.fields.get("name", ""))
 
     def walk(self) -> Iterator[TreeNode]:
-        """Pre-order walk of this subtree (children only, not nested trees in fields)."""
+        """Pre-order walk of this subtree (children only, not nested trees in fields); a node shared by
+        several parents (a DAG record) is visited once."""
         stack = [self]
+        seen: set[int] = set()
         while stack:
             node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
             yield node
             stack.extend(reversed(node.children))
 
     def postorder(self) -> list[TreeNode]:
-        """Nodes of this subtree, every node after all its descendants."""
+        """Nodes of this subtree, every node after all its descendants (each node once)."""
         out: list[TreeNode] = []
-        stack = [self]
-        while stack:  # right-first pre-order, reversed = left-to-right post-order
-            node = stack.pop()
-            out.append(node)
-            stack.extend(node.children)
-        out.reverse()
+        done: set[int] = set()
+        stack: list[tuple[TreeNode, bool]] = [(self, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                out.append(node)
+                continue
+            if id(node) in done:
+                continue
+            done.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.children) if id(c) not in done)
         return out
 
     def child_field(self, name: str) -> TreeNode | None:
@@ -82,6 +99,8 @@ class TreeNode:
     def trees_field(self, name: str) -> list[TreeNode]:
         """A ``Seq`` of nested trees held in a field (e.g. ``projectList``)."""
         val = self.fields.get(name)
+        if isinstance(val, TreeNode):
+            return [val]
         if not isinstance(val, list):
             return []
         if is_tree_json(val):
@@ -97,6 +116,9 @@ class TreeNode:
     def nested_trees(self) -> Iterator[tuple[str, TreeNode]]:
         """Every tree held in any field, one level deep (lists of trees, lists of lists of trees)."""
         for key, val in self.fields.items():
+            if isinstance(val, TreeNode):
+                yield key, val
+                continue
             if not isinstance(val, list) or not val:
                 continue
             if is_tree_json(val):
@@ -105,7 +127,9 @@ class TreeNode:
                     yield key, tree
                 continue
             for item in val:
-                if isinstance(item, list) and item:
+                if isinstance(item, TreeNode):
+                    yield key, item
+                elif isinstance(item, list) and item:
                     if is_tree_json(item):
                         tree = as_tree(item)
                         if tree is not None:
@@ -121,7 +145,10 @@ class TreeNode:
 
 
 def is_tree_json(val: Any) -> bool:
-    """Whether ``val`` is a serialised tree (a flat pre-order list of dicts with ``class``)."""
+    """Whether ``val`` is a tree: a serialised one (a flat pre-order list of dicts with ``class``) or a
+    loaded DAG node."""
+    if isinstance(val, TreeNode):
+        return True
     return isinstance(val, list) and bool(val) and isinstance(val[0], dict) and "class" in val[0]
 
 
@@ -130,6 +157,8 @@ _cache: dict[int, tuple[Any, TreeNode]] = {}
 
 def as_tree(val: Any) -> TreeNode | None:
     """Parse a serialised tree (memoised on the list object), or ``None`` if ``val`` is not one."""
+    if isinstance(val, TreeNode):
+        return val
     if not is_tree_json(val):
         return None
     hit = _cache.get(id(val))
@@ -142,8 +171,10 @@ def as_tree(val: Any) -> TreeNode | None:
     return tree
 
 
-def parse_tree(flat: list[dict[str, Any]]) -> TreeNode:
-    """Rebuild the tree from Spark's flat pre-order list (iterative)."""
+def parse_tree(flat: list[dict[str, Any]] | TreeNode) -> TreeNode:
+    """Rebuild the tree from Spark's flat pre-order list (iterative); a loaded DAG node is returned as is."""
+    if isinstance(flat, TreeNode):
+        return flat
     if not flat:
         raise ValueError("empty plan JSON")
     nodes: list[TreeNode] = []
@@ -167,6 +198,40 @@ def parse_tree(flat: list[dict[str, Any]]) -> TreeNode:
             stack.append((node, n))
     assert root is not None
     return root
+
+
+#: Format tag of the plan DAG a format-2 record holds (``CaptureRecord.plans``).
+DAG_FORMAT = "dag-1"
+
+
+def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
+    """The roots of a plan DAG (``{"format": "dag-1", "nodes": [...], "roots": [...]}``; a node is its
+    ``toJSON()`` fields plus ``"$c"``, the node ids of its children) as :class:`TreeNode`
+    objects: children linked, every ``{"$t": id}`` in a field replaced by the node it names (shared, never
+    copied). A root id the DAG does not hold gives ``None``."""
+    if not isinstance(dag, dict) or dag.get("format") != DAG_FORMAT:
+        raise ValueError(f"not a plan DAG of format {DAG_FORMAT!r}: {str(dag)[:80]}")
+    raw_nodes = dag.get("nodes") or []
+    nodes: list[TreeNode] = []
+    for item in raw_nodes:
+        qualified = str(item.get("class", "?"))
+        nodes.append(TreeNode(qualified.rsplit(".", 1)[-1].rstrip("$"), qualified, {}))
+    count = len(nodes)
+
+    def resolve(val: Any) -> Any:
+        if isinstance(val, dict):
+            ref = val.get("$t")
+            if isinstance(ref, int) and len(val) == 1:
+                return nodes[ref] if 0 <= ref < count else None
+            return {k: resolve(v) for k, v in val.items()}
+        if isinstance(val, list):
+            return [resolve(v) for v in val]
+        return val
+
+    for node, item in zip(nodes, raw_nodes):
+        node.children = [nodes[c] for c in item.get("$c") or [] if 0 <= c < count]
+        node.fields = {k: (v if k in ("class", "num-children") else resolve(v)) for k, v in item.items() if k != "$c"}
+    return [nodes[r] if isinstance(r, int) and 0 <= r < count else None for r in dag.get("roots") or []]
 
 
 def attr_refs(expr: TreeNode) -> Iterator[TreeNode]:
@@ -205,7 +270,7 @@ def pretty(expr: TreeNode, limit: int = 160) -> str:
     """A compact Spark-like rendering of an expression: ``substring(cast((a#0 + 1) as string), 1, 2)``."""
     parts: dict[int, str] = {}
     for node in expr.postorder():
-        kids = [parts.pop(id(c), "?") for c in node.children]
+        kids = [parts.get(id(c), "?") for c in node.children]
         cls = node.cls
         if cls in ("ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery"):
             text = f"{cls[:1].lower()}{cls[1:]}(<plan>{', ' if kids else ''}{', '.join(kids)})"

@@ -2,7 +2,8 @@
 
 A :class:`CaptureRecord` crosses a process boundary (Spark driver -> Airflow worker), so it is a plain
 dataclass serialised as JSON with a ``format_version``. One record per write command the application
-ran: the Catalyst plans as ``toJSON()`` lists (exprIds intact), the identities of every leaf relation
+ran: the Catalyst plans (format 2: one DAG of distinct plan and expression nodes, ``plans``; format 1
+and the opt-in debugging form: ``toJSON()`` lists; exprIds intact either way), the identities of every leaf relation
 (which the plan JSON leaves out: ``LogicalRelation.relation`` serialises as ``null``), and the output
 descriptor (path, table, format, save mode, partitioning, column names), which the plan JSON also
 nulls out.
@@ -23,7 +24,9 @@ from typing import Any
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.naming import catalog_identifier
 
-FORMAT_VERSION = 1
+#: 2: the plans are one DAG (``plans``, :func:`~.plan.load_dag`); 1: ``toJSON()`` lists only (still read).
+FORMAT_VERSION = 2
+READABLE_VERSIONS = frozenset({1, 2})
 
 log = get_logger(__name__)
 
@@ -132,9 +135,19 @@ class CaptureRecord:
     :param status: ``"success"`` or ``"failure"`` (the write raised).
     :param error: the failure's message, or a capture problem (then ``status`` says what the
         write did and ``capture_error`` holds why the record is incomplete).
-    :param optimized_plan: ``QueryExecution.optimizedPlan().toJSON()`` parsed.
-    :param analyzed_plan: ``QueryExecution.analyzed().toJSON()`` parsed; the engine uses it where
-        the optimizer hides information (cached DataFrames).
+    :param plans: the optimized and analyzed plans as one DAG (``{"format": "dag-1", "nodes": [...],
+        "roots": [optimized, analyzed]}``, a root ``-1`` when that plan is unavailable): each distinct JVM
+        node once, nested trees as ``{"$t": id}`` (:func:`~.plan.load_dag`). Its size grows with the
+        distinct nodes, never with the paths through shared sub-expressions.
+    :param optimized_plan: ``QueryExecution.optimizedPlan().toJSON()`` parsed (format 1 records; with
+        ``spark.airflow_lineage.planJson=true`` also kept beside ``plans`` for debugging, never read
+        when ``plans`` is there).
+    :param analyzed_plan: ``QueryExecution.analyzed().toJSON()`` parsed (likewise); the engine uses the
+        analyzed plan where the optimizer hides information (cached DataFrames).
+    :param incomplete: why the capture gave up on this write's plan (the per-write or total time budget,
+        the memory guard, an analysis that failed); the record then has its output and relations but no
+        plans, ``capture_error`` says the same, and the engine publishes the output with no column
+        lineage, marked approximate (never a partial graph presented as complete).
     :param wrappers: wrapper commands merged into this record by :func:`collapse_nested` (inner to
         outer, e.g. ``CreateDataSourceTableAsSelectCommand``, ``SaveAsV1TableCommand``).
     :param created: the write created its table (CTAS or ``saveAsTable`` of a table that did not exist).
@@ -157,6 +170,8 @@ class CaptureRecord:
     relations: list[RelationInfo] = field(default_factory=list)
     optimized_plan: list[dict[str, Any]] | None = None
     analyzed_plan: list[dict[str, Any]] | None = None
+    plans: dict[str, Any] | None = None
+    incomplete: str | None = None
     spark_version: str = ""
     app_id: str = ""
     app_name: str = ""
@@ -179,9 +194,10 @@ class CaptureRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaptureRecord:
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS:
             raise ValueError(
-                f"capture record format_version {version!r} is not supported (expected {FORMAT_VERSION}): "
+                f"capture record format_version {version!r} is not supported (expected one of "
+                f"{sorted(READABLE_VERSIONS)}): "
                 "the Spark driver and the Airflow worker run different airflow-provider-lineage versions; "
                 "install the same version on both"
             )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from airflow_provider_lineage.lineage import WriteLineage
 
@@ -32,3 +33,26 @@ def check_properties(lin: WriteLineage) -> None:
         ok = {"IDENTITY", "TRANSFORMATION", "AGGREGATION"} if e.type == "DIRECT" else {
             "JOIN", "FILTER", "GROUP_BY", "SORT", "WINDOW", "CONDITIONAL"}
         assert e.subtype in ok, e
+
+
+def optimized_classes(rec: Any) -> set[str]:
+    """Simple class names of every node of a record's optimized plan (nested trees included), whatever
+    form the record holds it in (a format-2 DAG or ``toJSON()`` lists)."""
+    from airflow_provider_lineage.lineage.engine import plan_trees
+    from airflow_provider_lineage.lineage.plan import TreeNode
+
+    root = plan_trees(rec)[0]
+    out: set[str] = set()
+    if root is None:
+        return out
+    stack: list[TreeNode] = [root]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.add(node.cls)
+        stack.extend(node.children)
+        stack.extend(tree for _key, tree in node.nested_trees())
+    return out

@@ -1,0 +1,441 @@
+"""Java source of ``apl.PlanWalker`` (see :mod:`.plan_walk`), compiled in the driver JVM with Janino.
+
+Kept as a Python string so it travels wherever the capture code does (an installed wheel, the
+``--py-files`` archive of cluster deploy mode) with no packaging of its own.
+"""
+
+SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino (shipped with Spark for code generation) by
+// airflow_provider_lineage/capture/plan_walk.py: no jar to install. Keep it Java 1.4-style (no generics,
+// no lambdas) so Janino compiles it on every Spark version.
+//
+// Walks Catalyst trees (logical plans and expressions) once each, memoised by JVM object identity
+// (IdentityHashMap): a sub-expression shared by many parents (a withColumn chain that uses the previous
+// column twice) is written once. Output: a compact JSON DAG, one entry per distinct node, with the
+// node's own constructor fields in Spark's TreeNode.toJSON() shapes (Spark's own parseToJson for the
+// scalar ones), child pointers as indices into the node's children (as toJSON has them) and every
+// nested tree (a Project's projectList, a Join's condition, a sub-query's plan) as {"$t": node id}.
+// Bounded: a node count, an output size, a deadline and a free-heap floor stop the walk with a reason.
+package apl;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+
+public class PlanWalker {
+    private final IdentityHashMap ids = new IdentityHashMap();
+    private final ArrayList queue = new ArrayList();
+    private final ArrayList leaves = new ArrayList();
+    private final ArrayList roots = new ArrayList();
+    private final HashMap names = new HashMap();
+    private Class treeNode;
+    private Class logicalPlan;
+    private Method parseToJson;
+    private Object reflection;
+    private Method ctorNames;
+    private Object jsonMethods;
+    private Method compact;
+    private Method m_children;
+    private Method m_otherCopyArgs;
+    private Method m_jsonFields;
+    private Method m_containsChild;
+    private int maxNodes = 2000000;
+    private long maxChars = 256L * 1024 * 1024;
+    private long deadline = Long.MAX_VALUE;
+    private double minFreeHeap = 0.15;
+    private String stopped = null;
+    private int steps = 0;
+
+    public PlanWalker() throws Exception {
+        ClassLoader cl = PlanWalker.class.getClassLoader();
+        treeNode = Class.forName("org.apache.spark.sql.catalyst.trees.TreeNode", false, cl);
+        logicalPlan = Class.forName("org.apache.spark.sql.catalyst.plans.logical.LogicalPlan", false, cl);
+        Method[] ms = treeNode.getDeclaredMethods();
+        for (int i = 0; i < ms.length; i++) {
+            String n = ms[i].getName();
+            if ((n.equals("parseToJson") || n.endsWith("$$parseToJson")) && ms[i].getParameterTypes().length == 1) {
+                parseToJson = ms[i];
+            }
+        }
+        parseToJson.setAccessible(true);
+        m_children = treeNode.getMethod("children", new Class[0]);
+        m_otherCopyArgs = treeNode.getMethod("otherCopyArgs", new Class[0]);
+        m_jsonFields = treeNode.getMethod("jsonFields", new Class[0]);
+        m_containsChild = treeNode.getMethod("containsChild", new Class[0]);
+        Class refl = Class.forName("org.apache.spark.sql.catalyst.ScalaReflection$", true, cl);
+        reflection = refl.getField("MODULE$").get(null);
+        ctorNames = refl.getMethod("getConstructorParameterNames", new Class[] {Class.class});
+        Class jm = Class.forName("org.json4s.jackson.JsonMethods$", true, cl);
+        jsonMethods = jm.getField("MODULE$").get(null);
+        Method[] jms = jm.getMethods();
+        for (int i = 0; i < jms.length; i++) {
+            if (jms[i].getName().equals("compact") && jms[i].getParameterTypes().length == 1) {
+                compact = jms[i];
+            }
+        }
+    }
+
+    /** Limits: nodes, output characters, milliseconds from now, free-heap fraction below which the walk stops. */
+    public void limits(int nodes, long chars, long millis, double freeHeap) {
+        maxNodes = nodes;
+        maxChars = chars;
+        deadline = millis > 0 ? System.currentTimeMillis() + millis : Long.MAX_VALUE;
+        minFreeHeap = freeHeap;
+    }
+
+    /** Add a root (the optimized plan, the analyzed plan ...); returns its node id. */
+    public int root(Object tree) {
+        int id = idOf(tree);
+        roots.add(new Integer(id));
+        return id;
+    }
+
+    /** [[exprId, name, simpleString type], ...] of a Seq of attributes, as JSON (one round trip for a whole schema). */
+    public String attributes(Object attrs) throws Exception {
+        Object[] items = seq(attrs);
+        StringBuilder sb = new StringBuilder("[");
+        for (int k = 0; k < items.length; k++) {
+            Object a = items[k];
+            Object eid = a.getClass().getMethod("exprId", new Class[0]).invoke(a, new Object[0]);
+            Object id = eid.getClass().getMethod("id", new Class[0]).invoke(eid, new Object[0]);
+            Object name = a.getClass().getMethod("name", new Class[0]).invoke(a, new Object[0]);
+            Object dt = a.getClass().getMethod("dataType", new Class[0]).invoke(a, new Object[0]);
+            Object type = dt.getClass().getMethod("simpleString", new Class[0]).invoke(dt, new Object[0]);
+            if (k > 0) {
+                sb.append(',');
+            }
+            sb.append('[').append(id).append(',');
+            str(sb, String.valueOf(name));
+            sb.append(',');
+            str(sb, String.valueOf(type));
+            sb.append(']');
+        }
+        return sb.append(']').toString();
+    }
+
+    /** The strings of a Seq (e.g. output column names), as a JSON list. */
+    public String strings(Object values) {
+        Object[] items = seq(values);
+        StringBuilder sb = new StringBuilder("[");
+        for (int k = 0; k < items.length; k++) {
+            if (k > 0) {
+                sb.append(',');
+            }
+            str(sb, String.valueOf(items[k]));
+        }
+        return sb.append(']').toString();
+    }
+
+    /** Why the walk stopped early (null: it did not). */
+    public String stopped() {
+        return stopped;
+    }
+
+    /** The logical-plan leaves met (relations), each once. */
+    public Object[] leaves() {
+        return leaves.toArray();
+    }
+
+    public int size() {
+        return queue.size();
+    }
+
+    private int idOf(Object tree) {
+        Object hit = ids.get(tree);
+        if (hit != null) {
+            return ((Integer) hit).intValue();
+        }
+        int id = queue.size();
+        ids.put(tree, new Integer(id));
+        queue.add(tree);
+        return id;
+    }
+
+    /** Walk everything reachable from the roots; the DAG as JSON. */
+    public String walk() {
+        StringBuilder sb = new StringBuilder(1 << 16);
+        sb.append("{\"format\":\"dag-1\",\"nodes\":[");
+        int i = 0;
+        while (i < queue.size()) {
+            if (check(sb, i)) {
+                break;
+            }
+            Object node = queue.get(i);
+            if (i > 0) {
+                sb.append(',');
+            }
+            try {
+                node(sb, node);
+            } catch (Throwable t) {
+                stopped = "node " + node.getClass().getName() + ": " + t;
+                break;
+            }
+            i++;
+        }
+        sb.append("],\"roots\":[");
+        for (int r = 0; r < roots.size(); r++) {
+            if (r > 0) {
+                sb.append(',');
+            }
+            sb.append(roots.get(r));
+        }
+        sb.append("],\"count\":").append(i);
+        if (stopped != null) {
+            sb.append(",\"stopped\":");
+            str(sb, stopped);
+        }
+        sb.append('}');
+        return sb.toString();
+    }
+
+    private boolean check(StringBuilder sb, int i) {
+        if (i >= maxNodes) {
+            stopped = "more than " + maxNodes + " distinct plan and expression nodes";
+        } else if (sb.length() > maxChars) {
+            stopped = "plan extract larger than " + maxChars + " characters";
+        } else if ((steps++ & 255) == 0) {  // the first node too: a small plan is checked once
+            if (System.currentTimeMillis() > deadline) {
+                stopped = "per-write time budget exceeded while reading the plan";
+            } else {
+                Runtime rt = Runtime.getRuntime();
+                long used = rt.totalMemory() - rt.freeMemory();
+                double free = (rt.maxMemory() - used) / (double) rt.maxMemory();
+                if (free < minFreeHeap) {
+                    stopped = "driver heap low (" + Math.round(free * 100) + " % free, floor " + Math.round(minFreeHeap * 100) + " %)";
+                }
+            }
+        }
+        return stopped != null;
+    }
+
+    private Object[] seq(Object s) {
+        ArrayList out = new ArrayList();
+        scala.collection.Iterator it = ((scala.collection.Iterable) s).iterator();
+        while (it.hasNext()) {
+            out.add(it.next());
+        }
+        return out.toArray();
+    }
+
+    private String[] fieldNames(Class c) throws Exception {
+        String[] hit = (String[]) names.get(c);
+        if (hit == null) {
+            Object[] raw = seq(ctorNames.invoke(reflection, new Object[] {c}));
+            hit = new String[raw.length];
+            for (int k = 0; k < raw.length; k++) {
+                hit[k] = (String) raw[k];
+            }
+            names.put(c, hit);
+        }
+        return hit;
+    }
+
+    private void node(StringBuilder sb, Object node) throws Exception {
+        Object[] children = seq(m_children.invoke(node, new Object[0]));
+        String cls = node.getClass().getName();
+        boolean plan = logicalPlan.isInstance(node);
+        if (plan && children.length == 0) {
+            leaves.add(node);
+        }
+        sb.append("{\"class\":");
+        str(sb, cls);
+        sb.append(",\"num-children\":").append(children.length);
+        sb.append(",\"$c\":[");  // not "children": Union has a field of that name
+        for (int k = 0; k < children.length; k++) {
+            if (k > 0) {
+                sb.append(',');
+            }
+            sb.append(idOf(children[k]));
+        }
+        sb.append(']');
+        String[] fields = fieldNames(node.getClass());
+        if (!nestsTrees(node, children)) {
+            // no nested tree: Spark's own jsonFields (class overrides included, e.g. Literal's value)
+            Object[] own = seq(m_jsonFields.invoke(node, new Object[0]));
+            for (int k = 0; k < own.length; k++) {
+                scala.Tuple2 kv = (scala.Tuple2) own[k];
+                String text = (String) compact.invoke(jsonMethods, new Object[] {kv._2()});
+                if (text != null && text.length() > 0) {
+                    sb.append(',');
+                    str(sb, (String) kv._1());
+                    sb.append(':').append(text);
+                }
+            }
+            sb.append('}');
+            inMemory(node, plan, cls);
+            return;
+        }
+        ArrayList values = new ArrayList();
+        scala.collection.Iterator it = ((scala.Product) node).productIterator();
+        while (it.hasNext()) {
+            values.add(it.next());
+        }
+        Object[] other = seq(m_otherCopyArgs.invoke(node, new Object[0]));
+        for (int k = 0; k < other.length; k++) {
+            values.add(other[k]);
+        }
+        int n = Math.min(fields.length, values.size());
+        for (int k = 0; k < n; k++) {
+            int mark = sb.length();
+            sb.append(',');
+            str(sb, fields[k]);
+            sb.append(':');
+            if (!value(sb, node, children, values.get(k), true)) {
+                sb.setLength(mark);
+            }
+        }
+        sb.append('}');
+        inMemory(node, plan, cls);
+    }
+
+    /** Whether a constructor field of node holds a tree that is not one of its children (as itself, in a Seq or an Option). */
+    private boolean nestsTrees(Object node, Object[] children) throws Exception {
+        scala.collection.Iterator it = ((scala.Product) node).productIterator();
+        while (it.hasNext()) {
+            Object v = it.next();
+            if (v != null && treeNode.isInstance(v)) {
+                if (childIndex(node, children, v) < 0) {
+                    return true;
+                }
+            } else if (hasTree(v, 0)) {
+                if (!(v instanceof scala.collection.Seq)) {
+                    return true;
+                }
+                Object[] items = seq(v);
+                for (int k = 0; k < items.length; k++) {
+                    if (!treeNode.isInstance(items[k]) || childIndex(node, children, items[k]) < 0) {
+                        return true;
+                    }
+                }
+            }
+        }
+        Object[] other = seq(m_otherCopyArgs.invoke(node, new Object[0]));
+        for (int k = 0; k < other.length; k++) {
+            if (hasTree(other[k], 0)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void inMemory(Object node, boolean plan, String cls) {
+        if (plan && cls.endsWith(".InMemoryRelation")) {
+            try {  // the cached plan is not a field: walk it too (its relations are this write's inputs)
+                Object builder = node.getClass().getMethod("cacheBuilder", new Class[0]).invoke(node, new Object[0]);
+                Object cached = builder.getClass().getMethod("logicalPlan", new Class[0]).invoke(builder, new Object[0]);
+                idOf(cached);
+            } catch (Throwable t) {
+                // no cached plan to walk: the engine says the cache could not be traced
+            }
+        }
+    }
+
+    private int childIndex(Object node, Object[] children, Object v) throws Exception {
+        for (int k = 0; k < children.length; k++) {
+            if (children[k] == v) {
+                return k;
+            }
+        }
+        Object set = m_containsChild.invoke(node, new Object[0]);
+        if (((scala.collection.immutable.Set) set).contains(v)) {
+            for (int k = 0; k < children.length; k++) {
+                if (children[k].equals(v)) {
+                    return k;
+                }
+            }
+        }
+        return -1;
+    }
+
+    private boolean hasTree(Object v, int depth) {
+        if (depth > 3 || v == null) {
+            return false;
+        }
+        if (treeNode.isInstance(v)) {
+            return true;
+        }
+        if (v instanceof scala.Option) {
+            scala.Option o = (scala.Option) v;
+            return !o.isEmpty() && hasTree(o.get(), depth + 1);
+        }
+        if (v instanceof scala.collection.Seq) {
+            Object[] items = seq(v);
+            for (int k = 0; k < items.length; k++) {
+                if (hasTree(items[k], depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** One field value; false: nothing to write (Spark's JSON drops the field). */
+    private boolean value(StringBuilder sb, Object node, Object[] children, Object v, boolean top) throws Exception {
+        if (v != null && treeNode.isInstance(v)) {
+            int idx = top ? childIndex(node, children, v) : -1;
+            if (idx >= 0) {
+                sb.append(idx);
+            } else {
+                sb.append("{\"$t\":").append(idOf(v)).append('}');
+            }
+            return true;
+        }
+        if (v instanceof scala.collection.Seq && hasTree(v, 0)) {
+            Object[] items = seq(v);
+            boolean allChildren = top;
+            int[] idx = new int[items.length];
+            for (int k = 0; k < items.length && allChildren; k++) {
+                idx[k] = treeNode.isInstance(items[k]) ? childIndex(node, children, items[k]) : -1;
+                allChildren = idx[k] >= 0;
+            }
+            sb.append('[');
+            for (int k = 0; k < items.length; k++) {
+                if (k > 0) {
+                    sb.append(',');
+                }
+                if (allChildren) {
+                    sb.append(idx[k]);
+                } else if (!value(sb, node, children, items[k], false)) {
+                    sb.append("null");
+                }
+            }
+            sb.append(']');
+            return true;
+        }
+        if (top && v instanceof scala.collection.Seq && ((scala.collection.Seq) v).isEmpty()) {
+            sb.append("[]");  // Spark: an empty Seq is a Seq of children
+            return true;
+        }
+        if (v instanceof scala.Option && hasTree(v, 0)) {
+            return value(sb, node, children, ((scala.Option) v).get(), false);
+        }
+        Object jv = parseToJson.invoke(node, new Object[] {v});
+        String text = jv == null ? "null" : (String) compact.invoke(jsonMethods, new Object[] {jv});
+        if (text == null || text.length() == 0) {
+            return false;
+        }
+        sb.append(text);
+        return true;
+    }
+
+    private static void str(StringBuilder sb, String s) {
+        sb.append('"');
+        for (int k = 0; k < s.length(); k++) {
+            char c = s.charAt(k);
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20) {
+                String hex = Integer.toHexString(c);
+                sb.append("\\u");
+                for (int p = hex.length(); p < 4; p++) {
+                    sb.append('0');
+                }
+                sb.append(hex);
+            } else {
+                sb.append(c);
+            }
+        }
+        sb.append('"');
+    }
+}
+"""

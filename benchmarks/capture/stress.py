@@ -1,0 +1,191 @@
+"""Capture on wide and deep plans (issue 36): width x depth grid, plain vs captured, interleaved.
+
+``python benchmarks/capture/stress.py [--widths 100,500,1200,2000] [--depths 10,80,200] [--pairs 1]``
+
+For each (width, depth) a generated PySpark application reads a Parquet table of ``width`` columns,
+derives ``depth`` chained columns (each step uses the previous one twice in a ``when/otherwise``),
+unions three filtered copies by name, joins the result with itself on ``id``, aggregates and writes
+twice (the wide frame and the aggregate). It runs with ``spark-submit --master local[2]``, plain and
+through ``capture/launcher.py`` (order alternating per pair). Reported per cell: the plain wall time, the
+added wall time, the driver's heap peak (sum of the heap pools' peak usage, read in the application at
+its end) plain and captured, the capture worker's CPU-side time (``analysis_s`` in the launcher's status
+file), the bytes of the OpenLineage output datasets built from the records, and whether the lineage is
+complete (every written column has edges, nothing approximate, no capture problem). Writes
+``benchmarks/capture/STRESS.md`` (linked from ``REPORT.md`` and docs/benchmarks.md).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from airflow_provider_lineage.capture.config import STATUS_FILE
+from airflow_provider_lineage.operators.spark_lineage import launcher_path
+
+APP = '''
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+src, out, width, depth = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+spark = (SparkSession.builder.appName(f"stress_{width}x{depth}").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.enabled", "false").getOrCreate())
+df = spark.read.parquet(src)
+prev = "c0"
+for k in range(1, depth + 1):
+    p = F.col(prev)
+    df = df.withColumn(f"d{k}", F.when(p > 0, p - 1).otherwise(p + 1))
+    prev = f"d{k}"
+parts = [df.where(F.col("c1") % 3 == i) for i in range(3)]
+u = parts[0].unionByName(parts[1]).unionByName(parts[2])
+right = u.select(F.col("id").alias("rid"), F.col(prev).alias("last"))
+j = u.join(right, u["id"] == right["rid"]).drop("rid")
+j.write.mode("overwrite").parquet(out + "/wide")
+j.groupBy("c2").agg(*[F.sum(F.col(f"c{i}")).alias(f"s{i}") for i in range(3, min(width, 23))],
+                    F.max("last").alias("m")).write.mode("overwrite").parquet(out + "/agg")
+from py4j.java_gateway import java_import
+jvm = spark.sparkContext._jvm
+peak = 0
+for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
+    if str(pool.getType().toString()) == "Heap memory":
+        peak += pool.getPeakUsage().getUsed()
+with open(out + "/heap.json", "w") as fh:
+    json.dump({"heap_peak": peak, "max": jvm.java.lang.Runtime.getRuntime().maxMemory()}, fh)
+spark.stop()
+'''
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def make_source(work: Path, width: int) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 200
+    cols = {"id": list(range(rows))}
+    for i in range(width):
+        cols[f"c{i}"] = [(r * (i + 7)) % 101 - 50 for r in range(rows)]
+    path = work / f"src_{width}"
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(cols), path / "part-0.parquet")
+    return path
+
+
+def submit(app: Path, src: Path, out: Path, width: int, depth: int, capture: Path | None,
+           driver_memory: str) -> tuple[float, int]:
+    cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", driver_memory,
+           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"]
+    args = [str(app), str(src), str(out), str(width), str(depth)]
+    if capture is not None:
+        cmd += ["--conf", f"spark.airflow_lineage.captureDir={capture}", launcher_path(), *args]
+    else:
+        cmd += args
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    return time.perf_counter() - start, proc.returncode
+
+
+def worker_side(capture: Path) -> tuple[int, bool, list[str]]:
+    from openlineage.client.serde import Serde
+
+    from airflow_provider_lineage.lineage import events
+    from airflow_provider_lineage.lineage.record import read_records
+
+    result = events.analyze(read_records(capture))
+    _inputs, outputs = events.datasets(result)
+    size = sum(len(Serde.to_json(o)) for o in outputs)
+    complete = bool(result.lineages) and not result.problems and all(
+        not lin.approximate and all(edges for edges in lin.columns.values()) for lin in result.lineages)
+    return size, complete, [p.message[:200] for p in result.problems]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--widths", default="100,500,1200,2000")
+    parser.add_argument("--depths", default="10,80,200")
+    parser.add_argument("--pairs", type=int, default=1)
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--report", type=Path, default=HERE / "STRESS.md")
+    args = parser.parse_args(argv)
+    widths = [int(x) for x in args.widths.split(",")]
+    depths = [int(x) for x in args.depths.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="apl-bench-stress-"))
+    app = work / "stress_app.py"
+    app.write_text(APP, encoding="utf-8")
+    rows = []
+    try:
+        for width in widths:
+            src = make_source(work, width)
+            for depth in depths:
+                for pair in range(args.pairs):
+                    order = ["plain", "captured"] if pair % 2 == 0 else ["captured", "plain"]
+                    got: dict[str, dict[str, object]] = {}
+                    for kind in order:
+                        out = work / f"out_{width}_{depth}_{pair}_{kind}"
+                        cap = work / f"cap_{width}_{depth}_{pair}" if kind == "captured" else None
+                        wall, code = submit(app, src, out, width, depth, cap, args.driver_memory)
+                        heap = json.loads((out / "heap.json").read_text()) if (out / "heap.json").exists() else {}
+                        got[kind] = {"wall": wall, "code": code, "heap": heap.get("heap_peak")}
+                        if cap is not None:
+                            status = json.loads((cap / STATUS_FILE).read_text()) if (cap / STATUS_FILE).exists() else {}
+                            size, complete, problems = worker_side(cap)
+                            got[kind].update(analysis=status.get("timings", {}).get("analysis_s"),
+                                             drain=status.get("timings", {}).get("drain_s"), bytes=size,
+                                             complete=complete and not status.get("problems"),
+                                             problems=problems + list(status.get("problems", [])))
+                    p, c = got["plain"], got["captured"]
+                    row = {"width": width, "depth": depth, "plain_s": p["wall"], "added_s": c["wall"] - p["wall"],
+                           "target_s": 0.10 * p["wall"] + 5, "heap_plain": p["heap"], "heap_captured": c["heap"],
+                           "analysis_s": c.get("analysis"), "drain_s": c.get("drain"), "bytes": c.get("bytes"),
+                           "complete": c.get("complete"), "codes": (p["code"], c["code"]), "problems": c.get("problems")}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    mb = 1024 * 1024
+    lines = [
+        "# Capture on wide and deep plans",
+        "",
+        (f"Generated by `benchmarks/capture/stress.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; "
+         f"{platform.machine()}, {os.cpu_count()} CPUs (shared machine, loaded by other work: wall times are "
+         f"noisy), Python {platform.python_version()}; `spark-submit --master local[2] --driver-memory "
+         f"{args.driver_memory}`, {args.pairs} interleaved pair(s) per cell. Job: see the script's docstring."),
+        "",
+        ("| width | depth | plain (s) | added (s) | target (s) | heap peak plain / captured (MiB) | capture worker (s) "
+        "| wait at exit (s) | event bytes | lineage complete | exit codes |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        hp = f"{(r['heap_plain'] or 0) / mb:.0f} / {(r['heap_captured'] or 0) / mb:.0f}"
+        lines.append(f"| {r['width']} | {r['depth']} | {r['plain_s']:.1f} | {r['added_s']:+.1f} | {r['target_s']:.1f} | "
+                     f"{hp} | {r['analysis_s'] or 0:.2f} | {r['drain_s'] or 0:.2f} | {r['bytes'] or 0:,} | "
+                     f"{'yes' if r['complete'] else 'no'} | {r['codes'][0]} / {r['codes'][1]} |")
+    problems = [f"- {r['width']}x{r['depth']}: {p}" for r in rows for p in (r["problems"] or [])]
+    if problems:
+        lines += ["", "Problems reported:", *problems]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.report.write_text(text, encoding="utf-8")
+    print(f"wrote {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

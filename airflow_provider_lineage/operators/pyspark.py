@@ -26,6 +26,7 @@ from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperat
 
 from airflow_provider_lineage import _compat
 from airflow_provider_lineage.lineage import events
+from airflow_provider_lineage.operators import guard
 from airflow_provider_lineage.operators.lineage_task import (
     LINEAGE_TEMPLATE_FIELDS,
     LineageTaskMixin,
@@ -78,10 +79,10 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         capture_record_limit: int = 32 * 1024 * 1024,
         lineage_xcom_key: str | None = "lineage_outputs",
         asset_alias: str | None = "spark_lineage_writes",
-        indirect_lineage: str = "both",
+        indirect_lineage: str | None = None,
         udf_analysis: bool = True,
         on_lineage_change: str = "warn",
-        require_masked: list[str] | None = None,
+        require_masked: list[str] | str | None = None,
         on_policy_violation: str = "fail",
         **kwargs: Any,
     ) -> None:
@@ -210,6 +211,9 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
     def execute(self, context: Context) -> Any:
         from airflow_provider_lineage.operators.openlineage_identity import task_run_identity
 
+        # the guard's arguments as rendered: a bad one fails the task now, before Spark runs (never "no guard")
+        self.guard = guard.Guard(on_lineage_change=self.on_lineage_change, require_masked=self.require_masked,
+                                 on_policy_violation=self.on_policy_violation)
         emission = self.resolved_emission()
         ti = context.get("ti") or context.get("task_instance")
         task_run = task_run_identity(ti, dag_id=self.dag_id if self.has_dag() else None, task_id=self.task_id)
@@ -226,6 +230,7 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             self._publish(context, result, emission, client, task_run, error)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("lineage publication failed: %r (the task is not affected)", exc)
+            self._policy_not_checked(f"the lineage publication failed: {exc!r}")
         finally:
             if self._capture_folder:
                 shutil.rmtree(self._capture_folder, ignore_errors=True)

@@ -162,44 +162,13 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if indirect_lineage is not None and indirect_lineage not in INDIRECT_PLACEMENTS:
-            raise ValueError(f"indirect_lineage={indirect_lineage!r} is not one of {INDIRECT_PLACEMENTS}")
-        self.asset_alias = asset_alias
-        if asset_alias:
-            from airflow.sdk import AssetAlias
-
-            self.outlets = [*self.outlets, AssetAlias(asset_alias)]
-        if lineage_emission not in EMISSION_MODES:
-            raise ValueError(
-                f"lineage_emission={lineage_emission!r} is not one of {EMISSION_MODES}: use 'auto' unless "
-                "you need to force self-emission ('self') or switch events off ('off')"
-            )
-        self.lineage_emission = lineage_emission
-        self.openlineage_config = openlineage_config
-        self.capture_dir = capture_dir
-        self.capture_drain_timeout = capture_drain_timeout
-        self.capture_conn_id = capture_conn_id
-        self.keep_capture_records = keep_capture_records
-        self.capture_record_limit = capture_record_limit
-        self.lineage_xcom_key = lineage_xcom_key
-        self.indirect_lineage = indirect_lineage
-        self.udf_analysis = udf_analysis
-        # checked now unless templated; every value again after rendering, at task start (execute)
-        if not _templated(on_lineage_change):
-            on_lineage_change = guard.parse_mode("on_lineage_change", on_lineage_change, guard.CHANGE_MODES)
-        if not _templated(on_policy_violation):
-            on_policy_violation = guard.parse_mode("on_policy_violation", on_policy_violation, guard.POLICY_MODES)
-        if not _templated(require_masked):
-            require_masked = guard.parse_require_masked(require_masked)
-        self.on_lineage_change = on_lineage_change
-        self.require_masked = require_masked
-        self.on_policy_violation = on_policy_violation
-        self.guard: guard.Guard | None = None
-        self.lineage_result: events.LineageResult | None = None
-        self._ol_inputs: list[Any] = []
-        self._ol_outputs: list[Any] = []
-        self._ol_run_facets: dict[str, Any] = {}
-        self.lineage_destination: str | None = None
+        init_lineage_arguments(
+            self, lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
+            capture_drain_timeout=capture_drain_timeout, capture_conn_id=capture_conn_id,
+            keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
+            lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
+            udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
+            on_policy_violation=on_policy_violation)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -544,3 +513,64 @@ def _dag_parent(task_run: ParentRun) -> ParentRun | None:
     from airflow_provider_lineage.operators.openlineage_identity import dag_parent
 
     return dag_parent(task_run)
+
+
+def init_lineage_arguments(
+    op: Any,
+    *,
+    lineage_emission: str = "auto",
+    openlineage_config: dict[str, Any] | None = None,
+    capture_dir: str | None = None,
+    capture_drain_timeout: float = 60.0,
+    capture_conn_id: str | None = None,
+    keep_capture_records: bool = False,
+    capture_record_limit: int = 32 * 1024 * 1024,
+    lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
+    asset_alias: str | None = DEFAULT_ASSET_ALIAS,
+    indirect_lineage: str | None = None,
+    udf_analysis: bool = True,
+    on_lineage_change: str = "warn",
+    require_masked: list[str] | str | None = None,
+    on_policy_violation: str = "fail",
+) -> None:
+    """Check and set the lineage arguments on ``op`` after ``BaseOperator.__init__``: one implementation for
+    :class:`SparkLineageSubmitOperator` and every other entry point (``operators/lineage_task.py``). The
+    arguments mean what :class:`SparkLineageSubmitOperator`'s docstring says; a bad value raises ``ValueError``."""
+    if indirect_lineage is not None and indirect_lineage not in INDIRECT_PLACEMENTS:
+        raise ValueError(f"indirect_lineage={indirect_lineage!r} is not one of {INDIRECT_PLACEMENTS}")
+    op.asset_alias = asset_alias
+    if asset_alias:
+        from airflow.sdk import AssetAlias
+
+        op.outlets = [*op.outlets, AssetAlias(asset_alias)]
+    if lineage_emission not in EMISSION_MODES:
+        raise ValueError(
+            f"lineage_emission={lineage_emission!r} is not one of {EMISSION_MODES}: use 'auto' unless "
+            "you need to force self-emission ('self') or switch events off ('off')"
+        )
+    op.lineage_emission = lineage_emission
+    op.openlineage_config = openlineage_config
+    op.capture_dir = capture_dir
+    op.capture_drain_timeout = capture_drain_timeout
+    op.capture_conn_id = capture_conn_id
+    op.keep_capture_records = keep_capture_records
+    op.capture_record_limit = capture_record_limit
+    op.lineage_xcom_key = lineage_xcom_key
+    op.indirect_lineage = indirect_lineage
+    op.udf_analysis = udf_analysis
+    # checked now unless templated; every value again after rendering, at task start (execute)
+    if not _templated(on_lineage_change):
+        on_lineage_change = guard.parse_mode("on_lineage_change", on_lineage_change, guard.CHANGE_MODES)
+    if not _templated(on_policy_violation):
+        on_policy_violation = guard.parse_mode("on_policy_violation", on_policy_violation, guard.POLICY_MODES)
+    if not _templated(require_masked):
+        require_masked = guard.parse_require_masked(require_masked)
+    op.on_lineage_change = on_lineage_change
+    op.require_masked = require_masked
+    op.on_policy_violation = on_policy_violation
+    op.guard = None
+    op.lineage_result = None
+    op._ol_inputs = []
+    op._ol_outputs = []
+    op._ol_run_facets = {}
+    op.lineage_destination = None

@@ -18,6 +18,7 @@ or lineage problem never fails the task: it is logged and reported as an ``extra
 """
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -221,10 +222,13 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         client = self._self_emit_start(task_run) if emission == "self" else None
         error: BaseException | None = None
         value: Any = None
+        saved = {k: os.environ.get(k) for k in _CONNECT_ENV}
         try:
             value = super().execute(context)
         except BaseException as exc:  # noqa: BLE001 - lineage first, then the task's own error
             error = exc
+        finally:
+            _restore_environ(saved)
         try:
             result = self._lineage_of_run(error)
             self._publish(context, result, emission, client, task_run, error)
@@ -276,3 +280,16 @@ def _redacted(url: str) -> str:
     kept = [p for p in params.split(";") if p and not p.lower().startswith("token=")]
     return ";".join([head, *kept]) if kept else head
 
+
+#: What pyspark's ``SparkSession.builder.remote(...).getOrCreate()`` sets in ``os.environ`` and never unsets for
+#: a remote server: left behind, every later ``spark-submit`` of this process (the next task of a ``dag.test()``)
+#: starts in Spark Connect mode and fails with CONNECT_URL_NOT_SET.
+_CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+
+
+def _restore_environ(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -82,6 +82,11 @@ class TestTaskFlowOverSparkConnect:
         assert "success" in str(connect_run["dag_run"].state)
         assert (connect_run["data_dir"] / "mart" / "customer_totals_connect").is_dir()
 
+    def test_the_process_is_left_out_of_spark_connect_mode(self, connect_run: dict[str, Any]) -> None:
+        # pyspark's remote builder sets these for the whole process; left set, the next spark-submit of the
+        # same process (the next task of a dag.test()) fails with CONNECT_URL_NOT_SET
+        assert not {"SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"} & set(os.environ)
+
     def test_written_dataset_in_xcom(self, connect_run: dict[str, Any]) -> None:
         mart = str(connect_run["data_dir"] / "mart" / "customer_totals_connect")
         assert _xcom(DAG_ID, connect_run["dag_run"].run_id, TASK, "lineage_outputs") == [
@@ -177,6 +182,9 @@ def test_two_concurrent_tasks_get_their_own_writes(server: ConnectServer, tmp_pa
 def test_a_client_without_tags_is_still_recorded(server: ConnectServer, tmp_path: Path) -> None:
     from pyspark.sql import SparkSession
 
+    from airflow_provider_lineage.operators.pyspark import _CONNECT_ENV, _restore_environ
+
+    saved = {k: os.environ.get(k) for k in _CONNECT_ENV}  # pyspark leaves Connect mode set in os.environ
     spark = SparkSession.builder.remote(f"{server.url}/;user_id=carol").create()
     try:
         session_id = spark.client._session_id
@@ -184,6 +192,7 @@ def test_a_client_without_tags_is_still_recorded(server: ConnectServer, tmp_path
         assert spark.range(3).count() == 3  # a query, not a write: no record
     finally:
         spark.stop()
+        _restore_environ(saved)
     folder = server.capture_dir / f"connect-carol-{session_id}"
     deadline = time.monotonic() + 120
     while not (folder / "_launcher.status.json").exists() and time.monotonic() < deadline:

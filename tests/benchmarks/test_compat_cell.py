@@ -20,7 +20,8 @@ AIRFLOW, SPARK = "3.0.6", "3.5.9"
 
 #: the DAG ids the files in dags/ define
 EXAMPLE_DAG_IDS = {"lineage_etl", "lineage_c1_transactions_mart", "lineage_guard", "lineage_guard_report",
-                   "lineage_estate_scores", "lineage_estate_flags", "sieve_maintenance"}
+                   "lineage_estate_scores", "lineage_estate_flags", "sieve_maintenance", "lineage_connect_taskflow",
+                   "lineage_sql_and_streaming", "lineage_declarative_pipeline"}
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow, pytest.mark.timeout(1800)]
 

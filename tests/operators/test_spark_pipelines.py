@@ -65,8 +65,12 @@ def dag_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 
 def _edges(output: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
-    return {col: {(Path(src["name"]).name, src["field"]) for src in spec["inputFields"]}
-            for col, spec in output["facets"]["columnLineage"]["fields"].items()}
+    """Each output column's input columns, the facet's dataset-level entries (the default form) included."""
+    from airflow_provider_lineage.lineage.column_facet import column_inputs
+
+    fields = [f["name"] for f in output["facets"]["schema"]["fields"]]
+    return {col: {(Path(src["name"]).name, src["field"]) for src in inputs}
+            for col, inputs in column_inputs(output["facets"]["columnLineage"], fields).items()}
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,9 @@ from airflow_provider_lineage.operators.spark_pipelines import (
     remote_command,
 )
 from tests.operators.ol_schema import validate_or_skip
+from tests.support.ol_validate import column_edges
 
 DAG_ID = "lineage_declarative_pipeline"
-
 
 class TestSparkPipelinesLineageOperator:
     def test_takes_spark_pipelines_operators_arguments(self) -> None:
@@ -48,7 +47,6 @@ class TestSparkPipelinesLineageOperator:
         cmd = op._get_hook()._build_spark_submit_command("launcher.py")
         assert cmd[cmd.index("--remote") + 1] == "local[2]" and "--master" not in cmd and "--name" not in cmd
 
-
 @pytest.fixture(scope="module")
 def dag_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     import os
@@ -63,16 +61,6 @@ def dag_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     finally:
         os.chdir(here)
 
-
-def _edges(output: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
-    """Each output column's input columns, the facet's dataset-level entries (the default form) included."""
-    from airflow_provider_lineage.lineage.column_facet import column_inputs
-
-    fields = [f["name"] for f in output["facets"]["schema"]["fields"]]
-    return {col: {(Path(src["name"]).name, src["field"]) for src in inputs}
-            for col, inputs in column_inputs(output["facets"]["columnLineage"], fields).items()}
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 class TestExampleDag:
@@ -83,11 +71,11 @@ class TestExampleDag:
         validate_or_skip(done)
         outputs = {o["facets"]["symlinks"]["identifiers"][0]["name"].rsplit(".", 1)[-1]: o for o in done[0]["outputs"]}
         assert set(outputs) == {"booked_eur", "channel_totals", "customer_totals"}
-        stream = _edges(outputs["booked_eur"])  # the streaming table, from the landing folder
+        stream = column_edges(outputs["booked_eur"])  # the streaming table, from the landing folder
         assert {("transactions", "amount"), ("transactions", "fx_rate")} <= stream["amount_eur"]
         assert ("transactions", "status") in stream["txn_id"]  # the filter
-        assert ("booked_eur", "amount_eur") in _edges(outputs["channel_totals"])["total_eur"]
-        assert ("booked_eur", "customer_id") in _edges(outputs["customer_totals"])["customer_id"]
+        assert ("booked_eur", "amount_eur") in column_edges(outputs["channel_totals"])["total_eur"]
+        assert ("booked_eur", "customer_id") in column_edges(outputs["customer_totals"])["customer_id"]
 
     def test_xcom_lineage_outputs_name_the_streaming_flow(self, dag_run: dict[str, Any]) -> None:
         from airflow.models.xcom import XComModel

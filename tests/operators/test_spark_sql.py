@@ -16,11 +16,11 @@ import pytest
 from airflow_provider_lineage.capture.sql_script import split_statements
 from airflow_provider_lineage.operators.spark_sql import SparkSqlLineageOperator, parse_conf, sql_script_path
 from tests.operators.ol_schema import validate_or_skip
+from tests.support.ol_validate import column_edges
 
 DAG_ID = "lineage_sql_and_streaming"
 # two spark-submits and a Hive-less catalog: minutes on a loaded 2-core machine
 pytestmark = pytest.mark.timeout(1800)
-
 
 def _xcoms(dag_id: str, run_id: str, key: str) -> dict[str, Any]:
     from airflow.models.xcom import XComModel
@@ -34,25 +34,16 @@ def _xcoms(dag_id: str, run_id: str, key: str) -> dict[str, Any]:
             XComModel.dag_id == dag_id, XComModel.run_id == run_id, XComModel.key == key)).all()
     return {t: decode(v) for t, v in rows}
 
-
 @pytest.fixture(scope="module")
 def dag_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tests.support.pipelines import run_self_emitting
 
     return run_self_emitting(DAG_ID, tmp_path_factory.mktemp("sql-streaming-data"))
 
-
 def _complete(events: list[dict[str, Any]], task_id: str) -> dict[str, Any]:
     done = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == f"{DAG_ID}.{task_id}"]
     assert len(done) == 1, [(e["eventType"], e["job"]["name"]) for e in events]
     return done[0]
-
-
-def _edges(output: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
-    from tests.operators.test_spark_pipelines import _edges as edges_of_both_forms
-
-    return edges_of_both_forms(output)
-
 
 class TestSparkSqlLineageOperator:
     def test_takes_spark_sql_operators_arguments(self) -> None:
@@ -122,7 +113,6 @@ class TestSparkSqlLineageOperator:
         assert op.application_args is None and op.conf == {"spark.ui.enabled": "false",
                                                            "spark.sql.catalogImplementation": "in-memory"}
 
-
 @pytest.mark.slow  # two spark-submits in a dag.test() run
 class TestExampleDag:
     def test_run_succeeds(self, dag_run: dict[str, Any]) -> None:
@@ -133,7 +123,7 @@ class TestExampleDag:
         validate_or_skip([event])
         [output] = event["outputs"]
         assert output["name"] == str(dag_run["data_dir"] / "mart" / "channel_totals")
-        edges = _edges(output)
+        edges = column_edges(output)
         assert ("transactions", "channel") in edges["channel"]
         assert {("transactions", "amount"), ("transactions", "fx_rate")} <= edges["amount_eur"]
         assert ("transactions", "status") in edges["txns"]  # the WHERE filter influences every row
@@ -146,7 +136,7 @@ class TestExampleDag:
         validate_or_skip([event])
         [output] = event["outputs"]
         assert output["name"] == str(dag_run["data_dir"] / "mart" / "stream_increment")
-        edges = _edges(output)
+        edges = column_edges(output)
         assert {("transactions", "amount"), ("transactions", "fx_rate"), ("transactions", "status")} <= edges["amount_eur"]
         assert ("transactions", "account_id") in edges["account_hash"]
         assert [i["name"] for i in event["inputs"]] == [str(dag_run["data_dir"] / "transactions")]

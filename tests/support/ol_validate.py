@@ -129,3 +129,15 @@ def _facet_dicts(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if isinstance(facets, dict):
             out.append(("dataset.facets", facets))
     return out
+
+
+def column_edges(output: dict) -> dict[str, set[tuple[str, str]]]:
+    """An output dataset's column lineage as ``{column: {(input dataset's last path part, input column)}}``,
+    whichever facet form the event uses (the ``dataset`` list, the default, is expanded into every column)."""
+    from pathlib import PurePosixPath
+
+    from airflow_provider_lineage.lineage.column_facet import column_inputs
+
+    fields = [f["name"] for f in output["facets"]["schema"]["fields"]]
+    return {col: {(PurePosixPath(src["name"]).name, src["field"]) for src in inputs}
+            for col, inputs in column_inputs(output["facets"]["columnLineage"], fields).items()}

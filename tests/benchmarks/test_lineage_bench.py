@@ -99,11 +99,17 @@ def test_smoke_scenarios_score_perfectly(spark, tmp_path: Path) -> None:
     analyze, why = load_analyzer()
     if analyze is None:
         pytest.skip(f"lineage engine not available yet: {why}")
+    from benchmarks.lineage.data import DATASETS
+
     ctx = prepare(spark, tmp_path)
     by_id = {s.sid: s for s in all_scenarios()}
-    for sid in SMOKE:
-        res = run_scenario(ctx, by_id[sid], analyze)
-        s = res.score
-        detail = s.problems + s.direct.misses + s.indirect.misses
-        assert (s.direct.precision, s.direct.recall, s.indirect.precision, s.indirect.recall) == (1, 1, 1, 1), (
-            sid, detail)
+    try:
+        for sid in SMOKE:
+            res = run_scenario(ctx, by_id[sid], analyze)
+            s = res.score
+            detail = s.problems + s.direct.misses + s.indirect.misses
+            assert (s.direct.precision, s.direct.recall, s.indirect.precision, s.indirect.recall) == (
+                1, 1, 1, 1), (sid, detail)
+    finally:  # the temp views live in the worker's shared session: leave no `customers` behind
+        for name in DATASETS:
+            spark.catalog.dropTempView(name)

@@ -64,7 +64,7 @@ class LineageEnv:
 
 
 @pytest.fixture(scope="session")
-def env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineageEnv]:
+def _lineage_env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineageEnv]:
     base = tmp_path_factory.mktemp("lineage")
     (base / "exists").mkdir()
     orders, customers = str(base / "orders"), str(base / "customers")
@@ -77,3 +77,16 @@ def env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lineag
     spark.read.parquet(customers).createOrReplaceTempView("customers")
     with CaptureSession(spark) as session:
         yield LineageEnv(spark, base, session, orders, customers, itertools.count())
+
+
+@pytest.fixture
+def env(_lineage_env: LineageEnv) -> LineageEnv:
+    """The session's ``LineageEnv``, with the ``orders`` and ``customers`` temp views (re)registered.
+
+    Temp views live in the shared Spark session: another module on the same worker (the lineage
+    benchmark's smoke test registers its own ``customers``) may have replaced them since.
+    """
+    spark = _lineage_env.spark
+    spark.read.parquet(_lineage_env.orders).createOrReplaceTempView("orders")
+    spark.read.parquet(_lineage_env.customers).createOrReplaceTempView("customers")
+    return _lineage_env

@@ -521,13 +521,15 @@ def backlog(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(X).where(*cond)) or 0
 
 
-def sync(session: Session, *, force: bool = False, max_rows: int | None = None) -> dict[str, int]:
+def sync(session: Session, *, force: bool = False, max_rows: int | None = None, wait: bool = False) -> dict[str, int]:
     """Bring the index up to date with XCom (see the module docstring); commits. Returns what it did.
 
     :param max_rows: index at most this many new XCom rows (the oldest first) and move the watermark to
         the last one; ``pending`` in the answer says how many were left for the next call.
+    :param wait: when another process is syncing, wait for it, then index what it left (a background
+        thread that acts on the result, e.g. the scheduler publishing the tag map after a run).
     On PostgreSQL one updater at a time (an advisory lock): when another process is syncing, this call
-    returns ``{"busy": 1}`` at once (that process indexes the same rows).
+    returns ``{"busy": 1}`` at once (that process indexes the same rows) unless ``wait``.
     """
     from airflow.models.xcom import XComModel as X
 
@@ -538,7 +540,7 @@ def sync(session: Session, *, force: bool = False, max_rows: int | None = None) 
             return {"skipped": 1}
         _last_sync[key] = now
     ensure_schema(session)
-    if not _lock(session, _SYNC_LOCK, wait=False):
+    if not _lock(session, _SYNC_LOCK, wait=wait):
         session.rollback()
         return {"busy": 1}
     done = {"indexed": 0, "refreshed": 0, "pruned": 0, "pending": 0}
@@ -567,15 +569,16 @@ def sync(session: Session, *, force: bool = False, max_rows: int | None = None) 
     return done
 
 
-def sync_all(session_factory: Any, *, batch: int | None = None) -> dict[str, int]:
+def sync_all(session_factory: Any, *, batch: int | None = None, wait: bool = False) -> dict[str, int]:
     """:func:`sync` in batches of ``batch`` XCom rows, one transaction (and session) each, until none is
-    left: the first sync after an upgrade, in the scheduler's and api-server's background threads."""
+    left: the first sync after an upgrade, in the scheduler's and api-server's background threads.
+    ``wait``: as :func:`sync` (the scheduler's thread, which publishes from the index afterwards)."""
     batch = batch or BATCH
     total = {"indexed": 0, "refreshed": 0, "pruned": 0, "batches": 0}
     mark = None
     while True:
         with session_factory() as session:
-            out = sync(session, force=True, max_rows=batch)
+            out = sync(session, force=True, max_rows=batch, wait=wait)
             before, mark = mark, session.scalar(select(s.meta.c.value).where(s.meta.c.key == _WATERMARK))
         if out.get("pending") and mark == before:  # no progress (rows that cannot be written at all): stop
             log.warning("estate index: %s XCom rows could not be indexed; the next sync tries again", out["pending"])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from typing import Any
 
 from airflow.listeners import hookimpl
@@ -26,17 +27,37 @@ _running = threading.Lock()
 _again = threading.Event()
 
 
-def _work() -> None:
+#: Seconds between attempts when a sync fails (e.g. SQLite's "database is locked" while the api-server
+#: writes): the tag map is published only after the index holds the run, or after the last attempt.
+RETRY_DELAYS = (1.0, 3.0, 10.0, 30.0)
+
+
+def _sync_with_retries(sleep: Any = time.sleep) -> bool:
+    """:func:`.index.sync_all` until it succeeds, at most ``1 + len(RETRY_DELAYS)`` times; whether it did."""
     from airflow.utils.session import create_session
 
     from airflow_provider_lineage.plugins.estate import index
 
+    for attempt, delay in enumerate((*RETRY_DELAYS, None)):
+        try:
+            # in batches (the first sync after an upgrade is long); when the api-server is syncing, wait for
+            # it: the tag map published next must be computed from an index that holds this run
+            index.sync_all(create_session, wait=True)
+            return True
+        except Exception:
+            if delay is None:
+                log.warning("estate index: sync after a DAG run failed %d times (the api-server catches up; "
+                            "the tag map is published from the index as it is)", attempt + 1, exc_info=True)
+                return False
+            log.info("estate index: sync after a DAG run failed, again in %.0f s", delay, exc_info=True)
+            sleep(delay)
+    return False
+
+
+def _work() -> None:
     while True:
         _again.clear()
-        try:
-            index.sync_all(create_session)  # in batches: the first sync after an upgrade is long
-        except Exception:
-            log.warning("estate index: sync after a DAG run failed (the api-server catches up)", exc_info=True)
+        _sync_with_retries()
         _publish_tags()
         if not _again.is_set():
             return
@@ -68,10 +89,15 @@ def _kick() -> None:
         return  # a sync is running: it will run once more (_again)
 
     def run() -> None:
-        try:
-            _work()
-        finally:
-            _running.release()
+        while True:
+            try:
+                _work()
+            finally:
+                _running.release()
+            # a run that finished between _work's last look at _again and the release above: its kick found
+            # the lock held and left the work to this thread
+            if not _again.is_set() or not _running.acquire(blocking=False):
+                return
 
     threading.Thread(target=run, name="apl-estate-sync", daemon=True).start()
 

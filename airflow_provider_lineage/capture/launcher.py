@@ -37,13 +37,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+_STARTED = time.perf_counter()  # the launcher's own start-up (its imports) is on the job's critical path too
+
 if __package__ in (None, ""):
     # Run as a script (spark-submit .../launcher.py): the capture folder is sys.path[0]; drop it so
     # our module names cannot shadow the user's, and import the package normally.
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_provider_lineage.capture.config import STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
+from airflow_provider_lineage.capture.config import PREFIX, STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
 from airflow_provider_lineage.capture.sink import RecordSink, atomic_write_text
 from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT
 from airflow_provider_lineage.lineage.record import CaptureRecord
@@ -164,35 +166,61 @@ class CaptureRuntime:
 
     # -- session hook ---------------------------------------------------------------------------
     def on_session(self, spark: SparkSession) -> None:
-        """Attach the listener to a newly constructed session (once per JVM session)."""
+        """Attach the listener to a newly constructed session (once per JVM session).
+
+        All of it runs on the application's thread (on the job's critical path): ``timings["attach_s"]`` is its
+        whole time, split into ``attach_<step>_s`` (settings, versions, listener, streaming, start_event), except
+        ``session_state_s``: the session's lazy state, which the job's first query would create anyway."""
+        t_all = time.perf_counter()
+        shared = 0.0
+
+        def step(name: str, since: float) -> float:
+            now = time.perf_counter()
+            key = f"attach_{name}"
+            self.timings[key] = self.timings.get(key, 0.0) + now - since
+            return now
+
         try:
             with self._lock:
                 jsession = spark._jsparkSession
                 if any(jsession.equals(s) for s in self._sessions):
                     return
+                # the session's state (analyzer, catalog, listener manager) is created lazily by the first thing
+                # that needs it: the job's first query, or the listener's registration below. Created here, it
+                # is not the capture's cost (the job would create it a moment later), so it is timed apart.
+                t = time.perf_counter()
+                jsession.sessionState()
+                shared = time.perf_counter() - t
+                self.timings["session_state_s"] = self.timings.get("session_state_s", 0.0) + shared
+                t += shared
                 if self.config is None:
                     self.configure(spark)
+                t = step("settings_s", t)
                 if self.version_warnings is None:
                     self.check_versions(spark)
+                t = step("versions_s", t)
                 assert self.config is not None
                 if not self.config.active:
                     return
                 from airflow_provider_lineage.capture.listener import install
 
-                t0 = time.perf_counter()
                 listener = install(spark, self.on_record, budget=self.config.budget)
                 self._time_callbacks(listener)
                 self.listeners.append(listener)
-                self.timings["attach_s"] += time.perf_counter() - t0
                 self._sessions.append(jsession)
+                t = step("listener_s", t)
                 if self.streaming is None:
                     self.attach_streaming(spark, listener)
+                t = step("streaming_s", t)
                 if self.spark_version is None:
                     self.spark_version = spark.version
                     self.app_name = spark.sparkContext.appName
                     self.emit_start()
+                step("start_event_s", t)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not attach the capture listener to the SparkSession", exc)
+        finally:
+            self.timings["attach_s"] += time.perf_counter() - t_all - shared
 
     def attach_streaming(self, spark: SparkSession, listener: Any) -> None:
         """Structured Streaming queries of every session: one record per query (:mod:`.streaming`)."""
@@ -246,10 +274,15 @@ class CaptureRuntime:
         listener._handle = timed
 
     def configure(self, spark: SparkSession) -> None:
-        conf = spark.sparkContext.getConf()
-        spark_ol = {k: v for k, v in conf.getAll() if k.startswith("spark.openlineage.")}
+        # only the settings the capture reads, from the context's own SparkConf (getConf() copies every setting
+        # and getAll() reads each back with two py4j round trips: on the critical path, as this is)
+        jconf = spark.sparkContext._jsc.sc().conf()
+        settings = {}
+        for prefix in (PREFIX, "spark.openlineage.", "spark.hadoop.fs.s3a."):
+            settings.update((prefix + t._1(), t._2()) for t in jconf.getAllWithPrefix(prefix))
+        spark_ol = {k: v for k, v in settings.items() if k.startswith("spark.openlineage.")}
         try:
-            self.config = LauncherConfig.resolve(lambda key: conf.get(key, None), self.environ, spark_ol)
+            self.config = LauncherConfig.resolve(settings.get, self.environ, spark_ol)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.config = LauncherConfig()
             self.problem("invalid lineage configuration; capture is off for this run", exc)
@@ -261,7 +294,7 @@ class CaptureRuntime:
 
                 self.sink = RemoteSink(
                     self.config.capture_dir, self.config.capture_token, task_run=self.config.task_run, spark=spark,
-                    get_conf=lambda key: conf.get(key, None), limit=self.config.max_record_bytes or DEFAULT_RECORD_LIMIT,
+                    get_conf=settings.get, limit=self.config.max_record_bytes or DEFAULT_RECORD_LIMIT,
                 )
                 log.info("capture records go to %s (%s)", self.sink.directory, self.sink.store.description)
             except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
@@ -346,8 +379,10 @@ class CaptureRuntime:
             if self._finished:
                 return
             self._finished = True
+        t0 = time.perf_counter()
         timeout = self.config.drain_timeout_s if self.config else 60.0
         self._deadline = time.monotonic() + timeout
+        drained_before = self.timings["drain_s"]
         self.drain_active()
         self.finish_streaming()
         for listener in self.listeners:
@@ -360,6 +395,9 @@ class CaptureRuntime:
                 pass
         if self.config is not None and self.config.emit:
             self.emit_final(error)
+        # the rest of the exit's capture work (streaming hand-over, closing, the final event): the wait for the
+        # bus and the worker is drain_s
+        self.timings["finish_s"] = time.perf_counter() - t0 - (self.timings["drain_s"] - drained_before)
         self.write_status(error, exit_code)
 
     def write_status(self, error: BaseException | None, exit_code: int | None) -> None:
@@ -483,14 +521,20 @@ def run(argv: list[str]) -> None:
     if not os.path.isfile(app):
         print(f"launcher.py: application {app!r} not found (give the path of the PySpark .py file to run)", file=sys.stderr)
         raise SystemExit(2)
+    t = time.perf_counter()
+    import pyspark.sql  # noqa: F401 - the application imports it anyway: timed apart from the launcher's own start-up
+
+    shared = time.perf_counter() - t
     _setup_logging()
     runtime = CaptureRuntime()
+    runtime.timings["pyspark_import_s"] = shared
     try:
         runtime.patch()
     except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
         runtime.problem("could not hook SparkSession; running without capture", exc)
     atexit.register(_finish_quietly, runtime)
 
+    runtime.timings["setup_s"] = time.perf_counter() - _STARTED - shared
     sys.argv = [app, *argv[1:]]
     app_dir = os.path.dirname(os.path.abspath(app))
     if sys.path and os.path.abspath(sys.path[0] or ".") != app_dir:

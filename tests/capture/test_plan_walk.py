@@ -7,6 +7,7 @@ so no DataFrame query can carry such a chain to a write; the walk and the engine
 """
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from pathlib import Path
@@ -126,6 +127,9 @@ class _Counting(WriteCaptureListener):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.round_trips: list[int] = []
+        #: ids of the JVM objects py4j handed to the capturing thread, and of every object released (any thread)
+        self.created: set[str] = set()
+        self.released: set[str] = set()
 
     def _capture(self, func_name: str, qe: Any, duration_ns: int | None, exception: Any) -> CaptureRecord | None:
         client = self._gateway._gateway_client
@@ -138,7 +142,13 @@ class _Counting(WriteCaptureListener):
                 count[0] += 1
             return original(*args, **kwargs)
 
-        client.send_command = counted
+        def counted_and_noted(*args: Any, **kwargs: Any) -> Any:
+            answer = counted(*args, **kwargs)
+            if threading.get_ident() == me and isinstance(answer, str) and answer.startswith("yr"):
+                self.created.add(answer[2:].strip())  # "yro123": a new reference held for Python
+            return answer
+
+        client.send_command = counted_and_noted
         try:
             record = super()._capture(func_name, qe, duration_ns, exception)
         finally:
@@ -155,6 +165,14 @@ def test_round_trips_do_not_grow_with_plan_nodes(spark, tmp_path: Path):
     ensure_callback_server_started(spark.sparkContext._gateway)
     records: list[CaptureRecord] = []
     listener = _Counting(spark, records.append, budget=CaptureBudget(), asynchronous=True)
+    client = spark.sparkContext._gateway._gateway_client
+    release = client.garbage_collect_object
+
+    def released(target_id: str, *args: Any, **kwargs: Any) -> Any:
+        listener.released.add(target_id)
+        return release(target_id, *args, **kwargs)
+
+    client.garbage_collect_object = released
     spark._jsparkSession.listenerManager().register(listener)
     try:
         df = spark.range(5).select([(F.col("id") + i).alias(f"c{i}") for i in range(1500)])
@@ -163,6 +181,8 @@ def test_round_trips_do_not_grow_with_plan_nodes(spark, tmp_path: Path):
     finally:
         spark._jsparkSession.listenerManager().unregister(listener)
         listener.close()
+        gc.collect()
+        del client.garbage_collect_object
     assert records, listener.errors
     rec = next(r for r in records if r.command == "InsertIntoHadoopFsRelationCommand")
     nodes = len(rec.plans["nodes"])
@@ -170,5 +190,8 @@ def test_round_trips_do_not_grow_with_plan_nodes(spark, tmp_path: Path):
     trips = listener.round_trips[-1]
     assert trips < 200, trips  # a constant, not proportional to the 4,000+ nodes
     assert trips < nodes / 20
+    # every JVM reference the capture took was released (py4j detach): the gateway keeps none of them alive
+    assert listener.created, "no JVM reference seen: the count does not work"
+    assert listener.created <= listener.released, sorted(listener.created - listener.released)[:20]
     lin = analyze_record(rec)
     assert lin.columns["c1499"] == [] and len(lin.columns) == 1500  # spark.range: local data, no dataset

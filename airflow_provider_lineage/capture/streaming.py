@@ -24,8 +24,11 @@ no capture listener of ours is captured here too: the Spark Connect sessions of 
 server (a declarative pipeline's flows, ``spark-pipelines``; an application run with ``--remote local``). A session
 with our ``QueryExecutionListener`` (or its clone in a streaming query) reports its writes itself.
 
-``foreachBatch`` queries give no record of their own: the writes the function makes are batch writes,
-captured by the session's listener as before (one per micro-batch).
+``foreachBatch``: the writes the function makes are batch writes over the micro-batch's rows (a ``LogicalRDD``),
+captured by the session's listener (one per micro-batch); the query's record (``streaming.sink ==
+"ForeachBatchSink"``, with ``output_ids``, the exprIds of that ``LogicalRDD``) is what
+:func:`~airflow_provider_lineage.lineage.record.fold_foreach_batch` puts under them: one record per query run and
+output, with column lineage from the streaming source.
 
 Everything is defensive: the callback runs on Spark's listener bus and never raises into it.
 """
@@ -37,14 +40,12 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from airflow_provider_lineage.lineage.logs import get_logger
-from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo
+from airflow_provider_lineage.lineage.record import FOREACH_BATCH_SINK, CaptureRecord, OutputInfo
 
 log = get_logger(__name__)
 
 #: Logical roots of a micro-batch (``IncrementalExecution.logical``) that write.
 STREAM_WRITES = frozenset({"WriteToMicroBatchDataSourceV1", "WriteToMicroBatchDataSource", "WriteToContinuousDataSource"})
-#: Sinks whose writes are captured elsewhere (the batch writes inside ``foreachBatch``).
-_SKIPPED_SINKS = frozenset({"ForeachBatchSink"})
 _END = "SparkListenerSQLExecutionEnd"
 _TERMINATED = "QueryTerminatedEvent"
 _STARTED = "QueryStartedEvent"
@@ -281,8 +282,6 @@ class StreamingCapture:
         if write not in STREAM_WRITES:
             return None
         sink = _sink_of(root)
-        if sink in _SKIPPED_SINKS:
-            return None
         duration = _plain(event, "duration") if event is not None else None
         record = self._capture._capture("writeStream", StreamingBatchExecution(qe, self._jvm),
                                         int(duration) if duration is not None else None, None)
@@ -290,6 +289,8 @@ class StreamingCapture:
             return None
         query_id = str(qe.queryId().toString())
         record.streaming = {"query_id": query_id, "run_id": run_id, "sink": sink, "state": "running"}
+        if sink == FOREACH_BATCH_SINK:  # the batch writes of the function are folded into it (fold_foreach_batch)
+            record.streaming["output_ids"] = _output_ids(qe)
         with self._lock:
             name = self._names.get(run_id)
         if name:
@@ -357,6 +358,17 @@ def _mode(cmd: Any) -> str:
         return "Overwrite" if str(cmd.outputMode().toString()).lower() == "complete" else "Append"
     except Exception:  # noqa: BLE001 - a sink without an output mode appends
         return "Append"
+
+
+def _output_ids(qe: Any) -> list[int]:
+    """ExprIds of the micro-batch's output: the ``LogicalRDD`` a ``foreachBatch`` function gets has these (the same
+    in every micro-batch of a run)."""
+    from airflow_provider_lineage.capture.listener import _seq
+
+    query = qe.analyzed()  # the LogicalRDD's output is the analyzed plan's (the optimizer may re-point attributes)
+    if query.getClass().getSimpleName() in STREAM_WRITES:
+        query = query.query()
+    return [int(a.exprId().id()) for a in _seq(query.output())]
 
 
 def _sink_of(root: Any) -> str:

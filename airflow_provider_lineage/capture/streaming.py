@@ -157,19 +157,24 @@ class StreamingCapture:
                 pass
             self._registered = False
 
-    def finish(self, sessions: list[Any] = ()) -> list[CaptureRecord]:  # type: ignore[assignment]
+    def finish(self, sessions: list[Any] = (), run_ids: set[str] | None = None) -> list[CaptureRecord]:  # type: ignore[assignment]
         """Hand over the records of queries not terminated yet (still running): call after draining the bus.
 
         ``sessions``: JVM sessions whose active queries that ran no micro-batch yet (a continuous trigger
         reports its one execution only when it stops) are recorded from their ``lastExecution`` too.
+        ``run_ids``: only these query runs (a Spark Connect client's, when it ends its run); later micro-batches
+        of a run handed over here are not recorded again.
         """
         active: set[str] | None = set() if sessions else None
         for jsession in sessions:
             active |= self._scan_active(jsession)  # type: ignore[operator]
         out: list[CaptureRecord] = []
         with self._lock:
-            pending = list(self._pending.items())
-            self._pending.clear()
+            pending = [(k, v) for k, v in self._pending.items() if run_ids is None or k in run_ids]
+            for run_id, _record in pending:
+                del self._pending[run_id]
+                if run_ids is not None:
+                    self._done[run_id] = None
         for run_id, record in pending:
             if record is None:
                 continue

@@ -177,7 +177,13 @@ class CaptureRuntime:
                 assert self.config is not None
                 if not self.config.active:
                     return
-                from airflow_provider_lineage.capture.listener import install
+                from airflow_provider_lineage.capture.listener import has_py4j_listener, install
+
+                if has_py4j_listener(jsession):
+                    # a clone of a captured session (a streaming query's, handed to a foreachBatch function as a
+                    # new Python SparkSession): it has our listener already; a second one would record twice
+                    self._sessions.append(jsession)
+                    return
 
                 t0 = time.perf_counter()
                 listener = install(spark, self.on_record, budget=self.config.budget)

@@ -702,6 +702,12 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else repr(exc)
 
 
+def has_py4j_listener(jsession: Any) -> bool:
+    """Whether the JVM session has a py4j ``QueryExecutionListener`` (ours, or its copy in a cloned session: a
+    streaming query runs on a clone of the session that started it, listeners included)."""
+    return any("$Proxy" in str(lst.getClass().getName()) for lst in jsession.listenerManager().listListeners())
+
+
 def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
             asynchronous: bool = True) -> WriteCaptureListener:
     """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server).

@@ -249,12 +249,10 @@ class StreamingCapture:
         with self._lock:
             if key in self._covered:
                 return self._covered[key]
-        covered = False
+        from airflow_provider_lineage.capture.listener import has_py4j_listener
+
         try:
-            for lst in jsession.listenerManager().listListeners():
-                if "$Proxy" in str(lst.getClass().getName()):
-                    covered = True
-                    break
+            covered = has_py4j_listener(jsession)
         except Exception:  # noqa: BLE001 - cannot tell: leave the session to its own listener
             covered = True
         with self._lock:

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from airflow_provider_lineage.lineage.logs import get_logger
+from airflow_provider_lineage.lineage.naming import KAFKA_OPTIONS
 from airflow_provider_lineage.lineage.record import FOREACH_BATCH_SINK, CaptureRecord, OutputInfo
 
 log = get_logger(__name__)
@@ -324,7 +325,7 @@ def _stream_v1(lst: Any, cmd: Any, out: OutputInfo) -> None:
     out.format = _sink_format(sink)
     out.location = options.get("path") or _file_sink_path(sink)
     if out.format and out.format not in ("parquet", "orc", "csv", "json", "text", "avro", "delta"):
-        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "topic", "table")}
+        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "table", *KAFKA_OPTIONS)}
     partitions = _private_field(sink, "partitionColumnNames")
     if partitions is not None:
         out.partition_columns = [str(c) for c in listener._seq(partitions)]
@@ -347,10 +348,12 @@ def _stream_v2(lst: Any, cmd: Any, out: OutputInfo) -> None:
     else:
         table = _plain(cmd, "table")
         name = str(table.name()) if table is not None else str(cmd.getClass().getSimpleName())
-        out.format = name.lower() if name else None
+        out.format = listener._format_name(name) if name else None  # KafkaTable -> kafka; memory, console as named
+        if out.format == name:
+            out.format = name.lower()
         write_options = _plain(cmd, "writeOptions")
         options = listener._scala_map(write_options) if write_options is not None else {}
-        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "topic", "queryname")}
+        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "queryname", *KAFKA_OPTIONS)}
         out.location = options.get("path")
     lst._fill_columns(out, cmd.query())
 

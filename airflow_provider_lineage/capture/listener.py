@@ -800,12 +800,14 @@ class CaptureSession:
         self.records: list[CaptureRecord] = []
         self.events: list[CaptureRecord] = []
         self.listener: WriteCaptureListener | None = None
+        self._records_lock = threading.Lock()  # the listener's worker and a streaming capture both hand records over
 
     def _on_record(self, record: CaptureRecord) -> None:
         if self.udfs is not None:
             self.udfs.enrich(record)
-        self.events.append(record)
-        append_collapsed(self.records, record)
+        with self._records_lock:
+            self.events.append(record)
+            append_collapsed(self.records, record)
 
     def __enter__(self) -> Self:
         # events of writes that ran before the block are still queued: deliver them first, so they

@@ -321,6 +321,14 @@ def fold_foreach_batch(records: Iterable[CaptureRecord]) -> list[CaptureRecord]:
     writes are returned unchanged, in order; the inputs are not modified. Idempotent.
     """
     items = list(records)
+    try:
+        return _fold(items)
+    except Exception:  # an unexpected record shape: the writes as captured (per micro-batch)
+        log.warning("could not fold the foreachBatch writes into their streaming queries", exc_info=True)
+        return items
+
+
+def _fold(items: list[CaptureRecord]) -> list[CaptureRecord]:
     queries = {key: rec for rec in items if (key := _foreach_batch_key(rec)) is not None}
     if not queries:
         return items

@@ -76,6 +76,7 @@ class CaptureRuntime:
         self.problems: list[str] = []
         self.listeners: list[Any] = []
         self._sessions: list[Any] = []  # JVM sessions with a listener
+        self._listener_ids: set[int] = set()  # identity hash codes of our listeners' JVM proxies (clones share them)
         self._lock = threading.RLock()
         self._patched: list[tuple[Any, str, Any]] = []
         self.spark_version: str | None = None
@@ -177,9 +178,11 @@ class CaptureRuntime:
                 assert self.config is not None
                 if not self.config.active:
                     return
-                from airflow_provider_lineage.capture.listener import has_py4j_listener, install
+                from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
 
-                if has_py4j_listener(jsession):
+                jvm = spark.sparkContext._jvm
+                present = py4j_listener_ids(jvm, jsession)
+                if present & self._listener_ids:
                     # a clone of a captured session (a streaming query's, handed to a foreachBatch function as a
                     # new Python SparkSession): it has our listener already; a second one would record twice
                     self._sessions.append(jsession)
@@ -187,6 +190,7 @@ class CaptureRuntime:
 
                 t0 = time.perf_counter()
                 listener = install(spark, self.on_record, budget=self.config.budget)
+                self._listener_ids |= py4j_listener_ids(jvm, jsession) - present
                 self._time_callbacks(listener)
                 self.listeners.append(listener)
                 self.timings["attach_s"] += time.perf_counter() - t0
@@ -306,6 +310,7 @@ class CaptureRuntime:
                 pass
         self.listeners.clear()
         self._sessions.clear()
+        self._listener_ids.clear()
         if self.streaming:
             self.streaming.unregister()
             self.streaming = None

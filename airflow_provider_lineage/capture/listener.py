@@ -722,9 +722,20 @@ def _short(exc: BaseException) -> str:
 
 
 def has_py4j_listener(jsession: Any) -> bool:
-    """Whether the JVM session has a py4j ``QueryExecutionListener`` (ours, or its copy in a cloned session: a
-    streaming query runs on a clone of the session that started it, listeners included)."""
-    return any("$Proxy" in str(lst.getClass().getName()) for lst in jsession.listenerManager().listListeners())
+    """Whether the JVM session has a py4j ``QueryExecutionListener`` (ours, another library's, or a copy in a cloned
+    session: a streaming query runs on a clone of the session that started it, listeners included)."""
+    return any(_is_py4j_proxy(lst) for lst in jsession.listenerManager().listListeners())
+
+
+def py4j_listener_ids(jvm: Any, jsession: Any) -> set[int]:
+    """Identity hash codes of the session's py4j ``QueryExecutionListener`` proxies (a cloned session holds the
+    same proxy objects as the session it was cloned from)."""
+    return {int(jvm.System.identityHashCode(lst)) for lst in jsession.listenerManager().listListeners()
+            if _is_py4j_proxy(lst)}
+
+
+def _is_py4j_proxy(listener: Any) -> bool:
+    return "$Proxy" in str(listener.getClass().getName())
 
 
 def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,

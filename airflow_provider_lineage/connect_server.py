@@ -8,7 +8,8 @@ Usage::
 Starts a PySpark driver whose JVM runs the Spark Connect server (``spark.plugins=
 org.apache.spark.sql.connect.SparkConnectPlugin``; the ``spark-connect`` jar ships with pip's pyspark 4.x) and
 attaches the capture (:mod:`airflow_provider_lineage.capture.connect`) to its SparkContext, so that every
-write of every Connect session becomes a capture record under ``--capture-dir``: ``<token>/`` for a client
+write of every Connect session (batch writes, and each Structured Streaming query once) becomes a capture record
+under ``--capture-dir``: ``<token>/`` for a client
 that says which Airflow task run it is (``PySparkLineageOperator`` / ``@task.pyspark_lineage`` do), else
 ``connect-<user>-<session>/``. The Airflow task reads its records back from there, as in cluster deploy mode.
 

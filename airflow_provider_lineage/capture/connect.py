@@ -71,7 +71,9 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _START = "SparkListenerSQLExecutionStart"
 _END = "SparkListenerSQLExecutionEnd"
 _SESSION_CLOSED = "SparkListenerConnectSessionClosed"
-_WANTED = frozenset({_START, _END, _SESSION_CLOSED})
+_QUERY_STARTED = "QueryStartedEvent"
+_QUERY_TERMINATED = "QueryTerminatedEvent"
+_WANTED = frozenset({_START, _END, _SESSION_CLOSED, _QUERY_STARTED, _QUERY_TERMINATED})
 
 
 @dataclass
@@ -157,6 +159,12 @@ class ConnectCapture:
         self.captured = 0
         self.statuses = 0
         self.errors: list[str] = []
+        #: the streaming queries of the Connect sessions (one record per query run, :mod:`.streaming`), fed by the
+        #: worker; runId -> (token or untagged folder key, task run, identity) of the session that started it
+        self._streams = self._streaming(spark)
+        self._stream_runs: collections.OrderedDict[str, tuple[str, str | None, ConnectIdentity]] = \
+            collections.OrderedDict()
+        self._stream_starts: collections.OrderedDict[str, ConnectIdentity] = collections.OrderedDict()
         self._worker = threading.Thread(target=self._work, name="airflow-lineage-connect-capture", daemon=True)
         self._worker.start()
         self._registered = False
@@ -233,6 +241,10 @@ class ConnectCapture:
                     self._on_end(event)
                 elif name == _SESSION_CLOSED:
                     self._on_session_closed(event)
+                elif name == _QUERY_STARTED:
+                    self._on_query_started(event)
+                elif name == _QUERY_TERMINATED:
+                    self._on_query_terminated(event)
             except Exception as exc:  # noqa: BLE001 - one bad event never stops the capture
                 self._error(f"connect capture: {item[0] if item else '?'} not handled: {exc!r}")
             finally:
@@ -253,6 +265,9 @@ class ConnectCapture:
         execution_id = int(event.executionId())
         ident = self._starts.pop(execution_id, None)
         qe = event.qe()
+        if qe is not None and str(qe.getClass().getSimpleName()) == "IncrementalExecution":
+            self._on_micro_batch(event, qe)  # a streaming query's micro-batch (no Connect tags on its thread)
+            return
         if qe is None or ident is None:  # not a Connect execution (the server's own session), or no plan
             return
         session = qe.sparkSession()
@@ -261,6 +276,7 @@ class ConnectCapture:
         if logical is not None:  # SET: the client's end of run, or a setting (not a write)
             flushed = _set_key_value(logical, FLUSH_CONF)
             if flushed and flushed == token:  # a client ends its own run only
+                self._finish_streams(flushed)
                 self._finish(flushed, None)
             return
         duration = _option(event, "duration", plain=True)
@@ -283,7 +299,75 @@ class ConnectCapture:
         (it stopped its session first, or died and the server released the session)."""
         session_id = str(event.sessionId())
         for key in [k for k, run in self._runs.items() if run.identity and run.identity.session_id == session_id]:
+            self._finish_streams(key)
             self._finish(key, None)
+
+    # -- streaming queries ------------------------------------------------------------------------
+    def _streaming(self, spark: Any) -> Any:
+        """A :class:`~.streaming.StreamingCapture` this capture feeds (not a listener of its own: the events come
+        through this queue, in order with the client's flush); ``None`` when it cannot be made."""
+        try:
+            from airflow_provider_lineage.capture import streaming
+
+            streaming.register_output_readers()
+            return streaming.StreamingCapture(spark, self._on_stream_record, self._capture, other_sessions=False)
+        except Exception as exc:  # noqa: BLE001 - batch writes are still captured
+            self._error(f"connect capture: streaming queries are not captured: {exc!r}")
+            return None
+
+    def _on_query_started(self, event: Any) -> None:
+        """A streaming query starts on the client's operation thread: its job tags name the Connect session."""
+        try:
+            tags = str(event.jobTags().mkString("\n")).split("\n")
+        except Exception:  # noqa: BLE001 - a Spark without jobTags on the event
+            tags = []
+        run_id = str(event.runId().toString())
+        self._stream_starts[run_id] = parse_job_tags(tags)
+        _bounded(self._stream_starts)
+        if self._streams is not None:
+            self._streams.onOtherEvent(event)  # the query's name
+
+    def _on_micro_batch(self, event: Any, qe: Any) -> None:
+        """The first micro-batch of a query run says whose it is (the session conf its session cloned, else the
+        start's tags); the streaming capture makes the query's record."""
+        if self._streams is None:
+            return
+        run_id = str(qe.runId().toString())
+        if run_id not in self._stream_runs:
+            ident = self._stream_starts.get(run_id) or ConnectIdentity()
+            session = qe.sparkSession()
+            token = _conf(session, TOKEN_CONF) or ident.token
+            if token:
+                self._stream_runs[run_id] = (token, _conf(session, TASK_RUN_CONF), ident)
+            elif ident.session_id:
+                self._stream_runs[run_id] = (ident.folder_key(), ident.task_run(), ident)
+            else:  # no Connect session: the server's own query
+                return
+            _bounded(self._stream_runs)
+        self._streams.onOtherEvent(event)
+
+    def _on_query_terminated(self, event: Any) -> None:
+        if self._streams is not None:
+            self._streams.onOtherEvent(event)  # hands the query's record over (_on_stream_record)
+        self._stream_starts.pop(str(event.runId().toString()), None)
+
+    def _on_stream_record(self, record: CaptureRecord) -> None:
+        """A streaming query's record (terminated, failed, or still running when its client ended its run)."""
+        owner = self._stream_runs.pop(str(record.streaming.get("run_id")), None)
+        if owner is None:
+            return
+        key, task_run, ident = owner
+        record.environment = {**record.environment, **{
+            k: v for k, v in (("connect_user", ident.user_id), ("connect_session", ident.session_id)) if v}}
+        self._write(self._run(key, task_run, ident), record)
+
+    def _finish_streams(self, key: str) -> None:
+        """A run ends: its queries still running are handed over as such (their later batches are not recorded)."""
+        if self._streams is None:
+            return
+        run_ids = {run_id for run_id, owner in self._stream_runs.items() if owner[0] == key}
+        if run_ids:
+            self._streams.finish(run_ids=run_ids)
 
     # -- runs -----------------------------------------------------------------------------------
     def _run(self, key: str, task_run: str | None, ident: ConnectIdentity) -> _Run:
@@ -364,6 +448,11 @@ class ConnectCapture:
 
 def _ignore(*_args: Any) -> None:
     return None
+
+
+def _bounded(mapping: collections.OrderedDict[str, Any], limit: int = 10_000) -> None:
+    while len(mapping) > limit:
+        mapping.popitem(last=False)
 
 
 def _conf(session: Any, key: str) -> str | None:

@@ -78,6 +78,7 @@ class CaptureRuntime:
         self.problems: list[str] = []
         self.listeners: list[Any] = []
         self._sessions: list[Any] = []  # JVM sessions with a listener
+        self._listener_ids: set[int] = set()  # identity hash codes of our listeners' JVM proxies (clones share them)
         self._lock = threading.RLock()
         self._patched: list[tuple[Any, str, Any]] = []
         self.spark_version: str | None = None
@@ -202,9 +203,18 @@ class CaptureRuntime:
                 assert self.config is not None
                 if not self.config.active:
                     return
-                from airflow_provider_lineage.capture.listener import install
+                from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
+
+                jvm = spark.sparkContext._jvm
+                present = py4j_listener_ids(jvm, jsession)
+                if present & self._listener_ids:
+                    # a clone of a captured session (a streaming query's, handed to a foreachBatch function as a
+                    # new Python SparkSession): it has our listener already; a second one would record twice
+                    self._sessions.append(jsession)
+                    return
 
                 listener = install(spark, self.on_record, budget=self.config.budget)
+                self._listener_ids |= py4j_listener_ids(jvm, jsession) - present
                 self._time_callbacks(listener)
                 self.listeners.append(listener)
                 self._sessions.append(jsession)
@@ -333,6 +343,7 @@ class CaptureRuntime:
                 pass
         self.listeners.clear()
         self._sessions.clear()
+        self._listener_ids.clear()
         if self.streaming:
             self.streaming.unregister()
             self.streaming = None

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from airflow_provider_lineage.capture import identity, plan_walk
 from airflow_provider_lineage.capture.config import CaptureBudget
 from airflow_provider_lineage.lineage.logs import get_logger
+from airflow_provider_lineage.lineage.naming import KAFKA_OPTIONS
 from airflow_provider_lineage.lineage.record import (
     WRITE_COMMANDS,
     CaptureRecord,
@@ -460,6 +461,8 @@ class WriteCaptureListener:
                     info.locations = identity.rdd_inputs(self._spark, rdd)
             except Exception:
                 log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
+        elif cls in ("StreamingDataSourceV2ScanRelation", "StreamingDataSourceV2Relation"):
+            _fill_streaming_v2(info, node)  # a micro-batch's V2 source (Kafka, rate, ...): untested with Kafka here
         elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
             rel = node if cls == "DataSourceV2Relation" else node.relation()
             _fill_v2(info, identity.v2_relation(self._spark, rel))
@@ -551,7 +554,7 @@ def _save_into_data_source(lst: WriteCaptureListener, cmd: Any, out: OutputInfo)
     opts = _scala_map(cmd.options())
     out.mode = cmd.mode().toString()
     out.format = _format_name(cmd.dataSource().getClass().getName())
-    out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table")}
+    out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table", *KAFKA_OPTIONS)}
     out.location = opts.get("path")
     lst._fill_columns(out, cmd.query())
 
@@ -571,6 +574,22 @@ def _fill_v2(info: Any, found: dict[str, Any]) -> None:
         info.options = {**(info.options or {}), "url": found["url"]}
     if found.get("table_namespace"):
         info.options = {**(info.options or {}), "table_namespace": found["table_namespace"]}
+
+
+def _fill_streaming_v2(info: RelationInfo, node: Any) -> None:
+    """A streaming V2 source as a micro-batch reads it: its source name, and the options that name Kafka topics."""
+    relation = node.relation() if node.getClass().getSimpleName() == "StreamingDataSourceV2ScanRelation" else node
+    try:
+        name = str(relation.table().name())
+        info.format = "kafka" if "kafka" in name.lower() else name
+    except Exception:  # noqa: BLE001 - an unnamed source
+        info.format = "v2-stream"
+    try:
+        found = relation.options().asCaseSensitiveMap()
+        options = {str(k): str(found.get(k)) for k in found.keySet()}
+    except Exception:  # noqa: BLE001 - a relation without options
+        options = {}
+    info.options = {k: v for k, v in options.items() if k.lower() in KAFKA_OPTIONS}
 
 
 def _v2_write(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
@@ -674,7 +693,7 @@ def _v2_table_name(relation: Any) -> str | None:
 
 def _format_name(raw: str) -> str:
     low = raw.lower()
-    for name in ("parquet", "orc", "csv", "json", "text", "avro", "jdbc", "noop", "delta", "iceberg"):
+    for name in ("parquet", "orc", "csv", "json", "text", "avro", "jdbc", "noop", "delta", "iceberg", "kafka"):
         if name in low:
             return name
     return raw
@@ -700,6 +719,23 @@ def _java_message(exception: Any) -> str:
 def _short(exc: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text.splitlines()[0][:500] if text else repr(exc)
+
+
+def has_py4j_listener(jsession: Any) -> bool:
+    """Whether the JVM session has a py4j ``QueryExecutionListener`` (ours, another library's, or a copy in a cloned
+    session: a streaming query runs on a clone of the session that started it, listeners included)."""
+    return any(_is_py4j_proxy(lst) for lst in jsession.listenerManager().listListeners())
+
+
+def py4j_listener_ids(jvm: Any, jsession: Any) -> set[int]:
+    """Identity hash codes of the session's py4j ``QueryExecutionListener`` proxies (a cloned session holds the
+    same proxy objects as the session it was cloned from)."""
+    return {int(jvm.System.identityHashCode(lst)) for lst in jsession.listenerManager().listListeners()
+            if _is_py4j_proxy(lst)}
+
+
+def _is_py4j_proxy(listener: Any) -> bool:
+    return "$Proxy" in str(listener.getClass().getName())
 
 
 def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
@@ -775,12 +811,14 @@ class CaptureSession:
         self.records: list[CaptureRecord] = []
         self.events: list[CaptureRecord] = []
         self.listener: WriteCaptureListener | None = None
+        self._records_lock = threading.Lock()  # the listener's worker and a streaming capture both hand records over
 
     def _on_record(self, record: CaptureRecord) -> None:
         if self.udfs is not None:
             self.udfs.enrich(record)
-        self.events.append(record)
-        append_collapsed(self.records, record)
+        with self._records_lock:
+            self.events.append(record)
+            append_collapsed(self.records, record)
 
     def __enter__(self) -> Self:
         # events of writes that ran before the block are still queued: deliver them first, so they

@@ -24,8 +24,11 @@ no capture listener of ours is captured here too: the Spark Connect sessions of 
 server (a declarative pipeline's flows, ``spark-pipelines``; an application run with ``--remote local``). A session
 with our ``QueryExecutionListener`` (or its clone in a streaming query) reports its writes itself.
 
-``foreachBatch`` queries give no record of their own: the writes the function makes are batch writes,
-captured by the session's listener as before (one per micro-batch).
+``foreachBatch``: the writes the function makes are batch writes over the micro-batch's rows (a ``LogicalRDD``),
+captured by the session's listener (one per micro-batch); the query's record (``streaming.sink ==
+"ForeachBatchSink"``, with ``output_ids``, the exprIds of that ``LogicalRDD``) is what
+:func:`~airflow_provider_lineage.lineage.record.fold_foreach_batch` puts under them: one record per query run and
+output, with column lineage from the streaming source.
 
 Everything is defensive: the callback runs on Spark's listener bus and never raises into it.
 """
@@ -37,14 +40,13 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from airflow_provider_lineage.lineage.logs import get_logger
-from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo
+from airflow_provider_lineage.lineage.naming import KAFKA_OPTIONS
+from airflow_provider_lineage.lineage.record import FOREACH_BATCH_SINK, CaptureRecord, OutputInfo
 
 log = get_logger(__name__)
 
 #: Logical roots of a micro-batch (``IncrementalExecution.logical``) that write.
 STREAM_WRITES = frozenset({"WriteToMicroBatchDataSourceV1", "WriteToMicroBatchDataSource", "WriteToContinuousDataSource"})
-#: Sinks whose writes are captured elsewhere (the batch writes inside ``foreachBatch``).
-_SKIPPED_SINKS = frozenset({"ForeachBatchSink"})
 _END = "SparkListenerSQLExecutionEnd"
 _TERMINATED = "QueryTerminatedEvent"
 _STARTED = "QueryStartedEvent"
@@ -156,19 +158,24 @@ class StreamingCapture:
                 pass
             self._registered = False
 
-    def finish(self, sessions: list[Any] = ()) -> list[CaptureRecord]:  # type: ignore[assignment]
+    def finish(self, sessions: list[Any] = (), run_ids: set[str] | None = None) -> list[CaptureRecord]:  # type: ignore[assignment]
         """Hand over the records of queries not terminated yet (still running): call after draining the bus.
 
         ``sessions``: JVM sessions whose active queries that ran no micro-batch yet (a continuous trigger
         reports its one execution only when it stops) are recorded from their ``lastExecution`` too.
+        ``run_ids``: only these query runs (a Spark Connect client's, when it ends its run); later micro-batches
+        of a run handed over here are not recorded again.
         """
         active: set[str] | None = set() if sessions else None
         for jsession in sessions:
             active |= self._scan_active(jsession)  # type: ignore[operator]
         out: list[CaptureRecord] = []
         with self._lock:
-            pending = list(self._pending.items())
-            self._pending.clear()
+            pending = [(k, v) for k, v in self._pending.items() if run_ids is None or k in run_ids]
+            for run_id, _record in pending:
+                del self._pending[run_id]
+                if run_ids is not None:
+                    self._done[run_id] = None
         for run_id, record in pending:
             if record is None:
                 continue
@@ -243,12 +250,10 @@ class StreamingCapture:
         with self._lock:
             if key in self._covered:
                 return self._covered[key]
-        covered = False
+        from airflow_provider_lineage.capture.listener import has_py4j_listener
+
         try:
-            for lst in jsession.listenerManager().listListeners():
-                if "$Proxy" in str(lst.getClass().getName()):
-                    covered = True
-                    break
+            covered = has_py4j_listener(jsession)
         except Exception:  # noqa: BLE001 - cannot tell: leave the session to its own listener
             covered = True
         with self._lock:
@@ -281,8 +286,6 @@ class StreamingCapture:
         if write not in STREAM_WRITES:
             return None
         sink = _sink_of(root)
-        if sink in _SKIPPED_SINKS:
-            return None
         duration = _plain(event, "duration") if event is not None else None
         record = self._capture._capture("writeStream", StreamingBatchExecution(qe, self._jvm),
                                         int(duration) if duration is not None else None, None)
@@ -290,6 +293,8 @@ class StreamingCapture:
             return None
         query_id = str(qe.queryId().toString())
         record.streaming = {"query_id": query_id, "run_id": run_id, "sink": sink, "state": "running"}
+        if sink == FOREACH_BATCH_SINK:  # the batch writes of the function are folded into it (fold_foreach_batch)
+            record.streaming["output_ids"] = _output_ids(qe)
         with self._lock:
             name = self._names.get(run_id)
         if name:
@@ -320,7 +325,7 @@ def _stream_v1(lst: Any, cmd: Any, out: OutputInfo) -> None:
     out.format = _sink_format(sink)
     out.location = options.get("path") or _file_sink_path(sink)
     if out.format and out.format not in ("parquet", "orc", "csv", "json", "text", "avro", "delta"):
-        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "topic", "table")}
+        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "table", *KAFKA_OPTIONS)}
     partitions = _private_field(sink, "partitionColumnNames")
     if partitions is not None:
         out.partition_columns = [str(c) for c in listener._seq(partitions)]
@@ -343,10 +348,12 @@ def _stream_v2(lst: Any, cmd: Any, out: OutputInfo) -> None:
     else:
         table = _plain(cmd, "table")
         name = str(table.name()) if table is not None else str(cmd.getClass().getSimpleName())
-        out.format = name.lower() if name else None
+        out.format = listener._format_name(name) if name else None  # KafkaTable -> kafka; memory, console as named
+        if out.format == name:
+            out.format = name.lower()
         write_options = _plain(cmd, "writeOptions")
         options = listener._scala_map(write_options) if write_options is not None else {}
-        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "topic", "queryname")}
+        out.options = {k: v for k, v in options.items() if k.lower() in ("path", "queryname", *KAFKA_OPTIONS)}
         out.location = options.get("path")
     lst._fill_columns(out, cmd.query())
 
@@ -357,6 +364,17 @@ def _mode(cmd: Any) -> str:
         return "Overwrite" if str(cmd.outputMode().toString()).lower() == "complete" else "Append"
     except Exception:  # noqa: BLE001 - a sink without an output mode appends
         return "Append"
+
+
+def _output_ids(qe: Any) -> list[int]:
+    """ExprIds of the micro-batch's output: the ``LogicalRDD`` a ``foreachBatch`` function gets has these (the same
+    in every micro-batch of a run)."""
+    from airflow_provider_lineage.capture.listener import _seq
+
+    query = qe.analyzed()  # the LogicalRDD's output is the analyzed plan's (the optimizer may re-point attributes)
+    if query.getClass().getSimpleName() in STREAM_WRITES:
+        query = query.query()
+    return [int(a.exprId().id()) for a in _seq(query.output())]
 
 
 def _sink_of(root: Any) -> str:

@@ -279,6 +279,54 @@ def dataset_for_jdbc(url: str, dbtable: str | None, table: str | None = None) ->
     return DatasetRef(loc.namespace, loc.name(list(parts)), table)
 
 
+# -- Kafka -------------------------------------------------------------------------------------------
+#: Source/sink options that name Kafka topics and brokers (lower case, as ``CaseInsensitiveStringMap`` keys).
+KAFKA_OPTIONS = ("kafka.bootstrap.servers", "subscribe", "assign", "subscribepattern", "topic")
+
+
+def kafka_namespace(bootstrap_servers: str) -> str:
+    """``kafka://{bootstrap server host}:{port}`` of the first server listed (naming spec); a listener's security
+    protocol prefix (``SASL_SSL://``) is dropped, the host lower-cased, a missing port is Kafka's 9092."""
+    first = (bootstrap_servers or "").split(",")[0].strip()
+    first = re.sub(r"^[A-Za-z_]+://", "", first).rstrip("/")
+    host, sep, port = first.rpartition(":") if first.count(":") == 1 or first.startswith("[") else ("", "", "")
+    if not sep:
+        host, port = first, "9092"
+    return f"kafka://{host.lower()}:{port or '9092'}"
+
+
+def kafka_topics(options: dict[str, str]) -> list[str]:
+    """The topics a Kafka source reads or a sink writes: ``topic`` (sink), ``subscribe`` (comma list) or ``assign``
+    (JSON ``{"topic": [partitions]}``); empty for ``subscribePattern`` (the topics are not known from the plan)."""
+    import json
+
+    opts = {k.lower(): v for k, v in options.items()}
+    if opts.get("topic"):
+        return [opts["topic"].strip()]
+    if opts.get("subscribe"):
+        return [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
+    if opts.get("assign"):
+        try:
+            return [str(t) for t in json.loads(opts["assign"])]
+        except (ValueError, TypeError):
+            return []
+    return []
+
+
+def datasets_for_kafka(options: dict[str, str]) -> list[DatasetRef]:
+    """One dataset per topic (namespace :func:`kafka_namespace`, name = topic); empty without brokers or topics."""
+    opts = {k.lower(): v for k, v in options.items()}
+    servers = opts.get("kafka.bootstrap.servers")
+    if not servers:
+        return []
+    namespace = kafka_namespace(servers)
+    return list(dict.fromkeys(DatasetRef(namespace, topic) for topic in kafka_topics(opts)))
+
+
+def is_kafka(fmt: str | None, options: dict[str, str] | None) -> bool:
+    return "kafka" in (fmt or "").lower() or any(k.lower() == "kafka.bootstrap.servers" for k in options or {})
+
+
 def _sanitize_jdbc(url: str) -> str:
     uri = re.sub(r"^(?i:jdbc:)", "", url.strip())
     uri = re.sub(r"//[^/@]*@", "//", uri)

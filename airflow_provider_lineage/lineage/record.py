@@ -255,10 +255,11 @@ def collapse_nested(records: Iterable[CaptureRecord]) -> list[CaptureRecord]:
     and (for ``saveAsTable``) a ``SaveAsV1TableCommand`` wrapper. The inner record has the real
     write plan; the wrapper knows the table and the user's save mode. Keep the inner record, give it
     the wrapper's table identity and save mode, list the wrapper in ``wrappers``, drop the wrapper.
-    A wrapper without an inner write of its own output is kept. Idempotent.
+    A wrapper without an inner write of its own output is kept. The batch writes of a ``foreachBatch`` query
+    are folded into one record per query run and output first (:func:`fold_foreach_batch`). Idempotent.
     """
     kept: list[CaptureRecord] = []
-    for rec in records:
+    for rec in fold_foreach_batch(records):
         append_collapsed(kept, rec)
     return kept
 
@@ -300,3 +301,149 @@ def _norm_location(uri: str) -> str:
             uri = uri[len(prefix):]
             break
     return "/" + uri.strip("/") if uri.startswith("/") else uri.rstrip("/")
+
+
+# -- foreachBatch: the writes of one streaming query, folded into one record per output ----------------
+#: ``CaptureRecord.streaming["sink"]`` of a ``foreachBatch`` query's record (its micro-batch plan, no dataset).
+FOREACH_BATCH_SINK = "ForeachBatchSink"
+
+
+def fold_foreach_batch(records: Iterable[CaptureRecord]) -> list[CaptureRecord]:
+    """One record per ``foreachBatch`` query run and output, with the streaming source as its input.
+
+    The function of ``foreachBatch`` writes each micro-batch as a batch write over a ``LogicalRDD`` (the
+    batch's rows); the streaming capture hands over one more record per query run (``streaming.sink ==
+    "ForeachBatchSink"``): the first micro-batch's plan, whose output attributes are the ``LogicalRDD``'s
+    (their exprIds are the same in every batch of a run, and unique in the driver). Each batch write over such
+    a ``LogicalRDD`` gets the query's plan in place of the ``LogicalRDD`` (its column lineage then reaches the
+    streaming source's columns), the writes of one run to one output are kept once (the first, with the
+    query's ``streaming`` state), and the query's own record is dropped (it writes no dataset). Records of other
+    writes are returned unchanged, in order; the inputs are not modified. Idempotent.
+    """
+    items = list(records)
+    try:
+        return _fold(items)
+    except Exception:  # an unexpected record shape: the writes as captured (per micro-batch)
+        log.warning("could not fold the foreachBatch writes into their streaming queries", exc_info=True)
+        return items
+
+
+def _fold(items: list[CaptureRecord]) -> list[CaptureRecord]:
+    queries = {key: rec for rec in items if (key := _foreach_batch_key(rec)) is not None}
+    if not queries:
+        return items
+    out: list[CaptureRecord] = []
+    kept: dict[tuple[Any, ...], int] = {}
+    for rec in items:
+        if _foreach_batch_key(rec) is not None:
+            continue
+        query = _query_of(rec, queries)
+        if query is None:
+            out.append(rec)
+            continue
+        key = (query.streaming.get("run_id"), rec.command, _output_key(rec))
+        if key in kept:
+            _count_batch_write(out[kept[key]], rec)
+            continue
+        kept[key] = len(out)
+        out.append(_spliced(rec, query))
+    return out
+
+
+def _foreach_batch_key(rec: CaptureRecord) -> tuple[str, tuple[int, ...]] | None:
+    if rec.streaming.get("sink") != FOREACH_BATCH_SINK or not rec.streaming.get("output_ids"):
+        return None
+    return rec.app_id, tuple(int(i) for i in rec.streaming["output_ids"])
+
+
+def _query_of(rec: CaptureRecord, queries: dict[tuple[str, tuple[int, ...]], CaptureRecord]) -> CaptureRecord | None:
+    """The ``foreachBatch`` query whose micro-batch a ``LogicalRDD`` of ``rec`` is."""
+    for rel in rec.relations:
+        if rel.node_class == "LogicalRDD":
+            query = queries.get((rec.app_id, tuple(rel.expr_ids)))
+            if query is not None:
+                return query
+    return None
+
+
+def _output_key(rec: CaptureRecord) -> tuple[str | None, str | None]:
+    if rec.output is None:
+        return None, None
+    table = catalog_identifier(rec.output.table) if rec.output.table else None
+    return table, _norm_location(rec.output.location) if rec.output.location else None
+
+
+def _count_batch_write(first: CaptureRecord, rec: CaptureRecord) -> None:
+    first.streaming["batch_writes"] = int(first.streaming.get("batch_writes", 1)) + 1
+    if rec.status == "failure" and first.status != "failure":
+        first.status, first.error = rec.status, rec.error
+
+
+def _spliced(rec: CaptureRecord, query: CaptureRecord) -> CaptureRecord:
+    """``rec`` with the query's plan in place of the micro-batch's ``LogicalRDD`` and the query's relations."""
+    ids = [int(i) for i in query.streaming["output_ids"]]
+    streaming = {k: v for k, v in query.streaming.items() if k != "output_ids"}
+    streaming["batch_writes"] = 1
+    merged = replace(rec, streaming=streaming, udfs=[*rec.udfs, *query.udfs])
+    plans = _spliced_plans(rec.plans, query.plans, ids)
+    if plans is None:  # no plan to splice (an incomplete capture): the write is kept, its input stays the batch
+        return merged
+    merged.plans = plans
+    merged.relations = [r for r in rec.relations if not (r.node_class == "LogicalRDD" and r.expr_ids == ids)]
+    merged.relations += [r for r in query.relations if r not in merged.relations]
+    return merged
+
+
+def _spliced_plans(dag: dict[str, Any] | None, query_dag: dict[str, Any] | None,
+                   ids: list[int]) -> dict[str, Any] | None:
+    """The write's plan DAG with each ``LogicalRDD`` node of output ``ids`` replaced by the query's analyzed query
+    (the child of its streaming write root: its output attributes are the ``LogicalRDD``'s, where the optimizer
+    may have re-pointed some to the source's); ``None`` when either DAG is missing or has no such node."""
+    if not dag or not query_dag or dag.get("format") != query_dag.get("format"):
+        return None
+    nodes = list(dag.get("nodes") or [])
+    query_nodes = list(query_dag.get("nodes") or [])
+    roots = [r for r in reversed(query_dag.get("roots") or []) if isinstance(r, int) and 0 <= r < len(query_nodes)]
+    if not roots:
+        return None
+    children = query_nodes[roots[0]].get("$c") or []
+    if len(children) != 1:
+        return None
+    offset = len(nodes)
+    nodes += [_shifted(n, offset) for n in query_nodes]
+    replacement = nodes[offset + children[0]]
+    hits = [i for i in range(offset) if _is_batch_rdd(nodes, i, ids)]
+    if not hits:
+        return None
+    for i in hits:
+        nodes[i] = replacement
+    return {**dag, "nodes": nodes}
+
+
+def _is_batch_rdd(nodes: list[dict[str, Any]], index: int, ids: list[int]) -> bool:
+    node = nodes[index]
+    if not str(node.get("class", "")).endswith(".LogicalRDD"):
+        return False
+    found: list[int] = []
+    for attr in node.get("output") or []:
+        if isinstance(attr, dict) and isinstance(attr.get("$t"), int) and 0 <= attr["$t"] < len(nodes):
+            attr = nodes[attr["$t"]]
+        elif isinstance(attr, list) and attr and isinstance(attr[0], dict):
+            attr = attr[0]
+        expr_id = attr.get("exprId") if isinstance(attr, dict) else None
+        if not isinstance(expr_id, dict) or "id" not in expr_id:
+            return False
+        found.append(int(expr_id["id"]))
+    return found == ids
+
+
+def _shifted(value: Any, offset: int) -> Any:
+    """A DAG node (or field value) with every node id (``$c`` lists, ``{"$t": id}``) moved by ``offset``."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("$t"), int):
+            return {"$t": value["$t"] + offset}
+        return {k: ([c + offset for c in v] if k == "$c" and isinstance(v, list) else _shifted(v, offset))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shifted(v, offset) for v in value]
+    return value

@@ -14,8 +14,10 @@ from airflow_provider_lineage.lineage.naming import (
     DatasetRef,
     dataset_for_jdbc,
     dataset_for_location,
+    datasets_for_kafka,
     glue_symlink_namespace,
     hive_symlink_namespace,
+    is_kafka,
 )
 from airflow_provider_lineage.lineage.record import OutputInfo, RelationInfo
 
@@ -87,6 +89,10 @@ def relation_sources(rel: RelationInfo, env: Mapping[str, str] | None = None) ->
         if not dbtable and rel.format == "jdbc-catalog":
             dbtable = _jdbc_catalog_table(rel.table)
         return RelationSources([dataset_for_jdbc(url, dbtable)])
+    if is_kafka(rel.format, opts):  # a Kafka source: one dataset per topic (kafka://broker:port, topic)
+        found = datasets_for_kafka(opts)
+        return RelationSources(found, note=None if found else
+                               "Kafka source without bootstrap servers or with subscribePattern: topics unknown")
     if rel.locations:
         # several files or partition folders of one table are one dataset
         tns = opts.get("table_namespace") or table_namespace(rel.table, env, rel.format)
@@ -121,6 +127,9 @@ def dataset_for_output(out: OutputInfo | None, env: Mapping[str, str] | None = N
     if (out.format or "").lower() in ("jdbc", "jdbc-catalog") or ("url" in opts and ("dbtable" in opts or out.table)):
         dbtable = opts.get("dbtable") or (_jdbc_catalog_table(out.table) if out.format == "jdbc-catalog" else None)
         return dataset_for_jdbc(opts.get("url", "jdbc:unknown:"), dbtable)
+    if is_kafka(out.format, opts):  # a Kafka sink: its ``topic`` option (a per-row topic column: not named)
+        found = datasets_for_kafka(opts)
+        return found[0] if len(found) == 1 else None
     if out.location:
         tns = opts.get("table_namespace") or table_namespace(out.table, env, out.format)
         return dataset_for_location(out.location, table=out.table, default_fs=env.get("default_fs"), table_namespace=tns)

@@ -172,17 +172,48 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self._capture_problems.append(f"could not attach the capture listener to the SparkSession: {exc!r}")
             capture = None
+        streams = self._attach_streaming(spark, capture) if capture is not None else None
         try:
             return self._call(spark)
         finally:
             if capture is not None:
                 try:
                     capture.__exit__(None, None, None)
+                    self._finish_streaming(spark, streams)
                     self._capture_records = list(capture.records)
                     self._capture_problems += list(getattr(capture.listener, "errors", []) or [])
                 except Exception as exc:  # noqa: BLE001 - lineage never fails the task
                     self._capture_problems.append(f"could not finish the capture: {exc!r}")
             udfs.uninstall()
+
+    def _attach_streaming(self, spark: Any, capture: Any) -> Any:
+        """The SparkContext's Structured Streaming capture (one record per query, as the launcher's), its records
+        handed to ``capture`` like the session listener's; ``None`` when it could not attach."""
+        from airflow_provider_lineage.capture import streaming
+
+        try:
+            streams = streaming.install(spark, capture._on_record, capture.listener)
+            streams.other_sessions = False  # the task's session only; its streaming queries run on clones of it
+            return streams
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            self._capture_problems.append(f"could not attach the streaming capture; streaming writes are not "
+                                          f"captured: {exc!r}")
+            return None
+
+    def _finish_streaming(self, spark: Any, streams: Any) -> None:
+        """After the listener bus drained: queries still running are handed over as such; the capture detached."""
+        if streams is None:
+            return
+        try:
+            for record in streams.finish([spark._jsparkSession]):
+                if record.streaming.get("state") == "running":
+                    self.lineage_log.info("streaming query %s still running at the end of the task",
+                                          record.streaming.get("name") or record.streaming.get("query_id"))
+            self._capture_problems += list(streams.errors)
+        except Exception as exc:  # noqa: BLE001 - lineage never fails the task
+            self._capture_problems.append(f"could not hand over the running streaming queries: {exc!r}")
+        finally:
+            streams.unregister()
 
     def _run_connect(self, spark: Any, url: str, capture_dir: str | None) -> Any:
         from airflow_provider_lineage.operators.connect_run import ConnectRun

@@ -94,21 +94,44 @@ def test_v2_sink_memory(spark: Any, captured: Any, source: Any, tmp_path: Path) 
     assert _edges(rec)["w"] == {("src", "v")}
 
 
-def test_foreach_batch_leaves_its_writes_to_the_session_listener(spark: Any, captured: Any, source: Any,
-                                                                 tmp_path: Path) -> None:
-    _cap, records = captured
-    _src, stream = source
+def test_foreach_batch_is_one_record_per_query_with_lineage_from_the_source(spark: Any, tmp_path: Path) -> None:
+    """availableNow over two Parquet files, one per micro-batch: the function's two batch writes become one
+    record whose columns come from the source's columns (not from the micro-batch's LogicalRDD)."""
+    from pyspark.sql import functions as F
+
+    src = tmp_path / "src"
+    for part in range(2):
+        spark.range(part * 3, part * 3 + 3).withColumn("v", F.col("id") * 2).coalesce(1).write.mode("append") \
+            .parquet(str(src))
+    assert len(list(src.glob("*.parquet"))) == 2
+    stream = (spark.readStream.schema("id long, v long").option("maxFilesPerTrigger", 1).parquet(str(src))
+              .select((F.col("v") + 1).alias("w"), "id"))
     target = str(tmp_path / "fb")
 
-    def write(df: Any, _batch: int) -> None:
-        df.write.mode("append").parquet(target)
+    def write(df: Any, batch_id: int) -> None:  # reorders, derives and adds a literal: the plan above the batch
+        df.select("id", (F.col("w") * 10).alias("w10"), F.lit(batch_id).alias("batch")).write.mode("append") \
+            .parquet(target)
 
+    drain(spark)
     with CaptureSession(spark) as session:
-        query = (stream.writeStream.foreachBatch(write).option("checkpointLocation", str(tmp_path / "ck"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-    assert records == []  # no record of the sink itself
-    assert {r.output.location for r in session.records if r.output} == {f"file:{target}"}
+        cap = install(spark, session._on_record, session.listener)
+        cap.other_sessions = False
+        try:
+            query = (stream.writeStream.foreachBatch(write).option("checkpointLocation", str(tmp_path / "ck"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+        finally:
+            drain(spark)
+            cap.unregister()
+    assert len(session.records) == 3  # as captured: two batch writes and the query's own record
+    [rec] = collapse_nested(session.events)
+    assert rec.command == "InsertIntoHadoopFsRelationCommand" and rec.output is not None
+    assert rec.output.location == f"file:{target}" and rec.status == "success"
+    assert rec.streaming["sink"] == "ForeachBatchSink" and rec.streaming["state"] == "terminated"
+    assert rec.streaming["batches"] == 2 and rec.streaming["batch_writes"] == 2
+    assert [r.node_class for r in rec.relations] == ["LogicalRelation"]  # no LogicalRDD left
+    assert _edges(rec) == {"id": {("src", "id")}, "w10": {("src", "v")}, "batch": set()}
+    assert collapse_nested([rec]) == [rec]  # idempotent
 
 
 def test_query_left_running_is_reported_as_running(spark: Any, captured: Any, source: Any, tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ _EXAMPLES_SCOPE = "example-pipelines"
 DEPLOYMENT_GROUP = "deployment"
 XDIST_GROUP_MODULES = {
     "tests/deployment/test_concurrency.py": DEPLOYMENT_GROUP,
+    "tests/deployment/test_connect_dag.py": DEPLOYMENT_GROUP,
     "tests/deployment/test_deployment.py": DEPLOYMENT_GROUP,
     "tests/deployment/test_start_parsed.py": DEPLOYMENT_GROUP,
     "tests/plugins/test_estate_page.py": DEPLOYMENT_GROUP,

@@ -31,6 +31,10 @@ from airflow_provider_lineage.lineage.summary import summarize
 from airflow_provider_lineage.operators.spark_lineage import launcher_path
 from tests.capture.test_launcher import _submit_env
 
+# one spark-submit runs every scenario (~2 min of a worker): the slow tier; the engine's UDF rules are in the fast
+# tier in process (tests/lineage/test_udf_flow.py)
+pytestmark = pytest.mark.slow
+
 APPS = Path(__file__).parent / "apps"
 sys.path.insert(0, str(APPS))
 import udf_bodies as b

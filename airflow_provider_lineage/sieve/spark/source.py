@@ -12,9 +12,13 @@ Planning (Spark's Python planner worker, on the driver):
   input partition per file**. An index that cannot be opened or read (missing, damaged, another
   format) prunes nothing: every file is read, and the reason is logged.
 
-Reading (Spark's Python workers): each file is read with :mod:`pyarrow.dataset`: only the schema's
-columns, the pushed conditions applied to its rows (row groups skipped by their statistics), Arrow
-record batches cast to the schema's Arrow types, partition values added as columns.
+Reading (Spark's Python workers, one task per file): each file is read with :mod:`pyarrow.parquet`:
+only the schema's columns (and those of the pushed conditions), only the row groups whose min/max
+statistics can satisfy them (integer and date columns), the conditions applied to the rows read
+(:func:`.filters.mask`), Arrow record batches cast to the schema's Arrow types, partition values added
+as columns. A reader worker imports this module, pyarrow and :mod:`.filters` only (the index and
+listing code stays in the planner), and drops the zip importers Spark's next task would re-read
+(:func:`drop_zip_finders`): a task costs Spark's scheduling and the file's read, little else.
 """
 from __future__ import annotations
 
@@ -292,7 +296,13 @@ class SieveReader(DataSourceReader):
         drop_zip_finders()
         if partition is None:  # Spark's one empty partition when no file can match
             return iter(())
-        return self._read_file(partition)
+        return self._read_and_drop(partition)
+
+    def _read_and_drop(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from self._read_file(partition)
+        finally:  # the first read of a worker imports modules, and imports make zip importers again
+            drop_zip_finders()
 
     def _read_file(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
         """The file's rows that satisfy the pushed conditions, as record batches of the schema: only the

@@ -50,10 +50,11 @@ BATCH_ROWS = 32_768
 # Partition column types whose values a pushed condition is checked against on the driver (the
 # comparison is Python's, which is Spark's for these types; DOUBLE NaN and time zones are not).
 _PARTITION_PUSH = (IntegerType, LongType, DecimalType, DateType, StringType)
-# At or above this share of the table's files the native Parquet reader is faster: each candidate
-# file is a Spark task with a Python worker round trip, where Spark's reader packs many files into one
-# task (benchmarks/sieve/SPARK_SOURCE.md: the native reader won every query there, 1 to 40 of 40
-# small files); :func:`..spark.load` switches to it, and the planner warns for such scans.
+# At or above this share of the table's files the native Parquet reader is taken to be faster: each
+# candidate file is a Spark task with a Python worker round trip, where Spark's reader packs many
+# files into one task but opens every file's footer, so the break-even is a share of the files (a few
+# per cent for small local files, more for large or remote ones: docs/sieve.md, "Where the native
+# reader wins"); :func:`..spark.load` switches to it, and the planner warns for such scans.
 NATIVE_SHARE = 0.1
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,8 @@ def sorted_copy(src: Path, dst: Path, n_files: int) -> None:
 
 def session(master: str) -> Any:
     from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers need this venv's pyarrow
 
     spark = (SparkSession.builder.master(master).appName("sieve-spark-source")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

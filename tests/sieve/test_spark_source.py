@@ -342,3 +342,39 @@ def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
             sc.environment.clear()
             sc.environment.update(saved)
             sieve_spark.register(spark)
+
+
+# ---- the reader worker's path: light imports, cheap task start -----------------------------------------
+_WORKER = """
+import pickle, sys, zipimport
+reader, partition = pickle.loads(sys.stdin.buffer.read())
+rows = sum(b.num_rows for b in reader.read(partition))
+heavy = [m for m in ("pyarrow.dataset", "airflow_provider_lineage.sieve.query", "airflow_provider_lineage.sieve.hashed",
+                     "airflow_provider_lineage.sieve.table") if m in sys.modules]
+zips = [k for k, v in sys.path_importer_cache.items() if isinstance(v, zipimport.zipimporter)]
+print(rows, heavy, len(zips) if sys.version_info < (3, 13) else 0)
+"""
+
+
+def test_reader_worker_imports_no_planner_modules_and_keeps_no_zip_importers(part_table, tmp_path) -> None:
+    """What Spark's reader worker does with a task: unpickle the reader and its partition and read. It
+    must not import the planner's modules (the index, the listing) or pyarrow.dataset, and must leave no
+    zip importer for the next task's importlib.invalidate_caches() to re-read (Python < 3.13)."""
+    import pickle
+    import subprocess
+    import sys
+    import zipfile
+
+    reader = _reader(part_table)
+    reader.pushFilters([D.EqualTo(("k",), 2)])
+    part = next(p for p in reader.partitions() if p.path.endswith("a.parquet"))
+    archive = tmp_path / "lib.zip"  # a package imported from a zip, as Spark's workers import pyspark
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped_pkg/__init__.py", "")
+        z.writestr("zipped_pkg/sub/__init__.py", "")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(archive), os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    code = "import zipped_pkg.sub\n" + _WORKER
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps((reader, part)), env=env,
+                         capture_output=True, check=True).stdout.decode().split(None, 1)
+    assert out[0] == "1"  # the one row with k = 2 in a.parquet
+    assert out[1].strip() == "[] 0"

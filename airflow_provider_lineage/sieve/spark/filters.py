@@ -151,3 +151,70 @@ def matches_value(cond: Cond, value: Any) -> bool:
         return False
     v = cond.value
     return {"eq": value == v, "gt": value > v, "ge": value >= v, "lt": value < v, "le": value <= v}[cond.op]
+
+
+def mask(cond: Cond, column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """:func:`expression` evaluated on one column's values (true: the row is kept; false or NULL: it is
+    dropped), with :mod:`pyarrow.compute` kernels only: no :mod:`pyarrow.dataset` (nor the pandas it
+    imports) in Spark's reader workers."""
+    at = column.type
+    if pa.types.is_dictionary(at):
+        column = column.dictionary_decode() if isinstance(column, pa.Array) else pc.cast(column, at.value_type)
+        at = at.value_type
+    if cond.op == "is_null":
+        return pc.is_null(column)
+    if cond.op == "in":
+        values = [v for v in cond.value if v is not None]
+        if not values:
+            return pa.array([False] * len(column), pa.bool_())
+        return pc.is_in(column, value_set=pa.array(
+            [_scalar(v, at).as_py() if pa.types.is_timestamp(at) else v for v in values], type=at))
+    if cond.op == "starts_with":
+        return pc.starts_with(column, cond.value)
+    if cond.value is None:
+        return pa.array([False] * len(column), pa.bool_())
+    s = _scalar(cond.value, at)
+    return {"eq": pc.equal, "gt": pc.greater, "ge": pc.greater_equal, "lt": pc.less,
+            "le": pc.less_equal}[cond.op](column, s)
+
+
+def _stats_type(at: pa.DataType) -> bool:
+    # Types whose Parquet min/max order is Spark's order: integers and dates. Not floats (Spark sorts
+    # NaN above every value, statistics leave NaN out), strings, decimals or timestamps (writers and
+    # time zones differ): their row groups are all read and filtered row by row.
+    return pa.types.is_integer(at) or pa.types.is_date(at)
+
+
+def row_group_may_match(conds: list[Cond], metadata: Any, names: dict[str, int], types: dict[str, pa.DataType]) -> bool:
+    """False only when a row group's Parquet statistics prove that no row satisfies all ``conds``
+    (``metadata``: :class:`pyarrow.parquet.RowGroupMetaData`; ``names``: column name -> its leaf
+    index; ``types``: column name -> Arrow type). Missing statistics, or a type not in
+    :func:`_stats_type`, keep the row group."""
+    for c in conds:
+        i = names.get(c.column)
+        if i is None or not _stats_type(types[c.column]):
+            continue
+        stats = metadata.column(i).statistics
+        if stats is None:
+            continue
+        if c.op == "is_null":
+            if stats.has_null_count and stats.null_count == 0:
+                return False
+            continue
+        if stats.has_null_count and stats.null_count == metadata.num_rows:
+            return False  # only NULLs: no comparison is true
+        if not stats.has_min_max:
+            continue
+        lo, hi = stats.min, stats.max
+        try:
+            if c.op == "in":
+                values = [v for v in c.value if v is not None]
+                if not any(lo <= v <= hi for v in values):
+                    return False
+            elif c.op in ("eq", "gt", "ge", "lt", "le") and c.value is not None:
+                v = c.value
+                if not {"eq": lo <= v <= hi, "gt": hi > v, "ge": hi >= v, "lt": lo < v, "le": lo <= v}[c.op]:
+                    return False
+        except TypeError:  # a value of another type (e.g. a datetime against dates): keep the group
+            continue
+    return True

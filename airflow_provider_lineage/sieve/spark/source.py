@@ -12,9 +12,13 @@ Planning (Spark's Python planner worker, on the driver):
   input partition per file**. An index that cannot be opened or read (missing, damaged, another
   format) prunes nothing: every file is read, and the reason is logged.
 
-Reading (Spark's Python workers): each file is read with :mod:`pyarrow.dataset`: only the schema's
-columns, the pushed conditions applied to its rows (row groups skipped by their statistics), Arrow
-record batches cast to the schema's Arrow types, partition values added as columns.
+Reading (Spark's Python workers, one task per file): each file is read with :mod:`pyarrow.parquet`:
+only the schema's columns (and those of the pushed conditions), only the row groups whose min/max
+statistics can satisfy them (integer and date columns), the conditions applied to the rows read
+(:func:`.filters.mask`), Arrow record batches cast to the schema's Arrow types, partition values added
+as columns. A reader worker imports this module, pyarrow and :mod:`.filters` only (the index and
+listing code stays in the planner), and drops the zip importers Spark's next task would re-read
+(:func:`drop_zip_finders`): a task costs Spark's scheduling and the file's read, little else.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import json
 import logging
 import os
 import posixpath
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,10 +36,11 @@ from pyspark.sql.types import DateType, DecimalType, IntegerType, LongType, Stri
 
 from ..errors import IndexUnavailable, SieveError
 from ..fs import is_local, normalize, options_from_env, relative, resolve, storage_options
-from ..query import check_freshness, open_index
-from ..table import list_table_files, partition_values, resolve_table, root_exists
 from . import filters as F
-from .schema import data_schema, partition_types, partition_value
+
+# The planning modules (..query, ..table, .schema: the index, numpy, the listing) are imported where
+# the planner uses them: a reader worker unpickles SieveReader, so it imports this module, and needs
+# only pyarrow, ..fs and .filters to read a file.
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +50,11 @@ BATCH_ROWS = 32_768
 # Partition column types whose values a pushed condition is checked against on the driver (the
 # comparison is Python's, which is Spark's for these types; DOUBLE NaN and time zones are not).
 _PARTITION_PUSH = (IntegerType, LongType, DecimalType, DateType, StringType)
-# At or above this share of the table's files the native Parquet reader is faster: each candidate
-# file is a Spark task with a Python worker round trip, where Spark's reader packs many files into one
-# task (benchmarks/sieve/SPARK_SOURCE.md: the native reader won every query there, 1 to 40 of 40
-# small files); :func:`..spark.load` switches to it, and the planner warns for such scans.
+# At or above this share of the table's files the native Parquet reader is taken to be faster: each
+# candidate file is a Spark task with a Python worker round trip, where Spark's reader packs many
+# files into one task but opens every file's footer, so the break-even is a share of the files (a few
+# per cent for small local files, more for large or remote ones: docs/sieve.md, "Where the native
+# reader wins"); :func:`..spark.load` switches to it, and the planner warns for such scans.
 NATIVE_SHARE = 0.1
 
 
@@ -72,6 +79,8 @@ def table_root(options: dict[str, str]) -> str:
                          '.option("path", "s3://bucket/sales")')
     if "," in path and not os.path.exists(path):
         raise SieveError(f"one table per read: load() got {path!r}")
+    from ..table import resolve_table
+
     return resolve_table(path).root
 
 
@@ -131,9 +140,14 @@ class SieveDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
+        from ..query import check_freshness
+
         check_freshness(_options(options).get("freshness", "stat"))
 
     def schema(self) -> StructType:
+        from ..table import list_table_files, root_exists
+        from .schema import data_schema, partition_types
+
         with storage_options(options_from_env()):
             root = table_root(self.options)
             if root_exists(root) is not True:
@@ -156,6 +170,7 @@ class SieveDataSource(DataSource):
                 raise SieveError(f"option columns names {', '.join(missing)}, which {root} does not have; its "
                                  f"columns are {', '.join(by_name)}")
             all_fields = [by_name[c] for c in wanted]
+        drop_zip_finders()  # this planner worker's next call starts cheaper
         return StructType(all_fields)
 
     def reader(self, schema: StructType) -> SieveReader:
@@ -166,6 +181,10 @@ class SieveReader(DataSourceReader):
     """Plans the files to read from the pushed filters and reads each one with pyarrow."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        from ..query import check_freshness
+        from ..table import list_table_files
+        from .schema import partition_types
+
         opts = _options(options)
         self.options = dict(options)
         self.root = table_root(options)
@@ -206,6 +225,8 @@ class SieveReader(DataSourceReader):
 
     def _candidates(self) -> tuple[set[str] | None, int]:
         """Paths the indexes allow (None: every file), and the number of index answers used."""
+        from ..query import open_index
+
         by_col: dict[str, list[F.Cond]] = {}
         for c in self.conds:
             if c.column in self.indexes and c.column in self.data_cols:
@@ -232,6 +253,9 @@ class SieveReader(DataSourceReader):
         return allowed, used
 
     def partitions(self) -> list[FilePartition]:
+        from ..table import partition_values
+        from .schema import partition_value
+
         with storage_options(options_from_env()):
             allowed, _ = self._candidates()
         listing = {f.path: f.partition for f in self._listing}
@@ -260,6 +284,7 @@ class SieveReader(DataSourceReader):
                         self.root, len(out), total)
         else:
             log.info("Sieve: %s: reading %d of %d files", self.root, len(out), total)
+        drop_zip_finders()
         return out
 
     def __getstate__(self) -> dict[str, Any]:
@@ -269,49 +294,132 @@ class SieveReader(DataSourceReader):
 
     # ---- reading -----------------------------------------------------------------------------------
     def read(self, partition: FilePartition | None) -> Iterator[pa.RecordBatch]:
+        drop_zip_finders()
         if partition is None:  # Spark's one empty partition when no file can match
             return iter(())
-        return self._read_file(partition)
+        return self._read_and_drop(partition)
+
+    def _read_and_drop(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from self._read_file(partition)
+        finally:  # the first read of a worker imports modules, and imports make zip importers again
+            drop_zip_finders()
 
     def _read_file(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow.dataset as ds
-        from pyspark.sql.pandas.types import to_arrow_schema
+        """The file's rows that satisfy the pushed conditions, as record batches of the schema: only the
+        needed columns, only the row groups whose statistics can match (:func:`.filters.row_group_may_match`),
+        the conditions applied to the rows read (:func:`.filters.mask`)."""
+        import pyarrow.parquet as pq
 
-        schema = StructType.fromJson(json.loads(self.schema_json))
-        target = to_arrow_schema(schema)
+        target = _arrow_schema(self.schema_json)
         parts = {n: v for (n, _), v in zip(self.partition_cols, partition.values)}
         with storage_options(options_from_env()):
             filesystem, inner = resolve(partition.path)
-            fragment = ds.ParquetFileFormat().make_fragment(inner, filesystem=filesystem)
-            physical = fragment.physical_schema
-            expr = None
-            for c in self.conds:
-                if c.column in parts:
-                    continue  # checked on the partition's values when planning
-                if c.column not in physical.names:  # schema evolution: the file holds NULLs only
-                    if c.op != "is_null":
-                        return
-                    continue
-                e = F.expression(c, physical.field(c.column).type)
-                expr = e if expr is None else expr & e
-            columns = [c for c in self.data_cols if c in physical.names]
-            for batch in fragment.to_batches(columns=columns, filter=expr, batch_size=BATCH_ROWS):
-                if batch.num_rows:
-                    yield _conform(batch, target, parts)
+            with filesystem.open_input_file(inner) as handle:
+                pf = pq.ParquetFile(handle)
+                physical = pf.schema_arrow
+                types = {f.name: f.type for f in physical}
+                conds = []
+                for c in self.conds:
+                    if c.column in parts:
+                        continue  # checked on the partition's values when planning
+                    if c.column not in types:  # schema evolution: the file holds NULLs only
+                        if c.op != "is_null":
+                            return
+                        continue
+                    conds.append(c)
+                meta = pf.metadata
+                leaves = _leaf_index(physical)
+                groups = [i for i in range(meta.num_row_groups)
+                          if F.row_group_may_match(conds, meta.row_group(i), leaves, types)]
+                if not groups:
+                    return
+                wanted = set(self.data_cols) | {c.column for c in conds}
+                columns = [n for n in physical.names if n in wanted]
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=columns,
+                                             use_threads=False):
+                    if conds:
+                        keep = None
+                        for c in conds:
+                            m = F.mask(c, batch.column(batch.schema.get_field_index(c.column)))
+                            keep = m if keep is None else pc_and(keep, m)
+                        batch = batch.filter(keep, null_selection_behavior="drop")
+                    if batch.num_rows:
+                        yield _conform(batch, target, parts)
+
+
+def pc_and(a: Any, b: Any) -> Any:
+    """Kleene AND of two row masks (NULL and false both drop the row)."""
+    import pyarrow.compute as pc
+
+    return pc.and_kleene(a, b)
+
+
+def drop_zip_finders() -> None:
+    """Forget the cached zip importers of this process (Spark's Python workers and planner workers).
+
+    Spark's Python worker calls ``importlib.invalidate_caches()`` at the start of **every task**
+    (``pyspark.worker_util.setup_spark_files``). On Python 3.10-3.12 every ``zipimporter`` in
+    ``sys.path_importer_cache`` then re-reads its whole archive (CPython gh-103200, lazy from 3.13
+    on), and a worker that imported pyspark from Spark's ``pyspark.zip`` holds one per pyspark
+    package it imported (about 15): 70-100 ms of every task here, several times the read of a small
+    file. The entries are a cache: an import that needs one later makes a new importer from the
+    archive's cached directory, so dropping them changes no import, only the cost of the next task's
+    invalidation.
+    """
+    if sys.version_info >= (3, 13):
+        return
+    import zipimport
+
+    cache = sys.path_importer_cache
+    for key in [k for k, v in cache.items() if isinstance(v, zipimport.zipimporter)]:
+        cache.pop(key, None)
+
+
+_ARROW_SCHEMAS: dict[str, pa.Schema] = {}
+
+
+def _arrow_schema(schema_json: str) -> pa.Schema:
+    """The Arrow schema of a Spark schema (JSON), once per worker process."""
+    out = _ARROW_SCHEMAS.get(schema_json)
+    if out is None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        out = _ARROW_SCHEMAS[schema_json] = to_arrow_schema(StructType.fromJson(json.loads(schema_json)))
+    return out
+
+
+def _leaves(at: pa.DataType) -> int:
+    if pa.types.is_struct(at):
+        return sum(_leaves(at.field(i).type) for i in range(at.num_fields))
+    if pa.types.is_map(at):
+        return _leaves(at.key_type) + _leaves(at.item_type)
+    if pa.types.is_list(at) or pa.types.is_large_list(at) or pa.types.is_fixed_size_list(at):
+        return _leaves(at.value_type)
+    return 1
+
+
+def _leaf_index(schema: pa.Schema) -> dict[str, int]:
+    """Top-level primitive column -> its Parquet leaf column index (row-group statistics)."""
+    out: dict[str, int] = {}
+    i = 0
+    for f in schema:
+        n = _leaves(f.type)
+        if n == 1 and not pa.types.is_nested(f.type):
+            out.setdefault(f.name, i)
+        i += n
+    return out
 
 
 def _conform(batch: pa.RecordBatch, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
     """The batch with the schema's columns, in its order and Arrow types (partition values and
     columns a file lacks filled in)."""
-    import numpy as np
-
     n = batch.num_rows
     arrays = []
     names = batch.schema.names
     for f in target:
         if f.name in parts:
-            one = pa.array([parts[f.name]], type=f.type)
-            arrays.append(one.take(pa.array(np.zeros(n, np.int32))))
+            arrays.append(pa.repeat(pa.scalar(parts[f.name], type=f.type), n))
         elif f.name in names:
             col = batch.column(names.index(f.name))
             if pa.types.is_dictionary(col.type):

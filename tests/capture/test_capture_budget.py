@@ -93,6 +93,7 @@ def test_budget_configuration_round_trips():
             LauncherConfig.resolve({f"spark.airflow_lineage.{key}": raw}.get, {})
 
 
+@pytest.mark.slow  # spark-submit end to end: the slow tier (issue 40)
 def test_drain_timeout_bounds_the_driver_whatever_the_capture_does(tmp_path):
     """The analysis of every write sleeps far longer than the drain timeout: the application still
     exits with its own code right after its last line, its output is complete, and the writes are

@@ -64,7 +64,7 @@ class LineageEnv:
 
 
 @pytest.fixture(scope="session")
-def _lineage_env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineageEnv]:
+def env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineageEnv]:
     base = tmp_path_factory.mktemp("lineage")
     (base / "exists").mkdir()
     orders, customers = str(base / "orders"), str(base / "customers")
@@ -79,14 +79,15 @@ def _lineage_env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield LineageEnv(spark, base, session, orders, customers, itertools.count())
 
 
-@pytest.fixture
-def env(_lineage_env: LineageEnv) -> LineageEnv:
-    """The session's ``LineageEnv``, with the ``orders`` and ``customers`` temp views (re)registered.
+@pytest.fixture(autouse=True)
+def _lineage_views(request: pytest.FixtureRequest) -> None:
+    """Before each test that uses ``env``: its ``orders`` and ``customers`` temp views, (re)registered.
 
     Temp views live in the shared Spark session: another module on the same worker (the lineage
     benchmark's smoke test registers its own ``customers``) may have replaced them since.
     """
-    spark = _lineage_env.spark
-    spark.read.parquet(_lineage_env.orders).createOrReplaceTempView("orders")
-    spark.read.parquet(_lineage_env.customers).createOrReplaceTempView("customers")
-    return _lineage_env
+    if "env" not in request.fixturenames:
+        return
+    lin: LineageEnv = request.getfixturevalue("env")
+    lin.spark.read.parquet(lin.orders).createOrReplaceTempView("orders")
+    lin.spark.read.parquet(lin.customers).createOrReplaceTempView("customers")

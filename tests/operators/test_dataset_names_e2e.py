@@ -49,6 +49,7 @@ def _sources(event: dict) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
+@pytest.mark.slow  # spark-submit end to end: the slow tier (issue 40)
 def test_every_reader_names_the_dataset_as_its_writer_and_two_runs_agree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

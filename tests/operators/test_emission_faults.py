@@ -35,6 +35,7 @@ def failing_marquez():
     server.close()
 
 
+@pytest.mark.slow  # spark-submit end to end: the slow tier (issue 40)
 def test_client_mode_task_succeeds_and_logs_the_failure_once(
     tmp_path: Path, hanging_marquez: FakeMarquez, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -61,6 +62,7 @@ def test_client_mode_task_succeeds_and_logs_the_failure_once(
     assert "events written to" not in log.out + log.err
 
 
+@pytest.mark.slow  # spark-submit end to end: the slow tier (issue 40)
 def test_cluster_mode_driver_emission_to_a_failing_endpoint(tmp_path: Path, failing_marquez: FakeMarquez) -> None:
     """The launcher as the operator submits it in cluster deploy mode (the driver emits), run locally."""
     out = tmp_path / "out"

@@ -84,6 +84,7 @@ class TestSparkSqlLineageOperator:
             "INSERT INTO t VALUES ('it\\'s;')",
         ]
 
+    @pytest.mark.slow  # spark-submit end to end: the slow tier (issue 40)
     def test_failing_statement_fails_the_task_after_the_earlier_writes(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

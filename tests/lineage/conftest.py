@@ -88,6 +88,8 @@ def _lineage_views(request: pytest.FixtureRequest) -> None:
     """
     if "env" not in request.fixturenames:
         return
-    lin: LineageEnv = request.getfixturevalue("env")
+    lin = request.getfixturevalue("env")
+    if not isinstance(lin, LineageEnv):  # a test's own parameter named env
+        return
     lin.spark.read.parquet(lin.orders).createOrReplaceTempView("orders")
     lin.spark.read.parquet(lin.customers).createOrReplaceTempView("customers")

@@ -45,17 +45,24 @@ if __package__ in (None, ""):
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_provider_lineage.capture.config import PREFIX, STATUS_FILE, STATUS_FORMAT_VERSION, LauncherConfig
-from airflow_provider_lineage.capture.sink import RecordSink, atomic_write_text
-from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT
-from airflow_provider_lineage.lineage.record import CaptureRecord
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from airflow_provider_lineage.capture.config import LauncherConfig
+    from airflow_provider_lineage.capture.sink import RecordSink
+    from airflow_provider_lineage.lineage.record import CaptureRecord
+
+#: The capture's modules: imported on the thread :meth:`CaptureRuntime.prepare_callbacks` starts with the JVM
+#: gateway (while the JVM makes its SparkContext), not before the application starts (the critical path).
+CAPTURE_MODULES = ("airflow_provider_lineage.capture.config", "airflow_provider_lineage.capture.sink",
+                   "airflow_provider_lineage.lineage.record", "airflow_provider_lineage.capture.listener",
+                   "airflow_provider_lineage.capture.streaming")
 
 log = logging.getLogger("airflow_provider_lineage.capture.launcher")
 
 USAGE = "usage: launcher.py APPLICATION.py [APPLICATION ARGS ...]"
+#: How long attaching waits for the callbacks prepared with the gateway (then it starts them itself).
+CALLBACKS_WAIT_S = 30.0
 
 
 def _setup_logging() -> None:
@@ -104,6 +111,8 @@ class CaptureRuntime:
         self.udfs = UdfRegistry()
         #: the SparkContext's streaming-query capture (:mod:`.streaming`); ``False`` when it failed to attach
         self.streaming: Any = None
+        #: the thread preparing py4j's callbacks as soon as the gateway exists (:meth:`prepare_callbacks`)
+        self._callbacks: threading.Thread | None = None
 
     # -- problems -------------------------------------------------------------------------------
     def problem(self, message: str, exc: BaseException | None = None) -> None:
@@ -145,6 +154,14 @@ class CaptureRuntime:
             runtime.finish_streaming()
             orig_context_stop(self)
 
+        orig_ensure = SparkContext.__dict__["_ensure_initialized"]
+
+        def _ensure_initialized(cls: type[SparkContext], *args: Any, **kwargs: Any) -> None:
+            orig_ensure.__func__(cls, *args, **kwargs)
+            runtime.prepare_callbacks(cls._gateway)
+
+        SparkContext._ensure_initialized = classmethod(_ensure_initialized)  # type: ignore[assignment,method-assign]
+        self._patched.append((SparkContext, "_ensure_initialized", orig_ensure))
         for owner, name, new in (
             (SparkSession, "__init__", __init__),
             (SparkSession, "stop", session_stop),
@@ -158,6 +175,31 @@ class CaptureRuntime:
             self.udfs.install()
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not hook Python UDF creation; UDFs stay black boxes", exc)
+
+    def prepare_callbacks(self, gateway: Any) -> None:
+        """As soon as pyspark has its JVM gateway (before the JVM's SparkContext is made): start py4j's callback
+        server and have the JVM make its proxy class for the listener, on a thread of their own, so that
+        attaching the listener when the session appears (on the job's critical path) finds them ready."""
+        if gateway is None or self._callbacks is not None:
+            return
+
+        def run() -> None:
+            try:
+                import importlib
+
+                from pyspark.java_gateway import ensure_callback_server_started
+
+                for module in CAPTURE_MODULES:
+                    importlib.import_module(module)
+                from airflow_provider_lineage.capture.listener import warm_listener_proxy
+
+                ensure_callback_server_started(gateway)
+                warm_listener_proxy(gateway)
+            except Exception:
+                log.debug("preparing py4j callbacks early failed", exc_info=True)
+
+        self._callbacks = threading.Thread(target=run, name="apl-capture-callbacks", daemon=True)
+        self._callbacks.start()
 
     def unpatch(self) -> None:
         for owner, name, orig in reversed(self._patched):
@@ -205,6 +247,8 @@ class CaptureRuntime:
                     return
                 from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
 
+                if self._callbacks is not None:  # started with the gateway: never two callback servers
+                    self._callbacks.join(CALLBACKS_WAIT_S)
                 jvm = spark.sparkContext._jvm
                 present = py4j_listener_ids(jvm, jsession)
                 if present & self._listener_ids:
@@ -288,6 +332,9 @@ class CaptureRuntime:
         # and getAll() reads each back with two py4j round trips: on the critical path, as this is)
         jconf = spark.sparkContext._jsc.sc().conf()
         settings = {}
+        from airflow_provider_lineage.capture.config import PREFIX, LauncherConfig
+        from airflow_provider_lineage.capture.sink import RecordSink
+
         for prefix in (PREFIX, "spark.openlineage.", "spark.hadoop.fs.s3a."):
             settings.update((prefix + t._1(), t._2()) for t in jconf.getAllWithPrefix(prefix))
         spark_ol = {k: v for k, v in settings.items() if k.startswith("spark.openlineage.")}
@@ -412,6 +459,9 @@ class CaptureRuntime:
         self.write_status(error, exit_code)
 
     def write_status(self, error: BaseException | None, exit_code: int | None) -> None:
+        from airflow_provider_lineage.capture.config import STATUS_FILE, STATUS_FORMAT_VERSION
+        from airflow_provider_lineage.capture.sink import atomic_write_text
+
         if self.sink is None:
             return
         status = {
@@ -441,6 +491,8 @@ class CaptureRuntime:
 
     # -- emission (cluster deploy mode) ---------------------------------------------------------
     def _job(self) -> tuple[str, str]:
+        from airflow_provider_lineage.capture.config import LauncherConfig
+
         cfg = self.config or LauncherConfig()
         namespace = cfg.job_namespace or self.environ.get("OPENLINEAGE_NAMESPACE") or "default"
         name = cfg.job_name or self.app_name or "spark_application"
@@ -453,7 +505,7 @@ class CaptureRuntime:
         return self._ol_client
 
     def _new_client(self) -> Any:
-        from airflow_provider_lineage.capture.config import transport_from_spark_properties
+        from airflow_provider_lineage.capture.config import LauncherConfig, transport_from_spark_properties
         from airflow_provider_lineage.lineage import transport
 
         cfg = self.config or LauncherConfig()
@@ -497,6 +549,8 @@ class CaptureRuntime:
             if self.run_id is None:  # no session was ever created: nothing ran on Spark
                 return
             result = events.analyze(self.records, [events.Problem(p) for p in self.problems])
+            from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT
+
             inputs, outputs = events.datasets(result, indirect=self.config.indirect if self.config else DEFAULT_INDIRECT)
             namespace, name = self._job()
             failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))

@@ -738,6 +738,21 @@ def _is_py4j_proxy(listener: Any) -> bool:
     return "$Proxy" in str(listener.getClass().getName())
 
 
+#: The Java interfaces the capture implements in Python (the session listener, the SparkContext's streaming one).
+LISTENER_INTERFACES = ("org.apache.spark.sql.util.QueryExecutionListener",
+                       "org.apache.spark.scheduler.SparkListenerInterface")
+
+
+def warm_listener_proxy(gateway: Any, interfaces: tuple[str, ...] = LISTENER_INTERFACES) -> None:
+    """Have the JVM make (and cache) its proxy classes for Python objects of ``interfaces`` now, off the job's
+    critical path: the first registration of each listener otherwise makes them. Nothing made here is kept
+    (the objects are never registered or called)."""
+    objects = gateway.jvm.java.util.Objects
+    for name in interfaces:
+        java = type("Java", (), {"implements": [name]})
+        objects.isNull(type("_Shape", (), {"Java": java})())  # the argument crosses as a JVM proxy, then is dropped
+
+
 def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
             asynchronous: bool = True) -> WriteCaptureListener:
     """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server).

@@ -5,8 +5,10 @@ where each step uses the previous column twice, which the optimizer collapses in
 written once per path, so the text doubles with every step, and the json4s tree plus the string live in
 the driver's heap at once. Instead ``PlanWalker`` (Java source in :mod:`.plan_walker_source`, compiled
 in the driver JVM with Janino, which Spark ships for its code generation) walks the plans inside the JVM,
-memoised by object identity, and returns a compact DAG: one entry per distinct node (plan node or
-expression) with its own fields in ``toJSON()``'s shapes and nested trees as ``{"$t": id}`` references.
+memoised by object identity (and attributes by value: each ``Project`` of a wide chain holds its own
+copies of the same ``AttributeReference``), and returns a compact DAG: one entry per distinct node (plan
+node or expression) with its own fields in ``toJSON()``'s shapes and nested trees (``CaseWhen``'s branch
+pairs too) as ``{"$t": id}`` references.
 One py4j round trip per root plus one for the walk; every JVM reference taken is detached.
 
 The engine reads that DAG (:func:`airflow_provider_lineage.lineage.plan.load_dag`) exactly as it reads

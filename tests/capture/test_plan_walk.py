@@ -76,6 +76,32 @@ def test_dag_reads_like_spark_tojson(spark, source):
             assert _expand(root) == json.loads(plan.toJSON())
 
 
+def test_wide_deep_projects_share_their_attributes(spark, source):
+    """Every ``Project`` of a ``withColumn`` chain holds its own copies of the same attributes: the walk writes
+    each distinct attribute once (value-equal copies share a node), and ``CaseWhen`` branches refer to their
+    trees instead of repeating them, so the extract grows with the plan's nodes, not width x depth copies."""
+    df = spark.read.parquet(source).selectExpr("id", "k", "s", *[f"id + {i} AS c{i}" for i in range(30)])
+    prev = "c0"
+    for step in range(1, 21):
+        p = F.col(prev)
+        df = df.withColumn(f"d{step}", F.when(p > 0, p - 1).otherwise(p + 1))
+        prev = f"d{step}"
+    qe = df._jdf.queryExecution()
+    plans = [qe.optimizedPlan(), qe.analyzed()]
+    ex = plan_walk.extract(spark.sparkContext._gateway, plans)
+    assert ex.stopped is None and ex.dag is not None
+    attrs = [n for n in ex.dag["nodes"] if n["class"].endswith(".AttributeReference")]
+    distinct = {json.dumps({k: v for k, v in n.items() if k != "$c"}, sort_keys=True) for n in attrs}
+    assert len(attrs) == len(distinct)
+    projects = [n for n in ex.dag["nodes"] if n["class"].endswith(".Project")]
+    listed = sum(len(n["projectList"]) for n in projects)
+    assert len(attrs) < listed / 10  # copies shared: far fewer attribute nodes than attribute uses
+    cases = [n for n in ex.dag["nodes"] if n["class"].endswith(".CaseWhen")]
+    assert cases and all(set(b["_1"]) == {"$t"} and set(b["_2"]) == {"$t"} for n in cases for b in n["branches"])
+    for root, plan in zip(load_dag(ex.dag), plans):  # still Spark's toJSON() once expanded
+        assert _expand(root) == json.loads(plan.toJSON())
+
+
 def _chain(spark, source: str, steps: int) -> tuple[Any, Any]:
     """``Project([If(e > 0, e, 0) ... AS out], relation)`` with each level using the previous one twice (JVM objects)."""
     jvm = spark._jvm

@@ -829,26 +829,24 @@ class AirflowDeployment:
         return sorted(d["dag_id"] for d in dags if self._relative(d.get("fileloc") or "") in files)
 
     @staticmethod
-    def _every_dag(c: Any) -> list[dict[str, Any]]:
+    def _every(c: Any, path: str, key: str) -> list[dict[str, Any]]:
+        """Every item of a paged API v2 list (``limit``/``offset``), ``key`` naming the list in each page."""
         out: list[dict[str, Any]] = []
         while True:
-            res = c.get("/api/v2/dags", params={"limit": 100, "offset": len(out)})
+            res = c.get(path, params={"limit": 100, "offset": len(out)})
             res.raise_for_status()
-            page = res.json()["dags"]
+            page = res.json()[key]
             out += page
             if len(page) < 100:
                 return out
 
-    @staticmethod
-    def _every_import_error(c: Any) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        while True:
-            res = c.get("/api/v2/importErrors", params={"limit": 100, "offset": len(out)})
-            res.raise_for_status()
-            page = res.json()["import_errors"]
-            out += page
-            if len(page) < 100:
-                return out
+    @classmethod
+    def _every_dag(cls, c: Any) -> list[dict[str, Any]]:
+        return cls._every(c, "/api/v2/dags", "dags")
+
+    @classmethod
+    def _every_import_error(cls, c: Any) -> list[dict[str, Any]]:
+        return cls._every(c, "/api/v2/importErrors", "import_errors")
 
     def unpause(self, dag_id: str, user: str = "admin") -> None:
         self.wait_dag(dag_id, user=user)

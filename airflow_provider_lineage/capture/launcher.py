@@ -113,6 +113,8 @@ class CaptureRuntime:
         self.streaming: Any = None
         #: the thread preparing py4j's callbacks as soon as the gateway exists (:meth:`prepare_callbacks`)
         self._callbacks: threading.Thread | None = None
+        #: that thread outlived :data:`CALLBACKS_WAIT_S` once: later sessions do not wait for it again
+        self._callbacks_late = False
 
     # -- problems -------------------------------------------------------------------------------
     def problem(self, message: str, exc: BaseException | None = None) -> None:
@@ -248,7 +250,15 @@ class CaptureRuntime:
                 from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
 
                 if self._callbacks is not None:  # started with the gateway: never two callback servers
-                    self._callbacks.join(CALLBACKS_WAIT_S)
+                    self._callbacks.join(CALLBACKS_WAIT_S if not self._callbacks_late else 0)
+                    if self._callbacks.is_alive():
+                        # still starting py4j's callback server: installing now would start a second one beside
+                        # it. The job goes on without a listener on this session, and the run says so.
+                        if not self._callbacks_late:
+                            self._callbacks_late = True
+                            self.problem(f"py4j's callback server was not ready within {CALLBACKS_WAIT_S:g}s of the "
+                                         "SparkSession's creation: this session's writes are not captured")
+                        return
                 jvm = spark.sparkContext._jvm
                 present = py4j_listener_ids(jvm, jsession)
                 if present & self._listener_ids:

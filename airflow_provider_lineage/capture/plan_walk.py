@@ -9,14 +9,18 @@ memoised by object identity (and attributes by value: each ``Project`` of a wide
 copies of the same ``AttributeReference``), and returns a compact DAG: one entry per distinct node (plan
 node or expression) with its own fields in ``toJSON()``'s shapes and nested trees (``CaseWhen``'s branch
 pairs too) as ``{"$t": id}`` references.
-One py4j round trip per root plus one for the walk; every JVM reference taken is detached.
+One py4j round trip per root plus one for the walk, which the JVM writes to a temporary file in 64 KiB pieces
+(the driver's Python process and JVM share a host); every JVM reference taken is detached.
 
 The engine reads that DAG (:func:`airflow_provider_lineage.lineage.plan.load_dag`) exactly as it reads
 ``toJSON()`` lists, with shared nodes staying shared.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,20 +79,25 @@ def extract(gateway: Any, roots: list[Any], limits: Limits | None = None) -> Ext
     """Walk ``roots`` (JVM plans) into one DAG; the leaves come back as JVM objects the caller detaches."""
     limits = limits or Limits()
     walker = walker_class(gateway).newInstance()
+    fd, path = tempfile.mkstemp(prefix="apl-plan-", suffix=".json")
+    os.close(fd)
     try:
         walker.limits(int(limits.max_nodes), int(limits.max_chars), int(limits.millis), float(limits.min_free_heap))
         for r in roots:
             walker.root(r)
-        text = walker.walk()
+        walker.walkToFile(path)  # the JVM writes it in 64 KiB pieces: no whole-DAG string in the heap or over py4j
         stopped = walker.stopped()
         leaves: list[Any] = []
         if stopped is None:
             arr = walker.leaves()
             leaves = list(arr)
             gateway.detach(arr)
+        with open(path, encoding="utf-8") as fh:
+            dag = json.load(fh)
     finally:
         gateway.detach(walker)
-    dag = json.loads(text)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
     if stopped is not None:
         return Extract(None, [], stopped, int(dag.get("count", 0)))
     return Extract(dag, leaves, None, len(dag.get("nodes", [])))

@@ -170,25 +170,51 @@ public class PlanWalker {
     }
 
     /** Walk everything reachable from the roots; the DAG as JSON. */
-    public String walk() {
-        StringBuilder sb = new StringBuilder(1 << 16);
+    public String walk() throws Exception {
+        java.io.StringWriter out = new java.io.StringWriter();
+        walkInto(out);
+        return out.toString();
+    }
+
+    /** Walk everything reachable from the roots into a UTF-8 file (the driver's heap holds 64 KiB of it at a
+     * time, and no large string crosses py4j); the number of nodes written. */
+    public int walkToFile(String path) throws Exception {
+        java.io.Writer out = new java.io.BufferedWriter(
+            new java.io.OutputStreamWriter(new java.io.FileOutputStream(path), "UTF-8"), 1 << 16);
+        try {
+            return walkInto(out);
+        } finally {
+            out.close();
+        }
+    }
+
+    private int walkInto(java.io.Writer out) throws Exception {
+        StringBuilder sb = new StringBuilder(1 << 17);
+        long written = 0;
         sb.append("{\"format\":\"dag-1\",\"nodes\":[");
         int i = 0;
         while (i < queue.size()) {
-            if (check(sb, i)) {
+            if (check(written + sb.length(), i)) {
                 break;
             }
             Object node = queue.get(i);
+            int mark = sb.length();
             if (i > 0) {
                 sb.append(',');
             }
             try {
                 node(sb, node);
             } catch (Throwable t) {
+                sb.setLength(mark);  // the JSON stays whole: the walk says where it stopped
                 stopped = "node " + node.getClass().getName() + ": " + t;
                 break;
             }
             i++;
+            if (sb.length() >= (1 << 16)) {
+                out.write(sb.toString());
+                written += sb.length();
+                sb.setLength(0);
+            }
         }
         sb.append("],\"roots\":[");
         for (int r = 0; r < roots.size(); r++) {
@@ -203,13 +229,14 @@ public class PlanWalker {
             str(sb, stopped);
         }
         sb.append('}');
-        return sb.toString();
+        out.write(sb.toString());
+        return i;
     }
 
-    private boolean check(StringBuilder sb, int i) {
+    private boolean check(long chars, int i) {
         if (i >= maxNodes) {
             stopped = "more than " + maxNodes + " distinct plan and expression nodes";
-        } else if (sb.length() > maxChars) {
+        } else if (chars > maxChars) {
             stopped = "plan extract larger than " + maxChars + " characters";
         } else if ((steps++ & 255) == 0) {  // the first node too: a small plan is checked once
             if (System.currentTimeMillis() > deadline) {

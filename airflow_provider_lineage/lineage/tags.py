@@ -60,18 +60,25 @@ class TagsError(ValueError):
         self.dataset = dataset
 
 
+def decoded_json(value: Any, message: str) -> Any:
+    """``value`` decoded when it is JSON text (bytes or str), as it is otherwise; invalid JSON raises
+    :class:`TagsError` with ``message`` (its ``{error}`` replaced by the parser's complaint)."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise TagsError(message.replace("{error}", str(exc))) from None
+    return value
+
+
 def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Declared:
     """``{(namespace, name): {column: [tag, ...]}}`` from the JSON text (or decoded JSON) of a declaration.
 
     Raises :class:`TagsError` naming the problem, where it is, and the expected shape.
     """
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise TagsError(f"{where} is not valid JSON ({exc}); expected e.g. {EXAMPLE}") from None
+    value = decoded_json(value, f"{where} is not valid JSON ({{error}}); expected e.g. {EXAMPLE}")
     if not isinstance(value, dict) or not isinstance(value.get("datasets"), list):
         raise TagsError(f"{where} must be a JSON object with a \"datasets\" list; expected e.g. {EXAMPLE}")
     out: Declared = {}

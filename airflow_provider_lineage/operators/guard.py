@@ -252,13 +252,7 @@ def verify_published(value: Any, public_pem: str) -> dict[str, Any]:
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise tagging.TagsError(f"the published estate tag map is not valid JSON ({exc})") from None
+    value = tagging.decoded_json(value, "the published estate tag map is not valid JSON ({error})")
     signature = value.get("signature") if isinstance(value, dict) else None
     if not isinstance(signature, str):
         raise tagging.TagsError(f"the published estate tag map carries no signature, and [{SECTION}] "

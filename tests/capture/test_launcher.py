@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,30 @@ class TestCaptureRuntimeInProcess:
         assert [(r.command, r.status) for r in merged] == [("InsertIntoHadoopFsRelationCommand", "success")] * 2
         status = json.loads((tmp_path / "cap" / STATUS_FILE).read_text())
         assert status["captured"] == len(records) and status["exit_code"] == 0
+
+    def test_callbacks_not_ready_in_time_attach_nothing_and_say_so(self, spark, tmp_path: Path, monkeypatch) -> None:
+        """The early thread still starting py4j's callback server after CALLBACKS_WAIT_S: no listener is installed
+        (a second callback server would start beside the first), the job runs, the problem is reported once."""
+        from airflow_provider_lineage.capture import launcher
+
+        monkeypatch.setattr(launcher, "CALLBACKS_WAIT_S", 0.2)
+        release = threading.Event()
+        runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_CAPTURE_DIR": str(tmp_path / "cap")})
+        runtime._callbacks = threading.Thread(target=release.wait, daemon=True)
+        runtime._callbacks.start()
+        try:
+            runtime.on_session(spark)
+            spark.range(2).write.mode("overwrite").parquet(str(tmp_path / "e"))
+            runtime._sessions.clear()
+            runtime.on_session(spark)  # a later session: not waited for again, not reported twice
+            runtime.finish(None, 0)
+        finally:
+            release.set()
+            runtime.detach()
+        assert (tmp_path / "e").is_dir()
+        assert runtime.listeners == [] and runtime.records == []
+        late = [p for p in runtime.problems if "callback server was not ready" in p]
+        assert len(late) == 1
 
     def test_unwritable_capture_dir_is_a_problem_not_an_error(self, spark, tmp_path: Path) -> None:
         blocker = tmp_path / "file"

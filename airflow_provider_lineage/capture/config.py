@@ -69,7 +69,8 @@ class CaptureBudget:
         past it the write's lineage is published incomplete, with the reason.
     :param total_s: seconds of capture work the whole application may take; once spent, every later write
         is published incomplete (its output and schema, no column lineage).
-    :param min_free_heap: the plan walk stops when less than this share of the driver's max heap is free.
+    :param min_free_heap: the plan walk stops when less than this share of the driver's max heap is free
+        (live data: garbage not yet collected counts as free, as the last collection measured it).
     :param max_nodes: distinct plan and expression nodes one write may have.
     :param max_chars: characters of one write's plan extract.
     :param plan_json: also keep ``toJSON()`` of both plans in the record (debugging; exponential on shared

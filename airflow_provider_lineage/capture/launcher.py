@@ -457,6 +457,8 @@ class CaptureRuntime:
             for err in getattr(listener, "errors", []):
                 self.problems.append(err)
             self.timings["analysis_s"] += getattr(listener, "spent_s", 0.0)
+            for stage, spent in getattr(listener, "stages", {}).items():  # where the analysis went
+                self.timings[f"analysis_{stage}"] = self.timings.get(f"analysis_{stage}", 0.0) + spent
             try:
                 listener.close()
             except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture

@@ -99,6 +99,9 @@ class WriteCaptureListener:
         self.captured = 0
         #: seconds of capture work spent (all writes); past ``budget.total_s`` writes are recorded incomplete
         self.spent_s = 0.0
+        #: where that time went: ``walk_s`` (the plans' DAG), ``relations_s`` (the input relations),
+        #: ``deliver_s`` (writing or sending each record)
+        self.stages: dict[str, float] = {"walk_s": 0.0, "relations_s": 0.0, "deliver_s": 0.0}
         self._environment: dict[str, str] | None = None
         self._cond = threading.Condition()
         self._queue: collections.deque[_Work] = collections.deque()
@@ -235,7 +238,12 @@ class WriteCaptureListener:
             for obj in (work.qe, work.exception):
                 _detach(self._gateway, obj)
         if record is not None and not work.abandoned:
+            t1 = time.monotonic()
             self._deliver(record)
+            with self._lock:
+                spent = time.monotonic() - t1
+                self.spent_s += spent
+                self.stages["deliver_s"] += spent
 
     def _deliver(self, record: CaptureRecord) -> None:
         try:
@@ -348,7 +356,10 @@ class WriteCaptureListener:
             return
         limits = plan_walk.Limits(max_nodes=budget.max_nodes, max_chars=budget.max_chars, millis=left_ms,
                                   min_free_heap=budget.min_free_heap)
+        t0 = time.monotonic()
         ex = plan_walk.extract(self._gateway, roots, limits)
+        t1 = time.monotonic()
+        self.stages["walk_s"] += t1 - t0
         refs.extend(ex.leaves)
         if ex.stopped is not None:
             record.incomplete = f"{ex.stopped} (spark.airflow_lineage.writeBudgetSeconds / minFreeHeap)"
@@ -359,6 +370,7 @@ class WriteCaptureListener:
         record.plans = ex.dag
         try:
             record.relations = self._relations_of(ex.leaves, started, budget)
+            self.stages["relations_s"] += time.monotonic() - t1
         except _OverBudget:
             record.incomplete = (f"the per-write capture budget of {budget.write_s:g}s is spent while reading the "
                                  "input relations (spark.airflow_lineage.writeBudgetSeconds)")

@@ -242,15 +242,66 @@ public class PlanWalker {
             if (System.currentTimeMillis() > deadline) {
                 stopped = "per-write time budget exceeded while reading the plan";
             } else {
-                Runtime rt = Runtime.getRuntime();
-                long used = rt.totalMemory() - rt.freeMemory();
-                double free = (rt.maxMemory() - used) / (double) rt.maxMemory();
+                double free = freeHeap();
                 if (free < minFreeHeap) {
                     stopped = "driver heap low (" + Math.round(free * 100) + " % free, floor " + Math.round(minFreeHeap * 100) + " %)";
                 }
             }
         }
         return stopped != null;
+    }
+
+    /** The share of the driver's max heap that is free. The heap's current use counts garbage no collection
+     * has reclaimed yet (G1 lets the heap fill before it collects), so when that figure is below the floor
+     * the live estimate is what the last collection left in the heap's pools. */
+    private double freeHeap() {
+        Runtime rt = Runtime.getRuntime();
+        double max = rt.maxMemory();
+        double free = (max - (rt.totalMemory() - rt.freeMemory())) / max;
+        if (free >= minFreeHeap) {
+            return free;
+        }
+        long live = usedAfterLastGc();
+        return live < 0 ? free : (max - live) / max;
+    }
+
+    /** Heap bytes in use right after the most recent garbage collection (-1: unknown). */
+    public long usedAfterLastGc() {
+        try {
+            java.util.HashSet heapPools = new java.util.HashSet();
+            java.util.List pools = java.lang.management.ManagementFactory.getMemoryPoolMXBeans();
+            for (int k = 0; k < pools.size(); k++) {
+                java.lang.management.MemoryPoolMXBean pool = (java.lang.management.MemoryPoolMXBean) pools.get(k);
+                if (pool.getType() == java.lang.management.MemoryType.HEAP) {
+                    heapPools.add(pool.getName());
+                }
+            }
+            java.util.List beans = java.lang.management.ManagementFactory.getGarbageCollectorMXBeans();
+            long end = -1;
+            long used = -1;
+            for (int k = 0; k < beans.size(); k++) {
+                Object bean = beans.get(k);
+                if (!(bean instanceof com.sun.management.GarbageCollectorMXBean)) {
+                    continue;
+                }
+                com.sun.management.GcInfo info = ((com.sun.management.GarbageCollectorMXBean) bean).getLastGcInfo();
+                if (info == null || info.getEndTime() <= end) {
+                    continue;
+                }
+                end = info.getEndTime();
+                used = 0;
+                java.util.Iterator it = info.getMemoryUsageAfterGc().entrySet().iterator();
+                while (it.hasNext()) {
+                    java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+                    if (heapPools.contains(e.getKey())) {
+                        used += ((java.lang.management.MemoryUsage) e.getValue()).getUsed();
+                    }
+                }
+            }
+            return used;
+        } catch (Throwable t) {
+            return -1;  // no collector information: the current use (garbage included) decides
+        }
     }
 
     private Object[] seq(Object s) {

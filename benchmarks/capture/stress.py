@@ -154,14 +154,18 @@ def main(argv: list[str] | None = None) -> int:
                         if cap is not None:
                             status = json.loads((cap / STATUS_FILE).read_text()) if (cap / STATUS_FILE).exists() else {}
                             size, complete, problems, engine_s = worker_side(cap)
-                            got[kind].update(analysis=status.get("timings", {}).get("analysis_s"), engine=engine_s,
+                            timings = status.get("timings", {})
+                            got[kind].update(analysis=timings.get("analysis_s"), engine=engine_s,
+                                             stages={k[len("analysis_"):]: round(v, 2) for k, v in timings.items()
+                                                     if k.startswith("analysis_") and k != "analysis_s"},
                                              drain=status.get("timings", {}).get("drain_s"), bytes=size,
                                              complete=complete and not status.get("problems"),
                                              problems=problems + list(status.get("problems", [])))
                     p, c = got["plain"], got["captured"]
                     row = {"width": width, "depth": depth, "plain_s": p["wall"], "added_s": c["wall"] - p["wall"],
                            "target_s": 0.10 * p["wall"] + 5, "heap_plain": p["heap"], "heap_captured": c["heap"],
-                           "analysis_s": c.get("analysis"), "drain_s": c.get("drain"), "engine_s": c.get("engine"),
+                           "analysis_s": c.get("analysis"), "stages": c.get("stages"), "drain_s": c.get("drain"),
+                           "engine_s": c.get("engine"),
                            "bytes": c.get("bytes"), "load": os.getloadavg()[0],
                            "complete": c.get("complete"), "codes": (p["code"], c["code"]), "problems": c.get("problems")}
                     rows.append(row)
@@ -172,6 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     print(write_report(args.report, rows, args, load_start))
     print(f"wrote {args.report}")
     return 0
+
+
+def _stages(stages: dict[str, float] | None) -> str:
+    """`` (walk 1.2, relations 0.1, deliver 0.4)``: where the capture worker's time went."""
+    if not stages:
+        return ""
+    return " (" + ", ".join(f"{k.removesuffix('_s')} {v:.1f}" for k, v in stages.items()) + ")"
 
 
 def write_report(report: Path, rows: list[dict], args: argparse.Namespace, load_start: float) -> str:
@@ -194,7 +205,8 @@ def write_report(report: Path, rows: list[dict], args: argparse.Namespace, load_
     for r in rows:
         hp = f"{(r['heap_plain'] or 0) / mb:.0f} / {(r['heap_captured'] or 0) / mb:.0f}"
         lines.append(f"| {r['width']} | {r['depth']} | {r['plain_s']:.1f} | {r['added_s']:+.1f} | {r['target_s']:.1f} | "
-                     f"{hp} | {r['analysis_s'] or 0:.2f} | {r['drain_s'] or 0:.2f} | {r['engine_s'] or 0:.2f} | "
+                     f"{hp} | {r['analysis_s'] or 0:.2f}{_stages(r.get('stages'))} | {r['drain_s'] or 0:.2f} | "
+                     f"{r['engine_s'] or 0:.2f} | "
                      f"{r['bytes'] or 0:,} | {'yes' if r['complete'] else 'no'} | {r['codes'][0]} / {r['codes'][1]} | "
                      f"{r['load']:.1f} |")
     problems = [f"- {r['width']}x{r['depth']}: {p}" for r in rows for p in (r["problems"] or [])]

@@ -61,6 +61,23 @@ def test_memory_guard_stops_the_plan_walk(spark, tmp_path):
     assert all(r.plans is None and "driver heap low" in r.incomplete for r in records)
 
 
+def test_memory_guard_counts_live_data_not_garbage(spark):
+    """With G1 the heap's raw use includes garbage not yet collected; once that figure is past the floor the
+    guard reads what the last collection left in the heap's pools (the JVM's GC notifications)."""
+    from airflow_provider_lineage.capture import plan_walk
+
+    gateway = spark.sparkContext._gateway
+    jvm = spark.sparkContext._jvm
+    jvm.java.lang.System.gc()
+    walker = plan_walk.walker_class(gateway).newInstance()
+    try:
+        live = walker.usedAfterLastGc()
+    finally:
+        gateway.detach(walker)
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    assert 0 < live <= runtime.maxMemory()
+
+
 def test_node_cap_stops_the_plan_walk(spark, tmp_path):
     records, _cap = _write(spark, tmp_path, CaptureBudget(max_nodes=5))
     assert all("more than 5 distinct plan and expression nodes" in r.incomplete for r in records)

@@ -128,7 +128,8 @@ class TestLauncherSubprocess:
             # (benchmarks/capture/overhead.py reports them)
             timings = status["timings"]
             for key in ("setup_s", "attach_s", "drain_s", "finish_s", "pyspark_import_s", "session_state_s",
-                        "attach_settings_s", "attach_listener_s", "attach_streaming_s", "attach_start_event_s"):
+                        "attach_settings_s", "attach_listener_s", "attach_streaming_s", "attach_start_event_s",
+                        "analysis_s", "analysis_walk_s", "analysis_relations_s", "analysis_deliver_s"):
                 assert isinstance(timings.get(key), float | int) and timings[key] >= 0, (key, timings)
 
     def test_failed_write_recorded_as_failure(self, runs: dict[str, Run]) -> None:

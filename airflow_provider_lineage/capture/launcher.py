@@ -390,6 +390,11 @@ class CaptureRuntime:
                 self.sink.write(record)
             except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
                 self.problem(f"could not write the capture record of {record.command}", exc)
+            else:
+                if self.config is None or not self.config.emit:
+                    # written, and the driver emits nothing itself: its plans (a wide, deep write's are tens of
+                    # MB as Python objects) need not stay in the driver's memory for the rest of the job
+                    record.plans = record.optimized_plan = record.analyzed_plan = None
 
     def detach(self) -> None:
         """Unregister every listener this runtime registered (tests, notebooks)."""

@@ -109,6 +109,8 @@ class WriteCaptureListener:
         self._partial: CaptureRecord | None = None
         self._closed = False
         self._reader = plan_walk.Reader(self._gateway)
+        #: root paths -> the folders they name, within one write's capture
+        self._folders: dict[tuple[str, ...], list[str]] = {}
         self._warmed = False
         if asynchronous:
             _async_listeners.add(self)
@@ -268,6 +270,7 @@ class WriteCaptureListener:
         budget = self.budget
         refs: list[Any] = []
         self._reader = plan_walk.Reader(self._gateway)
+        self._folders = {}
         try:
             return self._capture_inner(func_name, qe, duration_ns, exception, started, budget, refs)
         finally:
@@ -446,7 +449,10 @@ class WriteCaptureListener:
             rel_cls = rel.getClass().getSimpleName()
             if rel_cls == "HadoopFsRelation":
                 roots = [p.toString() for p in _seq(rel.location().rootPaths())]
-                info.locations = identity.folders_of_files(self._spark, roots)  # a file read names its folder
+                key = tuple(roots)  # a self-join or a union reads one table several times: stat its paths once
+                if key not in self._folders:
+                    self._folders[key] = identity.folders_of_files(self._spark, roots)  # a file read names its folder
+                info.locations = list(self._folders[key])
                 info.format = _format_name(rel.fileFormat().toString())
             elif rel_cls == "JDBCRelation":
                 opts = _scala_map(rel.jdbcOptions().parameters())

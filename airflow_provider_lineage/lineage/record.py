@@ -188,8 +188,17 @@ class CaptureRecord:
     environment: dict[str, str] = field(default_factory=dict)
     streaming: dict[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON-ready data. The plans (a DAG of hundreds of thousands of values on a wide,
+        deep job) are put in as they are: ``asdict`` would deep-copy them first, which cost more than the
+        plan walk itself (6.9 s of the capture worker's 12.1 s on the 500-column, 80-step stress job)."""
+        light = replace(self, plans=None, optimized_plan=None, analyzed_plan=None)
+        out = asdict(light)
+        out.update(plans=self.plans, optimized_plan=self.optimized_plan, analyzed_plan=self.analyzed_plan)
+        return out
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), default=str)
+        return json.dumps(self.to_dict(), separators=(",", ":"), default=str)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaptureRecord:

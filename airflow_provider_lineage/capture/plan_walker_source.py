@@ -154,8 +154,7 @@ public class PlanWalker {
         boolean attribute = tree != null && tree.getClass() == attributeReference;
         if (attribute) {
             hit = attributes.get(tree);
-            if (hit != null) {
-                ids.put(tree, hit);
+            if (hit != null) {  // not kept by identity too: a wide plan's copies would fill the map
                 return ((Integer) hit).intValue();
             }
         }

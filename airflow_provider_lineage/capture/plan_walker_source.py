@@ -168,14 +168,7 @@ public class PlanWalker {
         return id;
     }
 
-    /** Walk everything reachable from the roots; the DAG as JSON. */
-    public String walk() throws Exception {
-        java.io.StringWriter out = new java.io.StringWriter();
-        walkInto(out);
-        return out.toString();
-    }
-
-    /** Walk everything reachable from the roots into a UTF-8 file (the driver's heap holds 64 KiB of it at a
+    /** Walk everything reachable from the roots, as a JSON DAG, into a UTF-8 file (the driver's heap holds 64 KiB of it at a
      * time, and no large string crosses py4j); the number of nodes written. */
     public int walkToFile(String path) throws Exception {
         java.io.Writer out = new java.io.BufferedWriter(

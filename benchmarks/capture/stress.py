@@ -104,7 +104,8 @@ def submit(app: Path, src: Path, out: Path, width: int, depth: int, capture: Pat
     wall = time.perf_counter() - start
     if proc.returncode != 0:  # kept beside the report: why the job failed (plain or captured)
         (out.parent / f"{out.name}.log").write_text(proc.stdout, encoding="utf-8")
-        errors = [ln for ln in proc.stdout.splitlines() if "Error" in ln or "Exception" in ln and not ln.startswith("\t")]
+        errors = [ln for ln in proc.stdout.splitlines()
+                  if ("Error" in ln or "Exception" in ln) and not ln.startswith("\t")]  # not the stack's lines
         print(f"{out.name}: exit code {proc.returncode}; {' | '.join(errors[:3])[:600]}", file=sys.stderr, flush=True)
     return wall, proc.returncode
 

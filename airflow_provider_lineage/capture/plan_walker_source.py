@@ -13,7 +13,8 @@ SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino (ship
 // column twice) is written once. Output: a compact JSON DAG, one entry per distinct node, with the
 // node's own constructor fields in Spark's TreeNode.toJSON() shapes (Spark's own parseToJson for the
 // scalar ones), child pointers as indices into the node's children (as toJSON has them) and every
-// nested tree (a Project's projectList, a Join's condition, a sub-query's plan) as {"$t": node id}.
+// nested tree (a Join's condition, a sub-query's plan) as {"$t": node id}, a Seq of them (a Project's projectList)
+// as {"$ts": [ids, [first, last] for a run]}.
 // Bounded: a node count, an output size, a deadline and a free-heap floor stop the walk with a reason.
 package apl;
 
@@ -183,7 +184,7 @@ public class PlanWalker {
     private int walkInto(java.io.Writer out) throws Exception {
         StringBuilder sb = new StringBuilder(1 << 17);
         long written = 0;
-        sb.append("{\"format\":\"dag-1\",\"nodes\":[");
+        sb.append("{\"format\":\"dag-2\",\"nodes\":[");
         int i = 0;
         while (i < queue.size()) {
             if (check(written + sb.length(), i)) {
@@ -480,6 +481,10 @@ public class PlanWalker {
                 idx[k] = treeNode.isInstance(items[k]) ? childIndex(node, children, items[k]) : -1;
                 allChildren = idx[k] >= 0;
             }
+            if (!allChildren && allTrees(items)) {
+                refs(sb, items);
+                return true;
+            }
             sb.append('[');
             for (int k = 0; k < items.length; k++) {
                 if (k > 0) {
@@ -523,6 +528,44 @@ public class PlanWalker {
         }
         sb.append(text);
         return true;
+    }
+
+    private boolean allTrees(Object[] items) {
+        for (int k = 0; k < items.length; k++) {
+            if (items[k] == null || !treeNode.isInstance(items[k])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A Seq of nested trees (a Project's projectList, a relation's output) as {"$ts": [id, [first, last], ...]}: the
+     * node ids in order, a run of three or more consecutive ids as its first and last. A wide plan's Projects list the
+     * same attributes in the same order, so a 2,000-column list is a few numbers instead of 2,000 references. */
+    private void refs(StringBuilder sb, Object[] items) {
+        int[] ids = new int[items.length];
+        for (int k = 0; k < items.length; k++) {
+            ids[k] = idOf(items[k]);
+        }
+        sb.append("{\"$ts\":[");
+        int k = 0;
+        while (k < ids.length) {
+            int end = k;
+            while (end + 1 < ids.length && ids[end + 1] == ids[end] + 1) {
+                end++;
+            }
+            if (k > 0) {
+                sb.append(',');
+            }
+            if (end - k >= 2) {
+                sb.append('[').append(ids[k]).append(',').append(ids[end]).append(']');
+                k = end + 1;
+            } else {
+                sb.append(ids[k]);
+                k++;
+            }
+        }
+        sb.append("]}");
     }
 
     private static void str(StringBuilder sb, String s) {

@@ -10,7 +10,7 @@ Everything here is iterative: plans and expressions can be thousands of levels d
 ``withColumn`` chain), far beyond Python's recursion limit.
 
 Records of format 2 hold the plans as a DAG instead (:func:`load_dag`, written by
-``capture/plan_walk.py``): one entry per distinct JVM node, nested trees as ``{"$t": id}``. Loaded,
+``capture/plan_walk.py``): one entry per distinct JVM node, nested trees as ``{"$t": id}`` (a list of them as ``{"$ts": [...]}``). Loaded,
 fields hold :class:`TreeNode` objects where ``toJSON()`` has flat lists, and a node shared by several
 parents is one object. Every walk here visits a node once (``walk``/``postorder`` are DAG walks), so a
 200-step chain that uses the previous step twice costs 200 visits, not 2^200.
@@ -200,17 +200,36 @@ def parse_tree(flat: list[dict[str, Any]] | TreeNode) -> TreeNode:
     return root
 
 
-#: Format tag of the plan DAG a format-2 record holds (``CaptureRecord.plans``).
-DAG_FORMAT = "dag-1"
+#: Format tag of the plan DAG a format-2 record holds (``CaptureRecord.plans``): ``dag-2`` writes a list of
+#: nested trees as ``{"$ts": [...]}``; ``dag-1`` (records of earlier versions) had ``{"$t": id}`` items only.
+DAG_FORMAT = "dag-2"
+DAG_FORMATS = ("dag-1", DAG_FORMAT)
+
+
+def ref_ids(value: Any) -> list[int] | None:
+    """The node ids of a ``{"$ts": [id, [first, last], ...]}`` list of nested trees (a run of consecutive ids as
+    its first and last); ``None`` when ``value`` is not one."""
+    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("$ts"), list):
+        return None
+    out: list[int] = []
+    for item in value["$ts"]:
+        if isinstance(item, int):
+            out.append(item)
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(i, int) for i in item):
+            out.extend(range(item[0], item[1] + 1))
+        else:
+            raise ValueError(f"not a node id or a run [first, last] of them in a $ts list: {str(item)[:80]}")
+    return out
 
 
 def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
-    """The roots of a plan DAG (``{"format": "dag-1", "nodes": [...], "roots": [...]}``; a node is its
+    """The roots of a plan DAG (``{"format": "dag-2", "nodes": [...], "roots": [...]}``; a node is its
     ``toJSON()`` fields plus ``"$c"``, the node ids of its children) as :class:`TreeNode`
-    objects: children linked, every ``{"$t": id}`` in a field replaced by the node it names (shared, never
-    copied). A root id the DAG does not hold gives ``None``."""
-    if not isinstance(dag, dict) or dag.get("format") != DAG_FORMAT:
-        raise ValueError(f"not a plan DAG of format {DAG_FORMAT!r}: {str(dag)[:80]}")
+    objects: children linked, every ``{"$t": id}`` in a field replaced by the node it names and every
+    ``{"$ts": [...]}`` by the list of the nodes it names (shared, never copied). A root id the DAG does not
+    hold gives ``None``."""
+    if not isinstance(dag, dict) or dag.get("format") not in DAG_FORMATS:
+        raise ValueError(f"not a plan DAG of format {' or '.join(repr(f) for f in DAG_FORMATS)}: {str(dag)[:80]}")
     raw_nodes = dag.get("nodes") or []
     nodes: list[TreeNode] = []
     for item in raw_nodes:
@@ -223,6 +242,9 @@ def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
             ref = val.get("$t")
             if isinstance(ref, int) and len(val) == 1:
                 return nodes[ref] if 0 <= ref < count else None
+            ids = ref_ids(val)
+            if ids is not None:
+                return [nodes[i] if 0 <= i < count else None for i in ids]
             return {k: resolve(v) for k, v in val.items()}
         if isinstance(val, list):
             return [resolve(v) for v in val]

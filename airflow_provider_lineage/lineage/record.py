@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.naming import catalog_identifier
+from airflow_provider_lineage.lineage.plan import ref_ids
 
 #: 2: the plans are one DAG (``plans``, :func:`~.plan.load_dag`); 1: ``toJSON()`` lists only (still read).
 FORMAT_VERSION = 2
@@ -135,9 +136,10 @@ class CaptureRecord:
     :param status: ``"success"`` or ``"failure"`` (the write raised).
     :param error: the failure's message, or a capture problem (then ``status`` says what the
         write did and ``capture_error`` holds why the record is incomplete).
-    :param plans: the optimized and analyzed plans as one DAG (``{"format": "dag-1", "nodes": [...],
+    :param plans: the optimized and analyzed plans as one DAG (``{"format": "dag-2", "nodes": [...],
         "roots": [optimized, analyzed]}``, a root ``-1`` when that plan is unavailable): each distinct JVM
-        node once, nested trees as ``{"$t": id}`` (:func:`~.plan.load_dag`). Its size grows with the
+        node once, nested trees as ``{"$t": id}``, a list of them as ``{"$ts": [...]}`` with runs of
+        consecutive ids as ``[first, last]`` (:func:`~.plan.load_dag`). Its size grows with the
         distinct nodes, never with the paths through shared sub-expressions.
     :param optimized_plan: ``QueryExecution.optimizedPlan().toJSON()`` parsed (format 1 records; with
         ``spark.airflow_lineage.planJson=true`` also kept beside ``plans`` for debugging, never read
@@ -434,7 +436,11 @@ def _is_batch_rdd(nodes: list[dict[str, Any]], index: int, ids: list[int]) -> bo
     if not str(node.get("class", "")).endswith(".LogicalRDD"):
         return False
     found: list[int] = []
-    for attr in node.get("output") or []:
+    output = node.get("output") or []
+    listed = ref_ids(output)
+    if listed is not None:
+        output = [{"$t": i} for i in listed]
+    for attr in output:
         if isinstance(attr, dict) and isinstance(attr.get("$t"), int) and 0 <= attr["$t"] < len(nodes):
             attr = nodes[attr["$t"]]
         elif isinstance(attr, list) and attr and isinstance(attr[0], dict):
@@ -447,10 +453,14 @@ def _is_batch_rdd(nodes: list[dict[str, Any]], index: int, ids: list[int]) -> bo
 
 
 def _shifted(value: Any, offset: int) -> Any:
-    """A DAG node (or field value) with every node id (``$c`` lists, ``{"$t": id}``) moved by ``offset``."""
+    """A DAG node (or field value) with every node id (``$c`` lists, ``{"$t": id}``, ``{"$ts": [...]}``) moved
+    by ``offset``."""
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("$t"), int):
             return {"$t": value["$t"] + offset}
+        if ref_ids(value) is not None:
+            return {"$ts": [[i[0] + offset, i[1] + offset] if isinstance(i, list) else i + offset
+                            for i in value["$ts"]]}
         return {k: ([c + offset for c in v] if k == "$c" and isinstance(v, list) else _shifted(v, offset))
                 for k, v in value.items()}
     if isinstance(value, list):

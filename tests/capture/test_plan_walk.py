@@ -21,7 +21,7 @@ from airflow_provider_lineage.capture import plan_walk
 from airflow_provider_lineage.capture.config import CaptureBudget
 from airflow_provider_lineage.capture.listener import WriteCaptureListener, drain
 from airflow_provider_lineage.lineage import analyze_record
-from airflow_provider_lineage.lineage.plan import TreeNode, load_dag
+from airflow_provider_lineage.lineage.plan import TreeNode, load_dag, ref_ids
 from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo
 
 
@@ -94,8 +94,13 @@ def test_wide_deep_projects_share_their_attributes(spark, source):
     distinct = {json.dumps({k: v for k, v in n.items() if k != "$c"}, sort_keys=True) for n in attrs}
     assert len(attrs) == len(distinct)
     projects = [n for n in ex.dag["nodes"] if n["class"].endswith(".Project")]
-    listed = sum(len(n["projectList"]) for n in projects)
+    lists = [ref_ids(n["projectList"]) for n in projects]
+    assert all(ids is not None for ids in lists)  # a list of nested trees is one {"$ts": [...]}
+    listed = sum(len(ids) for ids in lists)
     assert len(attrs) < listed / 10  # copies shared: far fewer attribute nodes than attribute uses
+    # the copies come in the same order under every Project: runs of ids, not one number per column
+    written = sum(len(n["projectList"]["$ts"]) for n in projects)
+    assert written < listed / 5
     cases = [n for n in ex.dag["nodes"] if n["class"].endswith(".CaseWhen")]
     assert cases and all(set(b["_1"]) == {"$t"} and set(b["_2"]) == {"$t"} for n in cases for b in n["branches"])
     for root, plan in zip(load_dag(ex.dag), plans):  # still Spark's toJSON() once expanded

@@ -3,11 +3,12 @@ shared node once, and still reads format-1 records."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from airflow_provider_lineage.lineage import analyze_record
-from airflow_provider_lineage.lineage.plan import load_dag
+from airflow_provider_lineage.lineage.plan import load_dag, ref_ids
 from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo, RelationInfo
 
 E = "org.apache.spark.sql.catalyst.expressions."
@@ -80,5 +81,24 @@ def test_format_1_records_are_still_read_and_unknown_versions_refused():
 
 
 def test_load_dag_names_what_is_wrong():
-    with pytest.raises(ValueError, match="not a plan DAG of format 'dag-1'"):
+    with pytest.raises(ValueError, match="not a plan DAG of format .dag-1. or .dag-2."):
         load_dag({"nodes": []})
+
+
+def test_a_list_of_nested_trees_reads_as_its_nodes_runs_included():
+    """``dag-2`` writes a list of nested trees (a Project's projectList) as ``{"$ts": [...]}``, a run of consecutive
+    ids as ``[first, last]``; ``dag-1`` records (one ``{"$t": id}`` per item) read the same."""
+    rec = _chain_record(2)
+    nodes = rec.plans["nodes"]
+    alias, attr = 3, 4
+    nodes[1]["projectList"] = {"$ts": [alias]}
+    nodes[2]["output"] = {"$ts": [[attr, attr]]}
+    root = load_dag({**rec.plans, "format": "dag-2"})[0]
+    assert [a.cls for a in root.children[0].trees_field("projectList")] == ["Alias"]
+    assert [a.cls for a in root.children[0].children[0].trees_field("output")] == ["AttributeReference"]
+    assert ref_ids({"$ts": [1, [3, 6], 9]}) == [1, 3, 4, 5, 6, 9]
+    assert ref_ids({"$t": 1}) is None and ref_ids([1]) is None
+    with pytest.raises(ValueError, match="run"):
+        ref_ids({"$ts": ["x"]})
+    lin = analyze_record(CaptureRecord.from_json(replace(rec, plans={**rec.plans, "format": "dag-2"}).to_json()))
+    assert {e.field for e in lin.columns["out"]} == {"id"}

@@ -246,7 +246,9 @@ public class PlanWalker {
 
     /** The share of the driver's max heap that is free. The heap's current use counts garbage no collection
      * has reclaimed yet (G1 lets the heap fill before it collects), so when that figure is below the floor
-     * the live estimate is what the last collection left in the heap's pools. */
+     * the live estimate is the smaller of what the last collection left in the heap's pools and what each
+     * pool held after the last collection that reclaimed it: a young collection leaves the old generation's
+     * garbage in place, and only a mixed or full one says what the old generation really holds. */
     private double freeHeap() {
         Runtime rt = Runtime.getRuntime();
         double max = rt.maxMemory();
@@ -255,7 +257,33 @@ public class PlanWalker {
             return free;
         }
         long live = usedAfterLastGc();
+        long collected = usedAfterCollections();
+        if (collected >= 0 && (live < 0 || collected < live)) {
+            live = collected;
+        }
         return live < 0 ? free : (max - live) / max;
+    }
+
+    /** The heap pools' use after the last collection that reclaimed each of them (-1: unknown). */
+    public long usedAfterCollections() {
+        try {
+            java.util.List pools = java.lang.management.ManagementFactory.getMemoryPoolMXBeans();
+            long used = -1;
+            for (int k = 0; k < pools.size(); k++) {
+                java.lang.management.MemoryPoolMXBean pool = (java.lang.management.MemoryPoolMXBean) pools.get(k);
+                if (pool.getType() != java.lang.management.MemoryType.HEAP) {
+                    continue;
+                }
+                java.lang.management.MemoryUsage after = pool.getCollectionUsage();
+                if (after == null) {
+                    return -1;  // a heap pool no collector reports on: no estimate
+                }
+                used = Math.max(used, 0) + after.getUsed();
+            }
+            return used;
+        } catch (Throwable t) {
+            return -1;
+        }
     }
 
     /** Heap bytes in use right after the most recent garbage collection (-1: unknown). */

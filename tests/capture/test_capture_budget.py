@@ -63,7 +63,8 @@ def test_memory_guard_stops_the_plan_walk(spark, tmp_path):
 
 def test_memory_guard_counts_live_data_not_garbage(spark):
     """With G1 the heap's raw use includes garbage not yet collected; once that figure is past the floor the
-    guard reads what the last collection left in the heap's pools (the JVM's GC notifications)."""
+    guard reads what the last collection left in the heap's pools, or what each pool held after the last
+    collection that reclaimed it (a young collection leaves the old generation's garbage), whichever is less."""
     from airflow_provider_lineage.capture import plan_walk
 
     gateway = spark.sparkContext._gateway
@@ -72,10 +73,12 @@ def test_memory_guard_counts_live_data_not_garbage(spark):
     walker = plan_walk.walker_class(gateway).newInstance()
     try:
         live = walker.usedAfterLastGc()
+        collected = walker.usedAfterCollections()  # per pool, after the last collection that reclaimed it
     finally:
         gateway.detach(walker)
     runtime = jvm.java.lang.Runtime.getRuntime()
     assert 0 < live <= runtime.maxMemory()
+    assert 0 < collected <= runtime.maxMemory()
 
 
 def test_node_cap_stops_the_plan_walk(spark, tmp_path):

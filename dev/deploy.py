@@ -77,6 +77,8 @@ PARSE_TIMEOUT = 300
 #: SQLAlchemy pool of every Airflow process (apache/airflow#66493, PR #73422): holds 64 concurrent API readers.
 POOL_SIZE = 48
 MAX_OVERFLOW = 48
+#: seconds an SQLite connection waits for another process's write lock before "database is locked" (sqlite3: 5)
+SQLITE_LOCK_WAIT_S = 30
 
 
 #: The lineage Spark Connect server of ``./dev.sh up`` (process name, the connection it is reached by).
@@ -383,7 +385,9 @@ class AirflowDeployment:
             env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.postgres.url
             env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC"] = self.postgres.url
         else:
-            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{self.home / 'airflow.db'}"
+            # sqlite3 waits 5 s for a lock by default; on a loaded 2-CPU machine one process's write (a task's
+            # rendered fields) can hold it longer and the API then answers 500 ("database is locked")
+            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{self.home / 'airflow.db'}?timeout={SQLITE_LOCK_WAIT_S}"
         if self.executor == "celery" and self.postgres is not None:
             env.update({
                 "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",

@@ -206,19 +206,27 @@ DAG_FORMAT = "dag-2"
 DAG_FORMATS = ("dag-1", DAG_FORMAT)
 
 
-def ref_ids(value: Any) -> list[int] | None:
+def is_ref_list(value: Any) -> bool:
+    """Whether ``value`` is a ``{"$ts": [...]}`` list of nested trees (its items unread)."""
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("$ts"), list)
+
+
+def ref_ids(value: Any, count: int) -> list[int] | None:
     """The node ids of a ``{"$ts": [id, [first, last], ...]}`` list of nested trees (a run of consecutive ids as
-    its first and last); ``None`` when ``value`` is not one."""
-    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("$ts"), list):
+    its first and last) in a DAG of ``count`` nodes; ``None`` when ``value`` is not one. A run outside the DAG
+    (or backwards) is an error: it is never expanded into more ids than the DAG holds."""
+    if not is_ref_list(value):
         return None
     out: list[int] = []
     for item in value["$ts"]:
         if isinstance(item, int):
             out.append(item)
-        elif isinstance(item, list) and len(item) == 2 and all(isinstance(i, int) for i in item):
+        elif (isinstance(item, list) and len(item) == 2 and all(isinstance(i, int) for i in item)
+              and 0 <= item[0] <= item[1] < count):
             out.extend(range(item[0], item[1] + 1))
         else:
-            raise ValueError(f"not a node id or a run [first, last] of them in a $ts list: {str(item)[:80]}")
+            raise ValueError(f"not a node id or a run [first, last] of the DAG's {count} nodes in a $ts list: "
+                             f"{str(item)[:80]}")
     return out
 
 
@@ -242,7 +250,7 @@ def load_dag(dag: dict[str, Any]) -> list[TreeNode | None]:
             ref = val.get("$t")
             if isinstance(ref, int) and len(val) == 1:
                 return nodes[ref] if 0 <= ref < count else None
-            ids = ref_ids(val)
+            ids = ref_ids(val, count)
             if ids is not None:
                 return [nodes[i] if 0 <= i < count else None for i in ids]
             return {k: resolve(v) for k, v in val.items()}

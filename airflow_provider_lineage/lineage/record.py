@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.naming import catalog_identifier
-from airflow_provider_lineage.lineage.plan import ref_ids
+from airflow_provider_lineage.lineage.plan import is_ref_list, ref_ids
 
 #: 2: the plans are one DAG (``plans``, :func:`~.plan.load_dag`); 1: ``toJSON()`` lists only (still read).
 FORMAT_VERSION = 2
@@ -437,7 +437,7 @@ def _is_batch_rdd(nodes: list[dict[str, Any]], index: int, ids: list[int]) -> bo
         return False
     found: list[int] = []
     output = node.get("output") or []
-    listed = ref_ids(output)
+    listed = ref_ids(output, len(nodes))
     if listed is not None:
         output = [{"$t": i} for i in listed]
     for attr in output:
@@ -458,7 +458,7 @@ def _shifted(value: Any, offset: int) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("$t"), int):
             return {"$t": value["$t"] + offset}
-        if ref_ids(value) is not None:
+        if is_ref_list(value):
             return {"$ts": [[i[0] + offset, i[1] + offset] if isinstance(i, list) else i + offset
                             for i in value["$ts"]]}
         return {k: ([c + offset for c in v] if k == "$c" and isinstance(v, list) else _shifted(v, offset))

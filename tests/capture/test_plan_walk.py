@@ -94,7 +94,7 @@ def test_wide_deep_projects_share_their_attributes(spark, source):
     distinct = {json.dumps({k: v for k, v in n.items() if k != "$c"}, sort_keys=True) for n in attrs}
     assert len(attrs) == len(distinct)
     projects = [n for n in ex.dag["nodes"] if n["class"].endswith(".Project")]
-    lists = [ref_ids(n["projectList"]) for n in projects]
+    lists = [ref_ids(n["projectList"], len(ex.dag["nodes"])) for n in projects]
     assert all(ids is not None for ids in lists)  # a list of nested trees is one {"$ts": [...]}
     listed = sum(len(ids) for ids in lists)
     assert len(attrs) < listed / 10  # copies shared: far fewer attribute nodes than attribute uses

@@ -96,9 +96,14 @@ def test_a_list_of_nested_trees_reads_as_its_nodes_runs_included():
     root = load_dag({**rec.plans, "format": "dag-2"})[0]
     assert [a.cls for a in root.children[0].trees_field("projectList")] == ["Alias"]
     assert [a.cls for a in root.children[0].children[0].trees_field("output")] == ["AttributeReference"]
-    assert ref_ids({"$ts": [1, [3, 6], 9]}) == [1, 3, 4, 5, 6, 9]
-    assert ref_ids({"$t": 1}) is None and ref_ids([1]) is None
-    with pytest.raises(ValueError, match="run"):
-        ref_ids({"$ts": ["x"]})
+    assert ref_ids({"$ts": [1, [3, 6], 9]}, 10) == [1, 3, 4, 5, 6, 9]
+    assert ref_ids({"$t": 1}, 10) is None and ref_ids([1], 10) is None
+    for bad in (["x"], [[3, 10**12]], [[6, 3]], [[-1, 2]]):  # never expanded past the DAG's nodes
+        with pytest.raises(ValueError, match="run .first, last. of the DAG's 10 nodes"):
+            ref_ids({"$ts": bad}, 10)
+    broken = {**rec.plans, "format": "dag-2", "nodes": [dict(n) for n in nodes]}
+    broken["nodes"][1]["projectList"] = {"$ts": [[0, 10**9]]}
+    with pytest.raises(ValueError, match="of the DAG's"):
+        load_dag(broken)
     lin = analyze_record(CaptureRecord.from_json(replace(rec, plans={**rec.plans, "format": "dag-2"}).to_json()))
     assert {e.field for e in lin.columns["out"]} == {"id"}

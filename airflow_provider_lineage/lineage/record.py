@@ -458,8 +458,10 @@ def _shifted(value: Any, offset: int) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("$t"), int):
             return {"$t": value["$t"] + offset}
-        if is_ref_list(value):
-            return {"$ts": [[i[0] + offset, i[1] + offset] if isinstance(i, list) else i + offset
+        if is_ref_list(value):  # an item that is not an id or a run stays as it is: load_dag names it
+            return {"$ts": [i + offset if isinstance(i, int) else
+                            [i[0] + offset, i[1] + offset] if isinstance(i, list) and len(i) == 2
+                            and all(isinstance(x, int) for x in i) else i
                             for i in value["$ts"]]}
         return {k: ([c + offset for c in v] if k == "$c" and isinstance(v, list) else _shifted(v, offset))
                 for k, v in value.items()}

@@ -107,3 +107,10 @@ def test_a_list_of_nested_trees_reads_as_its_nodes_runs_included():
         load_dag(broken)
     lin = analyze_record(CaptureRecord.from_json(replace(rec, plans={**rec.plans, "format": "dag-2"}).to_json()))
     assert {e.field for e in lin.columns["out"]} == {"id"}
+
+
+def test_the_streaming_splice_shifts_a_ts_list_and_leaves_a_bad_item_for_load_dag_to_name():
+    from airflow_provider_lineage.lineage.record import _shifted
+
+    assert _shifted({"$ts": [1, [3, 6]]}, 10) == {"$ts": [11, [13, 16]]}
+    assert _shifted({"$ts": [1, "x", [2]]}, 10) == {"$ts": [11, "x", [2]]}

@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                                              complete=complete and not status.get("problems"),
                                              problems=problems + list(status.get("problems", [])))
                     p, c = got["plain"], got["captured"]
-                    row = {"width": width, "depth": depth, "plain_s": p["wall"], "added_s": c["wall"] - p["wall"],
+                    row = {"width": width, "depth": depth, "first": order[0],
+                           "plain_s": p["wall"], "added_s": c["wall"] - p["wall"],
                            "target_s": 0.10 * p["wall"] + 5, "heap_plain": p["heap"], "heap_captured": c["heap"],
                            "analysis_s": c.get("analysis"), "stages": c.get("stages"), "drain_s": c.get("drain"),
                            "engine_s": c.get("engine"),
@@ -192,6 +193,30 @@ def _stages(stages: dict[str, float] | None) -> str:
     return " (" + ", ".join(f"{k.removesuffix('_s')} {v:.1f}" for k, v in stages.items()) + ")"
 
 
+def _cell_summary(rows: list[dict]) -> list[str]:
+    """Per cell over its pairs: the mean plain and captured wall time and the verdict on the means.
+
+    One pair of a long job mostly measures the plain job's own spread; a cell run both ways round is judged on
+    the mean of its pairs (target: 10 % of the mean plain time + 5 s). Empty when no cell has two pairs.
+    """
+    cells: dict[tuple[int, int], list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["width"], r["depth"]), []).append(r)
+    if all(len(v) < 2 for v in cells.values()):
+        return []
+    lines = ["", "Per cell over its pairs (the verdict is on the means):", "",
+             "| width | depth | pairs | plain mean (s) | captured mean (s) | added (s) | target (s) | meets | complete |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (width, depth), rs in cells.items():
+        plain = sum(r["plain_s"] for r in rs) / len(rs)
+        captured = sum(r["plain_s"] + r["added_s"] for r in rs) / len(rs)
+        target = 0.10 * plain + 5
+        lines.append(f"| {width} | {depth} | {len(rs)} | {plain:.1f} | {captured:.1f} | {captured - plain:+.1f} | "
+                     f"{target:.1f} | {'yes' if captured - plain <= target else 'no'} | "
+                     f"{'yes' if all(r['complete'] for r in rs) else 'no'} |")
+    return lines
+
+
 def write_report(report: Path, rows: list[dict], args: argparse.Namespace, load_start: float) -> str:
     mb = 1024 * 1024
     lines = [
@@ -207,8 +232,8 @@ def write_report(report: Path, rows: list[dict], args: argparse.Namespace, load_
          "records after spark-submit (CPU s, not on the job's wall time)."),
         "",
         ("| width | depth | plain (s) | added (s) | target (s) | heap peak plain / captured (MiB) | capture worker (s) "
-         "| wait at exit (s) | engine (s) | event bytes | lineage complete | exit codes | load |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+         "| wait at exit (s) | engine (s) | event bytes | lineage complete | exit codes | load | first |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         hp = f"{(r['heap_plain'] or 0) / mb:.0f} / {(r['heap_captured'] or 0) / mb:.0f}"
@@ -216,7 +241,8 @@ def write_report(report: Path, rows: list[dict], args: argparse.Namespace, load_
                      f"{hp} | {r['analysis_s'] or 0:.2f}{_stages(r.get('stages'))} | {r['drain_s'] or 0:.2f} | "
                      f"{r['engine_s'] or 0:.2f} | "
                      f"{r['bytes'] or 0:,} | {'yes' if r['complete'] else 'no'} | {r['codes'][0]} / {r['codes'][1]} | "
-                     f"{r['load']:.1f} |")
+                     f"{r['load']:.1f} | {r.get('first', 'plain')} |")
+    lines += _cell_summary(rows)
     problems = [f"- {r['width']}x{r['depth']}: {p}" for r in rows for p in (r["problems"] or [])]
     if problems:
         lines += ["", "Problems reported:", *problems]

@@ -211,6 +211,11 @@ def is_ref_list(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("$ts"), list)
 
 
+def is_run(item: Any) -> bool:
+    """Whether ``item`` of a ``$ts`` list has the shape of a run ``[first, last]`` (its bounds unchecked)."""
+    return isinstance(item, list) and len(item) == 2 and all(isinstance(i, int) for i in item)
+
+
 def ref_ids(value: Any, count: int) -> list[int] | None:
     """The node ids of a ``{"$ts": [id, [first, last], ...]}`` list of nested trees (a run of consecutive ids as
     its first and last) in a DAG of ``count`` nodes; ``None`` when ``value`` is not one. A run outside the DAG
@@ -221,8 +226,7 @@ def ref_ids(value: Any, count: int) -> list[int] | None:
     for item in value["$ts"]:
         if isinstance(item, int):
             out.append(item)
-        elif (isinstance(item, list) and len(item) == 2 and all(isinstance(i, int) for i in item)
-              and 0 <= item[0] <= item[1] < count):
+        elif is_run(item) and 0 <= item[0] <= item[1] < count:
             out.extend(range(item[0], item[1] + 1))
         else:
             raise ValueError(f"not a node id or a run [first, last] of the DAG's {count} nodes in a $ts list: "

@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.naming import catalog_identifier
-from airflow_provider_lineage.lineage.plan import is_ref_list, ref_ids
+from airflow_provider_lineage.lineage.plan import is_ref_list, is_run, ref_ids
 
 #: 2: the plans are one DAG (``plans``, :func:`~.plan.load_dag`); 1: ``toJSON()`` lists only (still read).
 FORMAT_VERSION = 2
@@ -459,9 +459,7 @@ def _shifted(value: Any, offset: int) -> Any:
         if len(value) == 1 and isinstance(value.get("$t"), int):
             return {"$t": value["$t"] + offset}
         if is_ref_list(value):  # an item that is not an id or a run stays as it is: load_dag names it
-            return {"$ts": [i + offset if isinstance(i, int) else
-                            [i[0] + offset, i[1] + offset] if isinstance(i, list) and len(i) == 2
-                            and all(isinstance(x, int) for x in i) else i
+            return {"$ts": [i + offset if isinstance(i, int) else [i[0] + offset, i[1] + offset] if is_run(i) else i
                             for i in value["$ts"]]}
         return {k: ([c + offset for c in v] if k == "$c" and isinstance(v, list) else _shifted(v, offset))
                 for k, v in value.items()}

@@ -42,6 +42,12 @@ Scheduling -- why these Airflow 3 mechanisms:
   is left to do.
 * **A failed attempt is tried again** (``retries=1`` on ``maintain``): the retry decides again what
   each index needs, so it neither repeats finished work nor leaves half of it (commits are atomic).
+* **A failed watch is tried again** (``retries=1`` on ``wait``): Airflow 3.3 can fail a deferrable
+  task that has just resumed, when the trigger fires within seconds of deferring -- the executor's
+  late "success" for the attempt that deferred reaches the scheduler after the resumed attempt is
+  already running, and the scheduler takes it for a task killed externally ("state mismatch" in the
+  audit log; apache/airflow#72716, open). The retry checks the indexes again at once and hands the
+  work on; a sensor that times out is skipped (``soft_fail``), never retried.
 * **Never two maintainers at once** (``max_active_tis_per_dag=1`` on ``maintain``): when both
   watchers fire on one write, the second ``maintain`` waits for the first and then finds nothing to
   do (``auto`` decides when it runs). A maintainer outside this DAG (``lineage_etl.index``) is safe
@@ -136,6 +142,8 @@ with DAG(
         poke_interval=pendulum.duration(seconds=30),
         timeout=WATCH,
         soft_fail=True,
+        retries=1,  # apache/airflow#72716: a stale executor event can fail a just-resumed deferred attempt
+        retry_delay=pendulum.duration(seconds=10),
     )
 
     @task.sensor(poke_interval=15, timeout=pendulum.duration(hours=1), mode="reschedule")

@@ -889,11 +889,12 @@ class AirflowDeployment:
             raise DeploymentError(f"{dag_id} run {run_id} ended {state}\n{self.failure_report(dag_id, run_id)}")
 
     def failure_report(self, dag_id: str, run_id: str, tail: int = 6000) -> str:
-        """The run's task states and the end of every attempt log of its tasks that did not succeed
-        (read from the task log folder), for a test's failure message."""
+        """The run's task states and, for its tasks that did not succeed, the scheduler's "state mismatch"
+        entries and the end of every attempt log (read from the task log folder), for a test's failure
+        message."""
         tis = self.task_instances(dag_id, run_id)
         lines = [f"{dag_id} {run_id}: " + ", ".join(f"{t}={ti.get('state')}" for t, ti in sorted(tis.items()))]
-        lines += [self.attempt_logs(dag_id, run_id, task_id, tail=tail)
+        lines += [self.state_mismatches(dag_id, run_id, task_id) + self.attempt_logs(dag_id, run_id, task_id, tail=tail)
                   for task_id, ti in sorted(tis.items()) if ti.get("state") not in ("success", "skipped")]
         return "\n".join(lines)
 
@@ -909,6 +910,16 @@ class AirflowDeployment:
                 text = path.read_text(errors="replace")
                 out.append(f"--- {task_id} {path.name} (last {tail} characters) ---\n{text[-tail:]}")
         return "\n".join(out) or f"--- {task_id}: no attempt log under {self.home / folder} ---"
+
+    def state_mismatches(self, dag_id: str, run_id: str, task_id: str) -> str:
+        """The scheduler's "state mismatch" audit entries for a task (how it failed an attempt it took
+        for killed externally), one line each; empty when there are none."""
+        with self.client() as c:
+            res = c.get("/api/v2/eventLogs", params={"dag_id": dag_id, "run_id": run_id, "task_id": task_id,
+                                                     "event": "state mismatch", "limit": 20})
+            res.raise_for_status()
+            return "".join(f"--- {task_id} {e.get('when')} state mismatch: {e.get('extra')}\n"
+                           for e in res.json().get("event_logs", []))
 
     def task_instances(self, dag_id: str, run_id: str, user: str = "admin") -> dict[str, dict[str, Any]]:
         """The run's task instances by task id."""

@@ -106,13 +106,15 @@ class TestAssetDrivenMaintenance:
 
     def test_safe_to_leave_running(self, airflow_db: Path) -> None:
         """Scheduled, it writes nothing into the tables, waits in the triggerer, never longer than its
-        hourly interval, and maintains one index set at a time."""
+        hourly interval, maintains one index set at a time, and tries a failed watch or maintenance
+        again (apache/airflow#72716 can fail a deferred sensor that just resumed)."""
         dag = load_dag("sieve_maintenance")
         assert dag.params["external_write"] is False
         wait = dag.get_task("wait")
         assert wait.deferrable and wait.soft_fail and wait.timeout < 3600
         assert dag.max_active_runs == 2 and dag.get_task("maintain").max_active_tis_per_dag == 1
         assert dag.get_task("pipeline_idle").mode == "reschedule"
+        assert wait.retries == 1 and dag.get_task("maintain").retries == 1
 
 
 class TestLineageEtl:

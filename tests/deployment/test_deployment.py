@@ -124,10 +124,17 @@ def _maintained(dep: Any, run_id: str, late: Path) -> None:
     """The run succeeded, its maintain task synced the late file into both transactions indexes
     (here or in a concurrent watcher's run), and every index matches its table."""
     dep.wait_success("sieve_maintenance", run_id, timeout=900)
-    tries = int(dep.task_instances("sieve_maintenance", run_id)["maintain"].get("try_number") or 1)
-    if tries > 1:  # the DAG retries maintain (mode auto decides again); say why the first attempt failed
-        warnings.warn(f"sieve_maintenance.maintain in {run_id} took {tries} attempts:\n"
-                      + dep.attempt_logs("sieve_maintenance", run_id, "maintain", range(1, tries)), stacklevel=2)
+    tis = dep.task_instances("sieve_maintenance", run_id)
+    # The DAG retries maintain (mode auto decides again) and wait (apache/airflow#72716: a stale executor
+    # event can fail the attempt that just resumed from deferral); say why a first attempt failed.
+    for task_id in ("wait", "maintain"):
+        tries = int(tis[task_id].get("try_number") or 1)
+        mismatches = dep.state_mismatches("sieve_maintenance", run_id, task_id)
+        if tries > 1:
+            warnings.warn(f"sieve_maintenance.{task_id} in {run_id} took {tries} attempts:\n" + mismatches
+                          + dep.attempt_logs("sieve_maintenance", run_id, task_id, range(1, tries)), stacklevel=2)
+        else:  # a mismatch fails the attempt: one attempt that succeeded had none
+            assert mismatches == "", mismatches
     idx = S.open_index(str(late.parent), "txn_date",
                        index_path=str(dep.data_dir / "indexes" / "transactions" / "txn_date"))
     assert str(late) in set(idx.candidates(S.Eq(dt.date(2023, 12, 30))))

@@ -157,7 +157,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         indirect_lineage: str | None = None,
         udf_analysis: bool = True,
         on_lineage_change: str = "warn",
-        require_masked: list[str] | None = None,
+        require_masked: list[str] | str | None = None,
         on_policy_violation: str = "fail",
         **kwargs: Any,
     ) -> None:

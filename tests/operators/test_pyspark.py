@@ -32,6 +32,22 @@ class TestArguments:
         assert (op.conn_id, op.config_kwargs, op.capture_dir, op.on_lineage_change) == ("c", {"a": "1"}, "/x", "fail")
         assert [a.name for a in op.outlets] == ["spark_lineage_writes"]
 
+    def test_lineage_arguments_spelled_alike_in_every_entry_point(self) -> None:
+        """Both operators list the lineage arguments explicitly (keyword-only, for docs and IDEs) and pass them
+        to ``init_lineage_arguments``: same names, defaults and types in all three, so none drifts."""
+        import inspect
+
+        from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator, init_lineage_arguments
+
+        def params(fn: Any, skip: set[str]) -> dict[str, tuple[Any, Any, Any]]:
+            return {p.name: (p.kind, p.default, p.annotation) for p in inspect.signature(fn).parameters.values()
+                    if p.name not in skip and p.kind is not inspect.Parameter.VAR_KEYWORD}
+
+        shared = params(init_lineage_arguments, {"op"})
+        assert params(SparkLineageSubmitOperator.__init__, {"self"}) == shared
+        own = {"python_callable", "conn_id", "config_kwargs"}
+        assert params(PySparkLineageOperator.__init__, {"self", *own}) == shared
+
     def test_bad_lineage_argument_names_the_fix(self) -> None:
         with pytest.raises(ValueError, match="use 'auto'"):
             PySparkLineageOperator(task_id="t", python_callable=_fn, lineage_emission="both")

@@ -37,7 +37,10 @@ class TestArguments:
         to ``init_lineage_arguments``: same names, defaults and types in all three, so none drifts."""
         import inspect
 
-        from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator, init_lineage_arguments
+        from airflow_provider_lineage.operators.spark_lineage import (
+            SparkLineageSubmitOperator,
+            init_lineage_arguments,
+        )
 
         def params(fn: Any, skip: set[str]) -> dict[str, tuple[Any, Any, Any]]:
             return {p.name: (p.kind, p.default, p.annotation) for p in inspect.signature(fn).parameters.values()

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -697,6 +697,39 @@ class AirflowDeployment:
         proc = self.procs[process]
         os.kill(proc.pid, sig)
         proc.wait(timeout=30)
+
+    @contextlib.contextmanager
+    def paused(self, process: str, attempts: int = 20) -> Iterator[None]:
+        """SIGSTOP the main process of ``process`` (its children, e.g. LocalExecutor workers, run on) for the
+        ``with`` block, then SIGCONT it. With SQLite it is stopped only at a moment it holds no database
+        lock (checked by taking the database exclusively for an instant), so the others' writes never wait
+        behind a frozen reader; after ``attempts`` tries it raises :class:`DeploymentError`."""
+        pid = self.procs[process].pid
+        for _ in range(attempts):
+            os.kill(pid, signal.SIGSTOP)
+            if self.postgres is not None or self._sqlite_unlocked():
+                break
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.1)
+        else:
+            raise DeploymentError(f"{process} held an SQLite lock at each of {attempts} tries: not paused")
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    def _sqlite_unlocked(self) -> bool:
+        import sqlite3
+
+        con = sqlite3.connect(self.home / "airflow.db", timeout=1.0, isolation_level=None)
+        try:
+            con.execute("BEGIN EXCLUSIVE")
+            con.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            con.close()
 
     def restart(self, process: str) -> None:
         self.stop(process)

@@ -120,7 +120,7 @@ def _wait_deferred(dep: Any, run_id: str) -> None:
     dep.wait_task_state("sieve_maintenance", run_id, "wait", {"deferred"}, timeout=240)
 
 
-def _maintained(dep: Any, run_id: str, late: Path) -> None:
+def _maintained(dep: Any, run_id: str, late: Path, retried: tuple[str, ...] = ()) -> None:
     """The run succeeded, its maintain task synced the late file into both transactions indexes
     (here or in a concurrent watcher's run), and every index matches its table."""
     dep.wait_success("sieve_maintenance", run_id, timeout=900)
@@ -130,11 +130,11 @@ def _maintained(dep: Any, run_id: str, late: Path) -> None:
     for task_id in ("wait", "maintain"):
         tries = int(tis[task_id].get("try_number") or 1)
         mismatches = dep.state_mismatches("sieve_maintenance", run_id, task_id)
-        if tries > 1:
+        if tries == 1:  # a mismatch fails the attempt: one attempt that succeeded had none
+            assert mismatches == "", mismatches
+        elif task_id not in retried:  # ``retried``: a second attempt the test set up on purpose
             warnings.warn(f"sieve_maintenance.{task_id} in {run_id} took {tries} attempts:\n" + mismatches
                           + dep.attempt_logs("sieve_maintenance", run_id, task_id, range(1, tries)), stacklevel=2)
-        else:  # a mismatch fails the attempt: one attempt that succeeded had none
-            assert mismatches == "", mismatches
     idx = S.open_index(str(late.parent), "txn_date",
                        index_path=str(dep.data_dir / "indexes" / "transactions" / "txn_date"))
     assert str(late) in set(idx.candidates(S.Eq(dt.date(2023, 12, 30))))
@@ -191,6 +191,32 @@ def test_triggerer_sigkill_while_deferred(dep: Any) -> None:
     assert dep.task_instances("sieve_maintenance", run_id)["wait"]["state"] == "deferred"
     dep.start("triggerer")
     _maintained(dep, run_id, late)
+
+
+def test_stale_executor_event_after_a_quick_trigger(dep: Any) -> None:
+    """apache/airflow#72716 (and #67287) on purpose: the sensor defers while the scheduler is paused, so the
+    executor's "success" for the attempt that deferred is still unread when the trigger fires; resumed, the
+    scheduler queues the TI again, then reads that stale event and fails the TI as killed externally
+    ("state mismatch"). The example DAG's ``retries=1`` on ``wait`` must carry the run to its end anyway."""
+    _end_other_watchers(dep)
+    _sync_all(dep)
+    run_id = dep.trigger("sieve_maintenance")
+    wait_for("wait running its first check", lambda: dep.task_instances("sieve_maintenance", run_id)
+             .get("wait", {}).get("state") == "running", timeout=240, every=0.1)
+    with dep.paused("scheduler"):  # its LocalExecutor workers run on: the first check defers
+        _wait_deferred(dep, run_id)
+        late = add_late_file(dep.data_dir, "late-quick-trigger", 9_100_003)
+        # the triggerer resumes the TI itself (scheduled, next_method set) without the scheduler
+        dep.wait_task_state("sieve_maintenance", run_id, "wait", {"scheduled"}, timeout=120)
+    _maintained(dep, run_id, late, retried=("wait",))
+    tries = dep.task_instances("sieve_maintenance", run_id)["wait"]["try_number"]
+    mismatches = dep.state_mismatches("sieve_maintenance", run_id, "wait")
+    # The race as set up: the scheduler's first loop after the pause queues the TI and then reads the stale
+    # event. Should a later Airflow guard that case, the run simply succeeds on its first attempt.
+    assert (tries, bool(mismatches)) in {(2, True), (1, False)}, (tries, mismatches)
+    if tries == 1:
+        warnings.warn("the stale executor event did not fail the resumed sensor: Airflow guards the race now",
+                      stacklevel=1)
 
 
 def test_scheduler_sigkill_mid_run(dep: Any) -> None:

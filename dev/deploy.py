@@ -701,9 +701,10 @@ class AirflowDeployment:
     @contextlib.contextmanager
     def paused(self, process: str, attempts: int = 20) -> Iterator[None]:
         """SIGSTOP the main process of ``process`` (its children, e.g. LocalExecutor workers, run on) for the
-        ``with`` block, then SIGCONT it. With SQLite it is stopped only at a moment it holds no database
-        lock (checked by taking the database exclusively for an instant), so the others' writes never wait
-        behind a frozen reader; after ``attempts`` tries it raises :class:`DeploymentError`."""
+        ``with`` block, then SIGCONT it. With SQLite it is stopped only at a moment it holds no lock that
+        blocks a writer (checked by taking the database exclusively for an instant; in WAL mode that is the
+        write lock), so the others' writes never wait behind a frozen process; after ``attempts`` tries it
+        raises :class:`DeploymentError`."""
         pid = self.procs[process].pid
         for _ in range(attempts):
             os.kill(pid, signal.SIGSTOP)

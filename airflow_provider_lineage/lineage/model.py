@@ -12,6 +12,8 @@ from airflow_provider_lineage.lineage.naming import DatasetRef
 INDIRECT_PLACEMENTS = ("dataset", "fields", "both")
 #: The default placement (see :data:`INDIRECT_PLACEMENTS`).
 DEFAULT_INDIRECT = "dataset"
+#: How a reason in :attr:`WriteLineage.approximate_columns` starts when an input could not be named at all.
+UNKNOWN_INPUT = "unknown input"
 
 
 class LineageError(ValueError):
@@ -54,6 +56,11 @@ class WriteLineage:
     :param udfs: Python UDFs of the plan: one line each on what the body analysis found, or why the UDF
         was not analysed (then its edges are the conservative "every argument flows").
     :param udf_columns: output column -> the "not analysed" lines of the UDFs its value goes through.
+    :param approximate_columns: output column -> why its inputs are not known exactly: each reason says what the
+        capture could not see (``"driver round trip: ..."``, ``"checkpoint: ..."``, ``"UDF ...: ..."``). The column's
+        edges are then a superset of the truth (every column the value could have come from, never masking); a reason
+        that starts with :data:`UNKNOWN_INPUT` says some input could not be named at all, so no policy can prove the
+        column clean. Empty when every column is exact.
     :param lifecycle: OpenLineage ``lifecycleStateChange`` of the output: ``CREATE`` (the write created
         it: CTAS, error-if-exists/ignore writes, ``saveAsTable`` of a new table), ``OVERWRITE``
         (overwrite mode, INSERT OVERWRITE, replace), else ``None`` (append, MERGE).
@@ -72,6 +79,7 @@ class WriteLineage:
     lifecycle: str | None = None
     udfs: list[str] = field(default_factory=list)
     udf_columns: dict[str, list[str]] = field(default_factory=dict)
+    approximate_columns: dict[str, list[str]] = field(default_factory=dict)
 
     def sources_of(self, column: str) -> set[tuple[str, str, str]]:
         """``{(namespace, name, field)}`` of every edge of ``column`` (handy in tests/benchmarks)."""

@@ -18,6 +18,7 @@ lazily, so importing this module costs nothing.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -91,6 +92,29 @@ def openlineage_provider_active() -> bool:
         return not ol_conf.is_disabled()
     except Exception:  # noqa: BLE001 - a broken provider config means "not active": we then emit ourselves
         return False
+
+
+def openlineage_provider_transport() -> dict[str, Any] | None:
+    """The transport config Airflow's OpenLineage provider emits with: ``[openlineage] transport``, else the
+    ``transport`` of the file ``[openlineage] config_path`` (or ``$OPENLINEAGE_CONFIG``) names; ``None`` when neither
+    is set (the provider then uses openlineage-python's environment: ``OPENLINEAGE_URL`` ...). Read afresh (the
+    provider's own ``conf.transport()`` is cached for the process)."""
+    import json
+
+    cfg = airflow_conf()
+    raw = cfg.get("openlineage", "transport", fallback="") or ""
+    if raw.strip():
+        value = json.loads(raw)
+        return value if isinstance(value, dict) else None
+    path = cfg.get("openlineage", "config_path", fallback="") or os.environ.get("OPENLINEAGE_CONFIG", "")
+    if path.strip():
+        import yaml
+
+        with open(path, encoding="utf-8") as fh:
+            loaded = yaml.safe_load(fh) or {}
+        transport = loaded.get("transport") if isinstance(loaded, dict) else None
+        return transport if isinstance(transport, dict) else None
+    return None
 
 
 def operator_lineage(**fields: Any) -> OperatorLineage | None:

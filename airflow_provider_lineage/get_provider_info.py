@@ -87,8 +87,10 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Where dataset-wide INDIRECT edges (FILTER, JOIN, GROUP_BY, SORT) go in the "
                                        "columnLineage facet, for every SparkLineageSubmitOperator that does not set "
                                        "indirect_lineage: dataset (once per output, compact), fields (on every "
-                                       "output field: what Marquez shows) or both.",
-                        "version_added": "0.2.0", "type": "string", "example": "fields", "default": "dataset",
+                                       "output field: what Marquez shows) or both. Unset: both when the task's "
+                                       "events go to Marquez's endpoint (an http transport to api/v1/lineage), "
+                                       "which ignores the dataset-level list; else dataset.",
+                        "version_added": "0.2.0", "type": "string", "example": "fields", "default": None,
                     },
                     "require_masked": {
                         "description": "require_masked for every SparkLineageSubmitOperator that does not set it.",

@@ -14,7 +14,7 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.jobNamespace``             ``AIRFLOW_LINEAGE_JOB_NAMESPACE``           job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
 ``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
 ``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
-``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``dataset`` (default), ``fields``, ``both``
+``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``dataset`` (default), ``fields``, ``both``; unset: ``both`` when emitting to Marquez
 ``spark.airflow_lineage.udfAnalysis``             ``AIRFLOW_LINEAGE_UDF_ANALYSIS``             ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
 ``spark.airflow_lineage.captureToken``            ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``           the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
 ``spark.airflow_lineage.taskRun``                 ``AIRFLOW_LINEAGE_TASK_RUN``                the task run (``namespace/name/runId``) written into each envelope
@@ -101,6 +101,8 @@ class LauncherConfig:
     drain_timeout_s: float = 60.0
     parent: ParentRun | None = None
     indirect: str = DEFAULT_INDIRECT
+    #: why :attr:`indirect` was chosen when ``indirectLineage`` was not set (the driver logs it once)
+    indirect_reason: str | None = None
     spark_openlineage: dict[str, str] = field(default_factory=dict)
     udf_analysis: bool = True
     #: with a token, records go to ``capture_dir/<token>/`` in envelopes (a driver that runs elsewhere)
@@ -128,8 +130,8 @@ class LauncherConfig:
         if self.job_name:
             conf[PREFIX + "jobName"] = self.job_name
         conf[PREFIX + "drainTimeoutSeconds"] = f"{self.drain_timeout_s:g}"
-        if self.indirect != DEFAULT_INDIRECT:
-            conf[PREFIX + "indirectLineage"] = self.indirect
+        # always stated: a driver that emits itself chooses by its transport when the key is absent
+        conf[PREFIX + "indirectLineage"] = self.indirect
         if not self.udf_analysis:
             conf[PREFIX + "udfAnalysis"] = "false"
         if self.capture_token:
@@ -199,7 +201,19 @@ class LauncherConfig:
             timeout = float(timeout_raw) if timeout_raw else 60.0
         except ValueError as exc:
             raise ValueError(f"{PREFIX}drainTimeoutSeconds must be a number of seconds, got {timeout_raw!r}") from exc
-        indirect = (get("indirectLineage") or DEFAULT_INDIRECT).strip().lower()
+        emit = (get("emit") or "").strip().lower() in ("1", "true", "yes")
+        indirect = (get("indirectLineage") or "").strip().lower()
+        indirect_reason = None
+        if not indirect:  # nobody chose: follow the consumer the driver's events go to (lineage.transport.auto_indirect)
+            indirect, indirect_reason = DEFAULT_INDIRECT, None
+            if emit:
+                from airflow_provider_lineage.lineage import transport
+
+                if ol_config is not None:  # the same order as the launcher's client (Launcher._new_client)
+                    target = ol_config.get("transport")
+                else:
+                    target = transport_from_spark_properties(spark_openlineage or {}) or transport.environment_transport()
+                indirect, indirect_reason = transport.auto_indirect(target)
         if indirect not in INDIRECT_PLACEMENTS:
             raise ValueError(f"{PREFIX}indirectLineage must be one of {INDIRECT_PLACEMENTS}, got {indirect!r}")
         limit_raw = get("maxRecordBytes")
@@ -219,13 +233,14 @@ class LauncherConfig:
             capture_token=get("captureToken"),
             task_run=get("taskRun"),
             max_record_bytes=max_record_bytes,
-            emit=(get("emit") or "").strip().lower() in ("1", "true", "yes"),
+            emit=emit,
             openlineage_config=ol_config,
             job_namespace=get("jobNamespace"),
             job_name=get("jobName"),
             drain_timeout_s=timeout,
             parent=_parent(get_conf, env),
             indirect=indirect,
+            indirect_reason=indirect_reason,
             spark_openlineage=dict(spark_openlineage or {}),
             udf_analysis=(get("udfAnalysis") or "true").strip().lower() not in ("0", "false", "no", "off"),
         )

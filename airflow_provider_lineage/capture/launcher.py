@@ -556,6 +556,9 @@ class CaptureRuntime:
             self.emitted = where
             if transport.failure(client) is None:
                 log.info("OpenLineage START event of %s.%s sent to %s", namespace, name, where)
+            if self.config.indirect_reason:  # indirectLineage unset: say once which placement was chosen and why
+                log.info("every-row edges placed %r: %s (spark.airflow_lineage.indirectLineage chooses)",
+                         self.config.indirect, self.config.indirect_reason)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             self.problem("could not emit the OpenLineage START event", exc)
 

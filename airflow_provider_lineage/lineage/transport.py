@@ -52,6 +52,70 @@ def environment_configured() -> bool:
     return bool((probe.config.transport or {}).get("type"))
 
 
+#: The endpoint of Marquez's lineage API (also openlineage-python's default ``endpoint`` for the http transport).
+MARQUEZ_ENDPOINT = "api/v1/lineage"
+#: http transports (openlineage-python ``type``s) whose consumer may be Marquez.
+_HTTP_TYPES = ("http", "async_http")
+
+
+def environment_transport() -> dict[str, Any] | None:
+    """The transport openlineage-python would build from the standard places (``OPENLINEAGE_URL`` /
+    ``OPENLINEAGE_ENDPOINT``, ``OPENLINEAGE_CONFIG`` / openlineage.yml, ``OPENLINEAGE__TRANSPORT__*``), as a config
+    dict, without building it (``None``: nothing configured)."""
+    url = os.environ.get("OPENLINEAGE_URL", "").strip()
+    if url:
+        return {"type": "http", "url": url, "endpoint": os.environ.get("OPENLINEAGE_ENDPOINT") or MARQUEZ_ENDPOINT}
+    from openlineage.client import OpenLineageClient
+    from openlineage.client.transport.noop import NoopConfig, NoopTransport
+
+    try:
+        found = OpenLineageClient(transport=NoopTransport(NoopConfig())).config.transport
+    except Exception:  # noqa: BLE001 - an unreadable configuration is the client's to report when it emits
+        return None
+    return dict(found) if isinstance(found, dict) and found.get("type") else None
+
+
+def dataset_list_blind(transport_config: dict[str, Any] | None, _depth: int = 0) -> str | None:
+    """Where a transport sends events when the consumer there ignores the ``columnLineage`` facet's dataset-level
+    list (Marquez: an http transport to :data:`MARQUEZ_ENDPOINT`, alone or inside a ``composite`` or ``transform``
+    transport), as ``"http://host:5000/api/v1/lineage"``; ``None`` for any other transport.
+
+    :param transport_config: an openlineage-python ``transport`` config (the value of a config's ``transport`` key).
+    """
+    if not isinstance(transport_config, dict) or _depth > 8:
+        return None
+    kind = str(transport_config.get("type") or "").strip().lower()
+    if kind in _HTTP_TYPES:
+        endpoint = str(transport_config.get("endpoint") or MARQUEZ_ENDPOINT).strip().strip("/")
+        if endpoint == MARQUEZ_ENDPOINT:
+            return f"{str(transport_config.get('url') or '').rstrip('/')}/{endpoint}"
+        return None
+    if kind == "composite":
+        inner = transport_config.get("transports") or []
+        for child in inner.values() if isinstance(inner, dict) else inner:
+            if found := dataset_list_blind(child, _depth + 1):
+                return found
+        return None
+    if kind == "transform":
+        return dataset_list_blind(transport_config.get("transport"), _depth + 1)
+    return None
+
+
+def auto_indirect(transport_config: dict[str, Any] | None) -> tuple[str, str]:
+    """The ``indirect`` placement for events sent through ``transport_config`` when nobody chose one, and why.
+
+    ``"both"`` when the events reach a consumer that ignores the facet's dataset-level list (see
+    :func:`dataset_list_blind`: the every-row FILTER/JOIN/GROUP_BY/SORT edges then also go on every output field, where
+    it shows them; the dataset-level list stays for consumers that read it); else ``"dataset"`` (compact, the spec's
+    recommended form).
+    """
+    where = dataset_list_blind(transport_config)
+    if where:
+        return "both", (f"events go to {where}, Marquez's lineage endpoint, which ignores the columnLineage facet's "
+                        "dataset-level list: the every-row edges are put on every output field too")
+    return "dataset", "the events' destination reads the columnLineage facet's dataset-level list"
+
+
 def client_for(config: dict[str, Any] | None = None) -> tuple[OpenLineageClient, str]:
     """The client to emit with, and a description of where the events go.
 

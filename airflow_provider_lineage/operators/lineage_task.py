@@ -43,6 +43,8 @@ class LineageTaskMixin:
     _run_guard = _S._run_guard
     _policy_not_checked = _S._policy_not_checked
     resolved_indirect = _S.resolved_indirect
+    _events_transport = _S._events_transport
+    _note_provider_event_size = _S._note_provider_event_size
     _self_emit_start = _S._self_emit_start
     get_openlineage_facets_on_start = _S.get_openlineage_facets_on_start
     get_openlineage_facets_on_complete = _S.get_openlineage_facets_on_complete

@@ -274,15 +274,40 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
 
     def resolved_indirect(self) -> str:
         """Where dataset-wide INDIRECT edges go: ``indirect_lineage``, else Airflow's ``[column_lineage]
-        indirect_lineage`` option, else ``"dataset"`` (raises naming the option when it is not a placement)."""
+        indirect_lineage`` option (raises naming the option when it is not a placement), else chosen by where this
+        task's events go (:func:`.transport.auto_indirect`: ``"both"`` for Marquez's endpoint, which ignores the
+        facet's dataset-level list; else ``"dataset"``), said once in the task log."""
         if self.indirect_lineage is not None:
             return self.indirect_lineage
         raw = _compat.airflow_conf().get("column_lineage", "indirect_lineage", fallback=None)
-        value = str(raw).strip().lower() if raw is not None and str(raw).strip() else DEFAULT_INDIRECT
-        if value not in INDIRECT_PLACEMENTS:
-            raise ValueError(f"[column_lineage] indirect_lineage = {raw!r} is not one of {INDIRECT_PLACEMENTS}: set "
-                             "it to 'dataset' (compact, the default), 'fields' (what Marquez shows) or 'both'")
+        if raw is not None and str(raw).strip():
+            value = str(raw).strip().lower()
+            if value not in INDIRECT_PLACEMENTS:
+                raise ValueError(f"[column_lineage] indirect_lineage = {raw!r} is not one of {INDIRECT_PLACEMENTS}: "
+                                 "set it to 'dataset' (compact), 'fields' (what Marquez shows) or 'both', or unset it "
+                                 "(then chosen by where the events go)")
+            return value
+        try:
+            value, why = transport.auto_indirect(self._events_transport())
+        except Exception as exc:  # noqa: BLE001 - an unreadable transport setting never fails the task
+            value, why = DEFAULT_INDIRECT, f"the events' destination could not be read ({exc!r})"
+        if getattr(self, "_indirect_said", None) != (value, why):
+            self._indirect_said = (value, why)
+            self.log.info("lineage: every-row edges (FILTER, JOIN, GROUP_BY, SORT) placed %r: %s (indirect_lineage= "
+                          "or [column_lineage] indirect_lineage chooses)", value, why)
         return value
+
+    def _events_transport(self) -> dict[str, Any] | None:
+        """The openlineage-python transport config this task's events go through (``None``: the embedded file,
+        or emission off)."""
+        emission = self.resolved_emission()
+        if emission == "off":
+            return None
+        if self.openlineage_config is not None:
+            return self.openlineage_config.get("transport")
+        if emission == "provider":
+            return _compat.openlineage_provider_transport() or transport.environment_transport()
+        return transport.environment_transport() if transport.environment_configured() else None
 
     def process_capture_dir(self, capture_dir: str, error: BaseException | None = None, *,
                             extra_problems: list[str] | None = None,
@@ -371,6 +396,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
                 len(self._ol_outputs),
                 len(self._ol_inputs),
             )
+            self._note_provider_event_size()
         elif emission == "self" and client is not None:
             failure: BaseException | str | None = error
             if failure is None and self.guard is not None and self.guard.failure:
@@ -395,6 +421,26 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         else:
             self.lineage_destination = None
             self.log.info("lineage: emission is off (lineage_emission='off')")
+
+    def _note_provider_event_size(self) -> None:
+        """Say when the datasets handed to Airflow's OpenLineage provider make an event over the 1 MB body limit of
+        the proxies usually in front of an http endpoint: the provider sends it as one request (this package splits
+        only the events it emits itself)."""
+        try:
+            if transport.dataset_list_blind(self._events_transport()) is None:
+                return
+            from openlineage.client.serde import Serde
+
+            size = sum(len(Serde.to_json(d).encode()) for d in [*self._ol_inputs, *self._ol_outputs])
+            if size > transport.HTTP_EVENT_LIMIT:
+                self.log.info(
+                    "lineage: the datasets handed to Airflow's OpenLineage provider are %d bytes, over %d: its http "
+                    "transport sends them in one request, which a proxy in front of Marquez with a smaller body limit "
+                    "refuses (raise that limit, set \"compression\": \"gzip\" on the transport, or "
+                    "lineage_emission='self', which splits events per share of columns)", size,
+                    transport.HTTP_EVENT_LIMIT)
+        except Exception as exc:  # noqa: BLE001 - a size note never fails the task
+            self.lineage_log.debug("event size not estimated: %r", exc)
 
     def _push_lineage_record(
         self, context: Context, result: events.LineageResult, emission: str, task_run: ParentRun

@@ -60,3 +60,46 @@ def test_refused_http_endpoint_is_reported_not_raised(clean_env: Path) -> None:
     assert where.startswith(f"http http://127.0.0.1:{port}")
     problems = transport.emit_all(client, [_event()])
     assert len(problems) == 1 and "START" in problems[0]
+
+
+# -- issue 51: where the every-row edges go when nobody chose (Marquez ignores the facet's dataset-level list) -----
+MARQUEZ = {"type": "http", "url": "http://marquez:5000", "endpoint": "api/v1/lineage"}
+
+
+@pytest.mark.parametrize(
+    ("config", "blind"),
+    [
+        (MARQUEZ, "http://marquez:5000/api/v1/lineage"),
+        ({"type": "http", "url": "http://marquez:5000/"}, "http://marquez:5000/api/v1/lineage"),  # the default endpoint
+        ({**MARQUEZ, "endpoint": "/api/v1/lineage/"}, "http://marquez:5000/api/v1/lineage"),
+        ({"type": "HTTP", "url": "http://m:5000", "endpoint": "api/v1/lineage"}, "http://m:5000/api/v1/lineage"),
+        ({"type": "async_http", "url": "http://m:5000"}, "http://m:5000/api/v1/lineage"),
+        ({"type": "composite", "transports": [{"type": "console"}, MARQUEZ]}, "http://marquez:5000/api/v1/lineage"),
+        ({"type": "composite", "transports": {"a": {"type": "file", "log_file_path": "x"}, "m": MARQUEZ}},
+         "http://marquez:5000/api/v1/lineage"),
+        ({"type": "transform", "transformer_class": "x.Y", "transport": MARQUEZ}, "http://marquez:5000/api/v1/lineage"),
+        ({"type": "http", "url": "http://collector:8080", "endpoint": "v1/events"}, None),  # another http consumer
+        ({"type": "file", "log_file_path": "/tmp/e.jsonl"}, None),
+        ({"type": "kafka", "topic": "ol", "config": {}}, None),
+        ({"type": "composite", "transports": [{"type": "console"}]}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_which_consumers_ignore_the_dataset_level_list(config: object, blind: str | None) -> None:
+    assert transport.dataset_list_blind(config) == blind  # type: ignore[arg-type]
+    placement, why = transport.auto_indirect(config)  # type: ignore[arg-type]
+    assert placement == ("both" if blind else "dataset")
+    assert (blind in why) if blind else "dataset-level list" in why
+
+
+def test_environment_transport_reads_the_standard_places(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert transport.environment_transport() is None
+    monkeypatch.setenv("OPENLINEAGE_URL", "http://127.0.0.1:5000")  # the README's line for users without the provider
+    assert transport.auto_indirect(transport.environment_transport())[0] == "both"
+    monkeypatch.setenv("OPENLINEAGE_ENDPOINT", "v1/ingest")
+    assert transport.auto_indirect(transport.environment_transport())[0] == "dataset"
+    monkeypatch.delenv("OPENLINEAGE_URL")
+    monkeypatch.delenv("OPENLINEAGE_ENDPOINT")
+    (clean_env / "openlineage.yml").write_text("transport:\n  type: http\n  url: http://marquez:5000\n")
+    assert transport.dataset_list_blind(transport.environment_transport()) == "http://marquez:5000/api/v1/lineage"

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_lineage.lineage.transport import auto_indirect
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
 CELERY = ROOT / "docker" / "docker-compose.celery.yml"
@@ -83,7 +85,9 @@ def test_wiring(config: dict[str, Any]) -> None:
         transport = json.loads(env["AIRFLOW__OPENLINEAGE__TRANSPORT"])
         assert transport["type"] == "http" and transport["url"] == "http://marquez:5000"
         assert transport["endpoint"] == "api/v1/lineage"
-        assert env["AIRFLOW__COLUMN_LINEAGE__INDIRECT_LINEAGE"] == "both"  # Marquez reads only per-field edges
+        # the README's settings alone: unset, the placement follows the transport (Marquez reads only per-field edges)
+        assert "AIRFLOW__COLUMN_LINEAGE__INDIRECT_LINEAGE" not in env
+        assert auto_indirect(transport)[0] == "both"
         conn = json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])
         assert (conn["conn_type"], conn["host"], conn["port"]) == ("spark", "spark://spark-master", 7077)
         assert conn["extra"]["deploy-mode"] == "client"

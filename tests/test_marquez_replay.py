@@ -128,6 +128,85 @@ class TestExamplePipelinesInMarquez:
         validate_or_skip(pipeline_events["events"])
 
 
+# -- issue 51: the README's Marquez line alone shows every edge ------------------------------------------------------
+class _Receiver:
+    """An OpenLineage HTTP endpoint on 127.0.0.1 standing in for Marquez (which cannot run here): records each POST's
+    path and JSON body, answers 201. Never evaluates what it receives."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append((self.path, json.loads(body)))
+                self.send_response(201)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_readme_marquez_line_alone_shows_every_row_edges(tmp_path: Path) -> None:
+    """``./dev.sh demo``'s DAG with exactly the transport the README shows for Marquez and no lineage setting: Airflow's
+    OpenLineage provider sends the events to the loopback receiver at ``api/v1/lineage``; the every-row edges (the
+    period/status FILTER) are on the mart's fields, so Marquez's rules hide none of them; the task log says once which
+    form was chosen and why."""
+    import subprocess
+    import sys
+
+    receiver = _Receiver()
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OPENLINEAGE", "AIRFLOW__OPENLINEAGE__", "AIRFLOW__COLUMN_LINEAGE__"))}
+        env.update(
+            AIRFLOW_HOME=str(tmp_path / "home"),
+            # the README's line, pointed at the receiver
+            AIRFLOW__OPENLINEAGE__TRANSPORT=json.dumps(
+                {"type": "http", "url": receiver.url, "endpoint": "api/v1/lineage"}),
+            AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD="False",  # the harness: every event sent before dag.test() returns
+            LINEAGE_DEMO_DATA_DIR=str(tmp_path / "data"),
+            PYTHONPATH=str(ROOT),
+        )
+        env.pop("AIRFLOW__CORE__DAGS_FOLDER", None)
+        proc = subprocess.run([sys.executable, str(ROOT / "dev" / "demo.py")], env=env, cwd=str(tmp_path),
+                              capture_output=True, text=True, timeout=900, check=False)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output[-5000:]
+    finally:
+        receiver.close()
+    assert receiver.requests and {path for path, _ in receiver.requests} == {"/api/v1/lineage"}
+    events = [body for _, body in receiver.requests]
+    mart = str(tmp_path / "data" / "mart" / "transactions_c1")
+    [complete] = [e for e in events if e["eventType"] == "COMPLETE" and any(o["name"] == mart for o in e["outputs"])]
+    model = MarquezModel().ingest_all(events)
+    assert (model.dropped, model.lost()) == ([], [])
+    assert [h for h in model.hidden() if h[1][1] == mart] == []  # nothing Marquez would not show
+    src = str(tmp_path / "data" / "transactions")
+    for column in ("amount_eur", "txn_id", "size_band"):  # the period/status filter, on every field Marquez shows
+        shown = {e.input for e in model.upstream("file", mart, column)}
+        assert {("file", src, f) for f in ("txn_date", "status")} <= shown, (column, shown)
+    facet = next(o for o in complete["outputs"] if o["name"] == mart)["facets"]["columnLineage"]
+    assert {d["field"] for d in facet.get("dataset") or []} >= {"txn_date", "status"}  # "both": the list stays too
+    said = [line for line in output.splitlines() if "every-row edges" in line and "placed 'both'" in line]
+    assert said and "api/v1/lineage" in said[0] and "Marquez" in said[0], output[-3000:]
+    validate_or_skip(events)
+
+
 # -- the checker itself (no Spark): it must catch what Marquez would drop --------------------------
 def _event(fields: dict[str, Any], dataset: list[dict[str, Any]] | None = None, in_fields: list[str] = ("a", "b"),
            out_schema: list[dict[str, Any]] | None = None) -> dict[str, Any]:

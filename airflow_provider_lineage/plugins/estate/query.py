@@ -196,22 +196,30 @@ def _dataset_keys(session: Session, ids: Iterable[int], *, labels: bool = False,
     ids = sorted(set(ids))
     out: dict[int, tuple[str, str, str | None]] = {}
     d = s.dataset.c
-    cols = [d.id, d.namespace, d.name] + ([label_of(readable)] if labels else [])
     for i in range(0, len(ids), 500):
-        for r in session.execute(select(*cols).where(d.id.in_(ids[i:i + 500]))):
+        part = ids[i:i + 500]
+        stmt = select(d.id, d.namespace, d.name).where(d.id.in_(part))
+        if labels:
+            lab = labels_of(readable, part)
+            stmt = select(d.id, d.namespace, d.name, lab.c.table_name).outerjoin(lab, lab.c.dataset_id == d.id).where(
+                d.id.in_(part))
+        for r in session.execute(stmt):
             out[r.id] = (r.namespace, r.name, r.table_name if labels else None)
     return out
 
 
-def label_of(readable: Collection[str] | None) -> Any:
-    """A dataset's display label as a column (``table_name``) of a query over ``apl_estate_dataset``: the
-    (smallest) catalog table name that a record of a ``readable`` DAG (``None``: any) gives it, else NULL.
-    Never a label only other DAGs' records give: it would name what the user may not read."""
+def labels_of(readable: Collection[str] | None, ids: Collection[int] | None = None) -> Any:
+    """A subquery ``(dataset_id, table_name)``: each dataset's display label, the (smallest) catalog table name
+    a record of a ``readable`` DAG (``None``: any) gives it (of the datasets ``ids``; ``None``: all). Never a
+    label only other DAGs' records give: it would name what the user may not read. A FROM-clause subquery (the
+    readable edge sets looked up once), never a correlated one (SQLite would look them up again per row)."""
     sl = s.set_label.c
-    q = select(func.min(sl.table_name)).where(sl.dataset_id == s.dataset.c.id)
+    q = select(sl.dataset_id, func.min(sl.table_name).label("table_name"))
+    if ids is not None:
+        q = q.where(sl.dataset_id.in_(sorted(ids)))
     if readable is not None:
         q = q.where(sl.set_ref.in_(_readable_sets(readable)))
-    return q.scalar_subquery().label("table_name")
+    return q.group_by(sl.dataset_id).subquery()
 
 
 def storable(text: str, limit: int) -> bool:
@@ -646,25 +654,31 @@ def search(session: Session, q: str, *, limit: int = 50, readable: Collection[st
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     d, sl, sf = s.dataset.c, s.set_label.c, s.set_field.c
     sets = _readable_sets(readable) if readable is not None else None
-    by_label = select(sl.dataset_id).where(sl.dataset_id == d.id, _contains(session, sl.table_name, like))
+    lab = labels_of(readable)
+    # every subquery here is uncorrelated (evaluated once per statement), whatever the user may read
+    by_label = select(sl.dataset_id).where(_contains(session, sl.table_name, like))
     if sets is not None:
         by_label = by_label.where(sl.set_ref.in_(sets))
-    dq = select(d.id, d.namespace, d.name, label_of(readable)).where(
-        _contains(session, d.name, like) | by_label.exists())
+    dq = (select(d.id, d.namespace, d.name, lab.c.table_name).outerjoin(lab, lab.c.dataset_id == d.id)
+          .where(_contains(session, d.name, like) | d.id.in_(by_label)))
     if sets is not None:
-        dq = dq.where(select(s.io.c.dataset_id).where(s.io.c.dataset_id == d.id, s.io.c.set_ref.in_(sets)).exists()
-                      | select(sf.dataset_id).where(sf.dataset_id == d.id, sf.set_ref.in_(sets)).exists())
+        dq = dq.where(d.id.in_(select(s.io.c.dataset_id).where(s.io.c.set_ref.in_(sets)))
+                      | d.id.in_(select(sf.dataset_id).where(sf.set_ref.in_(sets))))
     hits: list[dict[str, Any]] = [
         {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
         for r in session.execute(dq.order_by(d.id).limit(want))]
     if len(hits) < want:
         names = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like))
-        fq = (select(d.id, d.namespace, d.name, sf.name.label("column"), func.max(sf.type).label("type"),
-                     label_of(readable))
-              .join(s.dataset, d.id == sf.dataset_id).where(sf.name.in_(names))
-              .group_by(sf.name, d.id, d.namespace, d.name).order_by(sf.name, d.id).limit(want - len(hits)))
+        # the page of (column, dataset) pairs in index order (apl_estate_set_field_name), then their names and labels
+        fq = (select(sf.name.label("column"), sf.dataset_id, func.max(sf.type).label("type"))
+              .where(sf.name.in_(names)).group_by(sf.name, sf.dataset_id).order_by(sf.name, sf.dataset_id)
+              .limit(want - len(hits)))
         if sets is not None:
             fq = fq.where(sf.set_ref.in_(sets))
+        page = fq.subquery()
+        fq = (select(d.namespace, d.name, page.c.column, page.c.type, lab.c.table_name)
+              .join(s.dataset, d.id == page.c.dataset_id).outerjoin(lab, lab.c.dataset_id == d.id)
+              .order_by(page.c.column, page.c.dataset_id))
         hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name),
                   "column": r.column, "type": r.type} for r in session.execute(fq)]
     return hits[offset:want]

@@ -208,7 +208,7 @@ def _dataset_keys(session: Session, ids: Iterable[int], *, labels: bool = False,
     return out
 
 
-def labels_of(readable: Collection[str] | None, ids: Collection[int] | None = None) -> Any:
+def labels_of(readable: Collection[str] | None, ids: Collection[int] | None = None, sets: Any = None) -> Any:
     """A subquery ``(dataset_id, table_name)``: each dataset's display label, the (smallest) catalog table name
     a record of a ``readable`` DAG (``None``: any) gives it (of the datasets ``ids``; ``None``: all). Never a
     label only other DAGs' records give: it would name what the user may not read. A FROM-clause subquery (the
@@ -217,7 +217,9 @@ def labels_of(readable: Collection[str] | None, ids: Collection[int] | None = No
     q = select(sl.dataset_id, func.min(sl.table_name).label("table_name"))
     if ids is not None:
         q = q.where(sl.dataset_id.in_(sorted(ids)))
-    if readable is not None:
+    if sets is not None:  # the caller's readable edge sets (a CTE)
+        q = q.where(sl.set_ref.in_(sets))
+    elif readable is not None:
         q = q.where(sl.set_ref.in_(_readable_sets(readable)))
     return q.group_by(sl.dataset_id).subquery()
 
@@ -653,8 +655,9 @@ def search(session: Session, q: str, *, limit: int = 50, readable: Collection[st
     want = offset + limit
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     d, sl, sf = s.dataset.c, s.set_label.c, s.set_field.c
-    sets = _readable_sets(readable) if readable is not None else None
-    lab = labels_of(readable)
+    # the readable edge sets once per statement (a CTE: the DAG ids are bound once, not once per use)
+    sets = select(_readable_sets(readable).cte("apl_readable_sets").c.set_ref) if readable is not None else None
+    lab = labels_of(readable, sets=sets)
     # every subquery here is uncorrelated (evaluated once per statement), whatever the user may read
     by_label = select(sl.dataset_id).where(_contains(session, sl.table_name, like))
     if sets is not None:

@@ -92,6 +92,23 @@ def get_provider_info() -> dict[str, Any]:
                                        "which ignores the dataset-level list; else dataset.",
                         "version_added": "0.2.0", "type": "string", "example": "fields", "default": None,
                     },
+                    "sieve_badge_roots": {
+                        "description": "api-server: local folders (comma-separated) under which the Column lineage "
+                                       "view checks a Sieve index live (table listing, manifest, checksums). Outside "
+                                       "them a badge shows what the index task recorded: the api-server reads no "
+                                       "path a task chose (docs/ui.md).",
+                        "version_added": "0.2.0", "type": "string", "example": "/data/lake,/data/marts",
+                        "default": "",
+                    },
+                    "sieve_badge_max_files": {
+                        "description": "api-server: a table under sieve_badge_roots with more entries than this is not "
+                                       "walked for a badge (the recorded state is shown).",
+                        "version_added": "0.2.0", "type": "integer", "example": "10000", "default": "10000",
+                    },
+                    "sieve_badge_timeout": {
+                        "description": "api-server: seconds the live checks of one badge request may take in all.",
+                        "version_added": "0.2.0", "type": "float", "example": "5", "default": "5",
+                    },
                     "require_masked": {
                         "description": "require_masked for every SparkLineageSubmitOperator that does not set it.",
                         "version_added": "0.2.0", "type": "string", "example": "pii", "default": None,

@@ -1,8 +1,11 @@
 """The column-lineage view's FastAPI app: a JSON API and the static page, mounted by the plugin.
 
 Every endpoint goes through Airflow's auth manager: the page needs a signed-in user, each run or
-task endpoint needs read access to its DAG (``requires_access_dag("GET")``: no token -> 401, no
-access -> 403), and the search only reads records of the DAGs the user may read. Routes (under the
+task endpoint needs read access to its DAG and to the DAG's XComs (what Airflow's own XCom endpoints
+need, ``requires_access_dag("GET", DagAccessEntity.XCOM)``: no token -> 401, no access -> 403), and
+the searches only read records of the DAGs whose XComs the user may read (:mod:`.access`). The API's
+own description (``/openapi.json``) needs a signed-in user and ``[api] enable_swagger_ui`` on; no
+interactive docs page (``/docs``, ``/redoc``) is served: FastAPI's load their JavaScript from a CDN. Routes (under the
 plugin's prefix, :data:`URL_PREFIX`)::
 
     GET /                                                        the page (static, no data in it)
@@ -13,6 +16,7 @@ plugin's prefix, :data:`URL_PREFIX`)::
     GET /api/search?q=&limit=                                    datasets/columns of recent runs
     GET /api/tags/unmasked?tag=                                  where tags reach unmasked (estate index, else records)
     GET /estate, /api/impact, /api/estate/...                    the estate page and API (estate/api.py)
+    GET /openapi.json                                            this API's OpenAPI description (signed in)
 
 No ``from __future__ import annotations`` here: FastAPI reads the route functions' annotations at run
 time, and they name types imported inside :func:`create_app` (kept there so that importing the plugin
@@ -40,22 +44,27 @@ class LazyApp:
 
 def create_app() -> Any:
     """The FastAPI app (built when Airflow's api-server loads the plugin)."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.common.db.common import SessionDep
     from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
     from fastapi import Depends, FastAPI, HTTPException, Query, Request
     from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
 
+    from airflow_provider_lineage.plugins import access, indexes, store
     from airflow_provider_lineage.plugins import graph as graphs
-    from airflow_provider_lineage.plugins import indexes, store
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from airflow_provider_lineage.plugins.guard import view as guard_view
 
     app = FastAPI(
         title="Column lineage (airflow-provider-lineage)",
         description="Column-level lineage of SparkLineageSubmitOperator tasks, kept in Airflow's metadata DB.",
+        # no interactive docs (FastAPI's load JavaScript from a CDN) and no unauthenticated description:
+        # /openapi.json is a route of its own below, behind a login
+        docs_url=None, redoc_url=None, openapi_url=None,
     )
-    read_dag = [Depends(requires_access_dag("GET"))]
+    # the lineage is read from XComs: the DAG and its XComs, as Airflow's own XCom endpoints ask
+    read_dag = [Depends(requires_access_dag("GET")), Depends(requires_access_dag("GET", DagAccessEntity.XCOM))]
 
     def _run_exists(session: Any, dag_id: str, run_id: str) -> None:
         from airflow.models.dagrun import DagRun
@@ -65,10 +74,8 @@ def create_app() -> Any:
         if found is None:
             raise HTTPException(404, f"no DAG run {run_id!r} of DAG {dag_id!r}")
 
-    def _readable(user: Any) -> Any:
-        from airflow.api_fastapi.app import get_auth_manager
-
-        return get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+    def _readable(user: Any) -> set[str]:
+        return access.readable_dag_ids(user)
 
     def _graph(session: Any, user: Any, dag_id: str, run_id: str, task_id: Optional[str] = None,  # noqa: UP045
                map_index: Optional[int] = None) -> dict[str, Any]:  # noqa: UP045
@@ -191,19 +198,29 @@ def create_app() -> Any:
     @app.get("/api/search")
     def search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),
                limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
-        """Datasets and columns of the newest lineage records of the DAGs the user may read."""
-        from airflow.api_fastapi.app import get_auth_manager
+        """Datasets and columns of the newest lineage records of the DAGs (and XComs) the user may read.
 
+        Only hits: no count of the records read (a record's raw JSON may hold what its hits do not show)."""
         if "\x00" in q:
             raise HTTPException(400, "q contains a NUL byte (\\x00), which no dataset or column name holds: remove it")
-        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
-        records = store.recent_records(session, set(readable), q) if q.strip() else []
+        readable = _readable(user)
+        records = store.recent_records(session, readable, q) if q.strip() else []
         try:
             hits = graphs.search(records, q, limit)
         except Exception:  # noqa: BLE001 - a malformed record is skipped, never a 500 for every search
             ok = [rec for rec in records if _searchable(rec, q)]
             hits = graphs.search(ok, q, limit)
-        return {"query": q, "hits": hits, "records_read": len(records)}
+        return {"query": q, "hits": hits}
+
+    @app.get("/openapi.json", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
+    def openapi() -> JSONResponse:
+        """This API's OpenAPI description, for a signed-in user, when ``[api] enable_swagger_ui`` is on (404 off)."""
+        from airflow_provider_lineage import _compat
+
+        on = str(_compat.airflow_conf().get("api", "enable_swagger_ui", fallback="True")).strip().lower()
+        if on in ("false", "0", "no", "off", ""):
+            raise HTTPException(404, "the API description is off: [api] enable_swagger_ui = False")
+        return JSONResponse(app.openapi())
 
     @app.get("/", dependencies=[Depends(requires_authenticated())], include_in_schema=False)
     def page() -> FileResponse:

@@ -102,22 +102,23 @@ def recent_records(session: Session, dag_ids: set[str] | None, query: str,
 
 
 def sieve_results(session: Session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The results (``MaintainResult`` dicts) the run's Sieve index tasks returned, newest index state per column."""
+    """The results (``MaintainResult`` dicts) the run's Sieve index tasks returned, newest index state per column,
+    each with ``task_id`` and ``recorded_at`` (when the task pushed it: the badge's "checked" time)."""
     from airflow.models.taskinstance import TaskInstance as TI
     from airflow.models.xcom import XComModel
     from sqlalchemy import select
 
     stmt = (
-        select(XComModel.task_id, XComModel.value)
+        select(XComModel.task_id, XComModel.value, XComModel.timestamp)
         .join(TI, (TI.dag_id == XComModel.dag_id) & (TI.run_id == XComModel.run_id)
               & (TI.task_id == XComModel.task_id) & (TI.map_index == XComModel.map_index))
         .where(XComModel.dag_id == dag_id, XComModel.run_id == run_id, XComModel.key == "return_value",
                TI.operator.in_(SIEVE_OPERATORS))
     )
     out = []
-    for task_id, raw in session.execute(stmt):
+    for task_id, raw, ts in session.execute(stmt):
         value = decode(raw)
         for entry in value if isinstance(value, list) else []:
             if isinstance(entry, dict) and entry.get("table_root") and entry.get("column"):
-                out.append({**entry, "task_id": task_id})
+                out.append({**entry, "task_id": task_id, "recorded_at": ts.isoformat() if ts else None})
     return out

@@ -104,6 +104,12 @@ def test_bad_records_nul_bytes_and_long_names_on_postgresql(pg: Any) -> None:
         assert [h["name"] for h in query.search(session, "pg_good")] == ["pg_good"]
         assert {h["name"] for h in query.search(session, "pg_out")} == {"pg_out"}
         assert {(h["name"], h["column"]) for h in query.search(session, "fine")} == {("ok_ds", "fine")}
+        # the access filter and the labels in SQL (issue 47): PostgreSQL's GROUP BY rules hold
+        for readable in ({"pg_dag"}, {"pg_dag", "other"}):
+            assert {(h["name"], h["column"]) for h in query.search(session, "fine", readable=readable)} == {
+                ("ok_ds", "fine")}
+            assert [h["name"] for h in query.search(session, "pg_good", readable=readable)] == ["pg_good"]
+        assert query.search(session, "pg_good", readable={"other"}) == []
         found = {p["task_id"]: p for p in query.problems(session)["problems"]}
         assert set(found) == {"long", "malformed", "notlists"}
         assert "over 1000 characters" in found["long"]["reason"] and "NUL" in found["long"]["reason"]

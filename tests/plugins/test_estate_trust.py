@@ -356,3 +356,124 @@ def test_the_run_view_draws_a_run_with_a_malformed_record(client: Any) -> None:
     assert s.status_code == 200, s.text
     assert "file:rv_good_out" in {h["dataset"] for h in s.json()["hits"]}
     assert _get(client, "/api/search", q="a\x00").status_code == 400
+
+
+# ---- issue 47: labels, search and the XCom permission; the API description behind a login ----------------
+
+def _labelled(writes: dict[str, list[tuple[str, str]]], labels: dict[str, str]) -> dict[str, Any]:
+    rec = record(writes)
+    for ds in rec["datasets"]:
+        ds["table"] = labels.get(ds["name"])
+    return rec
+
+
+def test_labels_come_only_from_records_the_user_may_read(client: Any) -> None:
+    # the refused DAG names lbl_shared first, with a label; a readable DAG names it later without one
+    _run(DENIED_DAG, "lbl", _labelled({"lbl_shared": [("c", "lbl_src:c")], "lbl_two": [("c", "lbl_src:c")]},
+                                      {"lbl_shared": "secret_tbl_hr", "lbl_two": "secret_tbl_two"}), 3.1, "lbl1")
+    _run("trust_lbl", "w", _labelled({"lbl_shared": [("c", "lbl_src:c")], "lbl_two": [("c", "lbl_src:c")]},
+                                     {"lbl_two": "open_two"}), 2, "lbl2")
+    for user in (DENIED_USER, "noxcom"):
+        assert _get(client, "/api/estate/search", user, q="secret_tbl").json()["hits"] == []
+        hits = _get(client, "/api/estate/search", user, q="lbl_").json()["hits"]
+        assert {h["label"] for h in hits if h["column"] == ""} == {"lbl_shared", "lbl_src", "open_two"}, hits
+        g = _get(client, "/api/estate/graph", user, namespace=NS, name="lbl_src", depth=1)
+        assert {d["name"]: d["table"] for d in g.json()["datasets"]} == {
+            "lbl_src": None, "lbl_shared": None, "lbl_two": "open_two"}
+        start = _get(client, "/api/estate/start", user)
+        assert start.status_code == 200 and "secret_tbl" not in start.text
+    # the admin reads both DAGs: the labels of both
+    assert {h["name"] for h in _get(client, "/api/estate/search", ADMIN, q="secret_tbl").json()["hits"]} == {
+        "lbl_shared", "lbl_two"}
+    g = _get(client, "/api/estate/graph", ADMIN, namespace=NS, name="lbl_shared").json()
+    assert next(d for d in g["datasets"] if d["name"] == "lbl_shared")["table"] == "secret_tbl_hr"
+
+
+def test_the_run_view_search_gives_hits_only_never_a_count_of_records_read(client: Any) -> None:
+    rec = record({"oracle_out": [("v", "oracle_in:v")]})
+    rec["problems"] = [{"kind": "note", "message": "only in the raw record: zz_raw_only_zz"}]
+    _run("trust_oracle", "w", rec, 3, "oracle")
+    seen = _get(client, "/api/search", q="zz_raw_only")
+    unknown = _get(client, "/api/search", q="qq_nowhere_qq")
+    assert seen.status_code == unknown.status_code == 200
+    assert seen.json() == {**unknown.json(), "query": "zz_raw_only"} == {"query": "zz_raw_only", "hits": []}
+    assert [h["dataset"] for h in _get(client, "/api/search", q="oracle_out").json()["hits"] if not h["column"]] == [
+        "file:oracle_out"]
+
+
+def test_lineage_needs_the_xcom_permission_too(client: Any) -> None:
+    run = f"{RUN_PREFIX}d2"
+    for path in (f"/api/dags/{DENIED_DAG}/runs/{run}/graph", f"/api/dags/{DENIED_DAG}/runs/{run}/tasks/hr/graph",
+                 f"/api/dags/{DENIED_DAG}/runs/{run}/indexes", f"/api/dags/{DENIED_DAG}/runs/{run}/column"):
+        params = {"dataset": f"file:{SECRET}", "column": "salary"} if path.endswith("/column") else {}
+        refused = _get(client, path, "noxcom", **params)
+        assert refused.status_code == 403 and "salar" not in refused.text, (path, refused.text)
+        assert _get(client, path, "viewer", **params).status_code == 200, path
+    assert _get(client, f"/api/dags/trust_a/runs/{RUN_PREFIX}a1/graph", "noxcom").status_code == 200
+    for path in ("/api/search", "/api/estate/search"):
+        assert _get(client, path, "noxcom", q="salar").json()["hits"] == [], path
+        assert _get(client, path, "viewer", q="salar").json()["hits"], path
+    g = _get(client, "/api/estate/graph", "noxcom", namespace=NS, name=SECRET).json()
+    assert g["datasets"] == [] and g["missing"] == [f"{NS}:{SECRET}"]
+
+
+def test_the_api_description_needs_a_login_and_no_docs_page_loads_from_a_cdn(client: Any, monkeypatch: Any) -> None:
+    assert client.get(PREFIX + "/openapi.json").status_code == 401
+    described = _get(client, "/openapi.json")
+    assert described.status_code == 200 and "/api/estate/search" in described.json()["paths"]
+    for page in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert client.get(PREFIX + page).status_code in (401, 404), page
+        assert _get(client, page).status_code == 404, page
+    monkeypatch.setenv("AIRFLOW__API__ENABLE_SWAGGER_UI", "False")
+    assert _get(client, "/openapi.json").status_code == 404
+    # the pages the plugin serves load nothing from another site
+    from airflow_provider_lineage.plugins.api import STATIC
+
+    for page in STATIC.glob("*.html"):
+        text = page.read_text()
+        assert "://" not in text.replace("http://www.w3.org/2000/svg", ""), page
+
+
+def test_estate_search_runs_a_constant_number_of_statements_whatever_the_user_may_read(client: Any) -> None:
+    from airflow.utils.session import create_session
+    from sqlalchemy import event
+
+    from airflow_provider_lineage.plugins.estate import index, query
+
+    # 450 datasets only the refused DAG names, then one a readable DAG names: a user who reads few DAGs
+    # used to page through all of them (3 statements per 200)
+    _run(DENIED_DAG, "bulk", record({f"bulk_hid_{i:03}": [("k", "bulk_src:k")] for i in range(450)}), 3.2, "bulk1")
+    _run("trust_bulk", "w", record({"bulk_zz_visible": [("bulk_col", "bulk_src2:k")]}), 2, "bulk2")
+    with create_session() as session:
+        index.sync(session, force=True)
+        session.commit()
+        statements: list[str] = []
+
+        def count(conn: Any, cursor: Any, stmt: str, *args: Any) -> None:
+            statements.append(stmt)
+
+        engine = session.get_bind()
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            answers = {}
+            for who, readable in (("admin", None), ("one dag", {"trust_bulk"}),
+                                  # bound once (a CTE): 4 uses of 12,000 ids would pass SQLite's 32,766 variables
+                                  ("many dags", {"trust_bulk"} | {f"other_{i}" for i in range(12_000)}),
+                                  ("the refused dag only", {DENIED_DAG})):
+                for q, limit, offset in (("bulk_", 50, 0), ("bulk_", 500, 400), ("_", 20, 0), ("zz_none", 50, 0)):
+                    statements.clear()
+                    answers[(who, q, offset)] = query.search(session, q, limit=limit, readable=readable,
+                                                             offset=offset)
+                    assert len(statements) <= 2, (who, q, len(statements), statements[:5])
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+    one = answers[("one dag", "bulk_", 0)]
+    assert sorted((h["name"], h["column"]) for h in one) == [("bulk_src2", ""), ("bulk_zz_visible", ""),
+                                                              ("bulk_zz_visible", "bulk_col")]
+    assert one[-1]["column"] == "bulk_col"  # datasets first, then columns
+    assert answers[("many dags", "bulk_", 0)] == one
+    admin = answers[("admin", "bulk_", 0)]
+    assert len(admin) == 50 and all(h["column"] == "" for h in admin)
+    tail = answers[("the refused dag only", "bulk_", 400)]  # its 451 datasets (bulk_hid_*, bulk_src) from the 401st
+    assert len(tail) == 51 and {h["name"] for h in tail} >= {"bulk_src", "bulk_hid_449"}
+    assert not {h["name"] for h in tail} & {"bulk_zz_visible", "bulk_src2"}

@@ -9,7 +9,7 @@
     GET /api/estate/start?limit=          the page's first view: datasets written recently, DAGs with lineage
 
 Every one needs a signed-in user (401 without a token) and reads only the DAGs the auth manager lets
-the user read; what is reachable only through other DAGs is a count (``hidden``), never a name, and a
+the user read, and read the XComs of (the index is derived from XComs: :mod:`..access`); what is reachable only through other DAGs is a count (``hidden``), never a name, and a
 dataset or column only such DAGs name answers exactly as one that does not exist.
 
 Bounded: list answers page (``limit`` up to the documented maximum, ``next_cursor`` to pass as
@@ -112,9 +112,9 @@ def register(app: Any) -> None:
     from airflow_provider_lineage.plugins.estate import index, query
 
     def readable(user: Any) -> set:
-        from airflow.api_fastapi.app import get_auth_manager
+        from airflow_provider_lineage.plugins import access
 
-        return set(get_auth_manager().get_authorized_dag_ids(user=user, method="GET"))
+        return access.readable_dag_ids(user)  # the DAGs and their XComs: the index is derived from XComs
 
     def instant(text: Optional[str], what: str = "as_of") -> Optional[datetime]:  # noqa: UP045
         try:
@@ -367,12 +367,10 @@ def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
         entry["writes"] |= written.get(h.set_ref, set())
         if entry["run"] is None or query._utc(h.end_date) > query._utc(entry["run"].end_date):
             entry["run"] = h
-    names = {}
-    ids = sorted(set(recent) | {d for e in by_dag.values() for d in e["writes"]})
-    for i in range(0, len(ids), 500):
-        for r in session.execute(select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name, s.dataset.c.table_name)
-                                 .where(s.dataset.c.id.in_(ids[i:i + 500]))):
-            names[r.id] = {"namespace": r.namespace, "name": r.name, "label": query._short(r.name, r.table_name)}
+    ids = set(recent) | {d for e in by_dag.values() for d in e["writes"]}
+    # labels only from records of readable DAGs
+    names = {did: {"namespace": ns, "name": nm, "label": query._short(nm, table)}
+             for did, (ns, nm, table) in query._dataset_keys(session, ids, labels=True, readable=readable).items()}
     for did, r in recent.items():
         end = query._utc(r.end_date)
         answer["recent"].append({**names[did], "written": end.isoformat() if end else None, "dag_id": r.dag_id,

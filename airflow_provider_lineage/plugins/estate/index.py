@@ -110,7 +110,7 @@ class _Datasets:
         self.ids: dict[tuple[str, str], int] = {}
 
     def resolve(self, keys: Iterable[tuple[str, str, str | None]]) -> None:
-        want = {(ns, nm): table for ns, nm, table in keys if (ns, nm) not in self.ids}
+        want = {(ns, nm) for ns, nm, _ in keys if (ns, nm) not in self.ids}
         if not want:
             return
         names = sorted({nm for _, nm in want})
@@ -118,14 +118,15 @@ class _Datasets:
             for did, ns, nm in self.session.execute(select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name)
                                                     .where(s.dataset.c.name.in_(names[i:i + 500]))):
                 self.ids[(ns, nm)] = did
-        for (ns, nm), table in want.items():
+        for ns, nm in sorted(want):
             if (ns, nm) in self.ids:
                 continue
             from sqlalchemy.exc import IntegrityError
 
             try:
                 with self.session.begin_nested():
-                    did = self.session.execute(s.dataset.insert().values(namespace=ns, name=nm, table_name=table)
+                    # no table label here: a label belongs to the record that gives it (``_set_label``)
+                    did = self.session.execute(s.dataset.insert().values(namespace=ns, name=nm)
                                                ).inserted_primary_key[0]
             except IntegrityError:  # another process inserted it meanwhile
                 did = self.session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == ns,
@@ -262,7 +263,9 @@ def _lineage(record: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]],
                 continue
             fields.append((i, name, _label_text(name_type[1], s.MAX_TYPE) if len(name_type) > 1 else None))
     problems += [f"{n} malformed {what} entr{'y' if n == 1 else 'ies'} left out" for what, n in sorted(n_bad.items())]
-    body = {"d": [[a, b] for a, b, _ in idents], "io": sorted(io_rows), "e": edges, "f": fields}
+    # the table labels are part of the lineage's identity: a set shared by two records carries the labels of both
+    body = {"d": [[a, b] for a, b, _ in idents], "io": sorted(io_rows), "e": edges, "f": fields,
+            "t": [t for _, _, t in idents]}
     digest = hashlib.sha256(json.dumps(body, separators=(",", ":"), default=str).encode()).hexdigest()
     return idents, body, digest, problems
 
@@ -296,6 +299,9 @@ def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets,
                   (ids[out], col, ids[src], sf, typ, sub, m) for out, col, src, sf, typ, sub, m in body["e"])]
     if edges:
         session.execute(s.edge.insert(), edges)
+    labels = sorted({(ids[i], t) for i, t in enumerate(body["t"]) if t and ids[i] is not None})
+    if labels:
+        session.execute(s.set_label.insert(), [{"set_ref": ref, "dataset_id": d, "table_name": t} for d, t in labels])
     fields: dict[tuple[int, str], str | None] = {}
     for i, name, typ in body["f"]:
         if typ or (ids[i], name) not in fields:
@@ -443,6 +449,7 @@ def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
             session.execute(delete(s.edge).where(s.edge.c.set_ref.in_(part)))
             session.execute(delete(s.io).where(s.io.c.set_ref.in_(part)))
             session.execute(delete(s.set_field).where(s.set_field.c.set_ref.in_(part)))
+            session.execute(delete(s.set_label).where(s.set_label.c.set_ref.in_(part)))
             session.execute(delete(s.edge_set).where(s.edge_set.c.id.in_(part)))
     return len(refs)
 

@@ -189,14 +189,39 @@ def producers_as_of(session: Session, as_of: datetime | None = None) -> Producer
     return Producers(session, _utc(as_of))
 
 
-def _dataset_keys(session: Session, ids: Iterable[int]) -> dict[int, tuple[str, str, str | None]]:
+def _dataset_keys(session: Session, ids: Iterable[int], *, labels: bool = False,
+                  readable: Collection[str] | None = None) -> dict[int, tuple[str, str, str | None]]:
+    """``{id: (namespace, name, label)}``; the label (a catalog table name) only with ``labels``, and then
+    only one that a record of a ``readable`` DAG gives (``None``: any record's)."""
     ids = sorted(set(ids))
     out: dict[int, tuple[str, str, str | None]] = {}
+    d = s.dataset.c
     for i in range(0, len(ids), 500):
-        for r in session.execute(select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name,
-                                        s.dataset.c.table_name).where(s.dataset.c.id.in_(ids[i:i + 500]))):
-            out[r.id] = (r.namespace, r.name, r.table_name)
+        part = ids[i:i + 500]
+        stmt = select(d.id, d.namespace, d.name).where(d.id.in_(part))
+        if labels:
+            lab = labels_of(readable, part)
+            stmt = select(d.id, d.namespace, d.name, lab.c.table_name).outerjoin(lab, lab.c.dataset_id == d.id).where(
+                d.id.in_(part))
+        for r in session.execute(stmt):
+            out[r.id] = (r.namespace, r.name, r.table_name if labels else None)
     return out
+
+
+def labels_of(readable: Collection[str] | None, ids: Collection[int] | None = None, sets: Any = None) -> Any:
+    """A subquery ``(dataset_id, table_name)``: each dataset's display label, the (smallest) catalog table name
+    a record of a ``readable`` DAG (``None``: any) gives it (of the datasets ``ids``; ``None``: all). Never a
+    label only other DAGs' records give: it would name what the user may not read. A FROM-clause subquery (the
+    readable edge sets looked up once), never a correlated one (SQLite would look them up again per row)."""
+    sl = s.set_label.c
+    q = select(sl.dataset_id, func.min(sl.table_name).label("table_name"))
+    if ids is not None:
+        q = q.where(sl.dataset_id.in_(sorted(ids)))
+    if sets is not None:  # the caller's readable edge sets (a CTE)
+        q = q.where(sl.set_ref.in_(sets))
+    elif readable is not None:
+        q = q.where(sl.set_ref.in_(_readable_sets(readable)))
+    return q.group_by(sl.dataset_id).subquery()
 
 
 def storable(text: str, limit: int) -> bool:
@@ -448,7 +473,7 @@ def graph(session: Session, starts: Iterable[tuple[str, str, str]], *, depth: in
     up = traverse(session, start_nodes, direction="upstream", depth=depth, readable=readable, producers=prod,
                   blind=blind, max_nodes=limit)
     ds_ids = {n[0] for n in list(down.depth) + list(up.depth)}
-    keys = _dataset_keys(session, ds_ids)
+    keys = _dataset_keys(session, ds_ids, labels=True, readable=readable)
     fields = fields_as_of(session, ds_ids, prod, readable)
 
     def did_key(d: int) -> str:
@@ -613,57 +638,52 @@ SEARCH_MAX_OFFSET = 10_000
 
 def search(session: Session, q: str, *, limit: int = 50, readable: Collection[str] | None = None,
            offset: int = 0) -> list[dict[str, Any]]:
-    """Datasets and columns whose name contains ``q`` (case-insensitive), named by indexed records of
-    readable DAGs: hits ``offset`` to ``offset + limit`` (datasets first, then columns, each in a fixed
-    order). A column only records of unreadable DAGs name is never a hit.
+    """Datasets and columns whose name (or label) contains ``q`` (case-insensitive), named by indexed
+    records of ``readable`` DAGs (``None``: all): hits ``offset`` to ``offset + limit`` (datasets first, by
+    id, then columns, by name and dataset). A dataset, column or label only records of other DAGs name is
+    never a hit, nor what makes one.
 
-    The name scans run in SQL (``LIKE``/``ILIKE``, a page at a time): over dataset names, and over the
-    distinct column names (``apl_estate_column_name``), whose per-record columns are then found by index
-    (``apl_estate_set_field``) and kept when a run of a readable DAG has their record. Only the page's
-    datasets are checked for access (:func:`visible_datasets`).
+    Two statements whatever the user may read (bounded for everyone): the access filter runs in SQL
+    (the edge sets of the runs of readable DAGs, a subquery), never a page at a time in Python. Datasets:
+    ``LIKE``/``ILIKE`` over their names and their readable labels, kept when a readable record reads,
+    writes or lists columns of them. Columns: the distinct names that match (``apl_estate_column_name``),
+    their per-record columns (``apl_estate_set_field``) of readable edge sets.
     """
     text = q.strip().lower()
     if not text or "\x00" in text or (readable is not None and not readable):
         return []
     want = offset + limit
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    d = s.dataset.c
-    dq = select(d.id, d.namespace, d.name, d.table_name).where(
-        _contains(session, d.name, like) | _contains(session, d.table_name, like)).order_by(d.id)
-    hits: list[dict[str, Any]] = []
-    page = max(want, 200)
-    at = 0
-    while len(hits) < want:
-        rows = session.execute(dq.limit(page).offset(at)).all()
-        ok = visible_datasets(session, [r.id for r in rows], readable) if readable is not None else None
-        hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
-                 for r in rows if ok is None or r.id in ok]
-        if len(rows) < page:
-            break
-        at += page
-    # columns: the distinct names first (few: names repeat across datasets), then their records' columns
-    names_q = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like)).order_by(
-        s.column_name.c.name)
-    sf = s.set_field.c
-    at = 0
-    while len(hits) < want:
-        names = session.execute(names_q.limit(500).offset(at)).scalars().all()
-        for j in range(0, len(names), 20):  # a few names at a time: a common name has many fields
-            if len(hits) >= want:
-                break
-            fq = (select(sf.dataset_id, sf.name, func.max(sf.type).label("type")).where(sf.name.in_(names[j:j + 20]))
-                  .group_by(sf.name, sf.dataset_id).order_by(sf.name, sf.dataset_id))
-            if readable is not None:
-                fq = fq.where(sf.set_ref.in_(_readable_sets(readable)))
-            cols = session.execute(fq.limit(want - len(hits))).all()
-            keys = _dataset_keys(session, [c.dataset_id for c in cols])
-            for c in cols:
-                ns, nm, table = keys[c.dataset_id]
-                hits.append({"namespace": ns, "name": nm, "label": _short(nm, table), "column": c.name,
-                             "type": c.type})
-        if len(names) < 500:
-            break
-        at += 500
+    d, sl, sf = s.dataset.c, s.set_label.c, s.set_field.c
+    # the readable edge sets once per statement (a CTE: the DAG ids are bound once, not once per use)
+    sets = select(_readable_sets(readable).cte("apl_readable_sets").c.set_ref) if readable is not None else None
+    lab = labels_of(readable, sets=sets)
+    # every subquery here is uncorrelated (evaluated once per statement), whatever the user may read
+    by_label = select(sl.dataset_id).where(_contains(session, sl.table_name, like))
+    if sets is not None:
+        by_label = by_label.where(sl.set_ref.in_(sets))
+    dq = (select(d.id, d.namespace, d.name, lab.c.table_name).outerjoin(lab, lab.c.dataset_id == d.id)
+          .where(_contains(session, d.name, like) | d.id.in_(by_label)))
+    if sets is not None:
+        dq = dq.where(d.id.in_(select(s.io.c.dataset_id).where(s.io.c.set_ref.in_(sets)))
+                      | d.id.in_(select(sf.dataset_id).where(sf.set_ref.in_(sets))))
+    hits: list[dict[str, Any]] = [
+        {"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name), "column": ""}
+        for r in session.execute(dq.order_by(d.id).limit(want))]
+    if len(hits) < want:
+        names = select(s.column_name.c.name).where(_contains(session, s.column_name.c.name, like))
+        # the page of (column, dataset) pairs in index order (apl_estate_set_field_name), then their names and labels
+        fq = (select(sf.name.label("column"), sf.dataset_id, func.max(sf.type).label("type"))
+              .where(sf.name.in_(names)).group_by(sf.name, sf.dataset_id).order_by(sf.name, sf.dataset_id)
+              .limit(want - len(hits)))
+        if sets is not None:
+            fq = fq.where(sf.set_ref.in_(sets))
+        page = fq.subquery()
+        fq = (select(d.namespace, d.name, page.c.column, page.c.type, lab.c.table_name)
+              .join(s.dataset, d.id == page.c.dataset_id).outerjoin(lab, lab.c.dataset_id == d.id)
+              .order_by(page.c.column, page.c.dataset_id))
+        hits += [{"namespace": r.namespace, "name": r.name, "label": _short(r.name, r.table_name),
+                  "column": r.column, "type": r.type} for r in session.execute(fq)]
     return hits[offset:want]
 
 

@@ -13,6 +13,10 @@ Datasets are keyed by OpenLineage (namespace, name) only: the one identity the l
 The columns a record names are kept per edge set (``_set_field``), so that a dataset's field list can
 be read as of an instant and for the DAGs a user may read; ``_field`` is every column ever seen (the
 union, with the newest type), ``_column_name`` each distinct name once (what the search scans).
+A dataset's display label (the catalog table a record names it by) is kept per edge set too
+(``_set_label``): a user sees, and searches, only the labels records of DAGs they may read give
+(``_dataset.table_name`` is no longer written: a label set by whichever record came first was served to
+everyone).
 
 Sizes: :data:`MAX_NAMESPACE`, :data:`MAX_NAME`, :data:`MAX_TABLE`, :data:`MAX_COLUMN` are the longest
 values the columns hold; the write side refuses longer ones (and NUL bytes, which PostgreSQL's text
@@ -23,7 +27,7 @@ from __future__ import annotations
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250
@@ -111,6 +115,17 @@ set_field = Table(
 column_name = Table(
     f"{PREFIX}column_name", metadata,
     Column("name", String(500), primary_key=True),
+)
+
+#: the catalog table name (display label) each edge set's record gives a dataset: served only from the sets of
+#: runs of DAGs the user may read
+set_label = Table(
+    f"{PREFIX}set_label", metadata,
+    Column("set_ref", Integer, nullable=False),
+    Column("dataset_id", Integer, nullable=False),
+    Column("table_name", String(500), nullable=False),
+    Index(f"{PREFIX}set_label_set", "set_ref"),
+    Index(f"{PREFIX}set_label_dataset", "dataset_id", "set_ref"),
 )
 
 io = Table(

@@ -180,7 +180,7 @@ def _read_mart() -> dict[str, Any]:
 
 @pytest.fixture
 def no_asset_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guard, "asset_event_tags", lambda record: ({}, []))
+    monkeypatch.setattr(guard, "asset_event_tags", lambda record, since=None: ({}, []))
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", '{"datasets": []}')
 
 
@@ -247,7 +247,7 @@ def test_a_malformed_asset_event_extra_fails_the_policy_closed(monkeypatch: pyte
 
     monkeypatch.setattr(sdk_context, "InletEventsAccessor", Accessor)
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", '{"datasets": []}')
-    monkeypatch.setattr(guard, "estate_tags", lambda record: ({}, []))
+    monkeypatch.setattr(guard, "estate_tags", lambda record, generated=None: ({}, []))
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     _run(g, FakeTI(None), _read_mart())
     assert g.failure and "the asset event of file:/w/mart" in g.failure and "cannot be checked fully" in g.failure

@@ -356,9 +356,10 @@ def unproven(record: Mapping[str, Any], result: Mapping[str, Any], require_maske
     ``require_masked`` policy cannot prove clean: ``[{"column", "reasons", "why"}]``.
 
     A column is proved clean only when every input is known (no reason starts with :data:`..model.UNKNOWN_INPUT`)
-    and none of the inputs of its edges (over-approximated: DIRECT or not) carries a required tag, unless that tag
-    was masked upstream on an exact path; an approximate edge is never taken as masking, and an input that is
-    itself an unproven column of the same task is not clean.
+    and none of the inputs of its DIRECT edges (over-approximated: every column the value could come from) carries a
+    required tag, unless that tag was masked upstream on an exact path; an approximate edge is never taken as
+    masking, and an input that is itself an unproven column of the same task is not clean. INDIRECT edges carry no
+    value (as in :func:`propagate`).
     """
     from airflow_provider_lineage.lineage.model import UNKNOWN_INPUT
 
@@ -372,8 +373,8 @@ def unproven(record: Mapping[str, Any], result: Mapping[str, Any], require_maske
     if not approx or not required:
         return []
     sources: dict[Column, list[Column]] = {}
-    for o, ofield, src, sfield, *_ in record.get("edges") or []:
-        if 0 <= o < len(ds) and 0 <= src < len(ds):
+    for o, ofield, src, sfield, typ, *_ in record.get("edges") or []:
+        if 0 <= o < len(ds) and 0 <= src < len(ds) and typ == DIRECT:
             dst = (ds[o]["namespace"], ds[o]["name"], ofield)
             if dst in approx:
                 sources.setdefault(dst, []).append((ds[src]["namespace"], ds[src]["name"], sfield))

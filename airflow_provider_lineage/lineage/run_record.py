@@ -234,6 +234,12 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
         record.pop("tags", None)
         if isinstance(record.get("policy"), dict) and size(record) > limit:
             record["policy"] = {"violations": [], "cut": "see XCom lineage_policy"}
+        approx = record.get("approximate") or []
+        if size(record) > limit and approx:  # the columns stay listed, with their first reason
+            record["approximate"] = [[o, c, rs[:1]] for o, c, rs in approx]
+            marker["approximate_total"] = len(approx)
+            while size(record) > limit and record["approximate"]:
+                record["approximate"] = record["approximate"][: len(record["approximate"]) // 2]
     marker["edges_kept"] = len(record["edges"])
     marker["dataset_edges_kept"] = len(record["dataset_edges"])
     marker["fields_kept"] = sum(len(d["fields"]) for d in record["datasets"])

@@ -40,3 +40,11 @@ def test_what_the_engine_marks_today_at_the_write_level_marks_every_column() -> 
     assert all(r.startswith(UNKNOWN_INPUT) for rs in rdd.values() for r in rs) and len(rdd) == 2
     rule = _approx(_lin(approximate=True, unknown=["SomeNewNode"]))
     assert all(r.startswith("approximate: no rule for SomeNewNode") for rs in rule.values() for r in rs)
+
+
+def test_a_record_over_its_bound_keeps_its_approximate_columns_first() -> None:
+    lin = _lin(approximate_columns={"contact": ["driver round trip: " + "x" * 250] * 5})
+    rec = run_record.build(LineageResult(lineages=[lin]), job_namespace="n", job_name="j", run_id="r", emission="off",
+                           limit=1200)
+    assert run_record.size(rec) <= 1200 and rec["truncated"]
+    assert [c for _, c, _ in rec["approximate"]] == ["contact"]  # the edges and schemas went first

@@ -217,10 +217,10 @@ def propagate(
     ins, outs = record_columns(record)
     tags: Tags = declared_tags(declared, [*ins, *outs])
     for c, entries in (known or {}).items():
-        have = {_entry_key(e) for e in tags.get(c, []) if e.get("path")}
+        have = {entry_key(e) for e in tags.get(c, []) if e.get("path")}
         for e in entries:
-            if e.get("path") and _entry_key(e) not in have:
-                have.add(_entry_key(e))
+            if e.get("path") and entry_key(e) not in have:
+                have.add(entry_key(e))
                 tags.setdefault(c, []).append({**e, "tag": normalize_tag(e["tag"])})
     stopped: dict[tuple[Column, str, Column], dict[str, Any]] = {}
     edges = []
@@ -253,7 +253,9 @@ def propagate(
     return {"columns": tags, "stopped": list(stopped.values())}
 
 
-def _entry_key(e: Mapping[str, Any]) -> tuple[str, Column, bool]:
+def entry_key(e: Mapping[str, Any]) -> tuple[str, Column, bool]:
+    """What two tag entries of one column are the same on: the tag, its origin, masked or not (an unmasked arrival is
+    never hidden by a masked one of the same origin)."""
     return (normalize_tag(e["tag"]), _key(e["path"][0]), bool(e.get("masked")))
 
 

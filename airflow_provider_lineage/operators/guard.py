@@ -316,7 +316,7 @@ def _writer(event: Any) -> tuple[Any, ...]:
 def asset_event_tags(record: dict[str, Any], since: str | None = None) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns carried by the asset events of each input dataset: the newest event
     of every writer (each task that wrote it, each event posted through the API) since ``since`` (the estate
-    tag map's time, less :data:`SYNC_MARGIN`; ``None``: every event), their tags added up. A second writer of
+    tag map's time, less :data:`SYNC_MARGIN_DAYS`; ``None``: every event), their tags added up. A second writer of
     the same table, or a posted event without tags, never replaces the tags another writer carried.
 
     The problems returned mean the inherited tags may be incomplete (an asset event that could not be read,
@@ -358,8 +358,8 @@ def asset_event_tags(record: dict[str, Any], since: str | None = None) -> tuple[
             try:
                 for c, entries in tagging.known_from_extra(d["namespace"], d["name"], event.extra).items():
                     have = known.setdefault(c, [])
-                    keys = {tagging._entry_key(e) for e in have}
-                    have += [e for e in entries if tagging._entry_key(e) not in keys]
+                    keys = {tagging.entry_key(e) for e in have}
+                    have += [e for e in entries if tagging.entry_key(e) not in keys]
             except tagging.TagsError as exc:
                 problems.append(f"{str(exc)[:300]}: its tags are not inherited")
     return known, problems
@@ -368,7 +368,7 @@ def asset_event_tags(record: dict[str, Any], since: str | None = None) -> tuple[
 def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from upstream tasks of any DAG: the estate's tag map
     (:func:`estate_tags`) and, for what the index has not seen yet (an upstream task of this DAG run:
-    the index syncs when a DAG run ends) or when there is no map, the newest asset event of each input.
+    the index syncs when a DAG run ends) or when there is no map, the asset events of each input.
     Every problem returned means the tags may be incomplete.
 
     The map holds every writer of an input the estate index has seen; the asset events add every writer since

@@ -198,3 +198,75 @@ def test_an_inputs_tags_are_all_its_writers_tags(policy_run: dict[str, Any]) -> 
     # writer_a's path starts at /w/customers, which this task does not read: a count
     assert v["path"][0]["hidden"] == 1 and [p["name"] for p in v["path"][1:]] == ["/w/shared",
                                                                                   "/w/out_reader_of_two_writers"]
+
+
+# -- slow tier: the same rule on plans real Spark produces ------------------------------------------------------------
+
+#: pattern of dags/guard_policy_spark.py -> what the policy's ``incomplete`` says of its ``contact`` column (None: a
+#: plain violation)
+SPARK_EXPECTED: dict[str, str | None] = {"checkpoint": "checkpoint", "local_checkpoint": "checkpoint", "control": None}
+
+
+@pytest.fixture(scope="module")
+def spark_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import os
+
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    from tests.operators.dags import guard_policy_spark
+    from tests.support.pipelines import env_for_spark
+
+    migrate_db()
+    env_for_spark()
+    data = tmp_path_factory.mktemp("guard-policy-spark")
+    folder = Path(guard_policy_spark.__file__).resolve().parent
+    decl = {"datasets": [{"namespace": "file", "name": f"{data}/customers/", "columns": {"email": [" PII"]}}]}
+    env = {"AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": json.dumps([
+        {"name": "guard-tests", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+         "kwargs": {"path": str(folder), "refresh_interval": 0}},
+        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}}]),
+        "AIRFLOW_VAR_LINEAGE_COLUMN_TAGS": json.dumps(decl)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        bag = dagbag_class()(dag_folder=str(folder / "guard_policy_spark.py"))
+        assert not bag.import_errors, bag.import_errors
+        run = bag.get_dag(guard_policy_spark.DAG_ID).test(run_conf={"data_dir": str(data)})
+        from airflow.models.xcom import XComModel
+        from sqlalchemy import select
+
+        from airflow_provider_lineage.plugins.store import decode
+
+        with create_session() as session:
+            rows = session.execute(select(XComModel.task_id, XComModel.key, XComModel.value).where(
+                XComModel.dag_id == guard_policy_spark.DAG_ID, XComModel.run_id == run.run_id)).all()
+        out = {"states": _states(run), "xcom": {(t, k): decode(v) for t, k, v in rows}, "data": data}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        with create_session() as session:
+            session.execute(delete(DagRun).where(DagRun.dag_id == "guard_policy_spark"))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("pattern", sorted(SPARK_EXPECTED))
+def test_real_spark_patterns_fail_require_masked(spark_run: dict[str, Any], pattern: str) -> None:
+    assert spark_run["states"]["customers"] == "success"
+    assert spark_run["states"][pattern] == "failed", pattern
+    policy = spark_run["xcom"][(pattern, "lineage_policy")]
+    reason = SPARK_EXPECTED[pattern]
+    if reason is None:
+        (v,) = policy["violations"]
+        assert v["column"]["column"] == "contact" and v["tag"] == "pii"
+    else:
+        (why,) = [p for p in policy.get("incomplete") or [] if "column 'contact'" in p]
+        assert reason in why and "unknown input" in why
+        record = spark_run["xcom"][(pattern, "column_lineage")]
+        assert "contact" in [c for _, c, _ in record["approximate"]]

@@ -11,7 +11,7 @@ what a worker may read in Airflow 3 without metadata-DB access, through the task
   setting ``[column_lineage] tags_file``;
 * the tags of the task's inputs that upstream tasks (this DAG or another) carried: the estate's tag map
   (Variable ``lineage_column_tags_estate``, written by the scheduler from the estate index:
-  plugins/guard/estate.py) and the newest asset event of each input dataset (URI = the OpenLineage
+  plugins/guard/estate.py) and the asset events of every writer of each input dataset (URI = the OpenLineage
   dataset) and its ``extra["column_tags"]``, which this operator writes on the asset events of the
   tables it writes.
 
@@ -19,7 +19,11 @@ Nothing here fails the write: a problem is logged, kept in the record (``guard_p
 page) and the task goes on; only ``on_lineage_change="fail"`` / ``on_policy_violation="fail"`` fail
 the task, after the write, with the diff or the violations in the message. The policy fails closed:
 with ``require_masked``, tags that cannot be computed fully (a declaration, tag map or asset event that
-cannot be read, lineage not captured) fail the task like a violation, with the reason.
+cannot be read, lineage not captured, an output column with approximate lineage its inputs do not prove
+clean: :func:`..lineage.tags.unproven`) fail the task like a violation, with the reason.
+
+What the task shows (XComs, log, failure message, asset events) names only the datasets it reads or writes: a
+tag path's hops through any other dataset are a count (:func:`redact_result`; docs/guard.md, "Who sees what").
 """
 from __future__ import annotations
 

@@ -355,17 +355,29 @@ def asset_event_tags(record: dict[str, Any], since: str | None = None) -> tuple[
                             + ("since the estate index last synced" if since else "(and no estate tag map)")
                             + ": the tags of the older ones were not read")
             found = found[:MAX_EVENTS_PER_INPUT]
-        newest: dict[tuple[Any, ...], Any] = {}
-        for event in found:  # newest first: the first event of each writer is its newest
-            newest.setdefault(_writer(event), event)
-        for event in newest.values():
-            try:
-                for c, entries in tagging.known_from_extra(d["namespace"], d["name"], event.extra).items():
-                    have = known.setdefault(c, [])
-                    keys = {tagging.entry_key(e) for e in have}
-                    have += [e for e in entries if tagging.entry_key(e) not in keys]
-            except tagging.TagsError as exc:
-                problems.append(f"{str(exc)[:300]}: its tags are not inherited")
+        got, bad = tags_of_events(d["namespace"], d["name"], found)
+        for c, entries in got.items():
+            known.setdefault(c, []).extend(entries)
+        problems += bad
+    return known, problems
+
+
+def tags_of_events(namespace: str, name: str, events: list[Any]) -> tuple[tagging.Tags, list[str]]:
+    """The tags of one dataset's columns from its asset events (newest first): the newest event of each writer
+    (:func:`_writer`), added up; ``(tags, problems)`` (a malformed ``column_tags``: its tags are not inherited)."""
+    newest: dict[tuple[Any, ...], Any] = {}
+    for event in events:  # newest first: the first event of each writer is its newest
+        newest.setdefault(_writer(event), event)
+    known: tagging.Tags = {}
+    problems: list[str] = []
+    for event in newest.values():
+        try:
+            for c, entries in tagging.known_from_extra(namespace, name, event.extra).items():
+                have = known.setdefault(c, [])
+                keys = {tagging.entry_key(e) for e in have}
+                have += [e for e in entries if tagging.entry_key(e) not in keys]
+        except tagging.TagsError as exc:
+            problems.append(f"{str(exc)[:300]}: its tags are not inherited")
     return known, problems
 
 

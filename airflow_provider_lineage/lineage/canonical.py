@@ -68,3 +68,38 @@ def _jdbc(namespace: str, name: str) -> tuple[str, str]:
         parts = [loc.database, *parts]
     return loc.namespace, ".".join(parts) if parts else name
 
+
+
+def declared_identity(namespace: str, name: str) -> tuple[str, str]:
+    """The dataset identity of a pair a *user* wrote (a tag declaration), however it is spelled: what
+    :func:`canonical_identity` gives, after reading the spellings the naming rules never write themselves:
+
+    * a full location in ``name`` (``"file:///data/customers"``, ``"s3a://bucket/data/customers"``), whatever the
+      namespace says;
+    * a ``file:``/``file://``/``file:///`` namespace, a bucket namespace with a trailing ``/``;
+    * a relative name under a bucket (``"s3a://bucket"`` + ``"data/customers"``), a trailing slash, a partition
+      folder, ``s3a``/``s3n`` (as :func:`canonical_identity`).
+
+    Never raises; a pair it cannot read is returned as :func:`canonical_identity` gives it.
+    """
+    ns, nm = namespace.strip(), name.strip()
+    try:
+        if "://" in nm or nm.lower().startswith("file:"):
+            return naming.dataset_for_location(nm).key
+        if ns.lower() in ("file:", "file:/", "file://", "file:///"):
+            return naming.dataset_for_location("file://" + "/" + nm.lstrip("/")).key
+    except (ValueError, TypeError, IndexError, AttributeError):
+        pass
+    return canonical_identity(ns.rstrip("/") if "://" in ns and not ns.endswith("://") else ns, nm)
+
+
+def match_key(namespace: str, name: str) -> tuple[str, str]:
+    """What a declaration and a lineage dataset are matched on: :func:`declared_identity` with the namespace's
+    authority (host, bucket, account) lower-cased (host names are case-insensitive; bucket and container names
+    are lower-case by their stores' rules). The path keeps its case. Never raises."""
+    ns, nm = declared_identity(namespace, name)
+    scheme, sep, rest = ns.partition("://")
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        ns = f"{scheme.lower()}://{authority.lower()}{slash}{tail}"
+    return ns, nm

@@ -19,7 +19,13 @@ Shape (``version`` 1)::
      "inputs": [dataset index, ...], "outputs": [dataset index, ...],
      "edges": [[out ds, out field, in ds, in field, type, subtype, masking 0/1], ...],
      "dataset_edges": [[out ds, in ds, in field, type, subtype, masking 0/1], ...],
+     "approximate": [[out ds, out field, [reason, ...]], ...],
      "problems": ["...", ...], "truncated": None | {"reason", "edges_total", "edges_kept", ...}}
+
+``approximate`` lists the output columns whose inputs are not known exactly (:func:`approximate_columns`): their
+edges are a superset of the truth, never masking; a reason starting with ``"unknown input"``
+(:data:`.model.UNKNOWN_INPUT`) says some input could not be named at all. The guard fails a ``require_masked``
+policy closed on such a column unless its inputs prove it clean (operators/guard.py, docs/guard.md).
 """
 from __future__ import annotations
 
@@ -37,6 +43,9 @@ XCOM_KEY = "column_lineage"
 LIMIT_BYTES = 512 * 1024
 _MAX_PROBLEMS = 20
 _MAX_PROBLEM_CHARS = 500
+#: Reasons kept per approximate column (and their length).
+_MAX_REASONS = 5
+_MAX_REASON_CHARS = 300
 STATUSES = ("ok", "no_writes", "problems", "cluster_mode")
 
 
@@ -63,6 +72,7 @@ def build(
         "outputs": [],
         "edges": [],
         "dataset_edges": [],
+        "approximate": [],
         "problems": [],
         "truncated": None,
     }
@@ -122,6 +132,49 @@ def _fill(record: dict[str, Any], result: LineageResult) -> None:
             source = add(src.namespace, src.name, None, [])
             for t in src.transformations or []:
                 record["dataset_edges"].append([out, source, src.field, t.type, t.subtype, int(bool(t.masking))])
+    approx: dict[tuple[int, str], list[str]] = {}
+    for lin in result.lineages:
+        if lin.output is None or (lin.output.namespace, lin.output.name) not in index:
+            continue
+        out = index[(lin.output.namespace, lin.output.name)]
+        for column, reasons in approximate_columns(lin).items():
+            have = approx.setdefault((out, column), [])
+            have += [r[:_MAX_REASON_CHARS] for r in reasons if r[:_MAX_REASON_CHARS] not in have]
+    record["approximate"] = [[o, c, rs[:_MAX_REASONS]] for (o, c), rs in approx.items()]
+
+
+#: What the engine writes today where an input could not be named (:mod:`.sources`, :mod:`.engine`): a write whose
+#: ``notes`` or ``unknown`` say so has an unknown input even when ``approximate_columns`` does not list it.
+_UNKNOWN_MARKS = ("(unknown input)", "lineage stops here", "checkpoint", "capture incomplete")
+
+
+def approximate_columns(lin: Any) -> dict[str, list[str]]:
+    """Output column -> why its inputs are not exact, for one :class:`.model.WriteLineage`: its
+    ``approximate_columns``, plus what the engine marks at the write level (``approximate`` with ``unknown``,
+    notes of an input it could not name), applied to every output column (sound: the guard then needs the
+    column's inputs to prove it clean, or fails closed)."""
+    from airflow_provider_lineage.lineage.model import UNKNOWN_INPUT
+
+    out = {c: [str(r) for r in rs] for c, rs in (getattr(lin, "approximate_columns", None) or {}).items() if rs}
+    whole: list[str] = []
+    for u in getattr(lin, "unknown", None) or []:
+        text = str(u)
+        if any(m in text for m in _UNKNOWN_MARKS[1:]) and not text.startswith(UNKNOWN_INPUT):
+            whole.append(f"{UNKNOWN_INPUT}: {text}")
+        elif text.startswith(UNKNOWN_INPUT):
+            whole.append(text)
+        else:
+            whole.append(f"approximate: no rule for {text} (the conservative rule: all its inputs feed all its outputs)")
+    for n in getattr(lin, "notes", None) or []:
+        text = str(n)
+        if any(m in text for m in _UNKNOWN_MARKS[:2]):
+            whole.append(text if text.startswith(UNKNOWN_INPUT) else f"{UNKNOWN_INPUT}: {text}")
+    if whole:
+        columns = [name for name, _ in getattr(lin, "output_fields", None) or []] or list(lin.columns)
+        for c in columns:
+            have = out.setdefault(c, [])
+            have += [w for w in whole if w not in have]
+    return out
 
 
 def size(record: dict[str, Any]) -> int:
@@ -181,6 +234,12 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
         record.pop("tags", None)
         if isinstance(record.get("policy"), dict) and size(record) > limit:
             record["policy"] = {"violations": [], "cut": "see XCom lineage_policy"}
+        approx = record.get("approximate") or []
+        if size(record) > limit and approx:  # the columns stay listed, with their first reason
+            record["approximate"] = [[o, c, rs[:1]] for o, c, rs in approx]
+            marker["approximate_total"] = len(approx)
+            while size(record) > limit and record["approximate"]:
+                record["approximate"] = record["approximate"][: len(record["approximate"]) // 2]
     marker["edges_kept"] = len(record["edges"])
     marker["dataset_edges_kept"] = len(record["dataset_edges"])
     marker["fields_kept"] = sum(len(d["fields"]) for d in record["datasets"])

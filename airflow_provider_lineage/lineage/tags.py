@@ -24,10 +24,13 @@ through a path with no masking step.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from airflow_provider_lineage.lineage import canonical
 
 #: Airflow Variable holding the declaration (JSON).
 VARIABLE = "lineage_column_tags"
@@ -58,6 +61,24 @@ class TagsError(ValueError):
         super().__init__(message)
         self.public = public if public is not None else message
         self.dataset = dataset
+
+
+def normalize_tag(tag: str) -> str:
+    """A tag name as every part of the guard compares it: surrounding whitespace dropped, runs of inner whitespace
+    one space, case folded (``" PII"`` is ``"pii"``): a declaration, ``require_masked``, ``stopped_by_masking`` and
+    the tags carried by asset events or the estate map all go through it."""
+    return " ".join(tag.split()).casefold()
+
+
+def identity(namespace: str, name: str) -> tuple[str, str]:
+    """The key a declaration and a lineage dataset are matched on (:func:`..canonical.match_key`): ``s3a://`` and
+    ``s3://``, a trailing slash, a partition folder, ``file://``, host case all give one key."""
+    return _match_key(namespace, name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _match_key(namespace: str, name: str) -> tuple[str, str]:
+    return canonical.match_key(namespace, name)
 
 
 def decoded_json(value: Any, message: str) -> Any:
@@ -93,17 +114,23 @@ def parse_declaration(value: Any, where: str = f"Variable {VARIABLE!r}") -> Decl
         if not isinstance(cols, dict):
             fix = "needs \"columns\": an object of column -> list of tags, e.g. {\"email\": [\"pii\"]}"
             raise TagsError(f"{at} ({ns}:{name}) {fix}", f"{at} {fix}", (ns, name))
-        target = out.setdefault((ns, name), {})
+        # the dataset as the lineage names it, however the user spelled it (canonical.declared_identity)
+        target = out.setdefault(canonical.declared_identity(ns, name), {})
         for col, tags in cols.items():
             if isinstance(tags, str):
                 tags = [tags]
-            if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+            if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
                 raise TagsError(f"{at} ({ns}:{name}) column {col!r}: tags must be a list of non-empty strings, "
                                 f"got {tags!r}", f"{at}: a column's tags must be a list of non-empty strings",
                                 (ns, name))
             known = target.setdefault(col, [])
-            known += [t for t in tags if t not in known]
+            known += [t for t in map(normalize_tag, tags) if t not in known]
     return out
+
+
+def used_tags(declared: Declared) -> set[str]:
+    """Every tag a declaration puts on some column (normalised)."""
+    return {normalize_tag(t) for cols in declared.values() for tags in cols.values() for t in tags}
 
 
 def merge(*declarations: Declared) -> Declared:
@@ -126,11 +153,23 @@ def _key(c: Mapping[str, Any]) -> Column:
     return (c["namespace"], c["name"], c["column"])
 
 
+def _by_identity(declared: Declared) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """The declaration keyed by :func:`identity` (two spellings of one dataset add up)."""
+    out: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for (ns, name), cols in declared.items():
+        target = out.setdefault(identity(ns, name), {})
+        for col, tags in cols.items():
+            known = target.setdefault(col, [])
+            known += [t for t in map(normalize_tag, tags) if t not in known]
+    return out
+
+
 def declared_tags(declared: Declared, columns: Iterable[Column]) -> Tags:
-    """The declared tags of ``columns`` (path: the column itself)."""
+    """The declared tags of ``columns`` (path: the column itself), matched by dataset :func:`identity`."""
+    by_id = _by_identity(declared)
     out: Tags = {}
     for c in columns:
-        for tag in declared.get((c[0], c[1]), {}).get(c[2], []):
+        for tag in by_id.get(identity(c[0], c[1]), {}).get(c[2], []):
             out.setdefault(c, []).append({"tag": tag, "source": "declared", "path": [_col(c)], "masked": False})
     return out
 
@@ -173,15 +212,16 @@ def propagate(
         where ``columns`` covers every input and output column that has a tag, and ``stopped`` lists
         tags a masking step stopped (``at``: the masking edge's output column).
     """
-    stopped_set = set(stopped_by_masking)
+    stopped_set = {normalize_tag(t) for t in stopped_by_masking}
     ds = record.get("datasets") or []
     ins, outs = record_columns(record)
     tags: Tags = declared_tags(declared, [*ins, *outs])
     for c, entries in (known or {}).items():
-        have = {(e["tag"], _key(e["path"][0])) for e in tags.get(c, []) if e.get("path")}
+        have = {entry_key(e) for e in tags.get(c, []) if e.get("path")}
         for e in entries:
-            if e.get("path") and (e["tag"], _key(e["path"][0])) not in have:
-                tags.setdefault(c, []).append(dict(e))
+            if e.get("path") and entry_key(e) not in have:
+                have.add(entry_key(e))
+                tags.setdefault(c, []).append({**e, "tag": normalize_tag(e["tag"])})
     stopped: dict[tuple[Column, str, Column], dict[str, Any]] = {}
     edges = []
     for o, ofield, s, sfield, typ, sub, mask in record.get("edges") or []:
@@ -199,10 +239,13 @@ def propagate(
                         "at": _col(dst)})
                     continue
                 have = tags.setdefault(dst, [])
-                if any(h["tag"] == e["tag"] and _key(h["path"][0]) == origin for h in have):
+                masked = bool(e.get("masked")) or mask
+                # an unmasked arrival is kept beside a masked one of the same origin (the column has it unmasked)
+                if any(h["tag"] == e["tag"] and _key(h["path"][0]) == origin and (not h.get("masked") or masked)
+                       for h in have):
                     continue
                 have.append({"tag": e["tag"], "source": "inherited", "path": _short_path([*e["path"], _col(dst)]),
-                             "masked": bool(e.get("masked")) or mask})
+                             "masked": masked})
                 grew = True
         if not grew:
             break
@@ -210,9 +253,15 @@ def propagate(
     return {"columns": tags, "stopped": list(stopped.values())}
 
 
+def entry_key(e: Mapping[str, Any]) -> tuple[str, Column, bool]:
+    """What two tag entries of one column are the same on: the tag, its origin, masked or not (an unmasked arrival is
+    never hidden by a masked one of the same origin)."""
+    return (normalize_tag(e["tag"]), _key(e["path"][0]), bool(e.get("masked")))
+
+
 def violations(result: Mapping[str, Any], outputs: Iterable[Column], require_masked: Iterable[str]) -> list[dict[str, Any]]:
     """Output columns that received a ``require_masked`` tag through a path with no masking step."""
-    required = set(require_masked)
+    required = {normalize_tag(t) for t in require_masked}
     out = []
     for c in outputs:
         for e in result["columns"].get(c, []):
@@ -262,7 +311,7 @@ def column_tags(namespace: str, name: str, value: Any, where: str) -> Tags:
                 raise TagsError(f"{where}: column {col!r} of {namespace}:{name}: malformed tag entry {str(e)[:120]} "
                                 "(expected {\"tag\": a non-empty string, \"path\": a non-empty list of "
                                 "{\"namespace\", \"name\", \"column\"}, \"masked\": true/false})")
-            good.append({"tag": e["tag"], "source": "inherited", "masked": bool(e.get("masked")),
+            good.append({"tag": normalize_tag(e["tag"]), "source": "inherited", "masked": bool(e.get("masked")),
                          "path": [{"namespace": p["namespace"], "name": p["name"], "column": p.get("column"),
                                    **({"hidden": p["hidden"]} if isinstance(p.get("hidden"), int) else {})}
                                   for p in e["path"]]})
@@ -284,8 +333,9 @@ def known_from_extra(namespace: str, name: str, extra: Any) -> Tags:
 def unknown_columns(declared: Declared, record: Mapping[str, Any]) -> list[str]:
     """Declared columns missing from the schema of a dataset the record knows (reported, not fatal)."""
     out = []
+    by_id = _by_identity(declared)
     for d in record.get("datasets") or []:
-        cols = declared.get((d["namespace"], d["name"]))
+        cols = by_id.get(identity(d["namespace"], d["name"]))
         fields = {f[0] for f in d.get("fields") or []}
         if cols and fields:
             out += [f"tags declared on column {c!r} of {d['namespace']}:{d['name']}, which has no such column "
@@ -293,12 +343,74 @@ def unknown_columns(declared: Declared, record: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def hop_label(hop: Mapping[str, Any], short: bool = True) -> str:
+    """One hop of a tag path as text: ``customers.email`` (``short``: the last part of the name), or for a stretch
+    of hops the reader may not see (a marker with ``hidden``) ``(2 datasets of other DAGs)``."""
+    if isinstance(hop.get("hidden"), int):
+        n = hop["hidden"]
+        return f"({n} dataset{'s' if n != 1 else ''} of other DAGs)"
+    name = str(hop.get("name"))
+    return f"{name.rstrip('/').rsplit('/', 1)[-1] if short else name}.{hop.get('column')}"
+
+
+def unproven(record: Mapping[str, Any], result: Mapping[str, Any], require_masked: Iterable[str]) -> list[dict[str, Any]]:
+    """The record's approximate output columns (its ``approximate`` list: :mod:`.run_record`) that a
+    ``require_masked`` policy cannot prove clean: ``[{"column", "reasons", "why"}]``.
+
+    A column is proved clean only when every input is known (no reason starts with :data:`..model.UNKNOWN_INPUT`)
+    and none of the inputs of its DIRECT edges (over-approximated: every column the value could come from) carries a
+    required tag, unless that tag was masked upstream on an exact path; an approximate edge is never taken as
+    masking, and an input that is itself an unproven column of the same task is not clean. INDIRECT edges carry no
+    value (as in :func:`propagate`).
+    """
+    from airflow_provider_lineage.lineage.model import UNKNOWN_INPUT
+
+    required = {normalize_tag(t) for t in require_masked}
+    ds = record.get("datasets") or []
+    approx: dict[Column, list[str]] = {}
+    for item in record.get("approximate") or []:
+        if isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and 0 <= item[0] < len(ds):
+            c = (ds[item[0]]["namespace"], ds[item[0]]["name"], str(item[1]))
+            approx.setdefault(c, []).extend(str(r) for r in item[2] or [])
+    if not approx or not required:
+        return []
+    sources: dict[Column, list[Column]] = {}
+    for o, ofield, src, sfield, typ, *_ in record.get("edges") or []:
+        if 0 <= o < len(ds) and 0 <= src < len(ds) and typ == DIRECT:
+            dst = (ds[o]["namespace"], ds[o]["name"], ofield)
+            if dst in approx:
+                sources.setdefault(dst, []).append((ds[src]["namespace"], ds[src]["name"], sfield))
+    why: dict[Column, str] = {}
+    for _ in range(len(approx) + 1):  # an unproven column read by another write of the task: until stable
+        grew = False
+        for c, reasons in approx.items():
+            if c in why:
+                continue
+            if any(r.startswith(UNKNOWN_INPUT) for r in reasons):
+                why[c] = "an input could not be named, so nothing proves the column clean"
+            for src in sources.get(c, []):
+                if c in why:
+                    break
+                tagged = sorted({e["tag"] for e in result["columns"].get(src, [])
+                                 if e["tag"] in required and not (e.get("masked") and e["source"] == "inherited")})
+                if tagged:
+                    why[c] = (f"its input {hop_label(_col(src))} carries {', '.join(map(repr, tagged))} and an "
+                              "approximate edge is never taken as masking")
+                elif src in why:
+                    why[c] = f"its input {hop_label(_col(src))} is itself approximate and not proved clean"
+            grew = grew or c in why
+        if not grew:
+            break
+    return [{"column": _col(c), "reasons": approx[c][:5], "why": why[c]}
+            for c in sorted(why, key=lambda c: (c[1], c[2]))]
+
+
 def summary(result: Mapping[str, Any], outputs: Iterable[Column], found: list[dict[str, Any]]) -> str:
     """Task-log lines: tags of the output columns, tags stopped by masking, violations."""
     lines = []
     for c in outputs:
         for e in result["columns"].get(c, []):
-            how = " -> ".join(f"{p['name'].rstrip('/').rsplit('/', 1)[-1]}.{p['column']}" for p in e["path"])
+            how = " -> ".join(hop_label(p) for p in e["path"])
             lines.append(f"  {c[1].rstrip('/').rsplit('/', 1)[-1]}.{c[2]}: {e['tag']} ({e['source']}"
                          f"{', masked' if e.get('masked') else ''}) via {how}")
     for s in result["stopped"]:
@@ -322,7 +434,7 @@ def propagate_graph(
     :return: ``{"columns": {column: [entries]}, "stopped": [...], "via": {(column, tag, origin): via}}``;
         breadth first, so a path is a shortest one, and an unmasked path wins over a masked one.
     """
-    stopped_set = set(stopped_by_masking)
+    stopped_set = {normalize_tag(t) for t in stopped_by_masking}
     out: dict[Column, list[tuple[Column, bool, Any]]] = {}
     for src, dst, typ, mask, via in edges:
         if typ == DIRECT and dst[2]:
@@ -334,7 +446,7 @@ def propagate_graph(
     for (ns, name), cols in declared.items():
         for col, tag_list in cols.items():
             c = (ns, name, col)
-            for tag in tag_list:
+            for tag in map(normalize_tag, tag_list):
                 found[(c, tag, c)] = {"tag": tag, "source": "declared", "path": [_col(c)], "masked": False}
                 queue.append((c, tag, c))
     while queue:
@@ -368,6 +480,7 @@ def propagate_graph(
 def unmasked_of(result: Mapping[str, Any], tag: str | None = None) -> list[tuple[Column, dict[str, Any], Any]]:
     """``(column, entry, via)`` of every tag that reached a column along no masking step (inherited only)."""
     out = []
+    tag = None if tag is None else normalize_tag(tag)
     for c, entries in result["columns"].items():
         for e in entries:
             if e["source"] == "inherited" and not e.get("masked") and (tag is None or e["tag"] == tag):
@@ -425,7 +538,8 @@ def published_known(value: Any, columns: Mapping[tuple[str, str], tuple[str, str
 
 def parse_tag_list(value: Any, what: str = "require_masked") -> list[str] | None:
     """A list of tags from what a user wrote: ``None``; ``"pii"``; ``"pii, secret"``; ``'["pii"]'`` (a JSON list,
-    what a templated list renders to); a list or tuple of strings. Whitespace around tags is dropped.
+    what a templated list renders to); a list or tuple of strings. Tags come back normalised (:func:`normalize_tag`:
+``"PII"`` and ``" pii"`` are ``"pii"``).
 
     Raises :class:`TagsError` naming the value and the expected forms (never a list of characters).
     """
@@ -441,15 +555,15 @@ def parse_tag_list(value: Any, what: str = "require_masked") -> list[str] | None
                                 "[\"pii\"], \"pii\" or \"pii,secret\" (a template rendering a list: "
                                 "{{ ... | tojson }})") from None
         else:
-            return [t.strip() for t in text.split(",") if t.strip()]
+            value = [t for t in text.split(",") if t.strip()]
     if isinstance(value, (list, tuple, set, frozenset)):
         out: list[str] = []
         for t in value:
             if not isinstance(t, str) or not t.strip():
                 raise TagsError(f"{what}={value!r}: every tag must be a non-empty string (got {t!r}); use e.g. "
                                 "[\"pii\"]")
-            if t.strip() not in out:
-                out.append(t.strip())
+            if normalize_tag(t) not in out:
+                out.append(normalize_tag(t))
         return out
     raise TagsError(f"{what}={value!r} is a {type(value).__name__}: use a tag, a comma-separated string or a list "
                     "of tags, e.g. [\"pii\"]")

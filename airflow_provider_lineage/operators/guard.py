@@ -11,7 +11,7 @@ what a worker may read in Airflow 3 without metadata-DB access, through the task
   setting ``[column_lineage] tags_file``;
 * the tags of the task's inputs that upstream tasks (this DAG or another) carried: the estate's tag map
   (Variable ``lineage_column_tags_estate``, written by the scheduler from the estate index:
-  plugins/guard/estate.py) and the newest asset event of each input dataset (URI = the OpenLineage
+  plugins/guard/estate.py) and the asset events of every writer of each input dataset (URI = the OpenLineage
   dataset) and its ``extra["column_tags"]``, which this operator writes on the asset events of the
   tables it writes.
 
@@ -19,7 +19,11 @@ Nothing here fails the write: a problem is logged, kept in the record (``guard_p
 page) and the task goes on; only ``on_lineage_change="fail"`` / ``on_policy_violation="fail"`` fail
 the task, after the write, with the diff or the violations in the message. The policy fails closed:
 with ``require_masked``, tags that cannot be computed fully (a declaration, tag map or asset event that
-cannot be read, lineage not captured) fail the task like a violation, with the reason.
+cannot be read, lineage not captured, an output column with approximate lineage its inputs do not prove
+clean: :func:`..lineage.tags.unproven`) fail the task like a violation, with the reason.
+
+What the task shows (XComs, log, failure message, asset events) names only the datasets it reads or writes: a
+tag path's hops through any other dataset are a count (:func:`redact_result`; docs/guard.md, "Who sees what").
 """
 from __future__ import annotations
 
@@ -41,6 +45,12 @@ CHANGE_MODES = ("ignore", "warn", "fail")
 POLICY_MODES = ("warn", "fail")
 #: Upper bound on the input datasets whose asset events are read for upstream tags.
 MAX_INPUT_LOOKUPS = 500
+#: Upper bound on the asset events read per input (since the estate map's time): beyond it the tags may be
+#: incomplete (the policy fails closed).
+MAX_EVENTS_PER_INPUT = 1000
+#: How far before the estate tag map's time asset events are still read: a DAG run that was running when the
+#: index synced is indexed when it ends, so its events are read from the events until then.
+SYNC_MARGIN_DAYS = 7
 #: Upper bound on the diff entries the record keeps for the view (the XCom has them all).
 VIEW_DIFF_ITEMS = 300
 
@@ -266,12 +276,13 @@ def verify_published(value: Any, public_pem: str) -> dict[str, Any]:
     return value
 
 
-def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
+def estate_tags(record: dict[str, Any], generated: list[str] | None = None) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from the estate's tag map (Variable ``lineage_column_tags_estate``,
     which the scheduler writes from the estate index: every DAG's edges, stitched by dataset identity).
 
     The problems returned mean the inherited tags may be incomplete (an unreadable or malformed map, a map
-    that leaves out one of the inputs); no map at all (a fresh deployment) is not one.
+    that leaves out one of the inputs); no map at all (a fresh deployment) is not one. ``generated``, when given,
+    receives the map's time (what :func:`asset_event_tags` reads events since).
     """
     try:
         public = _key_setting("tag_map_public_key")
@@ -287,18 +298,34 @@ def estate_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     try:
         if public is not None:
             raw = verify_published(raw, public)
-        return tagging.published_known(raw, wanted), []
+        known = tagging.published_known(raw, wanted)
+        value = tagging.decoded_json(raw, "{error}")
+        if generated is not None and isinstance(value, dict) and isinstance(value.get("generated"), str):
+            generated.append(value["generated"])
+        return known, []
     except (ValueError, TypeError, tagging.TagsError) as exc:
         return {}, [(f"Variable {tagging.ESTATE_VARIABLE!r} (written by the scheduler from the estate index) cannot "
                      f"be used: {str(exc)[:300]}; its tags are not inherited (it is rewritten after the next DAG run)")]
 
 
-def asset_event_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
-    """Tags of the record's input columns carried by the newest asset event of each input dataset.
+def _writer(event: Any) -> tuple[Any, ...]:
+    """Who wrote an asset event: a task (DAG, task, map index), or, for an event posted through the API (no
+    source task), the event itself (every posted event counts)."""
+    task = getattr(event, "source_task_id", None)
+    if task is None:
+        return ("posted", getattr(event, "id", id(event)))
+    return (getattr(event, "source_dag_id", None), task, getattr(event, "source_map_index", None))
+
+
+def asset_event_tags(record: dict[str, Any], since: str | None = None) -> tuple[tagging.Tags, list[str]]:
+    """Tags of the record's input columns carried by the asset events of each input dataset: the newest event
+    of every writer (each task that wrote it, each event posted through the API) since ``since`` (the estate
+    tag map's time, less :data:`SYNC_MARGIN_DAYS`; ``None``: every event), their tags added up. A second writer of
+    the same table, or a posted event without tags, never replaces the tags another writer carried.
 
     The problems returned mean the inherited tags may be incomplete (an asset event that could not be read,
-    a malformed ``column_tags``, more inputs than :data:`MAX_INPUT_LOOKUPS`); an input no lineage task wrote
-    (no such asset) is not one.
+    a malformed ``column_tags``, more inputs than :data:`MAX_INPUT_LOOKUPS`, more events than
+    :data:`MAX_EVENTS_PER_INPUT` since ``since``); an input no lineage task wrote (no such asset) is not one.
     """
     from airflow.sdk.execution_time.context import InletEventsAccessor
 
@@ -315,30 +342,68 @@ def asset_event_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
         try:
             # name and URI both: the assets this operator creates through its alias are named by their URI,
             # and a query by URI alone only sees assets some DAG declares (active ones)
-            found = list(InletEventsAccessor(asset_name=uri, asset_uri=uri).ascending(False).limit(1))
+            events = InletEventsAccessor(asset_name=uri, asset_uri=uri).ascending(False)
+            if since is not None:
+                events = events.after(since)
+            found = list(events.limit(MAX_EVENTS_PER_INPUT + 1))
         except Exception as exc:  # noqa: BLE001 - an unknown asset is normal (not written by a lineage task)
             if "not found" not in str(exc).lower() and "NOT_FOUND" not in str(exc):
                 problems.append(f"cannot read asset events of {uri} (its tags are not inherited): {str(exc)[:200]}")
             continue
-        if found:
-            try:
-                known.update(tagging.known_from_extra(d["namespace"], d["name"], found[0].extra))
-            except tagging.TagsError as exc:
-                problems.append(f"{str(exc)[:300]}: its tags are not inherited")
+        if len(found) > MAX_EVENTS_PER_INPUT:
+            problems.append(f"{uri} has more than {MAX_EVENTS_PER_INPUT} asset events "
+                            + ("since the estate index last synced" if since else "(and no estate tag map)")
+                            + ": the tags of the older ones were not read")
+            found = found[:MAX_EVENTS_PER_INPUT]
+        got, bad = tags_of_events(d["namespace"], d["name"], found)
+        for c, entries in got.items():
+            known.setdefault(c, []).extend(entries)
+        problems += bad
+    return known, problems
+
+
+def tags_of_events(namespace: str, name: str, events: list[Any]) -> tuple[tagging.Tags, list[str]]:
+    """The tags of one dataset's columns from its asset events (newest first): the newest event of each writer
+    (:func:`_writer`), added up; ``(tags, problems)`` (a malformed ``column_tags``: its tags are not inherited)."""
+    newest: dict[tuple[Any, ...], Any] = {}
+    for event in events:  # newest first: the first event of each writer is its newest
+        newest.setdefault(_writer(event), event)
+    known: tagging.Tags = {}
+    problems: list[str] = []
+    for event in newest.values():
+        try:
+            for c, entries in tagging.known_from_extra(namespace, name, event.extra).items():
+                have = known.setdefault(c, [])
+                keys = {tagging.entry_key(e) for e in have}
+                have += [e for e in entries if tagging.entry_key(e) not in keys]
+        except tagging.TagsError as exc:
+            problems.append(f"{str(exc)[:300]}: its tags are not inherited")
     return known, problems
 
 
 def upstream_tags(record: dict[str, Any]) -> tuple[tagging.Tags, list[str]]:
     """Tags of the record's input columns from upstream tasks of any DAG: the estate's tag map
     (:func:`estate_tags`) and, for what the index has not seen yet (an upstream task of this DAG run:
-    the index syncs when a DAG run ends) or when there is no map, the newest asset event of each input.
-    Every problem returned means the tags may be incomplete."""
-    known, problems = estate_tags(record)
-    fresh, more = asset_event_tags(record)
+    the index syncs when a DAG run ends) or when there is no map, the asset events of each input.
+    Every problem returned means the tags may be incomplete.
+
+    The map holds every writer of an input the estate index has seen; the asset events add every writer since
+    the map was written (:func:`asset_event_tags`). Tags add up: one writer never replaces another's."""
+    generated: list[str] = []
+    known, problems = estate_tags(record, generated)
+    since = None
+    if generated:
+        try:
+            import pendulum
+
+            since = pendulum.parse(generated[0]).subtract(days=SYNC_MARGIN_DAYS).isoformat()  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - every event then
+            since = None
+    fresh, more = asset_event_tags(record, since)
     for c, entries in fresh.items():
-        have = {(e["tag"], json.dumps(e["path"][0], sort_keys=True)) for e in known.get(c, [])}
+        have = {(e["tag"], json.dumps(e["path"][0], sort_keys=True), bool(e.get("masked"))) for e in known.get(c, [])}
         for e in entries:
-            if (e["tag"], json.dumps(e["path"][0], sort_keys=True)) not in have:
+            if (e["tag"], json.dumps(e["path"][0], sort_keys=True), bool(e.get("masked"))) not in have:
                 known.setdefault(c, []).append(e)
     return known, problems + more
 
@@ -405,6 +470,9 @@ class Guard:
         # 2. tags: declared + carried by upstream tasks, propagated along this task's edges
         required = self.required
         found: list[dict[str, Any]] = []
+        unproven: list[dict[str, Any]] = []
+        undeclared: list[str] = []
+        hidden = 0
         try:
             found_decl = read_declaration()
             declared = found_decl.declared
@@ -423,6 +491,25 @@ class Guard:
             problems += tagging.unknown_columns(declared, record)
             _, outs = tagging.record_columns(record)
             found = tagging.violations(result, outs, required)
+            # 2b. approximate columns (inputs a superset, or unknown): closed unless their inputs prove them clean
+            unproven = tagging.unproven(record, result, required)
+            for u in unproven:
+                c = u["column"]
+                incomplete.append(f"{c['namespace']}:{c['name']} column {c['column']!r} has approximate lineage "
+                                  f"({'; '.join(u['reasons'])[:300]}) and {u['why']}")
+            # 2c. a required tag no declaration (nor any upstream tag) uses: the policy guards nothing for it
+            used = tagging.used_tags(declared) | {e["tag"] for entries in known.values() for e in entries}
+            undeclared = [t for t in required if t not in used]
+            if undeclared:
+                lineage_log.warning("lineage policy: require_masked tag(s) %s: no tag declaration uses them, so the "
+                                    "policy checks nothing for them (a misspelt tag? declared tags: %s)",
+                                    ", ".join(map(repr, undeclared)),
+                                    ", ".join(sorted(tagging.used_tags(declared))) or "none")
+            # what leaves the task (XComs, log, failure message, asset events) names this task's datasets only:
+            # hops through any other dataset are counted (docs/guard.md, "Who sees what")
+            visible = own_datasets(record)
+            result, _ = redact_result(result, visible)
+            found, hidden = redact_items(found, visible)  # the policy says how many hops its paths hide
             self.tags = result
             record["tags"] = tagging.for_record(result, record)
             log.info("%s", tagging.summary(result, outs, found))
@@ -433,7 +520,10 @@ class Guard:
         self.incomplete = incomplete
         if required:
             self.policy = {"require_masked": list(required), "violations": found,
-                           **({"incomplete": [p[:500] for p in incomplete[:20]]} if incomplete else {})}
+                           **({"incomplete": [p[:500] for p in incomplete[:20]]} if incomplete else {}),
+                           **({"approximate": unproven[:50]} if unproven else {}),
+                           **({"undeclared": undeclared} if undeclared else {}),
+                           **({"hidden_hops": hidden} if hidden else {})}
             record["policy"] = self.policy
             try:
                 ti.xcom_push(key=tagging.POLICY_XCOM_KEY, value=self.policy)
@@ -443,13 +533,16 @@ class Guard:
             if found:
                 text = "\n".join(
                     f"  {v['column']['namespace']}:{v['column']['name']} column {v['column']['column']!r} receives "
-                    f"{v['tag']!r} unmasked via " + " -> ".join(f"{p['name']}.{p['column']}" for p in v["path"])
+                    f"{v['tag']!r} unmasked via " + " -> ".join(tagging.hop_label(p, short=False) for p in v["path"])
                     for v in found)
                 msgs.append(f"lineage policy: {len(found)} output column(s) receive a require_masked tag "
                             f"({', '.join(required)}) through a path with no masking step:\n{text}")
             if incomplete:
                 msgs.append(f"lineage policy: require_masked ({', '.join(required)}) cannot be checked fully, so it "
                             "fails closed:\n" + "\n".join(f"  {p}" for p in incomplete))
+            if undeclared:
+                problems.append(f"require_masked tag(s) {', '.join(map(repr, undeclared))} used by no tag declaration: "
+                                "the policy checks nothing for them")
             for msg in msgs:
                 if self.on_policy_violation == "fail":
                     failures.append(f"on_policy_violation='fail': {msg}")
@@ -496,6 +589,49 @@ class Guard:
             facets = dict(ds.facets or {})
             facets["tags"] = tags_dataset.TagsDatasetFacet(tags=fields, producer=PRODUCER)
             ds.facets = facets
+
+
+def own_datasets(record: dict[str, Any]) -> Any:
+    """``visible(hop)``: whether a hop of a tag path is on a dataset this task reads or writes (its DAG names
+    it), by dataset identity. Anything else is counted, never named, in what the task shows."""
+    own = {_identity(d["namespace"], d["name"]) for d in record.get("datasets") or []
+           if isinstance(d.get("namespace"), str) and isinstance(d.get("name"), str)}
+
+    def visible(hop: dict[str, Any]) -> bool:
+        ns, name = hop.get("namespace"), hop.get("name")
+        return isinstance(ns, str) and isinstance(name, str) and _identity(ns, name) in own
+
+    return visible
+
+
+def _redact_path(path: Any, visible: Any) -> tuple[Any, int]:
+    from airflow_provider_lineage.plugins.guard import access
+
+    if not isinstance(path, list) or not path:
+        return path, 0
+    return access.redact(path, [access.is_marker(h) or visible(h) for h in path])
+
+
+def redact_items(items: list[dict[str, Any]], visible: Any) -> tuple[list[dict[str, Any]], int]:
+    """Copies of ``items`` (tag entries, violations, stopped tags) with each ``path`` redacted (a run of hops
+    ``visible`` refuses becomes one marker with its count: :func:`..plugins.guard.access.redact`)."""
+    out, hidden = [], 0
+    for item in items:
+        path, n = _redact_path(item.get("path"), visible)
+        hidden += n
+        out.append({**item, "path": path})
+    return out, hidden
+
+
+def redact_result(result: dict[str, Any], visible: Any) -> tuple[dict[str, Any], int]:
+    """:func:`..lineage.tags.propagate`'s result with every path redacted (:func:`redact_items`); the hops hidden."""
+    columns: dict[Any, list[dict[str, Any]]] = {}
+    hidden = 0
+    for c, entries in result["columns"].items():
+        columns[c], n = redact_items(entries, visible)
+        hidden += n
+    stopped, n = redact_items(result.get("stopped") or [], visible)
+    return {**result, "columns": columns, "stopped": stopped}, hidden + n
 
 
 def _bounded(d: dict[str, Any]) -> dict[str, Any]:

@@ -39,3 +39,30 @@ def test_stored_identity_under_current_rules(stored: tuple[str, str], current: t
 def test_partition_folders_kept_when_folding_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_LINEAGE_FOLD_PARTITION_FOLDERS", "false")
     assert canonical_identity("file", "/data/events/day=1") == ("file", "/data/events/day=1")
+
+
+@pytest.mark.parametrize(("written", "lineage"), [
+    (("s3a://bucket", "data/customers"), ("s3://bucket", "data/customers")),
+    (("s3a://bucket/", "/data/customers/"), ("s3://bucket", "data/customers")),
+    (("s3://bucket", "data/customers/day=2024-01-01"), ("s3://bucket", "data/customers")),
+    (("file", "/data/customers/"), ("file", "/data/customers")),
+    (("file://", "/data/customers"), ("file", "/data/customers")),
+    (("file:///", "data/customers"), ("file", "/data/customers")),
+    (("file", "file:///data/customers"), ("file", "/data/customers")),
+    (("file", "s3a://bucket/data/customers/"), ("s3://bucket", "data/customers")),
+    (("hdfs://NameNode:8020", "/data/customers"), ("hdfs://namenode:8020", "/data/customers")),
+    (("postgres://DB.example.com", "shop.public.orders"), ("postgres://db.example.com:5432", "shop.public.orders")),
+])
+def test_a_declared_spelling_matches_the_lineage_identity(written: tuple[str, str], lineage: tuple[str, str]) -> None:
+    """Issue 46 item 8: however a user spells a dataset in a tag declaration, it matches the name the lineage gives."""
+    from airflow_provider_lineage.lineage.canonical import match_key
+
+    assert match_key(*written) == match_key(*lineage) == (lineage[0].lower(), lineage[1])
+
+
+def test_a_declared_path_keeps_its_case_and_a_different_dataset_stays_different() -> None:
+    from airflow_provider_lineage.lineage.canonical import match_key
+
+    assert match_key("file", "/data/Customers") != match_key("file", "/data/customers")
+    assert match_key("s3://bucket", "data/customers") != match_key("s3://other", "data/customers")
+    assert match_key("spark_catalog", "default.customers") == ("spark_catalog", "default.customers")

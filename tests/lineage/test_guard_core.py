@@ -238,3 +238,69 @@ class TestPolicyInput:
         # a map cut by an older version (no "omitted"): its reader cannot know what is missing
         with pytest.raises(tagging.TagsError, match="does not say which datasets"):
             tagging.published_known({"cut": True, "datasets": []}, {("file", MART): ("file", MART)})
+
+
+# -- issue 46 items 7 and 8: approximate columns, spellings --------------------------------------------------------
+
+def _approx(rec: dict, items: list) -> dict:
+    return {**json.loads(json.dumps(rec)), "approximate": items}
+
+
+class TestApproximate:
+    def _unproven(self, rec: dict, required: list[str] | None = None) -> list[dict]:
+        result = tagging.propagate(rec, tagging.parse_declaration(json.dumps(DECL)))
+        return tagging.unproven(rec, result, required or ["pii"])
+
+    def test_an_approximate_column_whose_inputs_carry_the_tag_is_unproven_even_through_a_mask(self) -> None:
+        rec = _approx(TAGREC, [[2, "email_hash", ["driver round trip: a lookup from collect()"]]])
+        (u,) = self._unproven(rec)
+        assert u["column"] == col(MART, "email_hash") and "never taken as masking" in u["why"]
+        assert u["reasons"] == ["driver round trip: a lookup from collect()"]
+        assert tagging.violations(tagging.propagate(rec, DECL_PARSED), [("file", MART, "email_hash")], ["pii"]) == []
+
+    def test_an_unknown_input_is_never_proved_clean(self) -> None:
+        rec = _approx(TAGREC, [[2, "n", ["unknown input: Python data source 'custfile'"]]])
+        (u,) = self._unproven(rec)
+        assert u["column"]["column"] == "n" and "could not be named" in u["why"]
+
+    def test_approximate_inputs_without_the_tag_prove_the_column_clean(self) -> None:
+        rec = _approx(TAGREC, [[2, "n", ["driver round trip: a total collected to the driver"]]])
+        assert self._unproven(rec) == []  # n <- orders.amount (its FILTER on the email carries no value)
+        rec["edges"].append([2, "n", 0, "email", "DIRECT", "AGGREGATION", 1])  # a count of emails, approximate
+        assert [u["column"]["column"] for u in self._unproven(rec)] == ["n"]
+        assert self._unproven(_approx(TAGREC, [[2, "n", ["x"]]]), ["secret"]) == []  # no required tag on its inputs
+
+    def test_an_input_that_is_itself_unproven_is_not_clean(self) -> None:
+        rec = json.loads(json.dumps(TAGREC))
+        rec["datasets"].append({"namespace": "file", "name": "/w/next", "table": None, "fields": [["c", "string"]]})
+        rec["outputs"].append(3)
+        rec["edges"].append([3, "c", 2, "n", "DIRECT", "IDENTITY", 0])
+        rec["approximate"] = [[2, "n", ["unknown input: x"]], [3, "c", ["driver round trip: y"]]]
+        assert sorted(u["column"]["column"] for u in self._unproven(rec)) == ["c", "n"]
+        assert "itself approximate" in next(u["why"] for u in self._unproven(rec) if u["column"]["column"] == "c")
+
+
+DECL_PARSED = tagging.parse_declaration(json.dumps(DECL))
+
+
+@pytest.mark.parametrize("spelt", ["PII", " pii", "Pii ", "pii"])
+def test_tag_names_compare_after_one_normalisation(spelt: str) -> None:
+    decl = {"datasets": [{"namespace": "file", "name": CUST + "/", "columns": {"email": [spelt]}}]}
+    result = tagging.propagate(TAGREC, tagging.parse_declaration(json.dumps(decl)), stopped_by_masking=[spelt.upper()])
+    _, outs = tagging.record_columns(TAGREC)
+    found = tagging.violations(result, outs, [f" {spelt.upper()}"])
+    assert [v["column"]["column"] for v in found] == ["email_lower"]  # the hash stops it: "PII" is "pii"
+    assert tagging.parse_tag_list(f"{spelt}, Secret") == ["pii", "secret"]
+    assert tagging.used_tags(tagging.parse_declaration(json.dumps(decl))) == {"pii"}
+    extra = {"column_tags": {"email": [{"tag": spelt, "path": [col(CUST, "email")], "masked": False}]}}
+    (entry,) = tagging.known_from_extra("file", CUST, extra)[("file", CUST, "email")]
+    assert entry["tag"] == "pii"
+
+
+def test_a_masked_arrival_never_hides_an_unmasked_one_of_the_same_origin() -> None:
+    rec = json.loads(json.dumps(TAGREC))
+    rec["edges"] = [[2, "email_lower", 0, "email", "DIRECT", "TRANSFORMATION", 1],
+                    [2, "email_lower", 0, "email", "DIRECT", "TRANSFORMATION", 0]]
+    result = tagging.propagate(rec, DECL_PARSED, stopped_by_masking=[])
+    assert [v["column"]["column"] for v in tagging.violations(result, [("file", MART, "email_lower")], ["pii"])] \
+        == ["email_lower"]

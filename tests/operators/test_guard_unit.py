@@ -180,7 +180,7 @@ def _read_mart() -> dict[str, Any]:
 
 @pytest.fixture
 def no_asset_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guard, "asset_event_tags", lambda record: ({}, []))
+    monkeypatch.setattr(guard, "asset_event_tags", lambda record, since=None: ({}, []))
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", '{"datasets": []}')
 
 
@@ -247,7 +247,7 @@ def test_a_malformed_asset_event_extra_fails_the_policy_closed(monkeypatch: pyte
 
     monkeypatch.setattr(sdk_context, "InletEventsAccessor", Accessor)
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", '{"datasets": []}')
-    monkeypatch.setattr(guard, "estate_tags", lambda record: ({}, []))
+    monkeypatch.setattr(guard, "estate_tags", lambda record, generated=None: ({}, []))
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     _run(g, FakeTI(None), _read_mart())
     assert g.failure and "the asset event of file:/w/mart" in g.failure and "cannot be checked fully" in g.failure
@@ -368,3 +368,40 @@ def test_a_task_never_names_another_dataset_of_a_malformed_declaration(no_inputs
     rec = copy.deepcopy(TAGREC)
     _run(guard.Guard(on_lineage_change="warn", require_masked=None, on_policy_violation="fail"), FakeTI(None), rec)
     assert any("/w/customers" in p and "'email'" in p for p in rec["guard_problems"])
+
+
+# -- issue 46 item 10: an input's tags are all its writers' tags ------------------------------------------------------
+
+def _event(i: int, dag: str | None, task: str | None, tags: dict | None) -> Any:
+    """An asset event as the task SDK returns it (the fields the guard reads)."""
+    from airflow.sdk.execution_time.comms import AssetEventResult
+
+    return AssetEventResult.model_validate({
+        "id": i, "timestamp": f"2026-01-0{i}T00:00:00Z", "extra": {"column_tags": tags} if tags is not None else {},
+        "asset": {"name": "file:///w/shared", "uri": "file:///w/shared", "group": "asset", "extra": {}},
+        "created_dagruns": [],
+        "source_dag_id": dag, "source_task_id": task, "source_run_id": None if task is None else "r",
+        "source_map_index": -1})
+
+
+def test_every_writer_and_every_posted_event_adds_its_tags() -> None:
+    pii = {"email": [{"tag": "PII", "path": [{"namespace": "file", "name": "/w/customers", "column": "email"},
+                                            {"namespace": "file", "name": "/w/shared", "column": "email"}],
+                      "masked": False}]}
+    secret = {"note": [{"tag": "secret", "path": [{"namespace": "file", "name": "/w/shared", "column": "note"}],
+                        "masked": False}]}
+    newest_first = [
+        _event(6, "b", "writer_b", None),      # the newest event: a second writer, no tags
+        _event(5, None, None, {}),             # posted through the API, nothing carried
+        _event(4, None, None, secret),         # posted through the API earlier, with a tag
+        _event(3, "a", "writer_a", pii),       # writer_a's newest run
+        _event(2, "a", "writer_a", secret),    # writer_a's older run: superseded by its newest
+    ]
+    known, problems = guard.tags_of_events("file", "/w/shared", newest_first)
+    assert problems == []
+    assert {c[2]: sorted(e["tag"] for e in entries) for c, entries in known.items()} == {
+        "email": ["pii"], "note": ["secret"]}  # writer_a's newest + the posted one; normalised tag names
+    bad = _event(7, "c", "writer_c", None)
+    bad.extra = {"column_tags": {"email": 5}}
+    known, problems = guard.tags_of_events("file", "/w/shared", [bad, *newest_first])
+    assert "email" in problems[0] and ("file", "/w/shared", "email") in known

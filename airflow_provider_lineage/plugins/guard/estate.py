@@ -15,7 +15,7 @@ nothing), across tasks and DAGs, whatever order the tasks ran in and whichever t
 * :func:`publish`: the tag map (inherited tags of every tagged column) in the Airflow Variable
   :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..estate.listener`).
   Workers have no metadata-DB access; the operator reads this Variable for the tags of its inputs
-  (operators/guard.py), besides the newest asset event of each input. Bounded by size; a dataset left out
+  (operators/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset left out
   is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".
 
 Metadata-DB side only (scheduler, api-server); reads the estate index, never writes it.

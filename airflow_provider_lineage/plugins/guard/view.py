@@ -11,7 +11,8 @@ records (``diff``, ``tags``, ``policy``, ``guard_problems``, written by the oper
 * ``tags`` on fields (``[{"tag", "source": "declared" | "inherited", "path", "masked"}]``);
 * ``unmasked``: every column a tag reaches through a path with no masking step (inherited, not
   masked), with the path -- "where does ``pii`` reach unmasked";
-* per task: ``diff`` summary, ``policy`` violations, ``guard_problems`` (e.g. a malformed tags Variable).
+* per task: ``diff`` summary, ``policy`` violations, ``guard_problems`` (e.g. a malformed tags Variable),
+  ``approximate`` (how many output columns have approximate lineage) and ``approximate_columns`` (which, why).
 
 :func:`unmasked_from_records` gives the same list over the newest records of many DAGs (the estate).
 :func:`redact` applies the access rule to every tag path of the graph (a hop the viewer may not read is a
@@ -60,6 +61,22 @@ def unmasked_entries(rec: dict[str, Any], where: dict[str, Any]) -> list[dict[st
     return out
 
 
+def approximate_columns(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """``[{"dataset", "label", "column", "reasons"}]`` of a record's ``approximate`` list (lineage/run_record.py);
+    a malformed item is skipped (a display fails soft)."""
+    ds = rec.get("datasets") or []
+    out = []
+    for item in rec.get("approximate") or []:
+        try:
+            i, column, reasons = item
+            d = ds[i]
+            out.append({"dataset": dataset_id(d["namespace"], d["name"]), "label": label(d["namespace"], d["name"],
+                        d.get("table")), "column": str(column), "reasons": [str(r) for r in reasons or []][:5]})
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+    return out
+
+
 def annotate(graph: dict[str, Any], tasks: Sequence[TaskRecord]) -> dict[str, Any]:
     """Add the guard's view data to ``graph`` (see the module docstring); returns ``graph``."""
     by_id = {d["id"]: d for d in graph.get("datasets") or []}
@@ -79,6 +96,10 @@ def annotate(graph: dict[str, Any], tasks: Sequence[TaskRecord]) -> dict[str, An
         who = _task_label(t)
         st = status.get(who, {})
         st["guard_problems"] = list(rec.get("guard_problems") or [])
+        approx = approximate_columns(rec)
+        if approx:  # issue 46: the columns whose inputs are a superset or include an unknown input
+            st["approximate"] = len(approx)
+            st["approximate_columns"] = approx[:50]
         if rec.get("policy") is not None:
             st["policy"] = rec["policy"]
         d = rec.get("diff")

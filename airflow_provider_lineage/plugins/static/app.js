@@ -379,6 +379,12 @@
   function guardPanel(graph) {
     (graph.tasks || []).forEach(function (t) {
       (t.guard_problems || []).forEach(function (p) { notice("Task " + t.label + ": lineage guard: " + p, "error"); });
+      if (t.approximate) {  // columns whose inputs are a superset or include an unknown input (issue 46)
+        notice("Task " + t.label + ": approximate: " + t.approximate + " column(s) with approximate lineage (" +
+          (t.approximate_columns || []).slice(0, 5).map(function (a) {
+            return a.column + ": " + ((a.reasons || [])[0] || "");
+          }).join("; ") + ")", "warning");
+      }
       ((t.policy || {}).violations || []).forEach(function (v) {
         notice("Task " + t.label + ": policy: " + v.tag + " reaches " + v.column.column + " unmasked (" + pathText(v.path) + ")", "error");
       });

@@ -165,15 +165,18 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     assert ("/gx/mart", "email_h") not in by and ("/gx/landing", "email") not in by  # declared ones: not republished
     # the worker side: a task of a fourth DAG reads /gx/report and copies the contact out
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", published)
-    monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
+    monkeypatch.setattr(guard, "asset_event_tags", lambda rec, since=None: ({}, []))
     rec = record({"/gx/out": [("c", "/gx/report/day=2026-01-09:contact")]})  # a partition of /gx/report
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
     ti = FakeTI(None)
     g.run(ti, copy.deepcopy(rec) | {"status": "ok"}, logging.getLogger("t"), logging.getLogger("t"))
     (v,) = ti.pushed["lineage_policy"]["violations"]
-    assert v["column"]["column"] == "c" and [p["name"] for p in v["path"]] == [
-        "/gx/landing", "/gx/customers", "/gx/mart", "/gx/report", "/gx/out"]
-    assert g.failure and "on_policy_violation='fail'" in g.failure
+    # the hops through the other DAGs' datasets are a count (issue 47 item 8): the task names only its own datasets
+    assert v["column"]["column"] == "c" and [p["name"] for p in v["path"]] == ["(hidden)", "/gx/report", "/gx/out"]
+    assert v["path"][0]["hidden"] == 3 and ti.pushed["lineage_policy"]["hidden_hops"] == 3
+    assert g.failure and "on_policy_violation='fail'" in g.failure and "(3 datasets of other DAGs)" in g.failure
+    shown = json.dumps([ti.pushed, g.failure, g.dataset_tags("file", "/gx/out")])
+    assert not any(other in shown for other in ("/gx/landing", "/gx/customers", "/gx/mart"))
     # a malformed published map: a notice without a policy; with require_masked it fails closed (the write is done)
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", "nope")
     g = guard.Guard(on_lineage_change="warn", require_masked=None, on_policy_violation="fail")
@@ -224,7 +227,7 @@ def test_a_signed_published_map_cannot_be_forged_by_a_task(estate: None, monkeyp
     assert isinstance(json.loads(signed)["signature"], str)
     monkeypatch.delenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PRIVATE_KEY")  # the worker has the public key only
     monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAG_MAP_PUBLIC_KEY", public)
-    monkeypatch.setattr(guard, "asset_event_tags", lambda rec: ({}, []))
+    monkeypatch.setattr(guard, "asset_event_tags", lambda rec, since=None: ({}, []))
     rec = record({"/gx/out": [("c", "/gx/report:contact")]}) | {"status": "ok"}
 
     def run(published: str | None) -> guard.Guard:

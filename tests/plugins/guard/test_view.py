@@ -72,3 +72,19 @@ def test_access_redact_keeps_the_path_shape_with_counts_only() -> None:
     marker = {"namespace": "", "name": "...", "column": "4 more"}  # a shortened path's middle stays
     assert access.redact([marker], access.hops_visible([marker], lambda k: False, lambda h: ("", "", "")))[0] == [marker]
     assert access.filter_problems([("variable", "a"), ("setting", "b")], {"setting"}) == (["b"], 1)
+
+
+def test_the_run_tab_counts_the_approximate_columns_and_fails_soft() -> None:
+    """Issue 46 item 7: the tab says "approximate" with the count of such columns (and why); a malformed list
+    shows what it can."""
+    rec = copy.deepcopy(TAGREC)
+    rec["approximate"] = [[2, "n", ["unknown input: Python data source 'custfile'"]], [2, "email_lower", ["driver"]],
+                          [99, "bad", ["x"]], "junk"]
+    tasks = [_task(rec, "contacts")]
+    g = guard_view.annotate(graphs.stitch(tasks), tasks)
+    (st,) = g["tasks"]
+    assert st["approximate"] == 2
+    assert [(a["column"], a["reasons"]) for a in st["approximate_columns"]] == [
+        ("n", ["unknown input: Python data source 'custfile'"]), ("email_lower", ["driver"])]
+    exact = guard_view.annotate(graphs.stitch([_task(copy.deepcopy(TAGREC))]), [_task(copy.deepcopy(TAGREC))])
+    assert "approximate" not in exact["tasks"][0]

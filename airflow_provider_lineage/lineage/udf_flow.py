@@ -77,6 +77,14 @@ RECEIVER_ONLY = frozenset({
     "union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset", "copy", "keys",
     "values", "items",
 })
+#: Modules whose functions keep no state between calls: data handed to them does not come back from a later call.
+PURE_MODULES = frozenset({
+    "re", "math", "cmath", "json", "datetime", "time", "string", "unicodedata", "decimal", "fractions", "base64",
+    "binascii", "urllib", "textwrap", "posixpath", "ntpath", "os", "operator", "itertools", "statistics", "html",
+    "uuid", "hashlib", "hmac", "zlib", "calendar", "ipaddress", "numbers", "struct", "copy", "numpy", "pandas",
+    "_json", "_datetime", "_decimal", "_operator", "_strptime", "_string", "_sre", "_struct", "_pydecimal",
+    "builtins",
+})
 #: Attributes that reach frames, globals or the namespace of an object: a body using them is not analysed.
 INTROSPECTION_ATTRS = frozenset({
     "f_locals", "f_globals", "f_builtins", "f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
@@ -739,6 +747,9 @@ class Frame:
                     raise Unanalysable(why)
                 if self.budget.escaped and (not found or not _immutable(obj)):
                     v = join(v, Val(dict(self.budget.escaped)))
+                if found and isinstance(obj, types.FunctionType) and (
+                        obj.__module__ == self.module or self._is_closure_value(obj)):
+                    v = join(v, Val(fn=obj))  # ``f = helper; f(x)``, ``map(helper, xs)``: the body is followed
             return v
         if isinstance(e, ast.Starred):
             return self.ev(e.value)
@@ -913,6 +924,10 @@ class Frame:
             for a in [*e.args, *(k.value for k in e.keywords)]:
                 if self._may_hold(a):
                     self.mutate(a, out)
+            if not fns:
+                self.escape(out.flat())  # it may keep the data in state of its own
+        if not fns and self.budget.escaped:
+            out = join(out, Val(dict(self.budget.escaped)))
         return out
 
     def _may_hold(self, a: ast.expr) -> bool:
@@ -1094,16 +1109,25 @@ class Frame:
                         if isinstance(a, ast.Attribute) or (isinstance(a, ast.Name) and not v.flat()):
                             self.mutate(a, out)
             return out
+        return self.opaque(obj, everything, e)
+
+    def opaque(self, obj: Any, everything: list[Val], e: ast.Call | None) -> Val:
+        """A callee the pass does not follow: every argument flows into the result; a function value among them
+        runs on the data; it may store one argument into another (``helper(out_list, value)``) or keep the data
+        in state of its own, which a later call of such a callee, or a mutable global, may give back."""
         out = trans_val(*everything)
-        out = join(out, self.run_fn_args(everything, everything, e))
+        if e is not None:
+            out = join(out, self.run_fn_args(everything, everything, e))
+        pure = _pure_module(obj)
         if any(v.flat() for v in everything):
-            # an unknown callee may store one argument into another (helper(out_list, value)) ...
-            if len(e.args) + len(e.keywords) > 1 or _inplace(e):
+            if e is not None and (len(e.args) + len(e.keywords) > 1 or _inplace(e)):
                 for a in [*e.args, *(k.value for k in e.keywords)]:
                     if self._may_hold(a):
                         self.mutate(a, out)
-            # ... or into state of its own that a mutable global the body reads later exposes
-            self.escape(out.flat())
+            if not pure:
+                self.escape(out.flat())
+        if not pure and self.budget.escaped:
+            out = join(out, Val(dict(self.budget.escaped)))
         return out
 
     def _is_closure_value(self, obj: Any) -> bool:
@@ -1120,21 +1144,22 @@ class Frame:
         """Analyse a callee's body with the actual argument values (bounded depth; cycles widen)."""
         everything = [*args, *kwargs.values()]
         key = fn.__code__ if hasattr(fn, "__code__") else fn
-        if self.depth >= MAX_DEPTH or key in self.budget.stack:
-            return trans_val(*everything)  # too deep or recursive: every argument flows
+        if key in self.budget.stack:
+            return trans_val(*everything)  # recursive: every argument flows (the body's effects are those analysed)
+        if self.depth >= MAX_DEPTH:
+            return self.opaque(fn, everything, call)  # too deep: an unknown callee
         if isinstance(fn, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
             node, fn_obj, module, parent = fn, None, self.module, closure
         else:
             try:
                 nodes = _parse_code(fn.__code__)
             except Unanalysable:
-                return trans_val(*everything)  # an unknown callee: every argument flows
+                return self.opaque(fn, everything, call)  # an unknown callee: every argument flows
             if len(nodes) != 1:
-                return trans_val(*everything)
+                return self.opaque(fn, everything, call)
             node, fn_obj, module, parent = nodes[0], fn, fn.__module__, None
-            defaults = _defaults_ok(fn)
-            if not defaults:
-                return trans_val(*everything)
+            if not _defaults_ok(fn):
+                return self.opaque(fn, everything, call)
         sigs = [_signature(v) for v in everything]
         memo_key = None
         if closure is None and all(s is not None for s in sigs):
@@ -1211,7 +1236,17 @@ def _is_pandas_frame_ctor(obj: Any) -> bool:
 
 
 def _defaults_ok(fn: Any) -> bool:
-    return True  # defaults are driver-side constants: no column data
+    """Defaults are driver-side constants (no column data); a mutable one (``acc=[]``) is state kept between calls,
+    which the pass (one frame per call) does not model: such a function is an unknown callee."""
+    defaults = [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
+    return all(_immutable(d) for d in defaults)
+
+
+def _pure_module(obj: Any) -> bool:
+    mod = getattr(obj, "__module__", None) or getattr(getattr(obj, "__self__", None), "__module__", None)
+    if not isinstance(mod, str):
+        return isinstance(obj, types.BuiltinFunctionType) and getattr(obj, "__self__", None) is None
+    return mod.split(".")[0] in PURE_MODULES
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, type(None), re.Pattern,
@@ -1220,7 +1255,12 @@ _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, ty
 
 def _immutable(obj: Any) -> bool:
     """Objects that cannot hold data a callee stored (modules, functions, constants, compiled patterns)."""
-    return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins")
+    import datetime
+    import decimal
+    import enum
+
+    return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins") or isinstance(
+        obj, enum.Enum | datetime.date | datetime.time | datetime.timedelta | decimal.Decimal)
 
 
 def _root_name(e: ast.expr) -> str:

@@ -576,3 +576,49 @@ def test_only_one_way_functions_mask() -> None:
     assert flows(builtin_hash, 2) == [T, N]
     assert flows(base64_encoded, 2) == [T, N]
     assert flows(masked_hexdigest, 2) == [M, N]
+
+
+def _remember(x, _acc=[]):  # noqa: B006 - state kept between calls is the construct under test
+    _acc.append(x)
+    return _acc[0]
+
+
+def mutable_default_state(a, b):
+    _remember(b)
+    return _remember(a)
+
+
+def test_state_kept_between_calls_comes_back(tmp_path, monkeypatch) -> None:
+    """A helper with a mutable default, or a function of another module keeping module state, may return data an
+    earlier call handed it: the later call's result carries it."""
+    assert mutable_default_state(1, 2) == 2
+    assert analyse_udf(mutable_default_state, "m", 2, 100).args[1].direct is not None
+    (tmp_path / "statelib.py").write_text("_LOG = []\n\n\ndef record(x):\n    _LOG.append(x)\n\n\n"
+                                          "def last():\n    return _LOG[-1]\n")
+    (tmp_path / "stateudf.py").write_text("import statelib\n\n\ndef f(a, b):\n    statelib.record(b)\n"
+                                          "    return statelib.last()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = importlib.import_module("stateudf").f
+    assert fn(1, 2) == 2
+    a = analyse_udf(fn, "f", 2, 100)
+    assert a.analysed and a.args[1].direct is not None, a.args
+
+
+def _log_it(x):
+    SEEN.add(x)
+
+
+def alias_of_a_helper(a, b):
+    f = _log_it
+    f(b)
+    return len(SEEN)
+
+
+def helper_handed_to_map(a, b):
+    list(map(_log_it, [b]))
+    return len(SEEN)
+
+
+def test_a_helper_held_in_a_variable_or_handed_on_is_followed() -> None:
+    assert flows(alias_of_a_helper, 2)[1][0] is not None
+    assert flows(helper_handed_to_map, 2)[1][0] is not None

@@ -490,6 +490,9 @@ class Frame:
         if source is None or (id(targets), id(source)) in self.budget.linked:
             return
         self.budget.linked.add((id(targets), id(source)))
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "copy" \
+                and not source.args and not source.keywords:
+            return  # ``x.copy()``: a new object
         names = _names(source)
         outs = _names(targets)
         for t in outs:
@@ -713,7 +716,8 @@ class Frame:
             if isinstance(tgt, ast.Subscript) and isinstance(base, ast.Name) and isinstance(tgt.slice, ast.Constant) \
                     and isinstance(tgt.slice.value, str):
                 cur = self.read(base.id)
-                if cur.cols is not None:  # pdf["x"] = ... keeps the other columns apart
+                if cur.cols is not None and not self.budget.aliases.get(base.id):
+                    # pdf["x"] = ... keeps the other columns apart (an alias of pdf would not see it: then mutate)
                     self.write(base.id, Val(cur.t, None, None, {**cur.cols, tgt.slice.value: v}))
                     return
             self.mutate(base, join(v, trans_val(key)))

@@ -622,3 +622,22 @@ def helper_handed_to_map(a, b):
 def test_a_helper_held_in_a_variable_or_handed_on_is_followed() -> None:
     assert flows(alias_of_a_helper, 2)[1][0] is not None
     assert flows(helper_handed_to_map, 2)[1][0] is not None
+
+
+def frame_column_through_alias(pdf):
+    other = pdf
+    other["name"] = pdf["email"]
+    return pdf[["id", "name"]]
+
+
+def frame_copy_keeps_columns_apart(pdf):
+    out = pdf.copy()
+    out["name"] = out["email"].str.upper()
+    return out[["id", "name"]]
+
+
+def test_a_frame_column_set_through_an_alias_reaches_the_original() -> None:
+    a = analyse_udf(frame_column_through_alias, "g", 3, 201, columns=["id", "name", "email"])
+    assert a.analysed and "email" in a.columns["name"], a.columns
+    b = analyse_udf(frame_copy_keeps_columns_apart, "g", 3, 201, columns=["id", "name", "email"])
+    assert "email" in b.columns["name"] and set(b.columns["id"]) == {"id"}, b.columns  # a copy: id stays apart

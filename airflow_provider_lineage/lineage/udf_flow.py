@@ -167,6 +167,7 @@ def _join_fn(a: Any, b: Any) -> Any:
 #: A copy of what a pickled function sees: function -> (its referenced globals, its closure cell contents).
 Snapshot = dict[Any, tuple[dict[str, Any], tuple[Any, ...] | None]]
 _EMPTY_CELL = object()
+_REBOUND = object()  # a snapshot entry whose executor-side value is not known
 MAX_SNAPSHOT = 256
 
 
@@ -197,6 +198,13 @@ def snapshot(fn: Any) -> Snapshot:
             continue
         g = f.__globals__
         refs = {n: g[n] for n in _code_names(f.__code__) if n in g}
+        if _by_reference(f):
+            # cloudpickle pickles a function of an importable module by reference: the executors import the
+            # module afresh, so a same-module function the driver bound to another name since (a monkeypatch)
+            # is not what they run: resolve it to nothing (an unknown callee) rather than to the wrong body
+            for n, v in refs.items():
+                if isinstance(v, types.FunctionType) and v.__module__ == f.__module__ and v.__qualname__ != n:
+                    refs[n] = _REBOUND
         cells: tuple[Any, ...] | None = None
         if f.__closure__:
             vals = []
@@ -209,6 +217,11 @@ def snapshot(fn: Any) -> Snapshot:
         out[f] = (refs, cells)
         todo.extend(v for v in [*refs.values(), *(cells or ())] if isinstance(v, types.FunctionType | functools.partial))
     return out
+
+
+def _by_reference(f: types.FunctionType) -> bool:
+    mod = sys.modules.get(f.__module__ or "")
+    return mod is not None and f.__module__ != "__main__" and vars(mod).get(f.__name__) is f
 
 
 def snapshot_key(snap: Snapshot | None) -> Any:
@@ -1048,6 +1061,8 @@ class Frame:
             globs = self.budget.globals_of(fn)
             if not found and name in globs:
                 obj, found = globs[name], True
+                if obj is _REBOUND:
+                    return None, False
         if not found and hasattr(builtins, name):
             obj, found = getattr(builtins, name), True
         if not found:

@@ -555,8 +555,9 @@ def test_a_helper_redefined_after_the_udf_was_built_is_not_what_is_analysed(monk
     built = snapshot(uses_a_helper)
     monkeypatch.setitem(globals(), "_helper_built", lambda x: "redacted")  # the driver redefines it later
     live = analyse_udf(uses_a_helper, "u", 2, 100)
-    assert live.args[1].direct is None  # the redefined helper drops it: what a live read would claim
-    pickled = analyse_udf(uses_a_helper, "u", 2, 100, snap=built)
+    # this module is importable: the rebound name is an unknown callee in the live read (never "unused")
+    assert live.args[1].direct == "TRANSFORMATION"
+    pickled = analyse_udf(uses_a_helper, "u", 2, 100, snap=built)  # the body the executors run: exact
     assert pickled.analysed and pickled.args[1].direct == "IDENTITY"
 
 
@@ -641,3 +642,17 @@ def test_a_frame_column_set_through_an_alias_reaches_the_original() -> None:
     assert a.analysed and "email" in a.columns["name"], a.columns
     b = analyse_udf(frame_copy_keeps_columns_apart, "g", 3, 201, columns=["id", "name", "email"])
     assert "email" in b.columns["name"] and set(b.columns["id"]) == {"id"}, b.columns  # a copy: id stays apart
+
+
+def test_a_monkeypatched_helper_of_an_importable_module_is_an_unknown_callee(tmp_path, monkeypatch) -> None:
+    """A UDF from an importable module is pickled by reference: the executors import the module afresh and run its
+    own ``_h``, not the function the driver rebound ``_h`` to before building the UDF. The analysis cannot know the
+    executors' body from the driver's state, so the call is an unknown callee (every argument flows)."""
+    (tmp_path / "patched_udfs.py").write_text("def _h(x):\n    return x\n\n\ndef _constant(x):\n    return 'k'\n\n\n"
+                                              "def f(a, b):\n    return _h(b)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("patched_udfs")
+    monkeypatch.setattr(mod, "_h", mod._constant)  # the driver patches the helper, then builds the UDF
+    assert mod.f(1, 2) == "k"  # in the driver; a fresh import (the executors) returns 2
+    a = analyse_udf(mod.f, "f", 2, 100)
+    assert a.analysed and a.args[1].direct is not None, a.args

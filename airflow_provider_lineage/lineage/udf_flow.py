@@ -919,6 +919,8 @@ class Frame:
                     for a in [*e.args, *(k.value for k in e.keywords)]:
                         if self._may_hold(a):
                             self.mutate(a, out)
+                if func.attr not in RECEIVER_ONLY and out.flat():
+                    self.escape(out.flat())  # ... or into state elsewhere (``repo.save(x)`` then ``load()``)
             out = join(out, self.run_fn_args(everything, [receiver, *everything], e))
             if receiver.cols is not None:
                 out = self.frame_method(func.attr, receiver, e, out)

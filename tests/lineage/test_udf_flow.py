@@ -656,3 +656,26 @@ def test_a_monkeypatched_helper_of_an_importable_module_is_an_unknown_callee(tmp
     assert mod.f(1, 2) == "k"  # in the driver; a fresh import (the executors) returns 2
     a = analyse_udf(mod.f, "f", 2, 100)
     assert a.analysed and a.args[1].direct is not None, a.args
+
+
+class _Repo:
+    def save(self, v):
+        _SAVED.append(v)
+
+
+_SAVED: list = []
+_REPO = _Repo()
+
+
+def _load():
+    return _SAVED[-1]
+
+
+def method_stores_elsewhere(a, b):
+    _REPO.save(b)
+    return _load()
+
+
+def test_a_method_of_unknown_effect_may_store_its_arguments_anywhere() -> None:
+    assert method_stores_elsewhere(1, 2) == 2
+    assert flows(method_stores_elsewhere, 2)[1][0] is not None

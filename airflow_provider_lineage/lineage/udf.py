@@ -4,8 +4,11 @@ Two halves, both free of Spark and Airflow imports:
 
 * :func:`analyse_udf` runs on the Spark driver (called by ``capture/``, which holds the live function
   objects): a data-flow pass over the function's source (:mod:`.udf_flow`), once per distinct function
-  (cached by code object), turned into a JSON-able :class:`UdfAnalysis` that travels in the capture
-  record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled.
+  (cached by code object and the helpers it reaches), turned into a JSON-able :class:`UdfAnalysis` that travels
+  in the capture record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled:
+  names resolve in the snapshot of globals and closure cells taken when PySpark pickled the function
+  (:func:`~.udf_flow.snapshot`), which is what the executors run. Whatever the body analysis does not model
+  exactly widens or falls back to the black box with a reason: it is never less safe than a black box.
 * :class:`UdfTable` is the engine's view of those analyses: for a ``PythonUDF`` node of the plan it
   gives the transformation step(s) from each argument expression to the UDF's value
   (:func:`~.expressions.walk_expression` composes them with the rest of the expression).

@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import datetime
+import decimal
+import enum
 import functools
 import inspect
 import linecache
@@ -1276,10 +1279,6 @@ _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, ty
 
 def _immutable(obj: Any) -> bool:
     """Objects that cannot hold data a callee stored (modules, functions, constants, compiled patterns)."""
-    import datetime
-    import decimal
-    import enum
-
     return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins") or isinstance(
         obj, enum.Enum | datetime.date | datetime.time | datetime.timedelta | decimal.Decimal)
 

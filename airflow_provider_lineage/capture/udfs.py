@@ -33,6 +33,7 @@ from airflow_provider_lineage.lineage.udf import (
     cache_key,
     fallback,
 )
+from airflow_provider_lineage.lineage.udf_flow import Snapshot, snapshot, snapshot_key
 
 log = get_logger(__name__)
 
@@ -44,6 +45,8 @@ class Registered:
     func: Any
     eval_type: int
     return_type: Any  # parsed DataType JSON, or None
+    #: the globals / closure cells the function reaches, as when PySpark pickled it (what the executors run)
+    snap: Snapshot | None = None
 
 
 class UdfRegistry:
@@ -59,14 +62,22 @@ class UdfRegistry:
 
     # -- hook ----------------------------------------------------------------------------------
     def add(self, name: str, func: Any, eval_type: int, return_type: Any = None) -> None:
-        key = (name, eval_type, cache_key(func, 0, eval_type, ()), json.dumps(return_type, sort_keys=True))
+        """Remember ``func``, with a :func:`~.udf_flow.snapshot` of what it reaches taken now: PySpark pickles
+        it now (``_create_judf``), so a helper redefined later is not what the executors run. The same function
+        built again after such a change is kept twice (both analyses are united)."""
+        try:
+            snap: Snapshot | None = snapshot(func)
+        except Exception:  # noqa: BLE001 - the analysis then reads the live globals
+            snap = None
+        key = (name, eval_type, cache_key(func, 0, eval_type, ()), json.dumps(return_type, sort_keys=True),
+               snapshot_key(snap))
         with self._lock:
             if key in self._keys:
                 return
             self._keys.add(key)
             entries = self.by_name.setdefault(name, [])
             if len(entries) < MAX_PER_NAME:
-                entries.append(Registered(func, int(eval_type), return_type))
+                entries.append(Registered(func, int(eval_type), return_type, snap))
             else:
                 self._overflow.add(name)
 
@@ -141,8 +152,8 @@ class UdfRegistry:
         cands = typed or cands
         if not cands:
             return fallback(name, nargs, eval_type, "function not found on the driver")
-        results = [analyse_udf(c.func, name, nargs, eval_type, columns if frame else None, arg_names=arg_names)
-                   for c in cands]
+        results = [analyse_udf(c.func, name, nargs, eval_type, columns if frame else None, arg_names=arg_names,
+                               snap=c.snap) for c in cands]
         fitting = [r for r in results if r.analysed or "arguments do not match" not in (r.reason or "")]
         return unite(fitting or results)
 

@@ -526,6 +526,10 @@ def _udf_notes(ctx: Analysis, lin: WriteLineage, attrs: list[Attr]) -> None:
                 lin.udf_columns.setdefault(name, [])
                 if note not in lin.udf_columns[name]:
                     lin.udf_columns[name].append(note)
+                if analysis[1].children:  # the black box's edges: a superset of what the body really reads
+                    reasons = lin.approximate_columns.setdefault(name, [])
+                    if note not in reasons:
+                        reasons.append(note)
     lin.udfs = ctx.udfs.flow_lines({rid: ", ".join(cols) for rid, cols in used_by.items()})
 
 

@@ -5,7 +5,13 @@ Walking an expression top-down, every node decides the transformation step to ea
 * value-preserving wrappers (``Alias``, ``KnownNotNull``, normalisation wrappers, lossless casts):
   no step (IDENTITY);
 * aggregate functions: AGGREGATION (``count`` and friends are masking);
-* hash / mask functions: TRANSFORMATION, masking;
+* one-way functions: TRANSFORMATION, masking, only where the plan proves it (:func:`masking_proved`):
+  ``mask()`` with non-null literal replacements for upper case, lower case and digits; ``md5``/``sha1``/
+  ``sha2``; ``hash``/``xxhash64``/``hive_hash``/``crc32`` of strings or binary only (on a fixed-width value
+  they are a bijection: ``hive_hash(int_col)`` is the value itself). Reversible encodings (``aes_encrypt``
+  with a key the application holds, ``base64``, ``hex``, ``encode``, ``to_json`` ...) are never masking, so no
+  later step (``aes_decrypt``, ``unbase64`` ...) can undo a masked path (:func:`~.graph.compose` may keep
+  masking sticky);
 * ``CASE WHEN`` / ``IF`` conditions: INDIRECT CONDITIONAL, their values DIRECT;
 * ``PivotFirst`` (``pivot``): the pivot column is CONDITIONAL (it picks the column), the value passes;
   ``coalesce``: every argument DIRECT, every argument but the last also CONDITIONAL;
@@ -60,13 +66,21 @@ MASKING_AGGREGATES = frozenset(
     {"Count", "CountIf", "HyperLogLogPlusPlus", "ApproxCountDistinct", "CountMinSketchAgg", "BitmapCount"}
 )
 
-#: Scalar functions whose result hides the input value.
-MASKING_FUNCTIONS = frozenset(
-    {"Md5", "Sha1", "Sha2", "Murmur3Hash", "XxHash64", "Crc32", "HiveHash", "Mask", "AesEncrypt"}
-)
+#: Scalar functions whose result may hide the input value: one-way functions only, each masking only when
+#: :func:`masking_proved` says its arguments do not turn it off.
+MASKING_FUNCTIONS = frozenset({"Md5", "Sha1", "Sha2", "Murmur3Hash", "XxHash64", "Crc32", "HiveHash", "Mask"})
 
-#: Static-invoke function names that mask (``mask()`` may be planned as a StaticInvoke).
+#: Static-invoke function names that may mask (``mask()`` may be planned as a StaticInvoke).
 MASKING_STATIC = frozenset({"mask", "md5", "sha1", "sha2", "crc32"})
+
+#: Functions that look like obfuscation but are undone by their inverse (listed for the record and the tests:
+#: they are never masking). ``aes_encrypt`` is planned as ``StaticInvoke(ExpressionImplUtils.aesEncrypt)``; whoever
+#: holds the key, this application included, can decrypt.
+REVERSIBLE = frozenset({"AesEncrypt", "aesEncrypt", "Base64", "Hex", "Encode", "StructsToJson", "ToBinary"})
+
+#: Hashes that are a bijection on a fixed-width input (``hash(int)`` can be inverted, ``hive_hash(int)`` is the
+#: int): masking only for variable-length input (string, binary).
+_NARROW_HASHES = frozenset({"Murmur3Hash", "XxHash64", "HiveHash", "Crc32", "crc32"})
 
 CASTS = frozenset({"Cast", "AnsiCast", "TryCast", "UpCast"})
 
@@ -98,6 +112,35 @@ def cast_step(node: TreeNode) -> Trans:
     return TRANSFORMATION
 
 
+def masking_proved(node: TreeNode) -> bool:
+    """Whether a masking function's arguments keep it masking (masking is proved from the plan, never assumed).
+
+    * ``mask(input, upper, lower, digit, other)``: a null replacement keeps that class of characters as it is
+      (``mask(email, NULL, NULL, NULL, NULL)`` returns the email); masking needs non-null literals for upper
+      case, lower case and digits (``other`` may stay null: punctuation is kept, as by default).
+    * ``hash``/``xxhash64``/``hive_hash``/``crc32``: only over strings or binary (see ``_NARROW_HASHES``).
+    * ``md5``/``sha1``/``sha2``: always (a ``sha2`` bit length Spark does not support gives null).
+    """
+    name = node.cls if node.cls != "StaticInvoke" else str(node.fields.get("functionName", "")).lower()
+    if name in ("Mask", "mask"):
+        replacements = node.children[1:4]
+        return len(replacements) == 3 and all(
+            c.cls == "Literal" and c.fields.get("value") is not None for c in replacements)
+    if name in _NARROW_HASHES:
+        return bool(node.children) and all(_source_type(c) in ("string", "binary") for c in node.children)
+    return True
+
+
+def _source_type(node: TreeNode) -> str | None:
+    """The type of the value an expression carries, seen through casts and aliases (``None``: not serialised)."""
+    while (node.cls in CASTS or node.cls in TRANSPARENT) and node.children:
+        node = node.children[0]
+    dtype = node.fields.get("dataType")
+    if dtype is None:
+        return "string" if node.cls in ("Concat", "ConcatWs", "Upper", "Lower", "Substring") else None
+    return simple_type(dtype)
+
+
 def child_steps(node: TreeNode) -> list[Trans] | None:
     """The step to each child of ``node``; ``None`` means "TRANSFORMATION for every child"."""
     cls = node.cls
@@ -111,10 +154,9 @@ def child_steps(node: TreeNode) -> list[Trans] | None:
         step = AGGREGATION.masked(func is not None and func.cls in MASKING_AGGREGATES)
         # children: the aggregate function, then the optional FILTER (WHERE ...) clause
         return [step] + [FILTER] * (n - 1)
-    if cls in MASKING_FUNCTIONS:
-        return [TRANSFORMATION.masked()] * n
-    if cls == "StaticInvoke" and str(node.fields.get("functionName", "")).lower() in MASKING_STATIC:
-        return [TRANSFORMATION.masked()] * n
+    if cls in MASKING_FUNCTIONS or (
+            cls == "StaticInvoke" and str(node.fields.get("functionName", "")).lower() in MASKING_STATIC):
+        return [TRANSFORMATION.masked(masking_proved(node))] * n
     if cls == "CaseWhen":
         has_else = n % 2 == 1
         out = []

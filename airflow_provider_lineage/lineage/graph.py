@@ -4,7 +4,11 @@ Composition along a path follows openlineage-spark (spark_column_lineage.md, "Fa
 
 * an INDIRECT step wins (the step closest to the output wins when both are INDIRECT);
 * DIRECT after DIRECT takes the strongest subtype, AGGREGATION > TRANSFORMATION > IDENTITY;
-* masking is sticky.
+* masking is sticky: a path is masked when any step on it masks. That is only true because a masking
+  step is one-way (a hash, ``mask()`` with literal replacements, a count: :func:`~.expressions.masking_proved`):
+  nothing later on the path can give the value back. Reversible encodings (``aes_encrypt``, ``base64``,
+  ``hex``, ``encode``, ``to_json``) are never masking steps, so ``aes_decrypt(aes_encrypt(x, k), k)`` or
+  ``unbase64(base64(x))`` composes to an unmasked path.
 
 Resolution (all source fields behind a vertex) is memoised per vertex and iterative, so the cost is
 linear in edges times the number of distinct sources per vertex, with no path explosion and no

@@ -4,8 +4,11 @@ Two halves, both free of Spark and Airflow imports:
 
 * :func:`analyse_udf` runs on the Spark driver (called by ``capture/``, which holds the live function
   objects): a data-flow pass over the function's source (:mod:`.udf_flow`), once per distinct function
-  (cached by code object), turned into a JSON-able :class:`UdfAnalysis` that travels in the capture
-  record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled.
+  (cached by code object and the helpers it reaches), turned into a JSON-able :class:`UdfAnalysis` that travels
+  in the capture record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled:
+  names resolve in the snapshot of globals and closure cells taken when PySpark pickled the function
+  (:func:`~.udf_flow.snapshot`), which is what the executors run. Whatever the body analysis does not model
+  exactly widens or falls back to the black box with a reason: it is never less safe than a black box.
 * :class:`UdfTable` is the engine's view of those analyses: for a ``PythonUDF`` node of the plan it
   gives the transformation step(s) from each argument expression to the UDF's value
   (:func:`~.expressions.walk_expression` composes them with the rest of the expression).
@@ -30,11 +33,14 @@ from airflow_provider_lineage.lineage.plan import TreeNode, pretty
 from airflow_provider_lineage.lineage.udf_flow import (
     IDENT,
     FlowResult,
+    Snapshot,
     Src,
     Taint,
     Unanalysable,
     Val,
     analyse_callable,
+    snapshot,
+    snapshot_key,
 )
 
 # org.apache.spark.api.python.PythonEvalType
@@ -144,14 +150,23 @@ def _cell_is_function(cell: Any) -> bool:
 
 
 def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
-                columns: list[str] | None = None, arg_names: tuple[str | None, ...] | None = None) -> UdfAnalysis:
+                columns: list[str] | None = None, arg_names: tuple[str | None, ...] | None = None,
+                snap: Snapshot | None = None) -> UdfAnalysis:
     """Analyse the UDF function ``fn`` called with ``nargs`` plan arguments (never raises).
 
     :param columns: the input column names of a frame UDF (grouped map / mapInPandas), in order.
     :param arg_names: per plan argument, the parameter name it was passed to (Spark's named arguments,
         ``f(price=qty)``), or ``None`` for a positional one; the flows stay in plan-argument order.
+    :param snap: the globals and closure cells of ``fn`` (and the helpers it reaches) as PySpark pickled them
+        (:func:`~.udf_flow.snapshot` taken when the UDF was built): names resolve there, as on the executors.
+        ``None``: as they are now.
     """
-    key = (cache_key(fn, nargs, eval_type, tuple(columns or ())), arg_names)
+    if snap is None:
+        try:
+            snap = snapshot(fn)  # the names as they are now: a helper redefined since is another analysis
+        except Exception:  # noqa: BLE001 - the pass then reads the live globals
+            snap = None
+    key = (cache_key(fn, nargs, eval_type, tuple(columns or ())), arg_names, snapshot_key(snap))
     hit = _cache.get(key)
     if hit is not None:
         if hit.name == name:
@@ -161,7 +176,7 @@ def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
         return named
     t0 = time.perf_counter()
     try:
-        result = _analyse(fn, name, nargs, eval_type, columns, arg_names)
+        result = _analyse(fn, name, nargs, eval_type, columns, arg_names, snap)
     except Unanalysable as exc:
         result = fallback(name, nargs, eval_type, str(exc), describe(fn))
     except RecursionError:
@@ -190,18 +205,18 @@ def _flows(t: Taint, cond: Taint, hashes: dict[Src, set[str]], keys: list[Src]) 
 
 
 def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] | None,
-             arg_names: tuple[str | None, ...] | None = None) -> UdfAnalysis:
+             arg_names: tuple[str | None, ...] | None = None, snap: Snapshot | None = None) -> UdfAnalysis:
     function = describe(fn)
     if eval_type in SCALAR or eval_type in AGGREGATE:
         names = arg_names if arg_names is not None and len(arg_names) == nargs else (None,) * nargs
         params = [Val({i: (IDENT, False)}) for i in range(nargs) if names[i] is None]
         kw = {n: Val({i: (IDENT, False)}) for i, n in enumerate(names) if n is not None}
-        res = analyse_callable(fn, params, kw)
+        res = analyse_callable(fn, params, kw, snap)
         return _scalar(res, name, eval_type, function, nargs)
     if eval_type in ITERATOR:
         args = [Val({i: (IDENT, False)}) for i in range(nargs)]
         batch = args[0] if nargs == 1 else Val(items=args)
-        res = analyse_callable(fn, [Val(elem=batch)])
+        res = analyse_callable(fn, [Val(elem=batch)], None, snap)
         return _scalar(res, name, eval_type, function, nargs)
     if eval_type in FRAME or eval_type in MAP_ITER:
         if not columns:
@@ -214,7 +229,7 @@ def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] 
             argc = code.co_argcount if code is not None else 1
             key = Val({c: (1, False) for c in columns})  # the grouping key: some of the columns
             params = [key, frame] if argc >= 2 else [frame]
-        res = analyse_callable(fn, params)
+        res = analyse_callable(fn, params, None, snap)
         ret = res.ret
         if eval_type in MAP_ITER and ret.elem is not None:
             ret = ret.elem

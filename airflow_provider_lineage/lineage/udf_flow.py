@@ -14,15 +14,30 @@ result, and whatever it cannot model raises :class:`Unanalysable` so the caller 
 "every argument flows" and says why. It never executes user code: callees are resolved by looking
 names up in the function's closure cells, its module globals and builtins, and attributes only on
 modules.
+
+It is never less safe than a black box (every argument flows into the result): whatever the pass does not
+model exactly either widens (a call of unknown effect puts its data into every mutable value it can reach:
+its arguments, the object a callee is bound to, every alias of those, every part of their structure; a
+function value handed to a callee is analysed as if called with that data; ``inplace=True`` mutates the
+receiver; ``global``/``nonlocal`` names are shared by every frame), or raises :class:`Unanalysable`: frame
+introspection (``inspect.currentframe``, ``sys._getframe``, ``f_locals``, ``__globals__``, ``__dict__``),
+``eval``/``exec``/``locals()``/``globals()``/``vars()``, data-dependent ``getattr``, nested classes,
+decorated nested functions, any syntax it does not know. Names are resolved in the *snapshot* of the
+function's globals and closure cells taken when PySpark pickled the function (:func:`snapshot`), which is
+what the executors run, not in the live module (a helper redefined after the UDF was built).
 """
 from __future__ import annotations
 
 import ast
 import builtins
+import datetime
+import decimal
+import enum
 import functools
 import inspect
 import linecache
 import re
+import sys
 import textwrap
 import types
 from collections.abc import Callable
@@ -53,7 +68,31 @@ PURE_BUILTINS = frozenset({
     "len", "str", "int", "float", "bool", "abs", "min", "max", "round", "sorted", "list", "tuple", "set",
     "frozenset", "dict", "isinstance", "issubclass", "repr", "format", "ord", "chr", "sum", "any", "all",
     "enumerate", "zip", "range", "map", "filter", "reversed", "divmod", "pow", "hex", "oct", "bin", "bytes",
-    "type", "iter", "next", "callable", "id", "print", "hash",
+    "type", "iter", "next", "callable", "id", "hash",
+})
+#: Builtins that call a function argument with the data (``map(parts.append, xs)``, ``sorted(xs, key=f)``).
+CALLING_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max", "iter", "next"})
+#: Methods whose effect is known: they store their arguments into the receiver, never the receiver into an
+#: argument (any other method not in :data:`NON_MUTATING` may do both: ``df.to_csv(buf)``).
+RECEIVER_ONLY = frozenset({
+    "append", "extend", "add", "update", "insert", "setdefault", "appendleft", "extendleft", "put", "put_nowait",
+    "push", "__setitem__", "write", "writelines", "discard", "remove", "pop", "popleft", "clear", "sort", "reverse",
+    "union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset", "copy", "keys",
+    "values", "items",
+})
+#: Modules whose functions keep no state between calls: data handed to them does not come back from a later call.
+PURE_MODULES = frozenset({
+    "re", "math", "cmath", "json", "datetime", "time", "string", "unicodedata", "decimal", "fractions", "base64",
+    "binascii", "urllib", "textwrap", "posixpath", "ntpath", "os", "operator", "itertools", "statistics", "html",
+    "uuid", "hashlib", "hmac", "zlib", "calendar", "ipaddress", "numbers", "struct", "copy", "numpy", "pandas",
+    "_json", "_datetime", "_decimal", "_operator", "_strptime", "_string", "_sre", "_struct", "_pydecimal",
+    "builtins",
+})
+#: Attributes that reach frames, globals or the namespace of an object: a body using them is not analysed.
+INTROSPECTION_ATTRS = frozenset({
+    "f_locals", "f_globals", "f_builtins", "f_back", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+    "__globals__", "__closure__", "__dict__", "__builtins__", "_getframe", "currentframe", "_current_frames",
+    "getargvalues", "get_referrers", "get_referents",
 })
 #: Methods of str/bytes/numbers/pandas objects that never store an argument into the receiver; any other
 #: method called with data arguments (``out.append(a)``, ``d.update(b)``) may, so the receiver gets them.
@@ -69,6 +108,130 @@ NON_MUTATING = frozenset({
 
 class Unanalysable(Exception):
     """The function cannot be analysed; the message is the reason shown to the user."""
+
+
+@functools.lru_cache(maxsize=1)
+def _introspection() -> dict[int, str]:
+    """id -> name of the callables that read frames or namespaces (or run code): never analysed through."""
+    import gc
+    import traceback
+
+    found: dict[int, str] = {}
+    for mod, names in ((inspect, ("currentframe", "stack", "trace", "getouterframes", "getinnerframes",
+                                  "getargvalues", "getframeinfo", "getmembers", "getmembers_static")),
+                       (sys, ("_getframe", "_current_frames", "settrace", "setprofile", "_getframemodulename")),
+                       (traceback, ("walk_stack", "extract_stack", "walk_tb", "print_stack", "format_stack")),
+                       (gc, ("get_referrers", "get_referents", "get_objects")),
+                       (builtins, ("eval", "exec", "compile", "globals", "locals", "vars", "__import__",
+                                   "breakpoint"))):
+        for n in names:
+            obj = getattr(mod, n, None)
+            if obj is not None:
+                found[id(obj)] = f"{mod.__name__}.{n}" if mod is not builtins else n
+    return found
+
+
+def _forbidden(obj: Any) -> str | None:
+    """Why calling/reading ``obj`` makes a body unanalysable, or ``None``."""
+    name = _introspection().get(id(obj))
+    if name is None:
+        return None
+    if name in ("eval", "exec", "compile", "globals", "locals", "vars", "__import__", "breakpoint"):
+        return f"dynamic code: {name}() in the body"
+    return f"frame introspection: {name}() in the body"
+
+
+@dataclass(frozen=True)
+class FnSet:
+    """Several functions one variable may hold (``f = g if c else h``): a call may run any of them."""
+
+    fns: frozenset[Any]
+
+
+def fns_of(v: Val) -> list[Any]:
+    """The functions a value may be (lambdas / nested defs as AST, Python functions), without hash objects."""
+    if v.fn is None:
+        return []
+    members = v.fn.fns if isinstance(v.fn, FnSet) else (v.fn,)
+    return [f for f in members if not isinstance(f, Hasher)]
+
+
+def _join_fn(a: Any, b: Any) -> Any:
+    if a is b or b is None:
+        return a
+    if a is None:
+        return b
+    if a == b:
+        return a
+    members = set(a.fns if isinstance(a, FnSet) else (a,)) | set(b.fns if isinstance(b, FnSet) else (b,))
+    return FnSet(frozenset(members))
+
+
+#: A copy of what a pickled function sees: function -> (its referenced globals, its closure cell contents).
+Snapshot = dict[Any, tuple[dict[str, Any], tuple[Any, ...] | None]]
+_EMPTY_CELL = object()
+_REBOUND = object()  # a snapshot entry whose executor-side value is not known
+MAX_SNAPSHOT = 256
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def snapshot(fn: Any) -> Snapshot:
+    """What cloudpickle captures when PySpark pickles ``fn`` (at ``_create_judf``): for ``fn`` and every Python
+    function it can reach through names, the globals its code refers to and its closure cells, as they are now.
+    The analysis resolves names in this copy, so a helper redefined later does not change the answer (the
+    executors run the pickled copy). Nothing is copied deeply and no user code runs."""
+    out: Snapshot = {}
+    todo = [fn]
+    while todo and len(out) < MAX_SNAPSHOT:
+        f = todo.pop()
+        if isinstance(f, functools.partial):
+            todo.append(f.func)
+            continue
+        if isinstance(f, types.MethodType):
+            todo.append(f.__func__)
+            continue
+        if not isinstance(f, types.FunctionType) or f in out:
+            continue
+        g = f.__globals__
+        refs = {n: g[n] for n in _code_names(f.__code__) if n in g}
+        if _by_reference(f):
+            # cloudpickle pickles a function of an importable module by reference: the executors import the
+            # module afresh, so a same-module function the driver bound to another name since (a monkeypatch)
+            # is not what they run: resolve it to nothing (an unknown callee) rather than to the wrong body
+            for n, v in refs.items():
+                if isinstance(v, types.FunctionType) and v.__module__ == f.__module__ and v.__qualname__ != n:
+                    refs[n] = _REBOUND
+        cells: tuple[Any, ...] | None = None
+        if f.__closure__:
+            vals = []
+            for cell in f.__closure__:
+                try:
+                    vals.append(cell.cell_contents)
+                except ValueError:
+                    vals.append(_EMPTY_CELL)
+            cells = tuple(vals)
+        out[f] = (refs, cells)
+        todo.extend(v for v in [*refs.values(), *(cells or ())] if isinstance(v, types.FunctionType | functools.partial))
+    return out
+
+
+def _by_reference(f: types.FunctionType) -> bool:
+    mod = sys.modules.get(f.__module__ or "")
+    return mod is not None and f.__module__ != "__main__" and vars(mod).get(f.__name__) is f
+
+
+def snapshot_key(snap: Snapshot | None) -> Any:
+    """A hashable identity of a snapshot's callables (a cache key part: another helper, another analysis)."""
+    if not snap:
+        return None
+    return tuple(sorted((id(f), n, id(v)) for f, (refs, _c) in snap.items() for n, v in refs.items() if callable(v)))
 
 
 def join_taint(a: Taint, b: Taint) -> Taint:
@@ -136,12 +299,12 @@ def join(a: Val, b: Val) -> Val:
             t = join_taint(t, transformed(Val(cols=side.cols).flat()))
         if side.elem is not None and elem is None:
             t = join_taint(t, transformed(side.elem.flat()))
-    return Val(t, items, elem, cols, a.fn if a.fn is b.fn else None)
+    return Val(t, items, elem, cols, _join_fn(a.fn, b.fn))
 
 
 def same(a: Val, b: Val) -> bool:
     return a.flat() == b.flat() and (a.items is None) == (b.items is None) and (a.cols is None) == (b.cols is None) \
-        and (a.elem is None) == (b.elem is None) and (a.fn is None) == (b.fn is None)
+        and (a.elem is None) == (b.elem is None) and a.fn == b.fn
 
 
 def trans_val(*vals: Val, masked: bool = False) -> Val:
@@ -149,6 +312,16 @@ def trans_val(*vals: Val, masked: bool = False) -> Val:
     for v in vals:
         t = join_taint(t, transformed(v.flat(), masked))
     return Val(t)
+
+
+def spread(cur: Val, add: Val) -> Val:
+    """``add`` put into a mutated object: into the whole and into every part of its known structure."""
+    if cur.items is None and cur.cols is None and cur.elem is None:
+        return add
+    return Val(add.t,
+               [spread(i, add) for i in cur.items] if cur.items is not None else None,
+               spread(cur.elem, add) if cur.elem is not None else None,
+               {k: spread(v, add) for k, v in cur.cols.items()} if cur.cols is not None else None)
 
 
 @dataclass
@@ -169,6 +342,26 @@ class Budget:
     #: abstract arguments is not analysed again
     memo: dict[Any, tuple[Val, Taint]] = field(default_factory=dict)
     linked: set[tuple[int, int]] = field(default_factory=set)
+    #: names a body rebinds through ``global``/``nonlocal``: not resolved to the module's object any more
+    rebound: set[str] = field(default_factory=set)
+    #: the globals and closure cells the executors' pickled copy holds (see :func:`snapshot`)
+    snap: Snapshot = field(default_factory=dict)
+
+    def globals_of(self, fn: Any) -> dict[str, Any]:
+        hit = self.snap.get(fn)
+        return hit[0] if hit is not None else getattr(fn, "__globals__", {})
+
+    def cells_of(self, fn: Any) -> tuple[Any, ...]:
+        hit = self.snap.get(fn)
+        if hit is not None:
+            return hit[1] or ()
+        out = []
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                out.append(cell.cell_contents)
+            except ValueError:
+                out.append(_EMPTY_CELL)
+        return tuple(out)
 
 
 # -- source of functions -------------------------------------------------------------------------
@@ -238,11 +431,33 @@ class Frame:
         self.cond: Taint = {}
         self.changed = False
         self.is_generator = False
+        #: ``global``/``nonlocal`` names of this body: read and written in the shared state
+        self.declared: dict[str, str] = {}
+        #: names bound by ``import`` statements in this body -> the module/object (``None``: unknown)
+        self.imports: dict[str, Any] = {}
+
+    def declare(self, node: ast.AST) -> None:
+        """Collect the ``global``/``nonlocal`` declarations of a function body (not of nested functions)."""
+        body = node.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else []
+        todo = list(body)
+        while todo:
+            st = todo.pop()
+            if isinstance(st, ast.Global | ast.Nonlocal):
+                for n in st.names:
+                    self.declared[n] = "global" if isinstance(st, ast.Global) else "nonlocal"
+            elif not isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                todo.extend(c for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt | ast.excepthandler
+                                                                           | ast.match_case))
 
     # environment ------------------------------------------------------------------------------
     def read(self, name: str) -> Val:
         frame: Frame | None = self
         while frame is not None:
+            if name in frame.declared:
+                owner = frame.owner(name)
+                if owner is not None:
+                    return owner.read(name)
+                break
             if name in frame.env:
                 v = frame.env[name]
                 shared = self.budget.shared.get(name)
@@ -253,16 +468,47 @@ class Frame:
     def _is_local(self, name: str) -> bool:
         frame: Frame | None = self
         while frame is not None:
+            if name in frame.declared:
+                return frame.owner(name) is not None
             if name in frame.env:
                 return True
             frame = frame.parent
         return False
+
+    def owner(self, name: str) -> Frame | None:
+        """The frame whose environment holds ``name`` (``None``: module-level/shared state)."""
+        frame: Frame | None = self
+        while frame is not None:
+            kind = frame.declared.get(name)
+            if kind == "global":
+                return None
+            if kind == "nonlocal":
+                frame = frame.parent
+                while frame is not None and name not in frame.env and name not in frame.declared:
+                    frame = frame.parent
+                if frame is None or name in frame.declared:
+                    return frame.owner(name) if frame is not None else None
+                return frame
+            if name in frame.env:
+                return frame
+            frame = frame.parent
+        return None
+
+    def write_shared(self, name: str, val: Val) -> None:
+        old = self.budget.shared.get(name, EMPTY)
+        new = join(old, val)
+        if not same(old, new):
+            self.budget.shared[name] = new
+            self.budget.version += 1
 
     def link(self, targets: ast.expr, source: ast.expr | None) -> None:
         """``targets`` may now refer to the objects the names in ``source`` hold (aliasing)."""
         if source is None or (id(targets), id(source)) in self.budget.linked:
             return
         self.budget.linked.add((id(targets), id(source)))
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) and source.func.attr == "copy" \
+                and not source.args and not source.keywords:
+            return  # ``x.copy()``: a new object
         names = _names(source)
         outs = _names(targets)
         for t in outs:
@@ -271,6 +517,16 @@ class Frame:
                 self.budget.aliases.setdefault(s, set()).add(t)
 
     def write(self, name: str, val: Val) -> None:
+        if name in self.declared:
+            if name not in self.budget.rebound:
+                self.budget.rebound.add(name)
+                self.budget.version += 1  # calls resolved to the old object run again
+            owner = self.owner(name)
+            if owner is None:
+                self.write_shared(name, val)
+            elif owner is not self:
+                owner.write(name, val)
+            return
         old = self.env.get(name)
         new = val if old is None else join(old, val)
         if old is None or not same(old, new):
@@ -286,31 +542,44 @@ class Frame:
 
     def mutate(self, target: ast.expr, val: Val) -> None:
         """``target`` (a name, or the base of ``a.b[c]``) now also holds ``val``; so does every name that may
-        hold the same object, in whichever frame defines it (a closure's list, a module-level set)."""
-        while isinstance(target, ast.Attribute | ast.Subscript | ast.Starred):
-            target = target.value
-        if not isinstance(target, ast.Name) or not val.flat():
+        hold the same object, in whichever frame defines it (a closure's list, a module-level set), and every
+        part of its known structure (``row[0]`` after ``row.insert(0, x)``). A base that is not a name
+        (``d.setdefault(k, []).append(x)``, ``helper(d).append(x)``) mutates every name in it, and any mutable
+        global the body reads (the object may be one)."""
+        root = target
+        while isinstance(root, ast.Attribute | ast.Subscript | ast.Starred):
+            root = root.value
+        if not val.flat():
             return
+        if isinstance(root, ast.Call):
+            names = sorted(_names(root))
+            self.escape(val.flat())
+        elif isinstance(root, ast.Name):
+            names = [root.id]
+        else:
+            names = sorted(_names(root))
+            self.escape(val.flat())
         self.budget.mutations += 1
         add = trans_val(val)
-        todo, done = [target.id], set()
+        todo, done = list(names), set()
         while todo:
             name = todo.pop()
             if name in done:
                 continue
             done.add(name)
             todo.extend(self.budget.aliases.get(name, ()))
-            frame: Frame | None = self
-            while frame is not None and name not in frame.env:
-                frame = frame.parent
+            frame = self.owner(name)
             if frame is not None:
-                frame.write(name, add)
+                frame.write(name, spread(frame.env.get(name, EMPTY), add))
             else:
-                old = self.budget.shared.get(name, EMPTY)
-                new = join(old, add)
-                if not same(old, new):
-                    self.budget.shared[name] = new
-                    self.budget.version += 1
+                self.write_shared(name, spread(self.budget.shared.get(name, EMPTY), add))
+
+    def escape(self, t: Taint) -> None:
+        """Data went where the pass cannot follow: any mutable global the body reads may hold it from now on."""
+        new = join_taint(self.budget.escaped, t)
+        if new != self.budget.escaped:
+            self.budget.escaped = new
+            self.budget.version += 1
 
     # statements -------------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -399,14 +668,36 @@ class Frame:
                 if case.guard is not None:
                     self.add_cond(self.ev(case.guard).flat())
                 self.block(case.body)
-        elif isinstance(st, ast.Delete | ast.Pass | ast.Break | ast.Continue | ast.Import | ast.ImportFrom):
+        elif isinstance(st, ast.Import | ast.ImportFrom):
+            self.bind_imports(st)
+        elif isinstance(st, ast.Delete | ast.Pass | ast.Break | ast.Continue):
             pass
         elif isinstance(st, ast.Global | ast.Nonlocal):
-            pass  # names are looked up the same way; writes to them stay in this frame (weak updates)
+            pass  # collected before the body runs (:meth:`declare`): reads and writes go to the shared state
         elif isinstance(st, ast.ClassDef):
             raise Unanalysable("class defined inside the function")
         else:
             raise Unanalysable(f"unsupported statement {type(st).__name__}")
+
+    def bind_imports(self, st: ast.Import | ast.ImportFrom) -> None:
+        """``import x`` / ``from m import f`` in a body: the modules already loaded in this process, looked up
+        without importing anything (an unknown one resolves to nothing: its calls are unknown callees)."""
+        if isinstance(st, ast.Import):
+            for alias in st.names:
+                if alias.asname:
+                    self.imports[alias.asname] = sys.modules.get(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    self.imports[top] = sys.modules.get(top)
+            return
+        mod = sys.modules.get(st.module or "") if not st.level else None
+        for alias in st.names:
+            if alias.name == "*":
+                raise Unanalysable("star import in the body")
+            obj = None
+            if mod is not None:
+                obj = vars(mod).get(alias.name, sys.modules.get(f"{st.module}.{alias.name}"))
+            self.imports[alias.asname or alias.name] = obj
 
     def _reads(self, st: ast.stmt) -> Taint:
         t: Taint = {}
@@ -441,7 +732,8 @@ class Frame:
             if isinstance(tgt, ast.Subscript) and isinstance(base, ast.Name) and isinstance(tgt.slice, ast.Constant) \
                     and isinstance(tgt.slice.value, str):
                 cur = self.read(base.id)
-                if cur.cols is not None:  # pdf["x"] = ... keeps the other columns apart
+                if cur.cols is not None and not self.budget.aliases.get(base.id):
+                    # pdf["x"] = ... keeps the other columns apart (an alias of pdf would not see it: then mutate)
                     self.write(base.id, Val(cur.t, None, None, {**cur.cols, tgt.slice.value: v}))
                     return
             self.mutate(base, join(v, trans_val(key)))
@@ -468,18 +760,38 @@ class Frame:
             return EMPTY
         if isinstance(e, ast.Name):
             v = self.read(e.id)
-            if self.budget.escaped and not self._is_local(e.id):
+            if not self._is_local(e.id):
                 obj, found = self.resolve(e)
-                if not found or not _immutable(obj):
+                why = _forbidden(obj) if found else None
+                if why is not None:
+                    raise Unanalysable(why)
+                if self.budget.escaped and (not found or not _immutable(obj)):
                     v = join(v, Val(dict(self.budget.escaped)))
+                if found and isinstance(obj, types.FunctionType) and (
+                        obj.__module__ == self.module or self._is_closure_value(obj)):
+                    v = join(v, Val(fn=obj))  # ``f = helper; f(x)``, ``map(helper, xs)``: the body is followed
             return v
         if isinstance(e, ast.Starred):
             return self.ev(e.value)
         if isinstance(e, ast.Attribute):
+            if e.attr in INTROSPECTION_ATTRS:
+                raise Unanalysable(f"frame introspection: .{e.attr} in the body")
             base = self.ev(e.value)
             if base.cols is not None and e.attr in base.cols:
                 return base.cols[e.attr]
-            return trans_val(base)
+            out = trans_val(base)
+            if e.attr in self.budget.shared and not self._is_local(_root_name(e)):
+                out = join(out, self.budget.shared[e.attr])  # ``sys.modules[__name__].G`` after ``global G``
+            if isinstance(e.value, ast.Name | ast.Attribute) and not self._is_local(_root_name(e)):
+                obj, found = self.resolve(e)
+                why = _forbidden(obj) if found else None
+                if why is not None:
+                    raise Unanalysable(why)
+                if found and _immutable(obj):
+                    return out
+                if self.budget.escaped:  # a module's mutable state: it may hold data handed to its functions
+                    out = join(out, Val(dict(self.budget.escaped)))
+            return out
         if isinstance(e, ast.Subscript):
             return self.subscript(e)
         if isinstance(e, ast.BinOp | ast.UnaryOp | ast.Compare | ast.JoinedStr | ast.FormattedValue | ast.Slice):
@@ -574,12 +886,19 @@ class Frame:
         everything = [*args, *kwargs.values(), *star_kw]
         func = e.func
         # a local lambda / nested def, or a function value held in a variable
-        if isinstance(func, ast.Name):
+        if isinstance(func, ast.Name) and self._is_local(func.id):
             local = self.read(func.id)
-            if local.fn is not None and not starred and not star_kw:
-                return self.inline(local.fn, args, kwargs, closure=self, call=e)
-            if local.flat():  # calling a value computed from the data
-                return trans_val(local, *everything)
+            fns = fns_of(local)
+            if fns and not starred and not star_kw:
+                out = Val()
+                for fn in fns:
+                    out = join(out, self.inline(fn, args, kwargs, closure=self if isinstance(fn, ast.AST) else None,
+                                                call=e))
+                if local.flat():
+                    out = join(out, trans_val(local, *everything))
+                return out
+            # a value of unknown behaviour (``add = parts.append``; a callable built from the data)
+            return self.unknown_call(func, local, everything, e)
         if isinstance(func, ast.Lambda) and not starred and not star_kw:
             return self.inline(func, args, kwargs, closure=self, call=e)
         obj, resolved = self.resolve(func)
@@ -587,16 +906,87 @@ class Frame:
             return self.call_object(obj, func, args, kwargs, everything, starred or bool(star_kw), e)
         # a method call on a value: receiver and arguments flow into the result
         if isinstance(func, ast.Attribute):
+            if func.attr in INTROSPECTION_ATTRS:
+                raise Unanalysable(f"frame introspection: .{func.attr} in the body")
             receiver = self.ev(func.value)
             if isinstance(receiver.fn, Hasher):
                 return self.hasher_method(receiver, func, everything)
             out = trans_val(receiver, *everything)
-            if func.attr not in NON_MUTATING and any(v.flat() for v in everything):
-                self.mutate(func.value, trans_val(*everything))
+            if _inplace(e):  # ``s.fillna(other, inplace=True)``: the receiver now holds the result
+                self.mutate(func.value, out)
+            if func.attr not in NON_MUTATING:
+                if any(v.flat() for v in everything):
+                    self.mutate(func.value, trans_val(*everything))
+                if func.attr not in RECEIVER_ONLY and receiver.flat():
+                    # a method of unknown effect may store the receiver into an argument (``df.to_csv(buf)``)
+                    for a in [*e.args, *(k.value for k in e.keywords)]:
+                        if self._may_hold(a):
+                            self.mutate(a, out)
+                if func.attr not in RECEIVER_ONLY and out.flat():
+                    self.escape(out.flat())  # ... or into state elsewhere (``repo.save(x)`` then ``load()``)
+            out = join(out, self.run_fn_args(everything, [receiver, *everything], e))
             if receiver.cols is not None:
                 out = self.frame_method(func.attr, receiver, e, out)
             return out
-        return trans_val(self.ev(func), *everything)
+        # ``fns[0](x)``, ``make()(x)``: whatever the callee value is
+        return self.unknown_call(func, self.ev(func), everything, e)
+
+    def unknown_call(self, func: ast.expr, callee: Val, everything: list[Val], e: ast.Call) -> Val:
+        """A call of a value the pass cannot follow: the result carries the callee and every argument; a function
+        it may be runs on that data; the object it may be bound to (``add = parts.append``: every alias of
+        ``add``) and every argument that is a variable may now hold all of it."""
+        out = trans_val(callee, *everything)
+        fns = fns_of(callee)
+        data = [callee, *everything]
+        for fn in fns:
+            out = join(out, self._run_fn(fn, data))
+        out = join(out, self.run_fn_args(everything, data, e))
+        if out.flat():
+            self.mutate(func, out)
+            for a in [*e.args, *(k.value for k in e.keywords)]:
+                if self._may_hold(a):
+                    self.mutate(a, out)
+            if not fns:
+                self.escape(out.flat())  # it may keep the data in state of its own
+        if not fns and self.budget.escaped:
+            out = join(out, Val(dict(self.budget.escaped)))
+        return out
+
+    def _may_hold(self, a: ast.expr) -> bool:
+        """An argument expression naming an object that could be mutated (not a constant, module or function)."""
+        if not _rooted(a):
+            return False
+        if isinstance(a, ast.Name) and not self._is_local(a.id):
+            obj, found = self.resolve(a)
+            return not (found and _immutable(obj))
+        return True
+
+    def run_fn_args(self, args: list[Val], data: list[Val], e: ast.Call | None = None) -> Val:
+        """Function values handed to a callee the pass does not follow (``map(lambda v: out.append(v), xs)``,
+        ``s.apply(f)``, ``map(helper, xs)``): analysed as if called with all of ``data`` (their side effects and
+        results count)."""
+        out = Val()
+        for v in args:
+            for part in _parts(v):
+                for fn in fns_of(part):
+                    out = join(out, self._run_fn(fn, data))
+        for a in ([*e.args, *(k.value for k in e.keywords)] if e is not None else []):
+            if isinstance(a, ast.Name | ast.Attribute) and not self._is_local(_root_name(a)):
+                obj, found = self.resolve(a)
+                if found and isinstance(obj, types.FunctionType) and (
+                        obj.__module__ == self.module or self._is_closure_value(obj)):
+                    out = join(out, self._run_fn(obj, data))
+        return out
+
+    def _run_fn(self, fn: Any, data: list[Val]) -> Val:
+        p = trans_val(*data)
+        if isinstance(fn, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+            n = len(fn.args.posonlyargs + fn.args.args)
+            return self.inline(fn, [p] * n, {}, closure=self)
+        if isinstance(fn, types.FunctionType):
+            n = fn.__code__.co_argcount
+            return self.inline(fn, [p] * n, {}, closure=None)
+        return p
 
     def hasher_method(self, receiver: Val, func: ast.Attribute, everything: list[Val]) -> Val:
         """Methods of a hash object (``hashlib``/``hmac``): ``update`` feeds it (masked), ``hexdigest``/``digest``/
@@ -648,25 +1038,36 @@ class Frame:
             return None, False
         name = node.id
         frame: Frame | None = self
+        found = False
+        obj: Any = None
         while frame is not None:
-            if name in frame.env:
+            if name in frame.imports:
+                obj = frame.imports[name]
+                if obj is None:
+                    return None, False  # imported from a module not loaded in the driver
+                found = True
+                break
+            if name in frame.env or name in frame.declared:
                 return None, False  # a local variable: not a static callee
             if frame.fn_obj is not None:
                 break
             frame = frame.parent
-        fn = frame.fn_obj if frame is not None else None
-        found = False
-        obj: Any = None
+        if not found and name in self.budget.rebound:
+            return None, False  # rebound by a ``global`` statement: the module's object is not what runs
+        fn = frame.fn_obj if frame is not None and not found else None
         if fn is not None:
             code = getattr(fn, "__code__", None)
-            if code is not None and name in code.co_freevars and fn.__closure__:
-                try:
-                    obj = fn.__closure__[code.co_freevars.index(name)].cell_contents
-                    found = True
-                except ValueError:  # empty cell
+            if code is not None and name in code.co_freevars:
+                cells = self.budget.cells_of(fn)
+                i = code.co_freevars.index(name)
+                if i >= len(cells) or cells[i] is _EMPTY_CELL:
+                    return None, False  # empty cell
+                obj, found = cells[i], True
+            globs = self.budget.globals_of(fn)
+            if not found and name in globs:
+                obj, found = globs[name], True
+                if obj is _REBOUND:
                     return None, False
-            if not found and name in getattr(fn, "__globals__", {}):
-                obj, found = fn.__globals__[name], True
         if not found and hasattr(builtins, name):
             obj, found = getattr(builtins, name), True
         if not found:
@@ -686,10 +1087,18 @@ class Frame:
     def call_object(self, obj: Any, func: ast.expr, args: list[Val], kwargs: dict[str, Val], everything: list[Val],
                     starred: bool, e: ast.Call) -> Val:
         name = getattr(obj, "__name__", "")
-        if obj in (eval, exec, compile, getattr, setattr, delattr, globals, locals, vars, __import__):
-            if obj in (getattr, setattr, delattr) and not any(v.flat() for v in everything):
+        if obj in (getattr, setattr, delattr):
+            if not any(v.flat() for v in everything):
+                if obj is getattr:  # ``getattr(module, "G")``: a global some body wrote, or escaped data
+                    name_arg = e.args[1] if len(e.args) > 1 else None
+                    attr = name_arg.value if isinstance(name_arg, ast.Constant) else None
+                    out = Val(dict(self.budget.escaped))
+                    return join(out, self.budget.shared[attr]) if attr in self.budget.shared else out
                 return EMPTY
             raise Unanalysable(f"dynamic code: {name}() in the body")
+        why = _forbidden(obj)
+        if why is not None:
+            raise Unanalysable(why)
         if _is_hash(obj):
             label = hash_label(obj)
             if not any(v.flat() for v in everything):
@@ -712,33 +1121,45 @@ class Frame:
             closure = self._is_closure_value(obj)
             if same_module or closure:
                 return self.inline(obj, args, kwargs, closure=None, call=e)
-        if isinstance(obj, types.BuiltinFunctionType | type) and name in PURE_BUILTINS:
-            return trans_val(*everything)
+        if isinstance(obj, types.BuiltinFunctionType | type) and name in PURE_BUILTINS \
+                and getattr(obj, "__module__", None) == "builtins":
+            out = trans_val(*everything)
+            if name in CALLING_BUILTINS:
+                # the function argument runs on the data: a lambda's side effects, a bound method's receiver
+                # (``map(parts.append, xs)``: every alias of the argument variable)
+                out = join(out, self.run_fn_args(everything, everything, e))
+                if any(v.flat() for v in everything):
+                    for a, v in zip(e.args, args):
+                        if isinstance(a, ast.Attribute) or (isinstance(a, ast.Name) and not v.flat()):
+                            self.mutate(a, out)
+            return out
+        return self.opaque(obj, everything, e)
+
+    def opaque(self, obj: Any, everything: list[Val], e: ast.Call | None) -> Val:
+        """A callee the pass does not follow: every argument flows into the result; a function value among them
+        runs on the data; it may store one argument into another (``helper(out_list, value)``) or keep the data
+        in state of its own, which a later call of such a callee, or a mutable global, may give back."""
         out = trans_val(*everything)
+        if e is not None:
+            out = join(out, self.run_fn_args(everything, everything, e))
+        pure = _pure_module(obj)
         if any(v.flat() for v in everything):
-            # an unknown callee may store one argument into another (helper(out_list, value)) ...
-            if len(e.args) + len(e.keywords) > 1:
+            if e is not None and (len(e.args) + len(e.keywords) > 1 or _inplace(e)):
                 for a in [*e.args, *(k.value for k in e.keywords)]:
-                    if isinstance(a, ast.Name):
+                    if self._may_hold(a):
                         self.mutate(a, out)
-            # ... or into state of its own that a mutable global the body reads later exposes
-            new = join_taint(self.budget.escaped, out.t)
-            if new != self.budget.escaped:
-                self.budget.escaped = new
-                self.budget.version += 1
+            if not pure:
+                self.escape(out.flat())
+        if not pure and self.budget.escaped:
+            out = join(out, Val(dict(self.budget.escaped)))
         return out
 
     def _is_closure_value(self, obj: Any) -> bool:
         frame: Frame | None = self
         while frame is not None:
             fn = frame.fn_obj
-            if fn is not None and getattr(fn, "__closure__", None):
-                for cell in fn.__closure__:
-                    try:
-                        if cell.cell_contents is obj:
-                            return True
-                    except ValueError:
-                        continue
+            if fn is not None and any(c is obj for c in self.budget.cells_of(fn)):
+                return True
             frame = frame.parent
         return False
 
@@ -747,21 +1168,22 @@ class Frame:
         """Analyse a callee's body with the actual argument values (bounded depth; cycles widen)."""
         everything = [*args, *kwargs.values()]
         key = fn.__code__ if hasattr(fn, "__code__") else fn
-        if self.depth >= MAX_DEPTH or key in self.budget.stack:
-            return trans_val(*everything)  # too deep or recursive: every argument flows
+        if key in self.budget.stack:
+            return trans_val(*everything)  # recursive: every argument flows (the body's effects are those analysed)
+        if self.depth >= MAX_DEPTH:
+            return self.opaque(fn, everything, call)  # too deep: an unknown callee
         if isinstance(fn, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
             node, fn_obj, module, parent = fn, None, self.module, closure
         else:
             try:
                 nodes = _parse_code(fn.__code__)
             except Unanalysable:
-                return trans_val(*everything)  # an unknown callee: every argument flows
+                return self.opaque(fn, everything, call)  # an unknown callee: every argument flows
             if len(nodes) != 1:
-                return trans_val(*everything)
+                return self.opaque(fn, everything, call)
             node, fn_obj, module, parent = nodes[0], fn, fn.__module__, None
-            defaults = _defaults_ok(fn)
-            if not defaults:
-                return trans_val(*everything)
+            if not _defaults_ok(fn):
+                return self.opaque(fn, everything, call)
         sigs = [_signature(v) for v in everything]
         memo_key = None
         if closure is None and all(s is not None for s in sigs):
@@ -789,6 +1211,7 @@ class Frame:
         mutations = self.budget.mutations
         try:
             frame = Frame(fn_obj, env, parent, self.budget, module, self.depth + 1)
+            frame.declare(node)
             frame.is_generator = _is_generator(node)
             body = [ast.Return(node.body)] if isinstance(node, ast.Lambda) else node.body
             frame.run(body)
@@ -819,7 +1242,8 @@ def hasher(label: str) -> Hasher:
 def _is_hash(obj: Any) -> bool:
     mod = getattr(obj, "__module__", None) or ""
     name = getattr(obj, "__name__", "") or ""
-    return mod in HASH_MODULES or (mod, name) in CHECKSUMS or obj is hash
+    # not the builtin ``hash``: ``hash(42) == 42`` (an int, and a tuple of ints, hash to a value that gives them back)
+    return mod in HASH_MODULES or (mod, name) in CHECKSUMS
 
 
 def hash_label(obj: Any) -> str:
@@ -836,7 +1260,17 @@ def _is_pandas_frame_ctor(obj: Any) -> bool:
 
 
 def _defaults_ok(fn: Any) -> bool:
-    return True  # defaults are driver-side constants: no column data
+    """Defaults are driver-side constants (no column data); a mutable one (``acc=[]``) is state kept between calls,
+    which the pass (one frame per call) does not model: such a function is an unknown callee."""
+    defaults = [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
+    return all(_immutable(d) for d in defaults)
+
+
+def _pure_module(obj: Any) -> bool:
+    mod = getattr(obj, "__module__", None) or getattr(getattr(obj, "__self__", None), "__module__", None)
+    if not isinstance(mod, str):
+        return isinstance(obj, types.BuiltinFunctionType) and getattr(obj, "__self__", None) is None
+    return mod.split(".")[0] in PURE_MODULES
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, type(None), re.Pattern,
@@ -845,7 +1279,41 @@ _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, range, ty
 
 def _immutable(obj: Any) -> bool:
     """Objects that cannot hold data a callee stored (modules, functions, constants, compiled patterns)."""
-    return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins")
+    return isinstance(obj, _IMMUTABLE) or (isinstance(obj, type) and obj.__module__ == "builtins") or isinstance(
+        obj, enum.Enum | datetime.date | datetime.time | datetime.timedelta | decimal.Decimal)
+
+
+def _root_name(e: ast.expr) -> str:
+    while isinstance(e, ast.Attribute | ast.Subscript | ast.Starred):
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else ""
+
+
+def _inplace(e: ast.Call) -> bool:
+    """``inplace=`` anything but a literal false (pandas: the receiver is modified, the call returns ``None``)."""
+    for k in e.keywords:
+        if k.arg == "inplace":
+            return not (isinstance(k.value, ast.Constant) and not k.value.value)
+    return False
+
+
+def _rooted(a: ast.expr) -> bool:
+    """An argument expression that names a variable's object (``buf``, ``self.items``, ``d["k"]``)."""
+    while isinstance(a, ast.Attribute | ast.Subscript | ast.Starred):
+        a = a.value
+    return isinstance(a, ast.Name)
+
+
+def _parts(v: Val) -> list[Val]:
+    out, todo = [], [v]
+    while todo and len(out) < 256:
+        x = todo.pop()
+        out.append(x)
+        todo.extend(x.items or ())
+        todo.extend((x.cols or {}).values())
+        if x.elem is not None:
+            todo.append(x.elem)
+    return out
 
 
 @functools.lru_cache(maxsize=8192)
@@ -911,9 +1379,14 @@ class FlowResult:
     nodes: int
 
 
-def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Val] | None = None) -> FlowResult:
-    """Run the data-flow pass over ``fn`` called with abstract ``params`` (raises :class:`Unanalysable`)."""
-    budget = Budget()
+def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Val] | None = None,
+                     snap: Snapshot | None = None) -> FlowResult:
+    """Run the data-flow pass over ``fn`` called with abstract ``params`` (raises :class:`Unanalysable`).
+
+    :param snap: the globals/closure copy the executors run (:func:`snapshot` taken when PySpark pickled ``fn``);
+        ``None``: the live function's (taken now).
+    """
+    budget = Budget(snap=snap if snap is not None else snapshot(fn))
     root = Frame(None, {}, None, budget, getattr(fn, "__module__", None), 0)
     if isinstance(fn, functools.partial):
         params = [EMPTY] * len(fn.args) + params
@@ -939,6 +1412,7 @@ def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Va
     if env is None:
         raise Unanalysable("arguments do not match the parameters")
     frame = Frame(fn, env, None, budget, fn.__module__, 0)
+    frame.declare(node)
     frame.is_generator = _is_generator(node)
     budget.stack.append(fn.__code__)
     body = [ast.Return(node.body)] if isinstance(node, ast.Lambda) else node.body

@@ -130,3 +130,35 @@ def test_named_arguments_map_by_parameter_name_not_position() -> None:
     note, price = rec.udfs[0]["analysis"]["args"]
     assert (note["direct"], note["conditional"]) == (None, False)
     assert price["conditional"] is True
+
+
+def _shown(x):
+    return x
+
+
+def shows_email(a, b):
+    return _shown(b)
+
+
+def _hides(x):
+    return "redacted"
+
+
+def test_a_helper_redefined_after_the_udf_was_built_keeps_the_built_analysis(monkeypatch) -> None:
+    """The registry snapshots what the function reaches when PySpark builds (pickles) the UDF: a helper the driver
+    redefines afterwards is not what the executors run, so it does not change the analysis; the same function
+    built again after the change is a second candidate, and the united answer keeps the edge."""
+    reg = UdfRegistry()
+    reg.add("f", shows_email, 100, "string")  # PySpark's _create_judf: pickled now
+    monkeypatch.setitem(globals(), "_shown", _hides)
+    rec = _record(_plan("f"))
+    reg.enrich(rec)
+    assert [a["direct"] for a in rec.udfs[0]["analysis"]["args"]] == [None, "IDENTITY"]
+    reg.add("f", shows_email, 100, "string")  # built again after the change: a second candidate
+    assert len(reg.by_name["f"]) == 2
+    rec = _record(_plan("f"))
+    reg.enrich(rec)
+    # this module is importable (pickled by reference: executors import it afresh), so the rebound name is an
+    # unknown callee in the second snapshot; united with the first: the edge stays, never "unused"
+    assert [a["direct"] for a in rec.udfs[0]["analysis"]["args"]] == [None, "TRANSFORMATION"]
+    assert rec.udfs[0]["analysis"]["candidates"] == 2

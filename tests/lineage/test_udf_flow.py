@@ -8,13 +8,17 @@ import functools
 import hashlib
 import importlib
 import inspect
+import io
 import re
+import sys
 import types
 from typing import ClassVar
 
+import pandas as pd
 import pytest
 
 from airflow_provider_lineage.lineage.udf import ArgFlow, UdfAnalysis, UdfTable, analyse_udf
+from airflow_provider_lineage.lineage.udf_flow import snapshot
 
 SEEN: set = set()
 PATTERN = re.compile(r"\d+")
@@ -301,3 +305,377 @@ def hidden_state(a, b):
 def test_data_handed_to_an_unknown_callee_reaches_mutable_globals() -> None:
     assert flows(hidden_state, 2) == [T, T]
     assert flows(regex, 2) == [T, N]  # a compiled pattern cannot hold it
+
+
+# -- never less safe than a black box (issue 46): each construct the pass does not model exactly widens or falls back
+STATE = None
+
+
+def alias_bound_method(name, email):
+    parts = [name]
+    add = parts.append
+    add(email)
+    return ",".join(parts)
+
+
+def fillna_inplace(a, b):
+    s = pd.Series([a])
+    s.fillna(b, inplace=True)
+    return s
+
+
+def rename_inplace(a, b):
+    df = pd.DataFrame({"x": [a]})
+    df.set_axis([b], axis=1, inplace=True)
+    return df
+
+
+def setdefault_chain(a, b):
+    d = {}
+    d.setdefault("k", []).append(b)
+    return d["k"]
+
+
+def update_through_alias(a, b):
+    d = {"x": a}
+    e = d
+    e.update(x=b)
+    return d["x"]
+
+
+def extend_through_alias(a, b):
+    out = [a]
+    o2 = out
+    o2.extend([b])
+    return out[-1]
+
+
+def setitem_through_alias(a, b):
+    row = [a, None]
+    r = row
+    r.__setitem__(1, b)
+    return row[1]
+
+
+def index_assignment(a, b):
+    row = [a, 0]
+    row[1] = b
+    return row[1]
+
+
+def method_writes_into_argument(a, b):
+    buf = io.StringIO()
+    pd.Series([b]).to_csv(buf)
+    return buf.getvalue()
+
+
+def print_into_buffer(a, b):
+    buf = io.StringIO()
+    print(b, file=buf)
+    return buf.getvalue()
+
+
+def map_bound_method(a, b):
+    seen = []
+    list(map(seen.append, [b]))
+    return seen
+
+
+def lambda_handed_to_map(a, b):
+    out = []
+    list(map(lambda v: out.append(v), [b]))  # noqa: C417 - the shape under test
+    return out
+
+
+def lambda_handed_to_apply(a, b):
+    out = []
+    pd.Series([b]).apply(lambda v: out.append(v))
+    return out
+
+
+def one_of_two_callables(a, b):
+    out = []
+    f = (lambda v: out.append(v)) if a else (lambda v: None)
+    f(b)
+    return out
+
+
+def callable_from_a_dict(a, b):
+    out = []
+    handlers = {"add": out.append}
+    handlers["add"](b)
+    return out
+
+
+def _read_state():
+    return STATE
+
+
+def global_written_then_read_by_helper(a, b):
+    global STATE
+    STATE = b
+    return _read_state()
+
+
+def _make_nonlocal():
+    box = None
+
+    def put(v):
+        nonlocal box
+        box = v
+
+    def get():
+        return box
+
+    def nonlocal_through_helpers(a, b):
+        put(b)
+        return get()
+
+    return nonlocal_through_helpers
+
+
+def _module_global_read(a, b):
+    global STATE
+    STATE = b
+    return sys.modules[__name__].STATE
+
+
+@pytest.mark.parametrize(
+    ("fn", "missed"),
+    [
+        (alias_bound_method, 1),
+        (fillna_inplace, 1),
+        (rename_inplace, 1),
+        (setdefault_chain, 1),
+        (update_through_alias, 1),
+        (extend_through_alias, 1),
+        (setitem_through_alias, 1),
+        (index_assignment, 1),
+        (method_writes_into_argument, 1),
+        (print_into_buffer, 1),
+        (map_bound_method, 1),
+        (lambda_handed_to_map, 1),
+        (lambda_handed_to_apply, 1),
+        (one_of_two_callables, 1),
+        (callable_from_a_dict, 1),
+        (global_written_then_read_by_helper, 1),
+        (_make_nonlocal(), 1),
+        (_module_global_read, 1),
+    ],
+)
+def test_constructs_the_pass_does_not_model_exactly_keep_the_input(fn, missed) -> None:
+    """Each body returns (or holds in its result) the argument ``missed``: the analysis must never call it unused
+    (before issue 46 each of these reported it unused)."""
+    a = analyse_udf(fn, fn.__name__, 2, 100)
+    assert a.args[missed].direct is not None, (a.analysed, a.reason, a.args)
+
+
+def frame_locals(a, b):
+    return inspect.currentframe().f_locals["b"]
+
+
+def getframe_imported_in_body(a, b):
+    import sys as system
+
+    return system._getframe(0).f_locals["b"]
+
+
+def getframe_from_import(a, b):
+    from sys import _getframe as frame_of
+
+    return frame_of(0)
+
+
+def argvalues(a, b):
+    return inspect.getargvalues(inspect.stack()[0][0])
+
+
+def locals_call(a, b):
+    return locals()["b"]
+
+
+def globals_alias(a, b):
+    g = globals
+    return g()["STATE"]
+
+
+def vars_call(a, b):
+    return vars()["b"]
+
+
+def eval_in_body(a, b):
+    return eval("b")
+
+
+def exec_in_body(a, b):
+    out = {}
+    exec("r = b", {"b": b}, out)  # noqa: S102 - the construct under test (never run)
+    return out["r"]
+
+
+def traceback_frames(a, b):
+    try:
+        raise ValueError
+    except ValueError as exc:
+        return exc.__traceback__.tb_frame.f_locals["b"]
+
+
+@pytest.mark.parametrize(
+    ("fn", "why"),
+    [
+        (frame_locals, "frame introspection"),
+        (getframe_imported_in_body, "frame introspection"),
+        (getframe_from_import, "frame introspection"),
+        (argvalues, "frame introspection"),
+        (locals_call, "dynamic code: locals()"),
+        (globals_alias, "dynamic code: globals()"),
+        (vars_call, "dynamic code: vars()"),
+        (eval_in_body, "dynamic code: eval()"),
+        (exec_in_body, "dynamic code: exec()"),
+        (traceback_frames, "frame introspection"),
+    ],
+)
+def test_frame_introspection_and_dynamic_code_fall_back(fn, why) -> None:
+    a = analyse_udf(fn, fn.__name__, 2, 100)
+    assert not a.analysed and a.reason.startswith(why), a.reason
+    assert [f.direct for f in a.args] == ["TRANSFORMATION", "TRANSFORMATION"]
+
+
+def _helper_built(x):
+    return x
+
+
+def uses_a_helper(a, b):
+    return _helper_built(b)
+
+
+def test_a_helper_redefined_after_the_udf_was_built_is_not_what_is_analysed(monkeypatch) -> None:
+    """PySpark pickles the UDF (and, by value, the helpers it reaches) when it builds it: the executors run that
+    copy. The analysis resolves names in the snapshot taken then, not in the module as it is at write time."""
+    built = snapshot(uses_a_helper)
+    monkeypatch.setitem(globals(), "_helper_built", lambda x: "redacted")  # the driver redefines it later
+    live = analyse_udf(uses_a_helper, "u", 2, 100)
+    # this module is importable: the rebound name is an unknown callee in the live read (never "unused")
+    assert live.args[1].direct == "TRANSFORMATION"
+    pickled = analyse_udf(uses_a_helper, "u", 2, 100, snap=built)  # the body the executors run: exact
+    assert pickled.analysed and pickled.args[1].direct == "IDENTITY"
+
+
+def builtin_hash(a, b):
+    return hash(a)
+
+
+def base64_encoded(a, b):
+    import base64
+
+    return base64.b64encode(a.encode()).decode()
+
+
+def test_only_one_way_functions_mask() -> None:
+    """``hash(42) == 42`` and base64 decodes: neither is masking (a guard would pass the value in clear)."""
+    assert hash(42) == 42
+    assert flows(builtin_hash, 2) == [T, N]
+    assert flows(base64_encoded, 2) == [T, N]
+    assert flows(masked_hexdigest, 2) == [M, N]
+
+
+def _remember(x, _acc=[]):  # noqa: B006 - state kept between calls is the construct under test
+    _acc.append(x)
+    return _acc[0]
+
+
+def mutable_default_state(a, b):
+    _remember(b)
+    return _remember(a)
+
+
+def test_state_kept_between_calls_comes_back(tmp_path, monkeypatch) -> None:
+    """A helper with a mutable default, or a function of another module keeping module state, may return data an
+    earlier call handed it: the later call's result carries it."""
+    assert mutable_default_state(1, 2) == 2
+    assert analyse_udf(mutable_default_state, "m", 2, 100).args[1].direct is not None
+    (tmp_path / "statelib.py").write_text("_LOG = []\n\n\ndef record(x):\n    _LOG.append(x)\n\n\n"
+                                          "def last():\n    return _LOG[-1]\n")
+    (tmp_path / "stateudf.py").write_text("import statelib\n\n\ndef f(a, b):\n    statelib.record(b)\n"
+                                          "    return statelib.last()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = importlib.import_module("stateudf").f
+    assert fn(1, 2) == 2
+    a = analyse_udf(fn, "f", 2, 100)
+    assert a.analysed and a.args[1].direct is not None, a.args
+
+
+def _log_it(x):
+    SEEN.add(x)
+
+
+def alias_of_a_helper(a, b):
+    f = _log_it
+    f(b)
+    return len(SEEN)
+
+
+def helper_handed_to_map(a, b):
+    list(map(_log_it, [b]))
+    return len(SEEN)
+
+
+def test_a_helper_held_in_a_variable_or_handed_on_is_followed() -> None:
+    assert flows(alias_of_a_helper, 2)[1][0] is not None
+    assert flows(helper_handed_to_map, 2)[1][0] is not None
+
+
+def frame_column_through_alias(pdf):
+    other = pdf
+    other["name"] = pdf["email"]
+    return pdf[["id", "name"]]
+
+
+def frame_copy_keeps_columns_apart(pdf):
+    out = pdf.copy()
+    out["name"] = out["email"].str.upper()
+    return out[["id", "name"]]
+
+
+def test_a_frame_column_set_through_an_alias_reaches_the_original() -> None:
+    a = analyse_udf(frame_column_through_alias, "g", 3, 201, columns=["id", "name", "email"])
+    assert a.analysed and "email" in a.columns["name"], a.columns
+    b = analyse_udf(frame_copy_keeps_columns_apart, "g", 3, 201, columns=["id", "name", "email"])
+    assert "email" in b.columns["name"] and set(b.columns["id"]) == {"id"}, b.columns  # a copy: id stays apart
+
+
+def test_a_monkeypatched_helper_of_an_importable_module_is_an_unknown_callee(tmp_path, monkeypatch) -> None:
+    """A UDF from an importable module is pickled by reference: the executors import the module afresh and run its
+    own ``_h``, not the function the driver rebound ``_h`` to before building the UDF. The analysis cannot know the
+    executors' body from the driver's state, so the call is an unknown callee (every argument flows)."""
+    (tmp_path / "patched_udfs.py").write_text("def _h(x):\n    return x\n\n\ndef _constant(x):\n    return 'k'\n\n\n"
+                                              "def f(a, b):\n    return _h(b)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("patched_udfs")
+    monkeypatch.setattr(mod, "_h", mod._constant)  # the driver patches the helper, then builds the UDF
+    assert mod.f(1, 2) == "k"  # in the driver; a fresh import (the executors) returns 2
+    a = analyse_udf(mod.f, "f", 2, 100)
+    assert a.analysed and a.args[1].direct is not None, a.args
+
+
+class _Repo:
+    def save(self, v):
+        _SAVED.append(v)
+
+
+_SAVED: list = []
+_REPO = _Repo()
+
+
+def _load():
+    return _SAVED[-1]
+
+
+def method_stores_elsewhere(a, b):
+    _REPO.save(b)
+    return _load()
+
+
+def test_a_method_of_unknown_effect_may_store_its_arguments_anywhere() -> None:
+    assert method_stores_elsewhere(1, 2) == 2
+    assert flows(method_stores_elsewhere, 2)[1][0] is not None

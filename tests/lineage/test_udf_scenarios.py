@@ -98,6 +98,8 @@ def test_fallback_is_marked(runs: Runs, sid: str) -> None:
     result = lin(runs, sid)
     note = f"UDF `{name}` not analysed ({reason})"
     assert any(note in n for n in result.udf_columns["r"]), result.udf_columns
+    # the black box's edges are a superset of what the body reads: the column is approximate, with the reason
+    assert any(note in n for n in result.approximate_columns["r"]), result.approximate_columns
     assert f"UDF `{name}`: not analysed — {reason}" in summarize(result)
     assert f"UDF `{name}`: not analysed — {reason}" in explain(runs.records[sid], "r")
     _ins, outs = datasets_for([result])
@@ -108,7 +110,7 @@ def test_fallback_is_marked(runs: Runs, sid: str) -> None:
 
 def test_analysed_columns_carry_no_fallback_marker(runs: Runs) -> None:
     result = lin(runs, "hash")
-    assert result.udf_columns == {}
+    assert result.udf_columns == {} and result.approximate_columns == {}
     _ins, outs = datasets_for([result])
     assert all(not t.description for f in outs[0].facets["columnLineage"].fields["r"].inputFields
                for t in f.transformations)
@@ -197,6 +199,11 @@ FUNCTIONS: dict[str, list[tuple[str, Callable[..., Any], list[str]]]] = {
     "aggregate_input": [("s", b.double_it, ["score", "age"])],
     "fallback_builtin": [("r", len, ["email"])],
     "fallback_dynamic": [("r", b.dynamic, ["email", "country"])],
+    "bound_method_alias": [("r", b.alias_add, ["name", "email"])],
+    "global_helper": [("r", b.stash_then_read, ["email", "country"])],
+    "redefined_helper": [("r", b.via_fmt, ["email", "country"])],
+    "pandas_inplace": [("r", _pandas(b.pd_fill_inplace), ["score", "age"])],
+    "fallback_introspection": [("r", b.peek_frame, ["email", "country"])],
 }
 
 EXTRA = {"email": ["", "q@z.org", "user3@y.org"], "country": ["DE", "US", "XX"], "age": [0, 17, 18, 99],

@@ -89,6 +89,14 @@ write("pandas_grouped_agg", p.groupBy("country").agg(pandas_udf(b.pd_mean, "doub
 write("grouped_map", p.groupBy("country").applyInPandas(b.grouped_total, "country string, total double"))
 write("map_in_pandas", p.mapInPandas(b.map_frames, "id long, email string"))
 # fallbacks: each must say why
+write("bound_method_alias", p.select("id", udf(b.alias_add)("name", "email").alias("r")))
+write("global_helper", p.select("id", udf(b.stash_then_read)("email", "country").alias("r")))
+redefined = udf(b.via_fmt)("email", "country").alias("r")  # PySpark pickles via_fmt (and what it reaches) here
+_orig_fmt, b._fmt = b._fmt, b._fmt_redacted  # the driver redefines the helper afterwards
+write("redefined_helper", p.select("id", redefined))
+b._fmt = _orig_fmt
+write("pandas_inplace", p.select("id", pandas_udf(b.pd_fill_inplace, "double")("score", "age").alias("r")))
+write("fallback_introspection", p.select("id", udf(b.peek_frame)("email", "country").alias("r")))
 write("fallback_builtin", p.select("id", F.udf(len, "int")("email").alias("r")))
 write("fallback_c_function", p.select("id", F.udf(math.floor, "long")("score").alias("r")))
 write("fallback_dynamic", p.select("id", udf(b.dynamic)("email", "country").alias("r")))

@@ -150,6 +150,46 @@ def to_pair(email, country, name):  # a struct built field by field
     return {"x": email.upper(), "y": country}
 
 
+# -- never less safe than a black box (issue 46): each of these was once reported "argument unused" -------
+_STASH = None
+
+
+def alias_add(name, email):  # a local alias of a bound method
+    parts = [name]
+    add = parts.append
+    add(email)
+    return ",".join(parts)
+
+
+def _read_stash():
+    return _STASH
+
+
+def stash_then_read(email, country):  # a global written in the UDF and read by a helper
+    global _STASH
+    _STASH = email
+    return _read_stash()
+
+
+def _fmt(x):
+    return x
+
+
+def _fmt_redacted(x):  # the app rebinds _fmt to this after the UDF was built: the executors keep _fmt
+    return "redacted"
+
+
+def via_fmt(email, country):  # a helper redefined after the UDF was built
+    return _fmt(email)
+
+
+def peek_frame(email, country):  # frame introspection: not analysed
+    import inspect
+
+    frame = inspect.currentframe()
+    return frame.f_locals["email"]
+
+
 # -- pandas UDFs (annotations make pandas_udf infer the eval type) ---------------------------------
 def pd_twice(a: pd.Series, b: pd.Series) -> pd.Series:
     return a * 2
@@ -175,3 +215,9 @@ def map_frames(it: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 
 # -- for the builtin fallback -------------------------------------------------------------------------
 floor = math.floor
+
+
+def pd_fill_inplace(score: pd.Series, age: pd.Series) -> pd.Series:  # in-place mutation (issue 46)
+    s = score.where(score > 40)
+    s.fillna(age, inplace=True)
+    return s

@@ -46,12 +46,17 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str, str, bool]]]] = {
     "pandas_grouped_agg": {"m": {e("score", A)}, "country": {e("country", I)}},
     "grouped_map": {"country": {e("country", I)}, "total": {e("score", T)}},
     "map_in_pandas": {"id": {e("id", I)}, "email": {e("email", I)}},
+    "bound_method_alias": {"r": {e("name", T), e("email", T)}},
+    "global_helper": {"r": {e("email", I)}},
+    "redefined_helper": {"r": {e("email", I)}},
+    "pandas_inplace": {"r": {e("score", T), e("age", T)}},
     # fallbacks: every argument DIRECT, as before the analysis
     "fallback_builtin": {"r": {e("email", T)}},
     "fallback_c_function": {"r": {e("score", T)}},
     "fallback_dynamic": {"r": {e("email", T), e("country", T)}},
     "fallback_no_source": {"r": {e("email", T), e("country", T)}},
     "fallback_too_large": {"r": {e("email", T), e("country", T)}},
+    "fallback_introspection": {"r": {e("email", T), e("country", T)}},
 }
 
 DATASET_EDGES = {
@@ -67,4 +72,5 @@ FALLBACKS = {
     "fallback_dynamic": ("dynamic", "dynamic code: eval() in the body"),
     "fallback_no_source": ("no_source", "no source"),
     "fallback_too_large": ("large", "body too large"),
+    "fallback_introspection": ("peek_frame", "frame introspection: inspect.currentframe() in the body"),
 }

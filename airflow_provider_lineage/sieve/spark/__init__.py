@@ -70,9 +70,9 @@ def register(spark: Any) -> None:
         from pyspark.sql.datasource import Filter  # noqa: F401 - the 4.1 push-down API
     except ImportError:
         check_spark_version("4.0")
-    from .source import SieveDataSource
+    from .source import session_source
 
-    spark.dataSource.register(SieveDataSource)
+    spark.dataSource.register(session_source(spark))  # the source with this session's read settings
     spark.conf.set(PUSHDOWN_CONF, "true")
 
 
@@ -87,11 +87,15 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
     choice plans the Sieve scan once (an index lookup, no Spark job). The source must be registered
     (:func:`register`).
     """
-    from ..table import list_table_paths, resolve_table, spark_path
-    from .source import NATIVE_SHARE
+    from ..files import ReadConf
+    from ..table import list_table_paths, spark_path
+    from .source import NATIVE_SHARE, table_root
 
     share = NATIVE_SHARE if native_share is None else native_share
-    root = resolve_table(table).root
+    root = table_root({"path": table})
+    given = {k.lower() for k in options}  # the session's settings, now (the caller's options win)
+    options = {**{k: v for k, v in ReadConf.from_spark(spark).to_options().items() if k.lower() not in given},
+               **options}
 
     def native() -> Any:
         df = spark.read.parquet(spark_path(root))

@@ -26,6 +26,7 @@ Spark itself (``tests/sieve/test_files.py``):
 Spark's settings are :class:`ReadConf`, with Spark's defaults: no Spark is needed here (the CLI and
 the maintenance sensor list tables without one); :func:`ReadConf.from_spark` reads a session's.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -52,8 +53,10 @@ _CONF_KEYS = {  # ReadConf field -> (Spark conf, data source option)
     "case_sensitive": ("spark.sql.caseSensitive", "caseSensitive"),
     "int96_rebase": ("spark.sql.parquet.int96RebaseModeInRead", "int96RebaseModeInRead"),
     "datetime_rebase": ("spark.sql.parquet.datetimeRebaseModeInRead", "datetimeRebaseModeInRead"),
-    "partition_inference": ("spark.sql.sources.partitionColumnTypeInference.enabled",
-                            "partitionColumnTypeInference"),
+    "partition_inference": (
+        "spark.sql.sources.partitionColumnTypeInference.enabled",
+        "partitionColumnTypeInference",
+    ),
     "time_zone": ("spark.sql.session.timeZone", "timeZone"),
 }
 
@@ -96,15 +99,19 @@ class ReadConf:
         for name in ("int96_rebase", "datetime_rebase"):
             mode = str(getattr(self, name)).upper()
             if mode not in _MODES:
-                raise SieveError(f"{_CONF_KEYS[name][0]}={getattr(self, name)!r}: use one of {', '.join(_MODES)}")
+                raise SieveError(
+                    f"{_CONF_KEYS[name][0]}={getattr(self, name)!r}: use one of {', '.join(_MODES)}"
+                )
             object.__setattr__(self, name, mode)
         zone = self.time_zone or local_zone()
         try:
             zoneinfo.ZoneInfo(zone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             if not _offset_zone(zone):
-                raise SieveError(f"time zone {zone!r} is unknown: use a region name such as "
-                                 "'Europe/Berlin' or an offset such as '+02:00'") from None
+                raise SieveError(
+                    f"time zone {zone!r} is unknown: use a region name such as "
+                    "'Europe/Berlin' or an offset such as '+02:00'"
+                ) from None
         object.__setattr__(self, "time_zone", zone)
 
     @property
@@ -174,7 +181,9 @@ def zone_of(zone: str) -> dt.tzinfo:
 # ---- names ---------------------------------------------------------------------------------------
 def skipped_dir(name: str) -> bool:
     """A folder Spark's listing does not enter (``shouldFilterOutPathName``)."""
-    exclude = (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+    exclude = (
+        (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+    )
     return exclude and not name.startswith(("_common_metadata", "_metadata"))
 
 
@@ -192,7 +201,7 @@ def unescape(text: str) -> str:
     while i < n:
         c = text[i]
         if c == "%" and i + 2 < n and _hex(text[i + 1]) and _hex(text[i + 2]):
-            out.append(chr(int(text[i + 1:i + 3], 16)))
+            out.append(chr(int(text[i + 1 : i + 3], 16)))
             i += 3
         else:
             out.append(c)
@@ -211,11 +220,15 @@ def _partition_column(piece: str) -> tuple[str, str] | None:
         return None
     name, _, value = piece.partition("=")
     if not name or not unescape(name):
-        raise SieveError(f"Empty partition column name in {piece!r} (Spark cannot read this table either): "
-                         "rename the folder")
+        raise SieveError(
+            f"Empty partition column name in {piece!r} (Spark cannot read this table either): "
+            "rename the folder"
+        )
     if not value:
-        raise SieveError(f"Empty partition column value in {piece!r} (Spark cannot read this table either): "
-                         "rename the folder")
+        raise SieveError(
+            f"Empty partition column value in {piece!r} (Spark cannot read this table either): "
+            "rename the folder"
+        )
     return unescape(name), value
 
 
@@ -260,16 +273,22 @@ def data_dirs(dirs: Iterable[str], case_sensitive: bool = False) -> dict[str, di
     bases = sorted({base.lower() for _, base in parsed.values()})
     if len(bases) > 1:
         shown = ", ".join(repr(b or ".") for b in bases[:5])
-        raise SieveError(f"Conflicting directory structures: folders {shown} of this table hold data files at "
-                         "different partition roots, and Spark cannot read it either: move the files into "
-                         "one partition layout (or read each part separately)")
+        raise SieveError(
+            f"Conflicting directory structures: folders {shown} of this table hold data files at "
+            "different partition roots, and Spark cannot read it either: move the files into "
+            "one partition layout (or read each part separately)"
+        )
     names = {tuple(n if case_sensitive else n.lower() for n, _ in cols) for cols in partitioned.values()}
     if len(names) > 1:
         shown = "; ".join(", ".join(n) for n in sorted(names)[:4])
-        raise SieveError(f"Conflicting partition column names ({shown}): Spark cannot read this table either; "
-                         "give every partition folder the same columns")
-    return {d: {name: (raw if raw == HIVE_NULL else unescape(raw)) for name, raw in cols}
-            for d, cols in partitioned.items()}
+        raise SieveError(
+            f"Conflicting partition column names ({shown}): Spark cannot read this table either; "
+            "give every partition folder the same columns"
+        )
+    return {
+        d: {name: (raw if raw == HIVE_NULL else unescape(raw)) for name, raw in cols}
+        for d, cols in partitioned.items()
+    }
 
 
 # ---- reading one file as Spark reads it ----------------------------------------------------------
@@ -281,7 +300,9 @@ def open_parquet(source: Any) -> Any:
     return pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
 
 
-def resolve_columns(names: Iterable[str], physical: list[str], case_sensitive: bool = False) -> dict[str, str]:
+def resolve_columns(
+    names: Iterable[str], physical: list[str], case_sensitive: bool = False
+) -> dict[str, str]:
     """Schema column -> the file's column holding it (absent: the file has no such column, NULLs).
 
     Case-insensitive (Spark's default) matches ``k`` to a file's ``K``; two file columns that differ
@@ -299,8 +320,10 @@ def resolve_columns(names: Iterable[str], physical: list[str], case_sensitive: b
         if not got:
             continue
         if len(got) > 1:
-            raise SieveError(f"Found duplicate field(s) {n!r}: {', '.join(got)} in case-insensitive mode (as "
-                             "Spark reports): set spark.sql.caseSensitive=true or rewrite the file")
+            raise SieveError(
+                f"Found duplicate field(s) {n!r}: {', '.join(got)} in case-insensitive mode (as "
+                "Spark reports): set spark.sql.caseSensitive=true or rewrite the file"
+            )
         out[n] = got[0]
     return out
 
@@ -406,18 +429,21 @@ def julian_to_gregorian_micros(micros: np.ndarray, zone: str) -> np.ndarray:
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
+_JAVA_UTIL_FLOOR_US = -2_208_988_800_000_000  # 1900-01-01T00:00Z
+
+
 def _offset_us(tz: dt.tzinfo, us: int) -> int:
-    """The zone's UTC offset at an instant (its earliest rules for instants before year 1)."""
-    try:
-        at = _EPOCH + dt.timedelta(microseconds=us)
-    except OverflowError:
-        at = dt.datetime(1, 1, 2, tzinfo=dt.UTC)
+    """The offset ``java.util.TimeZone`` gives an instant (the hybrid calendar's side of Spark's
+    rebase): before 1900 the zone's offset at 1900-01-01, not its local mean time, which
+    ``java.util.TimeZone`` does not keep (``java.time``, the other side, does)."""
+    at = _EPOCH + dt.timedelta(microseconds=max(us, _JAVA_UTIL_FLOOR_US))
     off = at.astimezone(tz).utcoffset() or dt.timedelta(0)
     return off // dt.timedelta(microseconds=1)
 
 
 def _local_offset_us(tz: dt.tzinfo, local_us: int) -> int:
-    """The zone's offset for a local date-time (the earlier one in a gap or overlap, as java.time)."""
+    """The zone's offset for a local date-time as ``java.time`` gives it (local mean time included;
+    the earlier offset in an overlap)."""
     try:
         naive = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=local_us)
     except OverflowError:
@@ -435,8 +461,9 @@ def rebase_array(col: Any, rebase: Rebase, int96: bool) -> Any:
         unit = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
         if unit is None:
             return col
-        return _map_ints(col, pa.int64(),
-                         lambda a: julian_to_gregorian_micros(a * unit, rebase.zone) // unit, t)
+        return _map_ints(
+            col, pa.int64(), lambda a: julian_to_gregorian_micros(a * unit, rebase.zone) // unit, t
+        )
     return col
 
 
@@ -446,8 +473,11 @@ def _map_ints(col: Any, storage: pa.DataType, fn: Any, t: pa.DataType) -> Any:
     ints = col.cast(storage)
     values = np.asarray(ints.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
     mapped = fn(values)
-    return pa.array(mapped.astype(storage.to_pandas_dtype()), type=storage, mask=col.is_null().to_numpy(
-        zero_copy_only=False) if col.null_count else None).cast(t)
+    return pa.array(
+        mapped.astype(storage.to_pandas_dtype()),
+        type=storage,
+        mask=col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None,
+    ).cast(t)
 
 
 def int96_columns(pf: Any) -> set[str]:

@@ -88,8 +88,12 @@ def spark_path(path: str) -> str:
 
 
 def resolve_table(table: str, spark: Any = None) -> TableRef:
-    """Resolve a path/URI (no Spark needed) or a catalog name (needs ``spark``)."""
-    if not is_catalog_name(table):
+    """Resolve a path/URI (no Spark needed) or a catalog name (needs ``spark``).
+
+    A bare name (``sales``) that is a folder of the working directory is that folder, as
+    ``spark.read.parquet("sales")`` reads it, unless ``spark``'s catalog has a table of that name.
+    """
+    if not is_catalog_name(table) or (os.path.isdir(table) and not _in_catalog(spark, table)):
         return TableRef("path", table, table_path(table))
     if spark is None:
         raise SieveError(f"{table!r} looks like a catalog table name: pass a SparkSession to resolve its "
@@ -108,6 +112,15 @@ def resolve_table(table: str, spark: Any = None) -> TableRef:
     if not location:
         raise SieveError(f"catalog table {table!r} has no Location: Sieve needs a file-based Parquet table")
     return TableRef("catalog", table, table_path(location))
+
+
+def _in_catalog(spark: Any, name: str) -> bool:
+    if spark is None:
+        return False
+    try:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # noqa: BLE001 - a name the catalog cannot parse is no table of it
+        return False
 
 
 def partition_values(relative_dir: str) -> dict[str, str]:

@@ -475,6 +475,26 @@ def _leaf_index(schema: pa.Schema) -> dict[str, int]:
     return out
 
 
+def _is_variant(t: pa.DataType) -> bool:
+    """PySpark's Arrow form of VARIANT: ``struct<value, metadata>``, the metadata field marked."""
+    return pa.types.is_struct(t) and t.num_fields == 2 and any(
+        (t.field(i).metadata or {}).get(b"variant") == b"true" for i in range(2))
+
+
+def _variant(name: str, col: Any, target: pa.DataType) -> Any:
+    """A VARIANT column as PySpark takes it (``struct<value, metadata>``) from the file's group: an
+    unshredded variant is its two binaries; a shredded one (``typed_value``, Spark 4.1's default
+    write) has no Python decoder here, so it is a clear error naming the reads that answer."""
+    names = [col.type.field(i).name for i in range(col.type.num_fields)]
+    if "typed_value" in names or not {"value", "metadata"} <= set(names):
+        raise SieveError(f"VARIANT column {name!r} is stored shredded in this file, which the sieve source "
+                         "cannot decode: read the table with airflow_provider_lineage.sieve.spark.load(...) "
+                         "(it reads tables with VARIANT columns through spark.read.parquet) or S.read(...), "
+                         "or leave the column out with .option('columns', ...)")
+    return pa.StructArray.from_arrays([col.field("value"), col.field("metadata")],
+                                      fields=[target.field(0), target.field(1)], mask=col.is_null())
+
+
 def _conform(cols: dict[str, Any], n: int, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
     """A batch of the schema's columns, in its order and Arrow types, from a file's columns by schema
     name (partition values, which win over a column the file also stores, and columns a file lacks
@@ -487,6 +507,8 @@ def _conform(cols: dict[str, Any], n: int, target: pa.Schema, parts: dict[str, A
             col = cols[f.name]
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
+            if col.type != f.type and _is_variant(f.type):
+                col = _variant(f.name, col, f.type)
             arrays.append(col if col.type == f.type else col.cast(f.type))
         else:
             arrays.append(pa.nulls(n, f.type))

@@ -406,3 +406,25 @@ def test_a_variant_column_reads_as_spark_reads_it(registered, tmp_path) -> None:
     assert _strings(sieve_spark.load(spark, shredded, "k = 2")) == [("2", '{"a":2}')]
     with pytest.raises(Exception, match=r"stored shredded.*sieve\.spark\.load"):
         spark.read.format("sieve").load(shredded).where("k = 2").collect()
+
+
+def test_session_settings_case_sensitive_and_no_partition_inference(spark, tmp_path) -> None:
+    root = str(tmp_path / "t")
+    _pq(pa.table({"k": pa.array([1, 2], pa.int64())}), f"{root}/d=1e3/a.parquet")
+    _pq(pa.table({"K": pa.array([3, 40], pa.int64())}), f"{root}/d=7/b.parquet")
+    settings = {"spark.sql.caseSensitive": "true", "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        sieve_spark.register(spark)  # the source takes the session's settings
+        truth = spark.read.parquet(root)
+        assert truth.schema["d"].dataType.simpleString() == "string"
+        sieve = spark.read.format("sieve").load(root)
+        assert sieve.schema == truth.schema
+        assert _strings(sieve) == _strings(truth)  # b's K is not k: NULLs, as Spark reads it
+        assert _strings(sieve_spark.load(spark, root, "d = '1e3'", native_share=2.0)) == _strings(
+            truth.where("d = '1e3'"))
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+        sieve_spark.register(spark)

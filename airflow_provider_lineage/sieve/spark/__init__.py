@@ -59,6 +59,10 @@ def register(spark: Any) -> None:
     """Register the ``sieve`` data source with ``spark`` and turn on filter push-down for Python
     data sources (``spark.sql.python.filterPushdown.enabled``, off by default in Spark 4.1).
 
+    The source reads as this session reads Parquet at the time of the call (time zone, case
+    sensitivity, rebase modes, partition type inference: :class:`..files.ReadConf`); call it again
+    after changing those settings (:func:`load` passes their current values with each read).
+
     Raises SieveError on Spark 3.5 / 4.0, whose Python data sources get no filters: use
     :func:`airflow_provider_lineage.sieve.read` there.
     """
@@ -83,7 +87,9 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
     through ``spark.read.parquet`` (faster for wide scans; ``benchmarks/sieve/SPARK_SOURCE.md``).
 
     ``where`` is a SQL condition string or a Column (None: the whole table, read natively).
-    ``options`` are the source's (``freshness``, ``columns``, ``indexPaths``, ``timeZone``). The
+    ``options`` are the source's (``freshness``, ``columns``, ``indexPaths``, and the read settings
+    of :class:`..files.ReadConf`, by default the session's current ones). A table with a VARIANT
+    column is read natively (the sieve reader cannot decode shredded VARIANT values). The
     choice plans the Sieve scan once (an index lookup, no Spark job). The source must be registered
     (:func:`register`).
     """

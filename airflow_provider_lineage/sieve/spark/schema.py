@@ -12,7 +12,7 @@ and ``1e3`` or ``1.`` (``java.math.BigDecimal`` without fraction digits), DOUBLE
 (``yyyy-MM-dd``), else STRING; ``__HIVE_DEFAULT_PARTITION__`` is NULL. Differing types of one column
 are widened as Spark widens them (INT and BIGINT to BIGINT, integers and decimals to a wide enough
 DECIMAL, numbers and DOUBLE to DOUBLE, DATE and TIMESTAMP to TIMESTAMP, anything else to STRING), and
-a column of NULLs only is STRING. Values keep their folder spelling when the type is STRING.
+a column of NULLs only is STRING. STRING values are unescaped as Spark unescapes them (:func:`..files.unescape`).
 
 No Spark is needed (this runs in Spark's Python planner worker, which has no session).
 """

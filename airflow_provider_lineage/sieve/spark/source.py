@@ -12,6 +12,9 @@ Planning (Spark's Python planner worker, on the driver):
   input partition per file**. An index that cannot be opened or read (missing, damaged, another
   format) prunes nothing: every file is read, and the reason is logged.
 
+Listing, partition values and how a file's values are read follow Spark's Parquet source
+(:mod:`..files`, the one module the index build, sync and readers share).
+
 Reading (Spark's Python workers, one task per file): each file is read with :mod:`pyarrow.parquet`:
 only the schema's columns (and those of the pushed conditions), only the row groups whose min/max
 statistics can satisfy them (integer and date columns), the conditions applied to the rows read
@@ -132,7 +135,9 @@ class SieveDataSource(DataSource):
     """``spark.read.format("sieve").load(table_root)``. Options: ``freshness`` (``stat``, the default,
     ``names`` or ``none``; see :meth:`..query.SieveIndex.lookup`), ``columns`` (read only these
     columns, comma-separated), ``indexPaths`` (JSON: column -> index folder for indexes kept outside
-    ``<root>/_sieve/``), ``timeZone`` (of TIMESTAMP partition folder values; default UTC)."""
+    ``<root>/_sieve/``), and the read settings of :class:`..files.ReadConf` (``timeZone``,
+    ``caseSensitive``, ``int96RebaseModeInRead``, ``datetimeRebaseModeInRead``,
+    ``partitionColumnTypeInference``; default: the registering session's, :func:`session_source`)."""
 
     @classmethod
     def name(cls) -> str:

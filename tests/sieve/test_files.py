@@ -40,7 +40,7 @@ def _pq(table: pa.Table, path: str) -> None:
 def _strings(df: Any) -> list[tuple]:
     """Rows as strings computed by Spark (no Python datetime range or time zone in the way), sorted."""
     cols = [f"cast(`{c}` as string)" for c in df.columns]
-    return sorted(tuple(r) for r in df.selectExpr(*cols).collect())
+    return sorted((tuple(r) for r in df.selectExpr(*cols).collect()), key=repr)
 
 
 @pytest.fixture()

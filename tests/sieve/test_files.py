@@ -412,7 +412,10 @@ def test_session_settings_case_sensitive_and_no_partition_inference(spark, tmp_p
     root = str(tmp_path / "t")
     _pq(pa.table({"k": pa.array([1, 2], pa.int64())}), f"{root}/d=1e3/a.parquet")
     _pq(pa.table({"K": pa.array([3, 40], pa.int64())}), f"{root}/d=7/b.parquet")
-    settings = {"spark.sql.caseSensitive": "true", "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
+    settings = {
+        "spark.sql.caseSensitive": "true",
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    }
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
@@ -423,7 +426,8 @@ def test_session_settings_case_sensitive_and_no_partition_inference(spark, tmp_p
         assert sieve.schema == truth.schema
         assert _strings(sieve) == _strings(truth)  # b's K is not k: NULLs, as Spark reads it
         assert _strings(sieve_spark.load(spark, root, "d = '1e3'", native_share=2.0)) == _strings(
-            truth.where("d = '1e3'"))
+            truth.where("d = '1e3'")
+        )
     finally:
         for key in settings:
             spark.conf.unset(key)

@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from . import hashed
 from .errors import IndexUnavailable, SieveError
+from .files import resolve_columns
 from .fingerprints import DEFAULT_FPP
 from .fs import open_input
 from .hashed import FUSE_MODES, check_structure, choose
@@ -435,9 +436,10 @@ def sample_column(files: list[FileEntry], column: str, limit: int = SAMPLE_VALUE
     seen = 0
     for f in files:
         pf = pq.ParquetFile(open_input(f.path))
-        if column not in pf.schema_arrow.names:
+        name = resolve_columns([column], pf.schema_arrow.names).get(column)  # Spark's case rule
+        if name is None:
             continue
-        batch = next(pf.iter_batches(columns=[column], batch_size=per_file), None)
+        batch = next(pf.iter_batches(columns=[name], batch_size=per_file), None)
         if batch is not None:
             chunks.append(pc.cast(batch.column(0), pa.large_binary()))
             seen += len(batch)
@@ -450,6 +452,7 @@ def file_bounds(path: str, column: str) -> tuple[bytes, bytes] | None:
     """(min, max) of a string/binary column's non-null values in one file (unsigned byte order)."""
     pf = pq.ParquetFile(open_input(path))
     md = pf.metadata
+    column = resolve_columns([column], pf.schema_arrow.names).get(column, column)  # Spark's case rule
     leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
     if leaf is None:
         return None

@@ -15,15 +15,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import SieveError
+from .files import DEFAULT as DEFAULT_CONF
+from .files import (
+    HIVE_NULL,  # noqa: F401 - re-exported (spark.schema, callers)
+    ReadConf,
+    data_dirs,
+    open_parquet,
+    read_spark_column,
+    skipped_dir,
+    skipped_file,
+)
+from .files import partition_values as _partition_values
 from .fs import is_catalog_name, is_dir, is_local, normalize, open_input, resolve, scheme_of, store_error
 from .keys import KeyType
 
@@ -79,8 +88,12 @@ def spark_path(path: str) -> str:
 
 
 def resolve_table(table: str, spark: Any = None) -> TableRef:
-    """Resolve a path/URI (no Spark needed) or a catalog name (needs ``spark``)."""
-    if not is_catalog_name(table):
+    """Resolve a path/URI (no Spark needed) or a catalog name (needs ``spark``).
+
+    A bare name (``sales``) that is a folder of the working directory is that folder, as
+    ``spark.read.parquet("sales")`` reads it, unless ``spark``'s catalog has a table of that name.
+    """
+    if not is_catalog_name(table) or (os.path.isdir(table) and not _in_catalog(spark, table)):
         return TableRef("path", table, table_path(table))
     if spark is None:
         raise SieveError(f"{table!r} looks like a catalog table name: pass a SparkSession to resolve its "
@@ -101,32 +114,33 @@ def resolve_table(table: str, spark: Any = None) -> TableRef:
     return TableRef("catalog", table, table_path(location))
 
 
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+def _in_catalog(spark: Any, name: str) -> bool:
+    if spark is None:
+        return False
+    try:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # noqa: BLE001 - a name the catalog cannot parse is no table of it
+        return False
 
 
 def partition_values(relative_dir: str) -> dict[str, str]:
-    """Hive partition values of a directory below the table root (``day=2024-01-01/shop=7``).
-
-    Parsed by :class:`pyarrow.dataset.HivePartitioning` (URI-decoded, as Spark writes them); every
-    value stays a string, and a NULL partition keeps Spark's ``__HIVE_DEFAULT_PARTITION__`` name.
-    """
-    names = [piece.split("=", 1)[0] for piece in relative_dir.split("/") if "=" in piece]
-    if not names:
-        return {}
-    schema = pa.schema([(unquote(n), pa.string()) for n in dict.fromkeys(names)])
-    expr = ds.HivePartitioning(schema, null_fallback=HIVE_NULL).parse(f"/{relative_dir}/")  # a trailing / or the last piece is taken for a file name
-    keys = ds.get_partition_keys(expr)
-    return {name: (HIVE_NULL if keys.get(name) is None else str(keys[name])) for name in schema.names}
+    """Partition values of a folder below the table root (``day=2024-01-01/shop=7``), as Spark parses
+    them (:func:`.files.partition_values`: unescaped as Spark unescapes, every value a string, a NULL
+    keeps Spark's ``__HIVE_DEFAULT_PARTITION__`` name)."""
+    return _partition_values(relative_dir)
 
 
 def list_table_files(table: str | TableRef, spark: Any = None) -> list[FileEntry]:
-    """All ``*.parquet`` data files under the table root, sorted by path, without Spark for paths.
+    """The data files ``spark.read.parquet(root)`` reads, sorted by path, without Spark for paths.
 
-    A local root is walked with ``os.scandir`` and one ``stat`` per data file (:func:`_list_local`);
-    an object store is listed through :mod:`pyarrow.fs` (one recursive selector: sizes and mtimes
-    come with it, :mod:`.fs`). Directories and files whose names start with
-    ``_`` or ``.`` are skipped (Spark does the same), which also skips the default index folder
-    ``_sieve``. A missing root lists as no files; an unreachable store raises :class:`.fs.StoreError`.
+    Spark's rules (:mod:`.files`): no suffix is required; names starting with ``.`` or, unless they
+    hold a ``=``, with ``_`` are skipped (also the default index folder ``_sieve``), and so are empty
+    files; an unpartitioned table is the files directly under its root, a partitioned one the files in
+    its partition folders (:func:`.files.data_dirs`, which raises SieveError where Spark's partition
+    discovery fails). A local root is walked with ``os.scandir`` and one ``stat`` per file
+    (:func:`_list_local`); an object store is listed through :mod:`pyarrow.fs` (one recursive
+    selector: sizes and mtimes come with it, :mod:`.fs`). A missing root lists as no files; an
+    unreachable store raises :class:`.fs.StoreError`.
     """
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
     local = _local_root(ref)
@@ -156,10 +170,11 @@ def _list_selector(filesystem: pafs.FileSystem, inner: str, root: str) -> list[F
     out: list[FileEntry] = []
     # Every stale-safe lookup lists the table: per file only string slicing and one FileEntry; the
     # checks and partition values of a directory are worked out once for all its files.
-    dirs: dict[str, dict[str, str] | None] = {"": {}}
-    # None sizes are directories (a folder may end in .parquet).
+    dirs: dict[str, bool] = {"": True}  # folder -> not hidden
+    by_dir: dict[str, list[FileEntry]] = {}
+    # None sizes are directories; empty files are no data for Spark.
     for full, size, mtime in [(i.path, i.size, i.mtime_ns) for i in infos]:
-        if size is None or not full.endswith(".parquet"):
+        if not size:
             continue
         rel = full[cut:] if full.startswith(prefix) or not local else os.path.relpath(full, inner).replace(os.sep, "/")
         slash = rel.rfind("/")
@@ -167,14 +182,17 @@ def _list_selector(filesystem: pafs.FileSystem, inner: str, root: str) -> list[F
             rel_dir, name = "", rel
         else:
             rel_dir, name = rel[:slash], rel[slash + 1:]
-        if name[0] in "_.":
+        if not name or skipped_file(name):
             continue
-        part = dirs.get(rel_dir, dirs)
-        if part is dirs:
-            hidden = any(p.startswith(("_", ".")) for p in rel_dir.split("/") if p)
-            part = dirs[rel_dir] = None if hidden else partition_values(rel_dir)
-        if part is not None:
-            out.append(FileEntry(full if local else f"{root}/{rel}", size, mtime or 0, part))
+        visible = dirs.get(rel_dir)
+        if visible is None:
+            visible = dirs[rel_dir] = not any(skipped_dir(p) for p in rel_dir.split("/") if p)
+        if visible:
+            by_dir.setdefault(rel_dir, []).append(FileEntry(full if local else f"{root}/{rel}", size, mtime or 0))
+    for rel_dir, part in data_dirs(by_dir).items():
+        for entry in by_dir[rel_dir]:
+            entry.partition = part
+            out.append(entry)
     return out
 
 
@@ -219,12 +237,11 @@ def _walk_local(root: str) -> Iterator[tuple[str, str, int, list[str]]]:
             with os.scandir(fd) as it:
                 for e in it:
                     name = e.name
-                    if name[0] in "_.":  # hidden, as Spark skips them (also the default index folder)
-                        continue
                     try:
                         if e.is_dir():
-                            pending.append((f"{path}/{name}", f"{rel_dir}/{name}" if rel_dir else name))
-                        elif name.endswith(".parquet"):
+                            if not skipped_dir(name):  # hidden, as Spark skips them (also the index folder)
+                                pending.append((f"{path}/{name}", f"{rel_dir}/{name}" if rel_dir else name))
+                        elif not skipped_file(name):
                             names.append(name)
                     except OSError:  # vanished
                         continue
@@ -243,16 +260,21 @@ def _list_local(root: str) -> list[FileEntry]:
     from ``/``). A file that vanishes meanwhile is not listed; a root that is missing or not a
     directory lists as no files.
     """
-    out: list[FileEntry] = []
+    by_dir: dict[str, list[FileEntry]] = {}
     for path, rel_dir, fd, names in _walk_local(root):
-        part = partition_values(rel_dir) if rel_dir else {}
-        out.extend(_stat_rows(path, fd, names, partial(_entry_row, part)))
+        by_dir[rel_dir] = _stat_rows(path, fd, names, partial(_entry_row, {}))
+    out: list[FileEntry] = []
+    for rel_dir, part in data_dirs(d for d, rows in by_dir.items() if rows).items():
+        for entry in by_dir[rel_dir]:
+            entry.partition = part
+            out.append(entry)
     return out
 
 
-def _stat_rows(path: str, fd: int, names: list[str], row: Callable[[str, os.stat_result], _Row]) -> list[_Row]:
+def _stat_rows(path: str, fd: int, names: list[str], row: Callable[[str, os.stat_result], _Row | None]) -> list[_Row]:
     """``row(full path, stat)`` of each file of one folder (open as ``fd``) that still exists; each
-    stat is dropped once its row is made (holding them all costs more than the calls)."""
+    stat is dropped once its row is made (holding them all costs more than the calls); a None row is
+    left out."""
     out = []
     stat = os.stat
     prefix = path + "/"
@@ -261,12 +283,14 @@ def _stat_rows(path: str, fd: int, names: list[str], row: Callable[[str, os.stat
             st = stat(name, dir_fd=fd)
         except FileNotFoundError:
             continue
-        out.append(row(prefix + name, st))
+        got = row(prefix + name, st)
+        if got is not None:
+            out.append(got)
     return out
 
 
-def _entry_row(part: dict[str, str], path: str, st: os.stat_result) -> FileEntry:
-    return FileEntry(path, st.st_size, st.st_mtime_ns, part)
+def _entry_row(part: dict[str, str], path: str, st: os.stat_result) -> FileEntry | None:
+    return FileEntry(path, st.st_size, st.st_mtime_ns, part) if st.st_size else None  # empty: no data
 
 
 def _version_row(path: str, st: os.stat_result) -> tuple[str, int, int]:
@@ -280,9 +304,12 @@ def list_table_versions(table: str | TableRef, spark: Any = None) -> list[tuple[
     root = _local_root(ref)
     if root is None:
         return [(f.path, f.size, f.mtime_ns) for f in list_table_files(ref)]
+    by_dir: dict[str, list[tuple[str, int, int]]] = {}
+    for path, rel_dir, fd, names in _walk_local(root):
+        by_dir[rel_dir] = _stat_rows(path, fd, names, _version_row)
     out: list[tuple[str, int, int]] = []
-    for path, _, fd, names in _walk_local(root):
-        out.extend(_stat_rows(path, fd, names, _version_row))
+    for rel_dir in data_dirs(d for d, rows in by_dir.items() if rows):
+        out.extend(row for row in by_dir[rel_dir] if row[1])
     return out
 
 
@@ -292,19 +319,21 @@ def list_local_names(table: TableRef) -> tuple[str, list[str]] | None:
     root = _local_root(table)
     if root is None:
         return None
+    by_dir = {rel_dir: names for _, rel_dir, _, names in _walk_local(root)}
     out: list[str] = []
-    for _, rel_dir, _, names in _walk_local(root):
+    for rel_dir in data_dirs(by_dir):
         if rel_dir:
-            out.extend([f"{rel_dir}/{name}" for name in names])
+            out.extend([f"{rel_dir}/{name}" for name in by_dir[rel_dir]])
         else:
-            out.extend(names)
+            out.extend(by_dir[rel_dir])
     return (root if root.endswith("/") else root + "/"), out
 
 
 def list_table_paths(table: str | TableRef, spark: Any = None) -> list[str]:
     """The paths :func:`list_table_files` lists, without a ``stat`` per file on a local file system
     (the folders' entries only: about a fifth of the cost); unsorted. An object store's listing
-    carries sizes anyway, so there it is :func:`list_table_files`."""
+    carries sizes anyway, so there it is :func:`list_table_files`. Without a stat, an empty (0-byte)
+    file is listed too: readers skip it, as Spark does."""
     ref = table if isinstance(table, TableRef) else resolve_table(table, spark)
     local = list_local_names(ref)
     if local is None:
@@ -322,7 +351,7 @@ def root_exists(root: str) -> bool | None:
 
 def read_schema(path: str) -> pa.Schema:
     """The Arrow schema of one Parquet file (footer only), local or on a store."""
-    return pq.read_schema(open_input(path))
+    return open_parquet(open_input(path)).schema_arrow
 
 
 def spark_uri(path: str) -> str:
@@ -351,13 +380,15 @@ def num_rows(path: str) -> int | None:
         return None
 
 
-def read_file_keys(path: str, column: str, key_type: KeyType) -> tuple[np.ndarray, int, int]:
-    """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column)."""
-    pf = pq.ParquetFile(open_input(path))
-    if column not in pf.schema_arrow.names:
+def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf = DEFAULT_CONF) -> tuple[np.ndarray, int, int]:
+    """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column), the
+    column's values as Spark reads them (:func:`.files.read_spark_column`: the name matched under
+    ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased)."""
+    pf = open_parquet(open_input(path))
+    col = read_spark_column(pf, column, conf)
+    if col is None:
         # Schema evolution: a file without the column holds only NULLs for it.
         n = pf.metadata.num_rows
         return np.empty(0, np.int64), n, n
-    col = pf.read(columns=[column]).column(column)
     keys, nulls = key_type.keys_of_arrow(col)
     return keys, nulls, pf.metadata.num_rows

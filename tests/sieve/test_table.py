@@ -20,18 +20,22 @@ def _write(path: Path, keys: list[int]) -> None:
 
 @pytest.fixture()
 def tree(tmp_path: Path) -> Path:
+    """A partitioned table with everything Spark's listing leaves out (tests/sieve/test_files.py
+    checks each rule against Spark itself)."""
     root = tmp_path / "t"
-    _write(root / "a.parquet", [1])
+    _write(root / "a.parquet", [1])  # a root file beside partition folders: not read
     _write(root / "day=2024-01-01" / "shop=7" / "p0.parquet", [2])
+    _write(root / "day=2024-01-01" / "shop=7" / "000001_0", [12])  # no suffix needed (Hive)
     _write(root / "day=2024-01-01" / "shop=8" / "p1.parquet", [3])
-    _write(root / "city=New%20York" / "p2.parquet", [4])
-    _write(root / "city=__HIVE_DEFAULT_PARTITION__" / "p3.parquet", [5])
-    _write(root / "nested.parquet" / "inner.parquet", [6])  # a folder may end in .parquet
+    _write(root / "day=2024-01-02" / "shop=New%20York" / "p2.parquet", [4])
+    _write(root / "day=2024-01-02" / "shop=__HIVE_DEFAULT_PARTITION__" / "p3.parquet", [5])
+    _write(root / "day=2024-01-03" / "shop=9" / "nested.parquet" / "inner.parquet", [6])  # a folder below a partition
     _write(root / "_sieve" / "x.parquet", [7])  # hidden folders and files are skipped
     _write(root / ".hidden" / "x.parquet", [8])
     _write(root / "day=2024-01-02" / "_tmp" / "x.parquet", [9])
-    _write(root / "_SUCCESS.parquet", [10])
-    _write(root / ".crc.parquet", [11])
+    _write(root / "day=2024-01-01" / "shop=7" / "_SUCCESS.parquet", [10])
+    _write(root / "day=2024-01-01" / "shop=7" / ".crc.parquet", [11])
+    (root / "day=2024-01-01" / "shop=8" / "empty.parquet").write_bytes(b"")  # empty: no data
     (root / "notes.txt").write_text("not data")
     (root / "empty").mkdir()
     return root
@@ -46,13 +50,19 @@ def test_local_walk_lists_what_the_selector_lists(tree: Path) -> None:
     selector = sorted(T._list_selector(pafs.LocalFileSystem(), str(tree), str(tree)), key=lambda f: f.path)
     assert _as_tuples(got) == _as_tuples(selector)  # same paths, sizes, mtimes (ns) and partitions
     rel = [os.path.relpath(f.path, tree) for f in got]
-    assert rel == ["a.parquet", "city=New%20York/p2.parquet", "city=__HIVE_DEFAULT_PARTITION__/p3.parquet",
-                   "day=2024-01-01/shop=7/p0.parquet", "day=2024-01-01/shop=8/p1.parquet",
-                   "nested.parquet/inner.parquet"]
+    assert rel == ["day=2024-01-01/shop=7/000001_0", "day=2024-01-01/shop=7/p0.parquet",
+                   "day=2024-01-01/shop=8/p1.parquet", "day=2024-01-02/shop=New%20York/p2.parquet",
+                   "day=2024-01-02/shop=__HIVE_DEFAULT_PARTITION__/p3.parquet",
+                   "day=2024-01-03/shop=9/nested.parquet/inner.parquet"]
     by = {r: f.partition for r, f in zip(rel, got)}
     assert by["day=2024-01-01/shop=7/p0.parquet"] == {"day": "2024-01-01", "shop": "7"}
-    assert by["city=New%20York/p2.parquet"] == {"city": "New York"}
-    assert by["city=__HIVE_DEFAULT_PARTITION__/p3.parquet"] == {"city": T.HIVE_NULL}
+    assert by["day=2024-01-02/shop=New%20York/p2.parquet"] == {"day": "2024-01-02", "shop": "New York"}
+    assert by["day=2024-01-02/shop=__HIVE_DEFAULT_PARTITION__/p3.parquet"]["shop"] == T.HIVE_NULL
+    assert by["day=2024-01-03/shop=9/nested.parquet/inner.parquet"] == {"day": "2024-01-03", "shop": "9"}
+    assert sorted(os.path.relpath(p, tree) for p, _, _ in T.list_table_versions(str(tree))) == rel
+    # names only (no stat): an empty file is listed too, and readers skip it as Spark does
+    empty = "day=2024-01-01/shop=8/empty.parquet"
+    assert sorted(os.path.relpath(p, tree) for p in T.list_table_paths(str(tree))) == sorted([*rel, empty])
 
 
 def test_a_missing_root_or_a_file_root_lists_no_files(tmp_path: Path) -> None:
@@ -65,18 +75,18 @@ def test_a_file_that_vanishes_while_listing_is_left_out(tree: Path, monkeypatch:
     real = os.stat
 
     def flaky(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if path == "a.parquet" and kwargs.get("dir_fd") is not None:
+        if path == "p1.parquet" and kwargs.get("dir_fd") is not None:
             raise FileNotFoundError(path)
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(T.os, "stat", flaky)
     names = [os.path.basename(f.path) for f in T._list_local(str(tree))]
-    assert "a.parquet" not in names and "p0.parquet" in names
+    assert "p1.parquet" not in names and "p0.parquet" in names
 
 
 def test_a_rewrite_in_place_changes_the_listed_version(tree: Path) -> None:
     before = {f.path: f for f in T.list_table_files(str(tree))}
-    target = tree / "a.parquet"
+    target = tree / "day=2024-01-01" / "shop=7" / "p0.parquet"
     _write(target, [1, 2, 3])  # same name, new contents (a rewrite in place)
     os.utime(target, ns=(before[str(target)].mtime_ns + 10**9,) * 2)
     after = {f.path: f for f in T.list_table_files(str(tree))}
@@ -86,12 +96,13 @@ def test_a_rewrite_in_place_changes_the_listed_version(tree: Path) -> None:
 
 def test_symbolic_links_are_followed_and_a_loop_is_walked_once(tmp_path: Path) -> None:
     root, other = tmp_path / "t", tmp_path / "other"
-    _write(root / "a" / "x.parquet", [1])
+    _write(root / "p=1" / "x.parquet", [1])
     _write(other / "y.parquet", [2])
-    os.symlink(other, root / "linked")  # a linked folder and a linked file are listed, as Spark reads them
-    os.symlink(other / "y.parquet", root / "z.parquet")
-    os.symlink(root, root / "a" / "loop")  # a link back up: the tree is walked once, no error
+    os.symlink(other, root / "p=2")  # a linked folder and a linked file are listed, as Spark reads them
+    (root / "p=3").mkdir()
+    os.symlink(other / "y.parquet", root / "p=3" / "z.parquet")
+    os.symlink(root, root / "p=1" / "loop")  # a link back up: the tree is walked once, no error
     rel = sorted(os.path.relpath(f.path, root) for f in T.list_table_files(str(root)))
-    assert rel == ["a/x.parquet", "linked/y.parquet", "z.parquet"]
+    assert rel == ["p=1/x.parquet", "p=2/y.parquet", "p=3/z.parquet"]
     assert sorted(os.path.relpath(p, root) for p in T.list_table_paths(str(root))) == rel
     assert sorted(os.path.relpath(p, root) for p, _, _ in T.list_table_versions(str(root))) == rel

@@ -59,6 +59,10 @@ def register(spark: Any) -> None:
     """Register the ``sieve`` data source with ``spark`` and turn on filter push-down for Python
     data sources (``spark.sql.python.filterPushdown.enabled``, off by default in Spark 4.1).
 
+    The source reads as this session reads Parquet at the time of the call (time zone, case
+    sensitivity, rebase modes, partition type inference: :class:`..files.ReadConf`); call it again
+    after changing those settings (:func:`load` passes their current values with each read).
+
     Raises SieveError on Spark 3.5 / 4.0, whose Python data sources get no filters: use
     :func:`airflow_provider_lineage.sieve.read` there.
     """
@@ -70,9 +74,9 @@ def register(spark: Any) -> None:
         from pyspark.sql.datasource import Filter  # noqa: F401 - the 4.1 push-down API
     except ImportError:
         check_spark_version("4.0")
-    from .source import SieveDataSource
+    from .source import session_source
 
-    spark.dataSource.register(SieveDataSource)
+    spark.dataSource.register(session_source(spark))  # the source with this session's read settings
     spark.conf.set(PUSHDOWN_CONF, "true")
 
 
@@ -83,15 +87,21 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
     through ``spark.read.parquet`` (faster for wide scans; ``benchmarks/sieve/SPARK_SOURCE.md``).
 
     ``where`` is a SQL condition string or a Column (None: the whole table, read natively).
-    ``options`` are the source's (``freshness``, ``columns``, ``indexPaths``, ``timeZone``). The
+    ``options`` are the source's (``freshness``, ``columns``, ``indexPaths``, and the read settings
+    of :class:`..files.ReadConf`, by default the session's current ones). A table with a VARIANT
+    column is read natively (the sieve reader cannot decode shredded VARIANT values). The
     choice plans the Sieve scan once (an index lookup, no Spark job). The source must be registered
     (:func:`register`).
     """
-    from ..table import list_table_paths, resolve_table, spark_path
-    from .source import NATIVE_SHARE
+    from ..files import ReadConf
+    from ..table import list_table_paths, spark_path
+    from .source import NATIVE_SHARE, table_root
 
     share = NATIVE_SHARE if native_share is None else native_share
-    root = resolve_table(table).root
+    root = table_root({"path": table})
+    given = {k.lower() for k in options}  # the session's settings, now (the caller's options win)
+    options = {**{k: v for k, v in ReadConf.from_spark(spark).to_options().items() if k.lower() not in given},
+               **options}
 
     def native() -> Any:
         df = spark.read.parquet(spark_path(root))
@@ -101,7 +111,10 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
 
     if where is None:
         return native()
-    df = spark.read.format("sieve").options(**options).load(table).where(where)
+    df = spark.read.format("sieve").options(**options).load(table)
+    if any(type(f.dataType).__name__ == "VariantType" for f in df.schema.fields):
+        return native()  # the sieve reader cannot decode shredded VARIANT values; Spark's reader can
+    df = df.where(where)
     files = df.rdd.getNumPartitions()
     total = len(list_table_paths(root))
     if total and files >= share * total:

@@ -6,12 +6,13 @@ parsed as JSON, as Spark itself prefers it), else the Parquet schema mapped as S
 and UTC-adjusted timestamps to TIMESTAMP, other timestamps to TIMESTAMP_NTZ, unsigned integers widened).
 
 Partition columns (``key=value`` folders) are typed as Spark's partition inference types them
-(``PartitioningUtils.inferPartitionColumnValue``, type inference on): INT, then BIGINT, then
-DECIMAL(n, 0) for longer integers, DOUBLE, TIMESTAMP (``yyyy-MM-dd HH:mm:ss[.S]``), DATE
+(``PartitioningUtils.inferPartitionColumnValue``, type inference on unless
+``partitionColumnTypeInference`` is off): INT, then BIGINT, then DECIMAL(n, 0) for longer integers
+and ``1e3`` or ``1.`` (``java.math.BigDecimal`` without fraction digits), DOUBLE, TIMESTAMP (``yyyy-MM-dd HH:mm:ss[.S]``), DATE
 (``yyyy-MM-dd``), else STRING; ``__HIVE_DEFAULT_PARTITION__`` is NULL. Differing types of one column
 are widened as Spark widens them (INT and BIGINT to BIGINT, integers and decimals to a wide enough
 DECIMAL, numbers and DOUBLE to DOUBLE, DATE and TIMESTAMP to TIMESTAMP, anything else to STRING), and
-a column of NULLs only is STRING. Values keep their folder spelling when the type is STRING.
+a column of NULLs only is STRING. STRING values are unescaped as Spark unescapes them (:func:`..files.unescape`).
 
 No Spark is needed (this runs in Spark's Python planner worker, which has no session).
 """
@@ -20,16 +21,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import zoneinfo
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import SieveError
+from ..files import DEFAULT, HIVE_NULL, ReadConf, open_parquet, zone_of
 from ..fs import open_input
-from ..table import HIVE_NULL
 
 SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 
@@ -37,18 +36,33 @@ _INT = re.compile(r"[+-]?[0-9]+\Z")
 _DOUBLE = re.compile(r"\s*[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)\s*\Z")
 _TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?\Z")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
+_BIG_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")  # java.math.BigDecimal's syntax
+
+
+def _nullable(node: Any) -> Any:
+    """A Spark schema's JSON with every field, element and value nullable (Spark's ``asNullable``)."""
+    if isinstance(node, dict):
+        out = {k: _nullable(v) for k, v in node.items()}
+        for key in ("nullable", "containsNull", "valueContainsNull"):
+            if key in out:
+                out[key] = True
+        return out
+    if isinstance(node, list):
+        return [_nullable(v) for v in node]
+    return node
 
 
 def data_schema(path: str) -> Any:
-    """The Spark schema of one Parquet file's columns (footer only)."""
+    """The Spark schema of one Parquet file's columns (footer only), every column nullable as
+    ``spark.read.parquet`` makes it (a later file may hold NULLs where this one's writer had none)."""
     from pyspark.sql import types as T
 
-    pf = pq.ParquetFile(open_input(path))
+    pf = open_parquet(open_input(path))
     meta = pf.metadata.metadata or {}
     text = meta.get(SPARK_ROW_METADATA)
     if text:
         try:
-            parsed = T.StructType.fromJson(json.loads(text))
+            parsed = T.StructType.fromJson(_nullable(json.loads(text)))
             if set(parsed.names) == set(pf.schema_arrow.names):
                 return parsed
         except (ValueError, KeyError, TypeError):
@@ -78,22 +92,27 @@ def _spark_type(at: pa.DataType, int96: bool = False) -> Any:
 
 
 # ---- partition columns -------------------------------------------------------------------------
-def infer_value_type(raw: str) -> Any:
-    """Spark's inferred type of one partition folder value."""
+def infer_value_type(raw: str, inference: bool = True) -> Any:
+    """Spark's inferred type of one partition folder value (``inferPartitionColumnValue``: INT, BIGINT,
+    a DECIMAL without fraction digits as ``java.math.BigDecimal`` reads it, so ``1e3`` and ``1.`` are
+    DECIMAL, DOUBLE, TIMESTAMP, DATE, else STRING); every value is STRING without ``inference``."""
     from pyspark.sql import types as T
 
     if raw == HIVE_NULL:
         return T.NullType()
+    if not inference:
+        return T.StringType()
     if _INT.match(raw):
         v = int(raw)
         if -(2 ** 31) <= v < 2 ** 31:
             return T.IntegerType()
         if -(2 ** 63) <= v < 2 ** 63:
             return T.LongType()
-        digits = len(raw.lstrip("+-").lstrip("0")) or 1
-        if digits <= 38:
-            return T.DecimalType(digits, 0)
-        return T.DoubleType()
+    if _BIG_DECIMAL.match(raw):
+        d = Decimal(raw).as_tuple()
+        exponent = int(d.exponent)
+        if exponent >= 0 and len(d.digits) + exponent <= 38:  # scale <= 0; precision as Spark counts it
+            return T.DecimalType(len(d.digits) + exponent, 0)
     if _DOUBLE.match(raw):
         return T.DoubleType()
     if _timestamp(raw) is not None:
@@ -160,20 +179,22 @@ def wider(a: Any, b: Any) -> Any:
     return T.StringType()
 
 
-def partition_types(partitions: list[dict[str, str]]) -> list[tuple[str, Any]]:
-    """(name, Spark type) of every partition column, in folder order, over all files' values."""
+def partition_types(partitions: list[dict[str, str]], conf: ReadConf = DEFAULT) -> list[tuple[str, Any]]:
+    """(name, Spark type) of every partition column, in folder order, over all files' values
+    (``spark.sql.sources.partitionColumnTypeInference.enabled`` as ``conf`` says)."""
     from pyspark.sql import types as T
 
     types: dict[str, Any] = {}
     for part in partitions:
         for name, raw in part.items():
-            t = infer_value_type(raw)
+            t = infer_value_type(raw, conf.partition_inference)
             types[name] = wider(types[name], t) if name in types else t
     return [(n, T.StringType() if isinstance(t, T.NullType) else t) for n, t in types.items()]
 
 
 def partition_value(raw: str, spark_type: Any, time_zone: str = "UTC") -> Any:
-    """The Python value of a partition folder value read as ``spark_type`` (None for NULL)."""
+    """The Python value of a partition folder value read as ``spark_type`` (None for NULL); a
+    TIMESTAMP folder value is a local time of ``time_zone`` (Spark's session time zone)."""
     from pyspark.sql import types as T
 
     if raw == HIVE_NULL:
@@ -184,7 +205,9 @@ def partition_value(raw: str, spark_type: Any, time_zone: str = "UTC") -> Any:
         if isinstance(spark_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
             return int(raw)
         if isinstance(spark_type, T.DecimalType):
-            return Decimal(raw)
+            with localcontext() as ctx:
+                ctx.prec = 80  # 38 digits and more: the default 28 would round
+                return Decimal(raw).quantize(Decimal(1).scaleb(-spark_type.scale))
         if isinstance(spark_type, (T.DoubleType, T.FloatType)):
             return float(raw.strip().rstrip("fFdD"))
         if isinstance(spark_type, T.DateType):
@@ -197,7 +220,7 @@ def partition_value(raw: str, spark_type: Any, time_zone: str = "UTC") -> Any:
             if ts is None:
                 raise ValueError(raw)
             if isinstance(spark_type, T.TimestampType):
-                ts = ts.replace(tzinfo=zoneinfo.ZoneInfo(time_zone))
+                ts = ts.replace(tzinfo=zone_of(time_zone))
             return ts
         if isinstance(spark_type, T.BooleanType):
             return {"true": True, "false": False}[raw.lower()]

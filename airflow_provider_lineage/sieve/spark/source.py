@@ -12,6 +12,9 @@ Planning (Spark's Python planner worker, on the driver):
   input partition per file**. An index that cannot be opened or read (missing, damaged, another
   format) prunes nothing: every file is read, and the reason is logged.
 
+Listing, partition values and how a file's values are read follow Spark's Parquet source
+(:mod:`..files`, the one module the index build, sync and readers share).
+
 Reading (Spark's Python workers, one task per file): each file is read with :mod:`pyarrow.parquet`:
 only the schema's columns (and those of the pushed conditions), only the row groups whose min/max
 statistics can satisfy them (integer and date columns), the conditions applied to the rows read
@@ -28,7 +31,7 @@ import os
 import posixpath
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -79,9 +82,9 @@ def table_root(options: dict[str, str]) -> str:
                          '.option("path", "s3://bucket/sales")')
     if "," in path and not os.path.exists(path):
         raise SieveError(f"one table per read: load() got {path!r}")
-    from ..table import resolve_table
+    from ..table import table_path
 
-    return resolve_table(path).root
+    return table_path(path)  # load() takes a path, as spark.read.parquet: a bare "sales" is ./sales
 
 
 def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
@@ -132,22 +135,38 @@ class SieveDataSource(DataSource):
     """``spark.read.format("sieve").load(table_root)``. Options: ``freshness`` (``stat``, the default,
     ``names`` or ``none``; see :meth:`..query.SieveIndex.lookup`), ``columns`` (read only these
     columns, comma-separated), ``indexPaths`` (JSON: column -> index folder for indexes kept outside
-    ``<root>/_sieve/``), ``timeZone`` (of TIMESTAMP partition folder values; default UTC)."""
+    ``<root>/_sieve/``), and the read settings of :class:`..files.ReadConf` (``timeZone``,
+    ``caseSensitive``, ``int96RebaseModeInRead``, ``datetimeRebaseModeInRead``,
+    ``partitionColumnTypeInference``; default: the registering session's, :func:`session_source`)."""
 
     @classmethod
     def name(cls) -> str:
         return NAME
 
+    # Spark settings (``..files.ReadConf`` options) of the session this class was registered with
+    # (:func:`session_source`); the read's own options win.
+    session_options: ClassVar[dict[str, str]] = {}
+
     def __init__(self, options: dict[str, str]) -> None:
+        given = {str(k).lower() for k in dict(options)}
+        missing = {k: v for k, v in self.session_options.items() if k.lower() not in given}
+        if missing:
+            options = {**dict(options), **missing}
         super().__init__(options)
+        from ..files import ReadConf
         from ..query import check_freshness
 
         check_freshness(_options(options).get("freshness", "stat"))
+        ReadConf.from_options(options)  # a wrong setting is an error at load()
 
     def schema(self) -> StructType:
+        from pyspark.sql.types import StructField
+
+        from ..files import ReadConf
         from ..table import list_table_files, root_exists
         from .schema import data_schema, partition_types
 
+        conf = ReadConf.from_options(self.options)
         with storage_options(options_from_env()):
             root = table_root(self.options)
             if root_exists(root) is not True:
@@ -156,13 +175,16 @@ class SieveDataSource(DataSource):
             if not files:
                 raise SieveError(f"{root} holds no Parquet data files: write the table first")
             data = data_schema(files[0].path)
-        parts = partition_types([f.partition for f in files])
-        names = {n for n, _ in parts}
-        fields = [f for f in data.fields if f.name not in names]
+        parts = partition_types([f.partition for f in files], conf)
+        # Spark's mergeDataAndPartitionSchema: a partition column also stored in the files keeps the
+        # data column's place and takes the partition's type; the other partition columns come last.
+        key = (lambda n: n) if conf.case_sensitive else str.lower
+        by_key = {key(n): (n, t) for n, t in parts}
+        overlap = {key(f.name) for f in data.fields if key(f.name) in by_key}
+        fields = [StructField(f.name, by_key[key(f.name)][1], True) if key(f.name) in overlap else f
+                  for f in data.fields]
+        all_fields = fields + [StructField(n, t, True) for n, t in parts if key(n) not in overlap]
         wanted = _columns_option(self.options)
-        from pyspark.sql.types import StructField
-
-        all_fields = fields + [StructField(n, t, True) for n, t in parts]
         if wanted is not None:
             by_name = {f.name: f for f in all_fields}
             missing = [c for c in wanted if c not in by_name]
@@ -177,10 +199,26 @@ class SieveDataSource(DataSource):
         return SieveReader(self.options, schema)
 
 
+def session_source(spark: Any) -> type[SieveDataSource]:
+    """:class:`SieveDataSource` carrying ``spark``'s settings that change what a Parquet read returns
+    (``spark.sql.caseSensitive``, the rebase modes, partition type inference, the session time zone):
+    Spark's Python planner has no session to ask, so :func:`..register` registers this class (a
+    change of those settings takes effect at the next ``register``; :func:`..load` passes the
+    current ones with each read)."""
+    from ..files import ReadConf
+
+    class SessionSieveDataSource(SieveDataSource):
+        session_options = ReadConf.from_spark(spark).to_options()
+
+    SessionSieveDataSource.__qualname__ = "session_source.<locals>.SessionSieveDataSource"  # pickled by value
+    return SessionSieveDataSource
+
+
 class SieveReader(DataSourceReader):
     """Plans the files to read from the pushed filters and reads each one with pyarrow."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        from ..files import ReadConf
         from ..query import check_freshness
         from ..table import list_table_files
         from .schema import partition_types
@@ -189,15 +227,18 @@ class SieveReader(DataSourceReader):
         self.options = dict(options)
         self.root = table_root(options)
         self.freshness = check_freshness(opts.get("freshness", "stat"))
-        self.time_zone = opts.get("timezone", "UTC")
+        self.conf = ReadConf.from_options(options)  # Spark's settings (load() passes the session's)
+        self.time_zone = self.conf.time_zone
         self.schema_json = schema.json()
         # partition columns: their names and types (from the schema when it has them, else inferred)
         with storage_options(options_from_env()):
             self.indexes = index_paths(self.root, options)
             self._listing = list_table_files(self.root)
-        inferred = dict(partition_types([f.partition for f in self._listing]))
+        inferred = dict(partition_types([f.partition for f in self._listing], self.conf))
         declared = {f.name: f.dataType for f in schema.fields}
-        self.partition_cols = [(n, declared.get(n, t)) for n, t in inferred.items()]
+        if not self.conf.case_sensitive:
+            declared.update({n.lower(): t for n, t in list(declared.items())})
+        self.partition_cols = [(n, declared.get(n, declared.get(n.lower(), t))) for n, t in inferred.items()]
         names = {n for n, _ in self.partition_cols}
         self.data_cols = [f.name for f in schema.fields if f.name not in names]
         self.conds: list[F.Cond] = []
@@ -306,46 +347,74 @@ class SieveReader(DataSourceReader):
             drop_zip_finders()
 
     def _read_file(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
-        """The file's rows that satisfy the pushed conditions, as record batches of the schema: only the
-        needed columns, only the row groups whose statistics can match (:func:`.filters.row_group_may_match`),
-        the conditions applied to the rows read (:func:`.filters.mask`)."""
-        import pyarrow.parquet as pq
+        """The file's rows that satisfy the pushed conditions, as record batches of the schema, read as
+        Spark reads the file (:mod:`..files`: columns matched under ``spark.sql.caseSensitive``, INT96
+        in microseconds, legacy dates and timestamps rebased, an empty file holds no rows): only the
+        needed columns, only the row groups whose statistics can match
+        (:func:`.filters.row_group_may_match`, on columns stored as the schema's type), the columns
+        cast to the schema's types and then the conditions applied (:func:`.filters.mask`)."""
+        from ..files import int96_columns, open_parquet, rebase_array, rebase_of, resolve_columns
 
         target = _arrow_schema(self.schema_json)
+        target_types = {f.name: f.type for f in target}
         parts = {n: v for (n, _), v in zip(self.partition_cols, partition.values)}
+        conf = self.conf
         with storage_options(options_from_env()):
             filesystem, inner = resolve(partition.path)
             with filesystem.open_input_file(inner) as handle:
-                pf = pq.ParquetFile(handle)
+                if handle.size() == 0:  # an empty file is no data for Spark either
+                    return
+                pf = open_parquet(handle)
                 physical = pf.schema_arrow
-                types = {f.name: f.type for f in physical}
-                conds = []
+                names = [n for n in self.data_cols if n not in parts]
+                names += [c.column for c in self.conds if c.column not in parts and c.column not in names]
+                found = resolve_columns(names, physical.names, conf.case_sensitive)  # schema -> file column
+                rebase = rebase_of(pf.metadata.metadata, conf)
+                int96 = int96_columns(pf) if rebase.any else set()
+                conds, prune = [], []
                 for c in self.conds:
                     if c.column in parts:
                         continue  # checked on the partition's values when planning
-                    if c.column not in types:  # schema evolution: the file holds NULLs only
+                    if c.column not in found:  # schema evolution: the file holds NULLs only
                         if c.op != "is_null":
                             return
                         continue
                     conds.append(c)
+                    stored = physical.field(found[c.column]).type
+                    temporal = pa.types.is_date(stored) or pa.types.is_timestamp(stored)
+                    if found[c.column] == c.column and stored == target_types.get(c.column) and \
+                            not (rebase.any and temporal):
+                        prune.append(c)  # statistics in the schema's own type and calendar
                 meta = pf.metadata
                 leaves = _leaf_index(physical)
+                types = {f.name: f.type for f in physical}
                 groups = [i for i in range(meta.num_row_groups)
-                          if F.row_group_may_match(conds, meta.row_group(i), leaves, types)]
+                          if F.row_group_may_match(prune, meta.row_group(i), leaves, types)]
                 if not groups:
                     return
-                wanted = set(self.data_cols) | {c.column for c in conds}
-                columns = [n for n in physical.names if n in wanted]
-                for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=columns,
+                wanted = list(dict.fromkeys(found.values()))
+                back = {}  # file column -> schema columns it feeds
+                for n, p in found.items():
+                    back.setdefault(p, []).append(n)
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=wanted,
                                              use_threads=False):
+                    cols: dict[str, Any] = {}
+                    for p, col in zip(batch.schema.names, batch.columns):
+                        if rebase.any:
+                            col = rebase_array(col, rebase, p in int96)
+                        for n in back.get(p, ()):
+                            cols[n] = col
+                    out = _conform(cols, batch.num_rows, target, parts)
                     if conds:
                         keep = None
                         for c in conds:
-                            m = F.mask(c, batch.column(batch.schema.get_field_index(c.column)))
+                            col = out.column(out.schema.get_field_index(c.column)) if c.column in target_types \
+                                else cols[c.column]
+                            m = F.mask(c, col)
                             keep = m if keep is None else pc_and(keep, m)
-                        batch = batch.filter(keep, null_selection_behavior="drop")
-                    if batch.num_rows:
-                        yield _conform(batch, target, parts)
+                        out = out.filter(keep, null_selection_behavior="drop")
+                    if out.num_rows:
+                        yield out
 
 
 def pc_and(a: Any, b: Any) -> Any:
@@ -411,19 +480,40 @@ def _leaf_index(schema: pa.Schema) -> dict[str, int]:
     return out
 
 
-def _conform(batch: pa.RecordBatch, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
-    """The batch with the schema's columns, in its order and Arrow types (partition values and
-    columns a file lacks filled in)."""
-    n = batch.num_rows
+def _is_variant(t: pa.DataType) -> bool:
+    """PySpark's Arrow form of VARIANT: ``struct<value, metadata>``, the metadata field marked."""
+    return pa.types.is_struct(t) and t.num_fields == 2 and any(
+        (t.field(i).metadata or {}).get(b"variant") == b"true" for i in range(2))
+
+
+def _variant(name: str, col: Any, target: pa.DataType) -> Any:
+    """A VARIANT column as PySpark takes it (``struct<value, metadata>``) from the file's group: an
+    unshredded variant is its two binaries; a shredded one (``typed_value``, Spark 4.1's default
+    write) has no Python decoder here, so it is a clear error naming the reads that answer."""
+    names = [col.type.field(i).name for i in range(col.type.num_fields)]
+    if "typed_value" in names or not {"value", "metadata"} <= set(names):
+        raise SieveError(f"VARIANT column {name!r} is stored shredded in this file, which the sieve source "
+                         "cannot decode: read the table with airflow_provider_lineage.sieve.spark.load(...) "
+                         "(it reads tables with VARIANT columns through spark.read.parquet) or S.read(...), "
+                         "or leave the column out with .option('columns', ...)")
+    return pa.StructArray.from_arrays([col.field("value"), col.field("metadata")],
+                                      fields=[target.field(0), target.field(1)], mask=col.is_null())
+
+
+def _conform(cols: dict[str, Any], n: int, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
+    """A batch of the schema's columns, in its order and Arrow types, from a file's columns by schema
+    name (partition values, which win over a column the file also stores, and columns a file lacks
+    filled in)."""
     arrays = []
-    names = batch.schema.names
     for f in target:
         if f.name in parts:
             arrays.append(pa.repeat(pa.scalar(parts[f.name], type=f.type), n))
-        elif f.name in names:
-            col = batch.column(names.index(f.name))
+        elif f.name in cols:
+            col = cols[f.name]
             if pa.types.is_dictionary(col.type):
                 col = col.dictionary_decode()
+            if col.type != f.type and _is_variant(f.type):
+                col = _variant(f.name, col, f.type)
             arrays.append(col if col.type == f.type else col.cast(f.type))
         else:
             arrays.append(pa.nulls(n, f.type))

@@ -21,6 +21,7 @@ under ``--capture-dir``: ``<token>/`` for a client
 that says which Airflow task run it is (``PySparkLineageOperator`` / ``@task.pyspark_lineage`` do), else
 ``connect-<user>-<session>/``. The Airflow task reads its records back from there, as in cluster deploy mode.
 
+``kill -USR1 <pid>`` logs what the capture holds (open runs, live sessions, executions in flight: 0 when idle).
 Runs in the foreground until SIGTERM or SIGINT, then stops cleanly: Spark's listener bus is drained, the
 queued records are written, every open run gets its status, the server and the SparkContext stop.
 Sessions see ``spark.airflow_lineage.connectServer`` (the capture location), by which a client knows the
@@ -206,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    report = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda _s, _f: report.set())  # logged by the main loop below
 
     from pyspark.sql import SparkSession
 
@@ -239,6 +242,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("Spark Connect server %s (Spark %s, master %s; %s) ready; capture records go to %s", where,
                  spark.version, spark.sparkContext.master, access, capture_dir)
         while not stop.wait(1.0):
+            if report.is_set():
+                report.clear()
+                log.info("capture state: %s; %d records written, %d runs ended, %d events dropped",
+                         " ".join(f"{k}={v}" for k, v in capture.state_sizes().items()), capture.captured,
+                         capture.statuses, capture.dropped)
             if spark.sparkContext._jsc is None or spark.sparkContext._jsc.sc().isStopped():
                 log.warning("the SparkContext stopped: the Connect server is gone")
                 break

@@ -203,6 +203,15 @@ class ConnectCapture:
         self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._warned: collections.OrderedDict[tuple[str, str, str], None] = collections.OrderedDict()
         self._bus_queue = BUS_QUEUE
+        #: (time, Spark's drops, the capture queue's drops) each time the counts changed (sampled about once a
+        #: second): a run counts the drops since its session *started* (Spark's session start time), so a drop of
+        #: its own first events, before the server saw the session, still shows in its status
+        self._drop_marks: collections.deque[tuple[float, int | None, int]] = collections.deque(maxlen=100_000)
+        self._drop_marks.append((time.time(), self._spark_dropped(), 0))
+        self._marks_truncated = False
+        self._last_sample = time.monotonic()
+        #: live session id -> (Spark's drops, the capture queue's drops) when it started
+        self._session_marks: collections.OrderedDict[str, tuple[int | None, int]] = collections.OrderedDict()
         self.dropped = 0
         self.captured = 0
         self.statuses = 0
@@ -288,7 +297,13 @@ class ConnectCapture:
     # -- the worker -----------------------------------------------------------------------------
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=1.0)
+            except queue.Empty:
+                self._sample_drops()
+                continue
+            if time.monotonic() - self._last_sample >= 1.0:
+                self._sample_drops()
             try:
                 if item is None:
                     return
@@ -317,6 +332,11 @@ class ConnectCapture:
             tags = []
         ident = parse_job_tags(tags)
         if ident.session_id:
+            if ident.session_id not in self._session_marks:
+                # a session Spark no longer knows (closed before this start was handled): every drop since the
+                # server started counts (over-counted, never missed)
+                self._session_marks[ident.session_id] = self._marks_at(self._session_start(ident) or 0.0)
+                _bounded(self._session_marks)  # type: ignore[arg-type]
             token = ident.token or self._session_token.get(ident.session_id)
             self._starts[int(event.executionId())] = (ident, token)
             while len(self._starts) > 10_000:
@@ -377,6 +397,7 @@ class ConnectCapture:
         for key in [k for k, run in self._runs.items() if run.identity and run.identity.session_id == session_id]:
             self._finish_streams(key)
             self._finish(key, None)
+        self._session_marks.pop(session_id, None)
 
     # -- tokens: the server's, not the client's word ------------------------------------------------
     def _claim(self, ident: ConnectIdentity, token: str) -> str | None:
@@ -438,6 +459,43 @@ class ConnectCapture:
         self._warned[key] = None
         _bounded(self._warned)  # type: ignore[arg-type]
         self._error(message)
+
+    def _sample_drops(self) -> tuple[int | None, int]:
+        """Read the drop counts now; remember them (with the time) when they changed."""
+        self._last_sample = time.monotonic()
+        now = (self._spark_dropped(), self.dropped)
+        if (self._drop_marks[-1][1], self._drop_marks[-1][2]) != now:
+            if len(self._drop_marks) == self._drop_marks.maxlen:
+                self._marks_truncated = True
+            self._drop_marks.append((time.time(), *now))
+        return now
+
+    def _marks_at(self, when: float | None) -> tuple[int | None, int]:
+        """The drop counts as they were at ``when`` (epoch seconds; ``None``: now). A count sampled after a drop
+        holds it, so drops after ``when`` are never in what this returns (a run's status may over-count, never
+        under-count); before the oldest mark kept: 0."""
+        if when is None:
+            return self._sample_drops()
+        marks = self._drop_marks
+        if when < marks[0][0]:
+            return (0, 0) if self._marks_truncated or marks[0][1] is not None else (None, 0)
+        for t, spark, own in reversed(marks):
+            if t <= when:
+                return spark, own
+        return marks[0][1], marks[0][2]
+
+    def _session_start(self, ident: ConnectIdentity) -> float | None:
+        """When Spark Connect started the session (epoch seconds), ``None`` when it cannot say (closed, other Spark)."""
+        try:
+            jvm = self.spark.sparkContext._jvm
+            pkg = jvm.org.apache.spark.sql.connect.service
+            holder = pkg.SparkConnectService.sessionManager().getIsolatedSessionIfPresent(
+                pkg.SessionKey(ident.user_id, ident.session_id))
+            if holder.isEmpty():
+                return None
+            return int(holder.get().getSessionHolderInfo().startTimeMs()) / 1000.0
+        except Exception:  # noqa: BLE001 - another Spark: the drops since the server saw the session
+            return None
 
     def _spark_dropped(self) -> int | None:
         """Events Spark's listener bus dropped from this capture's queue so far (``None``: not readable)."""
@@ -522,8 +580,9 @@ class ConnectCapture:
     def _run(self, key: str, task_run: str | None, ident: ConnectIdentity) -> _Run:
         run = self._runs.get(key)
         if run is None:
-            run = _Run(key=key, task_run=task_run, sink=None, dropped_at_start=self.dropped, identity=ident,
-                       spark_dropped_at_start=self._spark_dropped())
+            spark_mark, own_mark = self._session_marks.get(ident.session_id or "") or self._marks_at(None)
+            run = _Run(key=key, task_run=task_run, sink=None, dropped_at_start=own_mark, identity=ident,
+                       spark_dropped_at_start=spark_mark)
             run.sink = self._open_sink(key, task_run)
             self._runs[key] = run
             while len(self._runs) > self._max_runs:
@@ -558,7 +617,10 @@ class ConnectCapture:
             self._ended[key] = None
             _bounded(self._ended)  # type: ignore[arg-type]
         if run is None:  # a run that wrote nothing: its status still ends the client's wait
-            run = _Run(key=key, task_run=None, sink=None, dropped_at_start=self.dropped, identity=ident)
+            spark_mark, own_mark = self._session_marks.get(ident.session_id or "") if ident and ident.session_id \
+                and ident.session_id in self._session_marks else self._marks_at(None)
+            run = _Run(key=key, task_run=None, sink=None, dropped_at_start=own_mark, identity=ident,
+                       spark_dropped_at_start=spark_mark)
             run.sink = self._open_sink(key, None)
             if run.sink is None:
                 return

@@ -218,6 +218,7 @@ class TestOnARealServer:
         log = server.log_text()
         assert "'../escaped', which is not one the Airflow operators issue" in log
         assert "outside the capture location" in log
+        assert "airflow-provider-lineage: airflow-provider-lineage:" not in log  # the capture's lines: prefix once
 
     def test_a_foreign_token_is_refused_and_cannot_end_the_run(self, server: Any, tmp_path: Path) -> None:
         token = _token()
@@ -276,3 +277,48 @@ class TestOnARealServer:
 
         status = json.loads((Path(fetched.folder) / STATUS_FILE).read_text())
         assert status["captured"] == 0 and status["problems"] == []
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+class TestLoad:
+    """The benchmark's load (benchmarks/connect/load.py: 100 sessions), smaller: correctness, never time."""
+
+    def test_concurrent_sessions_each_get_exactly_their_writes(self, server: Any, tmp_path: Path) -> None:
+        import signal
+
+        from tests.support.connect_load import capture_state, run_sessions
+
+        res = run_sessions(server.url, server.capture_dir, tmp_path / "data", sessions=8, tables=3)
+        assert res.client_errors == []
+        assert (res.attributed, res.misattributed, res.lost) == (24, 0, 0), res
+        assert res.statuses == 8 and res.silent_losses == 0
+        mark = server.log_text().count("capture state: ")
+        deadline = time.monotonic() + 120
+        state: dict[str, int] = {}
+        while time.monotonic() < deadline:  # the last sessions' close events reach the capture
+            os.kill(server.proc.pid, signal.SIGUSR1)
+            while server.log_text().count("capture state: ") == mark and time.monotonic() < deadline:
+                time.sleep(0.2)
+            mark = server.log_text().count("capture state: ")
+            state = capture_state(server.log_text())
+            if state.get("runs") == 0 and state.get("sessions") == 0:
+                break
+            time.sleep(1)
+        assert state and {k: v for k, v in state.items() if v} == {}, state  # nothing held once they closed
+
+    def test_events_spark_drops_are_counted_in_the_runs_status(self, tmp_path: Path) -> None:
+        """A capture queue in Spark's listener bus of 1 event: Spark drops events, and a run that misses a write
+        says so in its status (no silent loss)."""
+        from tests.support.connect import connect_server
+        from tests.support.connect_load import run_sessions
+
+        queue = "spark.scheduler.listenerbus.eventqueue.airflowLineage.capacity"
+        with connect_server(tmp_path / "server", conf={queue: "1"}) as srv:
+            res = run_sessions(srv.url, srv.capture_dir, tmp_path / "data", sessions=4, tables=3, status_timeout=180)
+            log = srv.log_text()
+        assert "Dropping event from queue airflowLineage" in log  # the case happened
+        assert res.misattributed == 0
+        assert res.silent_losses == 0, res
+        assert res.statuses == 0 or res.runs_reporting_drops > 0 or res.lost == 0, res

@@ -67,6 +67,23 @@ def _heap_after_gc_mb(jvm: int) -> float:
     return int(m.group(1)) / 1024 if m else float("nan")
 
 
+def _histogram(jvm: int) -> dict[str, int]:
+    """Bytes per class in the JVM heap (``jcmd GC.class_histogram``: live objects, after a full GC)."""
+    out = subprocess.run(["jcmd", str(jvm), "GC.class_histogram"], check=True, capture_output=True, text=True,
+                         timeout=300).stdout
+    sizes: dict[str, int] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].endswith(":") and parts[2].isdigit():
+            sizes[parts[3]] = sizes.get(parts[3], 0) + int(parts[2])
+    return sizes
+
+
+def _growth(before: dict[str, int], after: dict[str, int], top: int = 8) -> list[tuple[str, float]]:
+    grown = sorted(((after.get(k, 0) - before.get(k, 0), k) for k in set(before) | set(after)), reverse=True)
+    return [(k, round(d / 1024 / 1024, 2)) for d, k in grown[:top]]
+
+
 def _state(server: Any) -> dict[str, int]:
     from tests.support.connect_load import capture_state
 
@@ -103,17 +120,30 @@ def main(argv: list[str] | None = None) -> int:
             warm = run_sessions(server.url, server.capture_dir, base / "warm", sessions=1, tables=1)
             assert warm.attributed == 1, warm
             baseline = {**_memory(server), "capture_state": _state(server)}
+            jvm = _jvm_pid(server.proc.pid)
+            hist0 = _histogram(jvm) if jvm else {}
             load = run_sessions(server.url, server.capture_dir, base / "data", sessions=args.sessions,
                                 tables=args.tables)
             time.sleep(5)  # the last session-closed events
             after = {**_memory(server), "capture_state": _state(server)}
+            hist1 = _histogram(jvm) if jvm else {}
+            # the same load again: what Spark keeps per execution is bounded (spark.sql.ui.retainedExecutions...),
+            # a leak would grow again by as much
+            again = run_sessions(server.url, server.capture_dir, base / "data2", sessions=args.sessions,
+                                 tables=args.tables)
+            time.sleep(5)
+            after2 = {**_memory(server), "capture_state": _state(server)}
+            hist2 = _histogram(jvm) if jvm else {}
             report["load"] = {**load.as_dict(), "client_errors": load.client_errors[:10]}
-            report["memory"] = {"baseline": baseline, "after_sessions_closed": after}
+            report["load_again"] = {**again.as_dict(), "client_errors": again.client_errors[:10]}
+            report["memory"] = {"baseline": baseline, "after_sessions_closed": after, "after_second_round": after2,
+                                "heap_growth_by_class_mb_round_1": _growth(hist0, hist1),
+                                "heap_growth_by_class_mb_round_2": _growth(hist1, hist2)}
         if args.drop_sessions:
             queue = "spark.scheduler.listenerbus.eventqueue.airflowLineage.capacity"
             with connect_server(base / "drops", conf={queue: "1"}) as server:
                 drops = run_sessions(server.url, server.capture_dir, base / "drops-data",
-                                     sessions=args.drop_sessions, tables=args.tables)
+                                     sessions=args.drop_sessions, tables=args.tables, status_timeout=120)
                 spark_log = server.log_text().count("Dropping event from queue airflowLineage")
             report["drops"] = {**drops.as_dict(), "client_errors": drops.client_errors[:10], "queue_capacity": 1,
                                "spark_logged_dropping": spark_log}
@@ -128,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{mem['after_sessions_closed']['jvm_heap_used_after_gc_mb']} MB; driver RSS "
           f"{mem['baseline']['driver_python_rss_mb']} -> {mem['after_sessions_closed']['driver_python_rss_mb']} MB; "
           f"capture state after {mem['after_sessions_closed']['capture_state']}")
+    again = report["load_again"]
+    print(f"  the same load again: own run {again['attributed']}, misattributed {again['misattributed']}, lost "
+          f"{again['lost']}; JVM heap after GC {mem['after_second_round']['jvm_heap_used_after_gc_mb']} MB; "
+          f"capture state {mem['after_second_round']['capture_state']}")
+    print(f"  heap growth by class, round 1 (MB): {mem['heap_growth_by_class_mb_round_1'][:5]}")
+    print(f"  heap growth by class, round 2 (MB): {mem['heap_growth_by_class_mb_round_2'][:5]}")
     if "drops" in report:
         d = report["drops"]
         print(f"  drop phase (Spark queue capacity 1, {d['sessions']} sessions): runs reporting drops "
@@ -136,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     (HERE / "REPORT.json").write_text(json.dumps(report, indent=2) + "\n")
     _write_markdown(report)
     bad = load["misattributed"] or load["lost"] or load["statuses"] != args.sessions
+    bad = bad or again["misattributed"] or again["lost"] or again["statuses"] != args.sessions
     if "drops" in report:
         bad = bad or report["drops"]["silent_losses"] or report["drops"]["misattributed"]
     return 1 if bad else 0
@@ -164,6 +201,13 @@ def _write_markdown(report: dict[str, Any]) -> None:
          f"{b['jvm_heap_used_after_gc_mb']} MB -> {a['jvm_heap_used_after_gc_mb']} MB |"),
         f"| driver Python RSS: baseline -> after | {b['driver_python_rss_mb']} MB -> {a['driver_python_rss_mb']} MB |",
         f"| capture state after (open runs, sessions, executions...) | `{a['capture_state']}` |",
+        (f"| the same load again: own run / misattributed / lost | {report['load_again']['attributed']} / "
+         f"{report['load_again']['misattributed']} / {report['load_again']['lost']} |"),
+        (f"| JVM heap in use after full GC after the second round | "
+         f"{mem['after_second_round']['jvm_heap_used_after_gc_mb']} MB |"),
+        f"| capture state after the second round | `{mem['after_second_round']['capture_state']}` |",
+        f"| heap growth by class, round 1 (MB) | {mem['heap_growth_by_class_mb_round_1'][:6]} |",
+        f"| heap growth by class, round 2 (MB) | {mem['heap_growth_by_class_mb_round_2'][:6]} |",
         f"| events dropped reported in statuses | {load['dropped_reported']} |",
     ]
     if "drops" in report:

@@ -13,6 +13,7 @@ HERE = Path(__file__).resolve().parent
 
 SCRIPTS: dict[str, list[str]] = {
     "capture": ["capture/overhead.py"],
+    "connect": ["connect/load.py"],
     "lineage": ["lineage/run.py"],
     "udf": ["lineage/udf_cost.py"],
     "event-size": ["lineage/event_size.py"],

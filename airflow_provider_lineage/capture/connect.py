@@ -14,18 +14,28 @@ not see Connect sessions: each has its own):
 * ``SparkListenerConnectSessionClosed`` ends the runs of a session that closed (an untagged session's folder, a
   client that stopped its session before ending its run).
 
-Attribution, per write, from the session that ran it:
+Attribution, per write, from the session that ran it, as it was when the write *started*:
 
-1. the session conf ``spark.airflow_lineage.captureToken`` (what ``PySparkLineageOperator`` sets), else a
-   client tag ``airflow_lineage_token:<token>``: the record goes to ``<capture_dir>/<token>/`` as an envelope
-   (:mod:`.remote`), exactly like a cluster-deploy-mode driver's, and the task reads it back;
+1. the client tag ``airflow_lineage_token:<token>`` in the execution's job tags (a snapshot taken by Spark when the
+   execution started), else the token the session declared before (``SET spark.airflow_lineage.captureToken=<token>``,
+   seen in the bus's order; what ``PySparkLineageOperator`` runs first), else the session conf read when the write is
+   handled (a client that only called ``spark.conf.set``): the record goes to ``<capture_dir>/<token>/`` as an
+   envelope (:mod:`.remote`), exactly like a cluster-deploy-mode driver's, and the task reads it back;
 2. no token: ``<capture_dir>/connect-<user>-<session>/``, with the task run ``spark_connect/<user>/<session>``
    in each envelope (a job named after the Connect user and session).
+
+The token is the server's to check, never a path the client chooses: it must have the shape the operators issue
+(``run-`` + 32 hex digits, :data:`TOKEN_PATTERN`); a session is bound to the first token it declares (it writes to,
+and ends, that run only); a token another live session holds, or whose run has ended, is refused. A refused or
+malformed token is logged and ignored: the session's writes are recorded as an untagged session's (2.), never in
+someone else's run. Run folders are resolved inside ``capture_dir`` (a symlink out is refused).
 
 Records of different tokens never share a folder, so concurrent clients never mix. A client ends its run
 with ``SET spark.airflow_lineage.flush=<token>``: the bus delivers events in order, so when that command's
 end is handled every earlier write of the run has been written, and the server writes the run's status
-envelope (the operator waits for it).
+envelope (the operator waits for it). A session that closes (or stops) ends its run at once, with a status
+(``captured: 0`` when it wrote nothing). Events Spark's listener queue dropped (and the capture's own queue) while
+a run was open are counted in its status.
 
 The listener callback only puts the event on a bounded queue and returns (a full queue drops the event
 and counts it); one worker thread does the py4j reads, the plan JSON and the writes. No Airflow imports.
@@ -35,6 +45,7 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import json
+import os
 import queue
 import re
 import threading
@@ -61,6 +72,34 @@ TOKEN_TAG_PREFIX = "airflow_lineage_token:"
 SERVER_CONF = "spark.airflow_lineage.connectServer"
 #: The listener-bus queue of the capture listener (its own thread: never delays Spark's other listeners).
 BUS_QUEUE = "airflowLineage"
+#: The shape of the capture token the operators issue (:class:`~airflow_provider_lineage.operators.connect_run.
+#: ConnectRun`, ``RemoteCapture``): anything else is not a run of theirs, and never becomes a path.
+TOKEN_PATTERN = re.compile(r"run-[0-9a-f]{32}")
+
+
+def valid_token(token: str | None) -> bool:
+    """Whether ``token`` has the shape of a capture token the operators issue (``run-`` + 32 lowercase hex)."""
+    return bool(token) and TOKEN_PATTERN.fullmatch(str(token)) is not None
+
+
+def folder_inside(capture_dir: str, key: str) -> str:
+    """``<capture_dir>/<key>``, checked to stay inside ``capture_dir``: one plain path component, and for a local
+    path, no symlink that leads out of it. Raises ``ValueError`` naming the problem."""
+    if not key or key in (".", "..") or "/" in key or "\\" in key or "\0" in key:
+        raise ValueError(f"{key!r} is not a run folder name")
+    folder = capture_dir.rstrip("/") + "/" + key
+    if "://" in capture_dir and not capture_dir.startswith("file:"):
+        return folder  # an object store or HDFS: no symlinks, the name is one component
+    base = capture_dir
+    if base.startswith("file:"):
+        import urllib.parse
+
+        base = urllib.parse.unquote(urllib.parse.urlsplit(base).path)
+    real_base = os.path.realpath(base)
+    real = os.path.realpath(os.path.join(base, key))
+    if os.path.dirname(real) != real_base:
+        raise ValueError(f"the run folder {folder} resolves to {real}, outside the capture location {real_base}")
+    return folder
 
 _OPERATION_TAG = re.compile(r"^SparkConnect_OperationTag_User_(?P<user>.*)_Session_(?P<session>[0-9a-fA-F-]{36})"
                             r"_Operation_(?P<operation>[0-9a-fA-F-]{36})$")
@@ -125,6 +164,7 @@ class _Run:
     problems: list[str] = field(default_factory=list)
     dropped_at_start: int = 0
     identity: ConnectIdentity | None = None
+    spark_dropped_at_start: int | None = None
 
 
 class ConnectCapture:
@@ -151,10 +191,27 @@ class ConnectCapture:
         self.record_limit = record_limit or DEFAULT_RECORD_LIMIT
         self._capture = WriteCaptureListener(spark, self._noop)
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=queue_size)
-        self._starts: collections.OrderedDict[int, ConnectIdentity] = collections.OrderedDict()
+        #: execution id -> (who ran it, the token it ran under), from its start event
+        self._starts: collections.OrderedDict[int, tuple[ConnectIdentity, str | None]] = collections.OrderedDict()
         self._runs: collections.OrderedDict[str, _Run] = collections.OrderedDict()
         self._max_runs = max_runs
         self._sink_factory = sink_factory or self._remote_sink
+        #: live session id -> the token it declared first (its run: the only one it writes to and ends), and back
+        self._session_token: dict[str, str] = {}
+        self._token_session: dict[str, str] = {}
+        #: tokens whose run ended (a status was written): never reopened
+        self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._warned: collections.OrderedDict[tuple[str, str, str], None] = collections.OrderedDict()
+        self._bus_queue = BUS_QUEUE
+        #: (time, Spark's drops, the capture queue's drops) each time the counts changed (sampled about once a
+        #: second): a run counts the drops since its session *started* (Spark's session start time), so a drop of
+        #: its own first events, before the server saw the session, still shows in its status
+        self._drop_marks: collections.deque[tuple[float, int | None, int]] = collections.deque(maxlen=100_000)
+        self._drop_marks.append((time.time(), self._spark_dropped(), 0))
+        self._marks_truncated = False
+        self._last_sample = time.monotonic()
+        #: live session id -> (Spark's drops, the capture queue's drops) when it started
+        self._session_marks: collections.OrderedDict[str, tuple[int | None, int]] = collections.OrderedDict()
         self.dropped = 0
         self.captured = 0
         self.statuses = 0
@@ -198,6 +255,7 @@ class ConnectCapture:
             bus.addToQueue(self, BUS_QUEUE)  # private[spark] in Scala, public in the bytecode
         except Exception:  # noqa: BLE001 - an older/other Spark: the shared queue
             sc._jsc.sc().addSparkListener(self)
+            self._bus_queue = "shared"
         self._registered = True
 
     def close(self, timeout_s: float = 60.0) -> bool:
@@ -214,9 +272,18 @@ class ConnectCapture:
         done = self.wait_idle(timeout_s)
         self._queue.put(None)
         self._worker.join(timeout_s)
+        reason = "the Connect server stopped before the client ended its run"
         for key in list(self._runs):
-            self._finish(key, "the Connect server stopped before the client ended its run")
+            self._finish(key, reason)
+        for session, token in list(self._session_token.items()):  # declared, nothing written yet
+            if token not in self._ended:
+                self._finish(token, reason, ConnectIdentity(session_id=session))
         return done
+
+    def state_sizes(self) -> dict[str, int]:
+        """How much the capture holds (open runs, live sessions, executions in flight...): back to 0 when idle."""
+        return {"runs": len(self._runs), "sessions": len(self._session_token), "tokens": len(self._token_session),
+                "executions": len(self._starts), "stream_runs": len(self._stream_runs), "queued": self._queue.qsize()}
 
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
         """Wait until the worker has handled every queued event (tests, shutdown)."""
@@ -230,7 +297,13 @@ class ConnectCapture:
     # -- the worker -----------------------------------------------------------------------------
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=1.0)
+            except queue.Empty:
+                self._sample_drops()
+                continue
+            if time.monotonic() - self._last_sample >= 1.0:
+                self._sample_drops()
             try:
                 if item is None:
                     return
@@ -251,34 +324,50 @@ class ConnectCapture:
                 self._queue.task_done()
 
     def _on_start(self, event: Any) -> None:
+        """Who ran the execution, and under which run, as it was when it started: the job tags are Spark's
+        snapshot; the session's declared token is what the bus delivered before this start."""
         try:
             tags = str(event.jobTags().mkString("\n")).split("\n")
         except Exception:  # noqa: BLE001 - a Spark without jobTags on the event: no identity
             tags = []
         ident = parse_job_tags(tags)
         if ident.session_id:
-            self._starts[int(event.executionId())] = ident
+            if ident.session_id not in self._session_marks:
+                # a session Spark no longer knows (closed before this start was handled): every drop since the
+                # server started counts (over-counted, never missed)
+                self._session_marks[ident.session_id] = self._marks_at(self._session_start(ident) or 0.0)
+                _bounded(self._session_marks)  # type: ignore[arg-type]
+            token = ident.token or self._session_token.get(ident.session_id)
+            self._starts[int(event.executionId())] = (ident, token)
             while len(self._starts) > 10_000:
                 self._starts.popitem(last=False)
 
     def _on_end(self, event: Any) -> None:
         execution_id = int(event.executionId())
-        ident = self._starts.pop(execution_id, None)
+        started = self._starts.pop(execution_id, None)
         qe = event.qe()
         if qe is not None and str(qe.getClass().getSimpleName()) == "IncrementalExecution":
             self._on_micro_batch(event, qe)  # a streaming query's micro-batch (no Connect tags on its thread)
             return
-        if qe is None or ident is None:  # not a Connect execution (the server's own session), or no plan
+        if qe is None or started is None:  # not a Connect execution (the server's own session), or no plan
             return
+        ident, token = started
         session = qe.sparkSession()
-        token = _conf(session, TOKEN_CONF) or ident.token
         logical = _set_command(qe)
-        if logical is not None:  # SET: the client's end of run, or a setting (not a write)
+        if logical is not None:  # SET: a run declared, the client's end of run, or a setting (not a write)
+            declared = _set_key_value(logical, TOKEN_CONF)
+            if declared is not None:
+                key = self._claim(ident, declared)
+                if key is not None:
+                    self._run(key, _conf(session, TASK_RUN_CONF), ident)
+                return
             flushed = _set_key_value(logical, FLUSH_CONF)
-            if flushed and flushed == token:  # a client ends its own run only
-                self._finish_streams(flushed)
-                self._finish(flushed, None)
+            if flushed:
+                self._flush(ident, token, flushed)
             return
+        if token is None and ident.session_id not in self._session_token:
+            token = _conf(session, TOKEN_CONF)  # a client that only set the session conf: read as late as this
+        key = self._claim(ident, token) if token else None
         duration = _option(event, "duration", plain=True)
         failure = _option(event, "executionFailure")
         func_name = _option(event, "executionName") or "command"
@@ -288,19 +377,134 @@ class ConnectCapture:
         record.environment = {**record.environment, **{
             k: v for k, v in (("connect_user", ident.user_id), ("connect_session", ident.session_id),
                               ("connect_operation", ident.operation_id)) if v}}
-        if token:
-            run = self._run(token, _conf(session, TASK_RUN_CONF), ident)
+        if key is not None:
+            run = self._run(key, _conf(session, TASK_RUN_CONF), ident)
         else:
             run = self._run(ident.folder_key(), ident.task_run(), ident)
         self._write(run, record)
 
     def _on_session_closed(self, event: Any) -> None:
-        """A closed session ends its runs: an untagged session's folder, and a client's run it did not end itself
-        (it stopped its session first, or died and the server released the session)."""
+        """A closed session ends its runs at once: its declared run (with ``captured: 0`` when it wrote nothing: the
+        client stopped its session first, or died and the server released it) and an untagged session's folder."""
         session_id = str(event.sessionId())
+        token = self._session_token.pop(session_id, None)
+        if token is not None:
+            if self._token_session.get(token) == session_id:
+                del self._token_session[token]
+            if token not in self._ended:
+                self._finish_streams(token)
+                self._finish(token, None, ConnectIdentity(user_id=_str(event, "userId"), session_id=session_id))
         for key in [k for k, run in self._runs.items() if run.identity and run.identity.session_id == session_id]:
             self._finish_streams(key)
             self._finish(key, None)
+        self._session_marks.pop(session_id, None)
+
+    # -- tokens: the server's, not the client's word ------------------------------------------------
+    def _claim(self, ident: ConnectIdentity, token: str) -> str | None:
+        """The run a session's execution under ``token`` goes to: the session's first declared token (a session is
+        bound to it), ``None`` (an untagged session's folder) for a malformed token, a token another live session
+        holds, or one whose run ended. Each refusal is logged once per session and token."""
+        session = ident.session_id or "unknown"
+        bound = self._session_token.get(session)
+        if bound is not None:
+            if token != bound:
+                self._warn_once(session, token, "rebind",
+                                f"connect capture: session {session} (user {ident.user_id}) declared capture token "
+                                f"{_shown(token)} after {bound}: ignored, a session writes to and ends the run it "
+                                "declared first only")
+            return None if bound in self._ended else bound
+        if not valid_token(token):
+            self._warn_once(session, token, "shape",
+                            f"connect capture: session {session} (user {ident.user_id}) declared capture token "
+                            f"{_shown(token)}, which is not one the Airflow operators issue ('run-' + 32 hex digits): "
+                            "ignored; its writes are recorded as an untagged session's "
+                            f"({ident.folder_key()})")
+            return None
+        if token in self._ended:
+            self._warn_once(session, token, "ended",
+                            f"connect capture: session {session} (user {ident.user_id}) declared capture token "
+                            f"{token}, whose run has ended: ignored; its writes are recorded as an untagged session's")
+            return None
+        holder = self._token_session.get(token)
+        if holder is not None and holder != session:
+            self._warn_once(session, token, "held",
+                            f"connect capture: session {session} (user {ident.user_id}) declared capture token "
+                            f"{token}, which live session {holder} holds: refused; its writes are recorded as an "
+                            "untagged session's, never in that run")
+            return None
+        self._session_token[session] = token
+        self._token_session[token] = session
+        return token
+
+    def _flush(self, ident: ConnectIdentity, token: str | None, flushed: str) -> None:
+        """``SET flush=<token>``: ends the run the session declared first (even after it declared another), only."""
+        session = ident.session_id or "unknown"
+        bound = self._session_token.get(session)
+        if bound is None and token:  # a tags-only client whose first execution is its flush
+            bound = self._claim(ident, token)
+        if bound is None or flushed != bound:
+            self._warn_once(session, flushed, "flush",
+                            f"connect capture: session {session} (user {ident.user_id}) asked to end the run of "
+                            f"capture token {_shown(flushed)}, which is not its own: ignored")
+            return
+        if bound in self._ended:
+            return
+        self._finish_streams(bound)
+        self._finish(bound, None, ident)
+
+    def _warn_once(self, session: str, token: str, kind: str, message: str) -> None:
+        key = (session, str(token)[:100], kind)
+        if key in self._warned:
+            return
+        self._warned[key] = None
+        _bounded(self._warned)  # type: ignore[arg-type]
+        self._error(message)
+
+    def _sample_drops(self) -> tuple[int | None, int]:
+        """Read the drop counts now; remember them (with the time) when they changed."""
+        self._last_sample = time.monotonic()
+        now = (self._spark_dropped(), self.dropped)
+        if (self._drop_marks[-1][1], self._drop_marks[-1][2]) != now:
+            if len(self._drop_marks) == self._drop_marks.maxlen:
+                self._marks_truncated = True
+            self._drop_marks.append((time.time(), *now))
+        return now
+
+    def _marks_at(self, when: float | None) -> tuple[int | None, int]:
+        """The drop counts as they were at ``when`` (epoch seconds; ``None``: now). A count sampled after a drop
+        holds it, so drops after ``when`` are never in what this returns (a run's status may over-count, never
+        under-count); before the oldest mark kept: 0."""
+        if when is None:
+            return self._sample_drops()
+        marks = self._drop_marks
+        if when < marks[0][0]:
+            return (0, 0) if self._marks_truncated or marks[0][1] is not None else (None, 0)
+        for t, spark, own in reversed(marks):
+            if t <= when:
+                return spark, own
+        return marks[0][1], marks[0][2]
+
+    def _session_start(self, ident: ConnectIdentity) -> float | None:
+        """When Spark Connect started the session (epoch seconds), ``None`` when it cannot say (closed, other Spark)."""
+        try:
+            jvm = self.spark.sparkContext._jvm
+            pkg = jvm.org.apache.spark.sql.connect.service
+            holder = pkg.SparkConnectService.sessionManager().getIsolatedSessionIfPresent(
+                pkg.SessionKey(ident.user_id, ident.session_id))
+            if holder.isEmpty():
+                return None
+            return int(holder.get().getSessionHolderInfo().startTimeMs()) / 1000.0
+        except Exception:  # noqa: BLE001 - another Spark: the drops since the server saw the session
+            return None
+
+    def _spark_dropped(self) -> int | None:
+        """Events Spark's listener bus dropped from this capture's queue so far (``None``: not readable)."""
+        try:
+            bus = self.spark.sparkContext._jsc.sc().listenerBus()
+            counter = bus.metrics().metricRegistry().counter(f"queue.{self._bus_queue}.numDroppedEvents")
+            return int(counter.getCount())
+        except Exception:  # noqa: BLE001 - another Spark: drops are in Spark's log only
+            return None
 
     # -- streaming queries ------------------------------------------------------------------------
     def _streaming(self, spark: Any) -> Any:
@@ -336,9 +540,12 @@ class ConnectCapture:
         if run_id not in self._stream_runs:
             ident = self._stream_starts.get(run_id) or ConnectIdentity()
             session = qe.sparkSession()
-            token = _conf(session, TOKEN_CONF) or ident.token
-            if token:
-                self._stream_runs[run_id] = (token, _conf(session, TASK_RUN_CONF), ident)
+            token = ident.token or (self._session_token.get(ident.session_id) if ident.session_id else None)
+            if token is None and ident.session_id:
+                token = _conf(session, TOKEN_CONF)
+            key = self._claim(ident, token) if token and ident.session_id else None
+            if key:
+                self._stream_runs[run_id] = (key, _conf(session, TASK_RUN_CONF), ident)
             elif ident.session_id:
                 self._stream_runs[run_id] = (ident.folder_key(), ident.task_run(), ident)
             else:  # no Connect session: the server's own query
@@ -373,11 +580,10 @@ class ConnectCapture:
     def _run(self, key: str, task_run: str | None, ident: ConnectIdentity) -> _Run:
         run = self._runs.get(key)
         if run is None:
-            run = _Run(key=key, task_run=task_run, sink=None, dropped_at_start=self.dropped, identity=ident)
-            try:
-                run.sink = self._sink_factory(self.capture_dir, key, task_run)
-            except Exception as exc:  # noqa: BLE001 - reported in the log; the run has no folder
-                self._error(f"connect capture: cannot write to {self.capture_dir}/{key}: {exc!r}")
+            spark_mark, own_mark = self._session_marks.get(ident.session_id or "") or self._marks_at(None)
+            run = _Run(key=key, task_run=task_run, sink=None, dropped_at_start=own_mark, identity=ident,
+                       spark_dropped_at_start=spark_mark)
+            run.sink = self._open_sink(key, task_run)
             self._runs[key] = run
             while len(self._runs) > self._max_runs:
                 oldest = next(iter(self._runs))
@@ -396,21 +602,40 @@ class ConnectCapture:
         except Exception as exc:  # noqa: BLE001 - one write's record; the run's status says so
             run.problems.append(f"could not write the capture record of {record.command}: {exc}")
 
-    def _finish(self, key: str, problem: str | None) -> None:
+    def _open_sink(self, key: str, task_run: str | None) -> Any:
+        try:
+            folder_inside(self.capture_dir, key)
+            return self._sink_factory(self.capture_dir, key, task_run)
+        except Exception as exc:  # noqa: BLE001 - reported in the log; the run has no folder
+            self._error(f"connect capture: cannot write to {self.capture_dir}/{key}: {exc}")
+            return None
+
+    def _finish(self, key: str, problem: str | None, ident: ConnectIdentity | None = None) -> None:
         """Write the run's status envelope (what the client waits for) and forget the run."""
         run = self._runs.pop(key, None)
+        if valid_token(key):
+            self._ended[key] = None
+            _bounded(self._ended)  # type: ignore[arg-type]
         if run is None:  # a run that wrote nothing: its status still ends the client's wait
-            run = _Run(key=key, task_run=None, sink=None, dropped_at_start=self.dropped)
-            try:
-                run.sink = self._sink_factory(self.capture_dir, key, None)
-            except Exception as exc:  # noqa: BLE001 - nothing to write the status with
-                self._error(f"connect capture: cannot write the status of {key}: {exc!r}")
+            spark_mark, own_mark = self._session_marks.get(ident.session_id or "") if ident and ident.session_id \
+                and ident.session_id in self._session_marks else self._marks_at(None)
+            run = _Run(key=key, task_run=None, sink=None, dropped_at_start=own_mark, identity=ident,
+                       spark_dropped_at_start=spark_mark)
+            run.sink = self._open_sink(key, None)
+            if run.sink is None:
                 return
         if problem:
             run.problems.append(problem)
         if self.dropped > run.dropped_at_start:
             run.problems.append(f"{self.dropped - run.dropped_at_start} Spark event(s) dropped by the Connect server's "
                                 "capture queue while this run was active (server overloaded): writes may be missing")
+        spark_dropped = self._spark_dropped() if run.spark_dropped_at_start is not None else None
+        if spark_dropped is not None and run.spark_dropped_at_start is not None \
+                and spark_dropped > run.spark_dropped_at_start:
+            run.problems.append(
+                f"{spark_dropped - run.spark_dropped_at_start} Spark event(s) dropped by Spark's listener queue "
+                f"{self._bus_queue} while this run was active (server overloaded): writes may be missing; raise "
+                f"spark.scheduler.listenerbus.eventqueue.{self._bus_queue}.capacity on the server")
         ident = run.identity or ConnectIdentity()
         status = {
             "format_version": STATUS_FORMAT_VERSION,
@@ -448,6 +673,19 @@ class ConnectCapture:
 
 def _ignore(*_args: Any) -> None:
     return None
+
+
+def _shown(token: str | None) -> str:
+    """A client's token as a log shows it (bounded, printable)."""
+    text = repr(str(token))
+    return text if len(text) <= 80 else text[:77] + "...'"
+
+
+def _str(event: Any, name: str) -> str | None:
+    try:
+        return str(getattr(event, name)())
+    except Exception:  # noqa: BLE001 - a Spark without that field
+        return None
 
 
 def _bounded(mapping: collections.OrderedDict[str, Any], limit: int = 10_000) -> None:

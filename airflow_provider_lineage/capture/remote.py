@@ -21,7 +21,8 @@ How the driver writes (standard library and pyspark only: nothing to install on 
 2. for ``s3://``/``s3a://`` when the JVM has no S3 connector, a signed ``PutObject`` (AWS Signature V4,
    standard library) with the S3A settings Spark has (``spark.hadoop.fs.s3a.access.key``,
    ``.secret.key``, ``.session.token``, ``.endpoint``, ``.endpoint.region``) or the ``AWS_*`` environment;
-3. a shared local path (no scheme, ``file:``) with the standard library (temp file + rename).
+3. a shared local path (no scheme, ``file:``) with the standard library (temp file + rename; files and folders
+   follow the process's umask, e.g. ``umask 0027`` for a worker of the same group).
 
 No Airflow imports, no openlineage-python; pyspark only through the session handed in.
 """
@@ -33,13 +34,13 @@ import hmac
 import json
 import os
 import posixpath
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_lineage.capture.sink import temp_file
 from airflow_provider_lineage.lineage.record import CaptureRecord
 
 ENVELOPE_VERSION = 1
@@ -83,7 +84,7 @@ class LocalStore:
         os.makedirs(folder, exist_ok=True)
 
     def put(self, name: str, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
+        fd, tmp = temp_file(self.folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)

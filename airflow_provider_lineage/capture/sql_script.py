@@ -7,7 +7,8 @@
 
 so every write the statements make is captured like any PySpark application's. As ``spark-sql``:
 
-* the statements are split on ``;`` outside quotes, back-quoted identifiers and comments, and run in order
+* the statements are split on ``;`` outside quotes, back-quoted identifiers and comments (nested bracketed
+  comments too, as Spark's parser reads them: ``/* a /* b */ c; */`` is one comment), and run in order
   with ``spark.sql``; the first failing statement stops the script with a non-zero exit code;
 * a query's rows are printed tab-separated to stdout (the task log), streamed, never collected at once;
 * the session uses the Hive catalog when Spark has Hive support and ``spark.sql.catalogImplementation`` is
@@ -55,8 +56,7 @@ def split_statements(text: str) -> list[str]:
             i = end
             continue
         elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
+            end = _comment_end(text, i)
             buf.append(text[i:end])
             i = end
             continue
@@ -80,9 +80,26 @@ def _has_code(statement: str) -> bool:
     text = " ".join(lines)
     while "/*" in text:
         start = text.index("/*")
-        end = text.find("*/", start + 2)
-        text = text[:start] + (text[end + 2:] if end >= 0 else "")
+        text = text[:start] + text[_comment_end(text, start):]
     return bool(text.strip())
+
+
+def _comment_end(text: str, start: int) -> int:
+    """The index just past the bracketed comment opening at ``start``: Spark's comments nest
+    (``/* a /* b */ c */`` is one comment); an unclosed one runs to the end of the text."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        if text.startswith("/*", i):
+            depth += 1
+            i += 2
+        elif text.startswith("*/", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return n
 
 
 def parse_args(argv: list[str]) -> str:

@@ -4,8 +4,10 @@ The session runs on a Connect server started with ``python -m airflow_provider_l
 (:mod:`airflow_provider_lineage.capture.connect`), which writes each write's record under
 ``<capture_dir>/<token>/``. :class:`ConnectRun` is one task attempt there:
 
-1. :meth:`ConnectRun.begin`: sets the session conf ``spark.airflow_lineage.captureToken`` (and ``taskRun``) and
-   the client tag ``airflow_lineage_token:<token>`` on the new session, before the task's code runs;
+1. :meth:`ConnectRun.begin`: sets the session conf ``spark.airflow_lineage.taskRun``, the client tag
+   ``airflow_lineage_token:<token>`` and runs ``SET spark.airflow_lineage.captureToken=<token>`` on the new session,
+   before the task's code runs (the server sees that declaration in order with the session's writes, binds the
+   session to the run, and ends it with a status as soon as the session closes, even without a write);
 2. :meth:`ConnectRun.end`: ``SET spark.airflow_lineage.flush=<token>``, then waits (bounded by
    ``capture_drain_timeout``) for the status the server writes once every earlier write of the run is written;
 3. :meth:`ConnectRun.fetch`: reads the run's envelopes as cluster deploy mode does
@@ -92,9 +94,9 @@ class ConnectRun:
             log.warning("%s", self.problems[-1])
             return False
         try:
-            spark.conf.set(TOKEN_CONF, self.token)
             spark.conf.set(TASK_RUN_CONF, self.task_run)
             spark.addTag(TOKEN_TAG_PREFIX + self.token)
+            spark.sql(f"SET {TOKEN_CONF}={self.token}")  # an execution: the server binds the session to this run
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.problems.append(f"could not tag the Spark Connect session with this task run: {exc!r}")
             log.warning("%s", self.problems[-1])

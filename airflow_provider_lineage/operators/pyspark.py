@@ -112,14 +112,14 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         if self.conn_id:
             conn = _connection(self.conn_id)
             extras = dict(conn.extra_dejson or {})
-            if conn.conn_type == SparkConnectHook.conn_type:
-                url = SparkConnectHook(self.conn_id).get_connection_url()
+            if conn.conn_type == SparkConnectHook.conn_type:  # the connection's password is the server's token
+                url = _token_over_loopback(SparkConnectHook(self.conn_id).get_connection_url())
             elif conn.port:
                 url = f"{conn.host}:{conn.port}"
             elif conn.host:
                 url = conn.host
             for key, value in extras.items():
-                if key not in LINEAGE_EXTRAS:
+                if key not in LINEAGE_EXTRAS and key != SparkConnectHook.PARAM_USE_SSL:
                     conf[key] = str(value)
         if url.startswith("sc://"):
             conf["spark.remote"] = url
@@ -303,6 +303,24 @@ def _active_session() -> Any:
         return session._jsparkSession if session is not None else None
     except Exception:  # noqa: BLE001 - no classic pyspark: nothing shared
         return None
+
+
+def _token_over_loopback(url: str) -> str:
+    """``sc://127.0.0.1:P/;token=...`` as ``sc://localhost:P/;token=...`` (without ``use_ssl``): PySpark sends a token
+    without TLS to the host named ``localhost`` only, and would otherwise open a TLS channel the server does not
+    speak (the lineage Connect server on loopback, docs/lineage.md "Securing the Connect server")."""
+    import urllib.parse
+
+    head, sep, params = url.partition(";")
+    names = {p.split("=", 1)[0].lower() for p in params.split(";") if p}
+    if "token" not in names or "use_ssl" in names:
+        return url
+    parts = urllib.parse.urlsplit(head)
+    host = (parts.hostname or "").strip("[]")
+    if host not in ("127.0.0.1", "::1"):
+        return url
+    netloc = "localhost" + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)) + sep + params
 
 
 def _redacted(url: str) -> str:

@@ -49,6 +49,32 @@ FALLBACK_MESSAGE = (
 )
 
 
+def permission_denied(exc: BaseException) -> bool:
+    """Whether a store error is a refused read (local ``EACCES``/``EPERM``, an object store's access denied)."""
+    if isinstance(exc, PermissionError):
+        return True
+    text = str(exc).lower()
+    return any(s in text for s in ("permission denied", "[errno 13]", "access denied", "accessdenied", "forbidden",
+                                   "operation not permitted"))
+
+
+def _worker_user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except Exception:  # noqa: BLE001 - no passwd entry (containers): the id
+        return f"uid {os.geteuid()}" if hasattr(os, "geteuid") else "this worker's user"
+
+
+def permission_problem(what: str, where: str) -> str:
+    """The message for a capture file or folder this worker may not read (the fix: who must be able to read it)."""
+    return (f"{what} {where} cannot be read by this worker (permission denied for user {_worker_user()}): the Spark "
+            "driver or lineage Connect server that wrote it runs as another user; give this worker read access (a "
+            "group both users share and umask 0027 for the writer, or the store's access policy: docs/deploy.md, "
+            "'Shared capture locations')")
+
+
 def is_remote_uri(path: str | None) -> bool:
     return bool(path) and "://" in str(path) and str(path).split("://", 1)[0].lower() in REMOTE_SCHEMES
 
@@ -150,6 +176,9 @@ class RemoteCapture:
             infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
         except Exception as exc:  # noqa: BLE001 - the location went away after the job
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
+            if permission_denied(exc):
+                result.problems.append(permission_problem("the capture folder", self.folder) + "; no lineage for this run")
+                return result
             result.problems.append(f"cannot list the capture records at {self.folder} ({first}): no lineage for this run; "
                                    "check that the location is reachable from this worker")
             return result
@@ -173,6 +202,9 @@ class RemoteCapture:
                 if not isinstance(env, dict) or env.get("apl_capture") != remote.ENVELOPE_VERSION:
                     raise ValueError(f"not a capture envelope of version {remote.ENVELOPE_VERSION}")
             except Exception as exc:  # noqa: BLE001 - one bad file never costs the others
+                if permission_denied(exc):
+                    result.problems.append(permission_problem("capture record", where) + ": skipped")
+                    continue
                 result.problems.append(f"unreadable capture record {where} skipped (half written or corrupt: "
                                        f"{type(exc).__name__}: {str(exc)[:200]})")
                 continue

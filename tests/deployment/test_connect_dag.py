@@ -1,6 +1,6 @@
 """The Spark Connect example DAG on a real deployment (issue 38): api-server, scheduler, dag-processor and
-triggerer (the shared ``deployment`` fixture) with a lineage Connect server on loopback, as ``./dev.sh up`` runs
-them. The connection ``spark_connect_default`` is added through the REST API, as a user would; the tasks'
+triggerer (the shared ``deployment`` fixture) with a lineage Connect server on loopback that requires a token, as
+``./dev.sh up`` runs them (the connection's password is the token). The connection ``spark_connect_default`` is added through the REST API, as a user would; the tasks'
 sessions are remote, the server captures their writes, and each task reads its record back from the
 connection's ``capture_dir``: XCom, OpenLineage events with the task as parent, the run's lineage graph.
 """
@@ -27,9 +27,10 @@ CONN_ID = "spark_connect_default"
 @pytest.fixture(scope="module")
 def connect_run(deployment: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("connect-dag")
-    with connect_server(base / "server") as server:
+    with connect_server(base / "server", token=True) as server:  # as ./dev.sh up: the server requires a token
         conn = {"connection_id": CONN_ID, "conn_type": "spark_connect", "host": "sc://127.0.0.1",
-                "port": server.port, "extra": json.dumps({"capture_dir": str(server.capture_dir)})}
+                "port": server.port, "password": server.token,
+                "extra": json.dumps({"capture_dir": str(server.capture_dir)})}
         with deployment.client("admin") as client:
             client.delete(f"/api/v2/connections/{CONN_ID}")
             client.post("/api/v2/connections", json=conn).raise_for_status()

@@ -72,6 +72,22 @@ class TestArguments:
         assert conf["spark.remote"] == "sc://127.0.0.1:15002/;user_id=alice" and "spark.master" not in conf
         assert extras == {"capture_dir": "/srv/capture"}
 
+    def test_the_connections_password_is_the_servers_token(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Issue 47: the token goes to the session (to ``localhost`` for a loopback IP: PySpark sends a token without
+        TLS only there); ``use_ssl`` is a connection parameter, not a Spark property; the log never shows it."""
+        from airflow_provider_lineage.operators.pyspark import _redacted
+
+        for conn_id, host, extra, url in (
+                ("apl_tok", "sc://127.0.0.1", {}, "sc://localhost:15002/;token=s3cr-t"),
+                ("apl_tls", "sc://lineage.example.com", {"use_ssl": True},
+                 "sc://lineage.example.com:15002/;token=s3cr-t;use_ssl=True")):
+            monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(
+                {"conn_type": "spark_connect", "host": host, "port": 15002, "password": "s3cr-t",
+                 "extra": {"capture_dir": "/c", **extra}}))
+            conf, _ = PySparkLineageOperator(task_id="t", python_callable=_fn, conn_id=conn_id).spark_settings()
+            assert conf["spark.remote"] == url and "use_ssl" not in conf
+            assert "token" not in _redacted(conf["spark.remote"])
+
     def test_the_provider_registers_the_task_decorator(self) -> None:
         from airflow.providers_manager import ProvidersManager
         from airflow.sdk import task

@@ -6,7 +6,8 @@
   and ends with XCom ``lineage_outputs`` / ``column_lineage``, events with the task as parent, an asset event;
 * two tasks at once (two processes, ``tests/operators/dags/connect_pair.py``) on the one server, their writes
   interleaved: each task gets exactly its own writes;
-* a client that is not an Airflow task (no token): still recorded, under ``connect-<user>-<session>``;
+* a client that is not an Airflow task (no capture token): still recorded, under ``connect-<user>-<session>``;
+* the server requires a token (as ``./dev.sh up`` starts it): the tasks pass the connection's password;
 * SIGTERM stops the server cleanly (exit 0, its runs ended).
 """
 from __future__ import annotations
@@ -35,13 +36,15 @@ TASK = "customer_totals"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    with connect_server(tmp_path_factory.mktemp("connect")) as srv:
+    """A server that requires a token, as ``./dev.sh up`` starts it: every task below reaches it through the
+    ``spark_connect`` connection whose password is the token (issue 47)."""
+    with connect_server(tmp_path_factory.mktemp("connect"), token=True) as srv:
         yield srv
 
 
 def _conn(server: ConnectServer, capture_dir: Path | None = None) -> str:
     return json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": server.port,
-                       "extra": {"capture_dir": str(capture_dir or server.capture_dir)}})
+                       "password": server.token, "extra": {"capture_dir": str(capture_dir or server.capture_dir)}})
 
 
 def _xcom(dag_id: str, run_id: str, task_id: str, key: str) -> Any:
@@ -185,7 +188,7 @@ def test_a_client_without_tags_is_still_recorded(server: ConnectServer, tmp_path
     from airflow_provider_lineage.operators.pyspark import _CONNECT_ENV, _restore_environ
 
     saved = {k: os.environ.get(k) for k in _CONNECT_ENV}  # pyspark leaves Connect mode set in os.environ
-    spark = SparkSession.builder.remote(f"{server.url}/;user_id=carol").create()
+    spark = SparkSession.builder.remote(f"{server.url};user_id=carol").create()
     try:
         session_id = spark.client._session_id
         spark.range(3).selectExpr("id AS k", "id * 10 AS v").write.mode("overwrite").parquet(str(tmp_path / "plain"))

@@ -314,3 +314,52 @@ class TestClusterSubmission:
         assert "falling back to the driver emitting the events itself" in text
         assert _confs(cmd)["spark.airflow_lineage.emit"] == "true"
         assert "testing" not in " ".join(cmd)  # no credential on the command line
+
+
+class TestPermissions:
+    """A worker that runs as another user than the writer (issue 47): said plainly, never 'corrupt'."""
+
+    @staticmethod
+    def _fetch_as_nobody(capture_dir: Path, token: str, into: Path) -> rc.FetchResult:
+        """The worker's fetch with the file-access rights of user ``nobody`` (the effective uid, restored after):
+        as root nothing is refused, and this machine's Python lives where ``nobody`` cannot run it."""
+        import os
+
+        if os.geteuid() != 0:
+            pytest.skip("reads as another user: needs root to take the rights of 'nobody'")
+        cap = rc.RemoteCapture(str(capture_dir), task_run="ns/d.t/r", token=token, keep=True)
+        cap.fetch(str(into) + "-warm")  # every lazy import done while the stdlib is reachable
+        into.mkdir(mode=0o777)
+        into.chmod(0o777)
+        os.setegid(65534)
+        os.seteuid(65534)
+        try:
+            return cap.fetch(str(into))
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+
+    def test_a_private_record_is_named_as_a_permission_problem_and_the_others_are_used(self) -> None:
+        import os
+        import shutil
+        import tempfile
+
+        base = Path(tempfile.mkdtemp(prefix="apl-perm-", dir="/tmp"))
+        try:
+            base.chmod(0o755)
+            token = "run-" + "a" * 32
+            old = os.umask(0o022)
+            try:
+                sink = remote.RemoteSink(str(base / "cap"), token, task_run="ns/d.t/r")
+                _write_run(sink, 2)
+            finally:
+                os.umask(old)
+            private = min((base / "cap" / token).glob("000001-*.json"))
+            private.chmod(0o600)  # what every record was before issue 47 (tempfile's mode)
+            res = self._fetch_as_nobody(base / "cap", token, base / "into")
+            assert res.records == 1 and res.status_found  # the readable ones are used
+            problems = [p for p in res.problems if private.name in p]
+            assert len(problems) == 1 and "permission denied for user nobody" in problems[0], res.problems
+            assert "corrupt" not in problems[0]
+        finally:
+            shutil.rmtree(base, ignore_errors=True)

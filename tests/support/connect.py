@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dev.deploy import connect_server_command, free_port
+from dev.deploy import connect_server_command, free_port, write_token_file
 
 READY = "ready; capture records go to"
 
@@ -26,9 +26,13 @@ class ConnectServer:
     capture_dir: Path
     log: Path
     proc: subprocess.Popen[bytes]
+    token: str | None = None
 
     @property
     def url(self) -> str:
+        """What a client connects with (``localhost`` with the token: PySpark sends a token without TLS there only)."""
+        if self.token:
+            return f"sc://localhost:{self.port}/;token={self.token}"
         return f"sc://127.0.0.1:{self.port}"
 
     def log_text(self) -> str:
@@ -51,18 +55,27 @@ class ConnectServer:
 
 
 @contextlib.contextmanager
-def connect_server(base: Path, timeout: float = 300) -> Iterator[ConnectServer]:
-    """A started lineage Connect server writing to ``base/capture`` (its log: ``base/connect-server.log``)."""
+def connect_server(base: Path, timeout: float = 300, *, token: bool = False,
+                   conf: dict[str, str] | None = None) -> Iterator[ConnectServer]:
+    """A started lineage Connect server writing to ``base/capture`` (its log: ``base/connect-server.log``); with
+    ``token``, clients must present a generated one (``server.token``, in ``server.url``)."""
     base.mkdir(parents=True, exist_ok=True)
     capture = base / "capture"
     port = free_port()
     log = base / "connect-server.log"
+    token_file = base / "connect-server.token" if token else None
+    secret = write_token_file(token_file) if token_file else None
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
+    command = connect_server_command(port, str(capture), master="local[2]",
+                                     token_file=str(token_file) if token_file else None)
+    for key, value in (conf or {}).items():
+        command += ["--conf", f"{key}={value}"]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(connect_server_command(port, str(capture), master="local[2]"), env=env, cwd=base,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    server = ConnectServer(port, capture, log, proc)
+        proc = subprocess.Popen(command, env=env, cwd=base, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    server = ConnectServer(port, capture, log, proc, secret)
     try:
         deadline = time.monotonic() + timeout
         while READY not in server.log_text():

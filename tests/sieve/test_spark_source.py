@@ -64,6 +64,20 @@ def test_register_accepts_41_and_turns_pushdown_on(registered) -> None:
     assert registered.conf.get(sieve_spark.PUSHDOWN_CONF) == "true"
 
 
+def test_register_can_leave_the_session_setting_alone(spark, part_table) -> None:
+    spark.conf.set(sieve_spark.PUSHDOWN_CONF, "false")
+    try:
+        sieve_spark.register(spark, enable_pushdown=False)
+        assert spark.conf.get(sieve_spark.PUSHDOWN_CONF) == "false"
+        with pytest.raises(Exception, match="DATA_SOURCE_PUSHDOWN_DISABLED"):
+            spark.read.format("sieve").load(part_table).where("k = 2").collect()
+        sieve_spark.register(spark)
+        assert spark.conf.get(sieve_spark.PUSHDOWN_CONF) == "true"
+        assert _rows(spark.read.format("sieve").load(part_table).where("k = 2")) == [(2, 0, 2), (2, 1, 1)]
+    finally:
+        spark.conf.set(sieve_spark.PUSHDOWN_CONF, "true")
+
+
 # ---- each filter kind through real Spark -------------------------------------------------------------
 CASES = [  # condition, files the scan reads (one input partition each)
     ("k = 2", 2),

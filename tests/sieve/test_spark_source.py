@@ -455,3 +455,25 @@ def test_plans_of_one_relation_read_each_others_files(wide_table) -> None:
     alone = other.reader(other.schema())
     alone.pushFilters([D.EqualTo(("k",), 1203)])
     assert [(p.path.rsplit("/", 1)[1], p.filter_rows) for p in alone.partitions()] == [("f1.parquet", True)]
+
+
+def test_underscore_columns_are_indexed_and_folders_without_an_index_are_not(registered, tmp_path) -> None:
+    """An index on ``_id`` prunes; an empty ``_sieve/k`` folder (a build that never committed) is no index:
+    Spark keeps its filter, and the answer is ``spark.read.parquet``'s."""
+    spark = registered
+    root = str(tmp_path / "under")
+    os.makedirs(root)
+    for i in range(3):
+        pq.write_table(pa.table({"_id": pa.array([i * 10, i * 10 + 1], pa.int64()),
+                                 "k": pa.array([i, i], pa.int64())}), f"{root}/f{i}.parquet")
+    S.build(None, root, "_id")
+    os.makedirs(f"{root}/_sieve/k")
+    df = spark.read.format("sieve").load(root).where("_id = 11")
+    assert df.rdd.getNumPartitions() == 1
+    assert _rows(df) == _rows(spark.read.parquet(root).where("_id = 11")) == [(11, 1)]
+    assert _rows(S.read(spark, root, "_id", S.Eq(11))) == [(11, 1)]
+    reader = _reader(root)
+    kept = reader.pushFilters([D.EqualTo(("k",), 1), D.EqualTo(("_id",), 11)])
+    assert kept == [D.EqualTo(("k",), 1)]  # not an index: Spark filters k
+    assert _rows(spark.read.format("sieve").load(root).where("k = 1")) == \
+        _rows(spark.read.parquet(root).where("k = 1"))

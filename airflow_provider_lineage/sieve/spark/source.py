@@ -97,8 +97,8 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     base = root.rstrip("/") + "/" + INDEX_FOLDER
     if is_local(root):
-        try:
-            names = [e.name for e in os.scandir(base) if e.is_dir()]
+        try:  # a folder is an index only once a build committed a manifest in it
+            names = [e.name for e in os.scandir(base) if e.is_dir() and _has_manifest(e.path)]
         except (FileNotFoundError, NotADirectoryError):
             names = []
     else:
@@ -112,7 +112,7 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
             infos = []
         names = [posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.Directory]
     for name in names:
-        if not name.startswith((".", "_")):
+        if not name.startswith("."):  # "_x" is the index of column _x
             out[name] = f"{base}/{name}"
     text = _options(options).get("indexpaths")
     if text:
@@ -126,6 +126,14 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
                              '{"customer_id": "/indexes/sales/customer_id"}')
         out.update({str(k): normalize(v) for k, v in extra.items()})
     return out
+
+
+def _has_manifest(folder: str) -> bool:
+    """Whether a local index folder holds a committed version (a failed or running first build has none)."""
+    try:
+        return any(n.startswith("manifest-") and n.endswith(".json") for n in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def _columns_option(options: dict[str, str]) -> list[str] | None:

@@ -59,19 +59,58 @@ def _path(relation: str) -> str:
     return os.path.join(folder, relation + ".jsonl")
 
 
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): the scans of one query are planned one after the other
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
 @contextmanager
 def _locked(path: str) -> Iterator[int]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+    """The record file, opened and locked; reopened when :func:`_prune` removed it meanwhile."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        _lock(fd)
         try:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except ImportError:  # no fcntl (Windows): planning of one relation is sequential within a query
-            pass
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
         yield fd
     finally:
         os.close(fd)  # releases the lock
+
+
+def _prune(folder: str, keep: str, older_than: float) -> None:
+    """Remove the records of relations not planned for ``older_than`` seconds (under each one's lock)."""
+    limit = time.time() - older_than
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if name == keep or not name.endswith(".jsonl"):
+            continue
+        try:
+            if os.stat(path).st_mtime >= limit:
+                continue
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            _lock(fd)
+            if os.fstat(fd).st_mtime < limit:
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _read_all(fd: int) -> list[dict]:
@@ -98,6 +137,8 @@ def merge(relation: str, plan: str, started: float, paths: list[str]) -> set[str
     that ended at or after ``started - WINDOW_SECONDS`` (``started``: ``time.time()`` when this plan
     began). Plans older than the window are dropped from the record."""
     path = _path(relation)
+    if not os.path.exists(path):  # a new relation: forget those not planned for an hour
+        _prune(os.path.dirname(path), os.path.basename(path), 3600.0)
     now = time.time()
     with _locked(path) as fd:
         entries = _read_all(fd)

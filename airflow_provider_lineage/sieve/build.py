@@ -216,6 +216,16 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             raise SieveError(f"{column!r} is a partition column of {table}: Spark already prunes partitions "
                              "by it; index a data column instead")
     store = IndexStore(index_location(ref, column, index_path))
+    with store.removing_new_folder_on_error():  # a failed first build leaves no folder behind
+        return _build_segments_or_hashed(spark, ref, files, column, store, structure, engine, error_bound,
+                                         max_segment_keys, mode, keep_versions, gap_factor, rows_per_partition,
+                                         fpp, t0)
+
+
+def _build_segments_or_hashed(spark: Any, ref: TableRef, files: list[FileEntry], column: str, store: IndexStore,
+                              structure: str, engine: str, error_bound: int, max_segment_keys: int, mode: str,
+                              keep_versions: int, gap_factor: float, rows_per_partition: int, fpp: float,
+                              t0: float) -> IndexStats:
     store.check_writable()  # before any Spark work
     sink = ColumnSink(store, error_bound)
     seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)

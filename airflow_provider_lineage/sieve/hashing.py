@@ -188,8 +188,11 @@ def hash_of_value(kt: KeyType, value: Any) -> int | None:
         raw = kt._value_bytes(value)
         return int(xxh64_binary(pa.array([raw], pa.large_binary()))[0])
     key, exact = kt.encode(value)
-    if not exact or not -(1 << 63) <= key < (1 << 63):
+    if not exact:
         return None
+    # keys beyond int64 (uint64, DECIMAL(38) unscaled values) hash their low 64 bits, as the build does
+    # (:func:`_low_longs`): keys that share them share a hash (a false positive, never a lost file)
+    key = ((key + (1 << 63)) % (1 << 64)) - (1 << 63)
     return int(xxh64_longs(np.asarray([key], np.int64))[0])
 
 

@@ -263,7 +263,9 @@ def _floor_exact(x: Fraction) -> tuple[int, bool]:
     return fl, fl == x
 
 
-def _unscaled(v: decimal.Decimal, scale: int) -> int:
+def _unscaled(v: decimal.Decimal | int, scale: int) -> int:
+    if isinstance(v, int):  # an unsigned 64-bit column read as DECIMAL(20, 0), as Spark reads it
+        return v * 10**scale
     sign, digits, exp = v.as_tuple()
     n = int("".join(map(str, digits))) if digits else 0
     shift = exp + scale

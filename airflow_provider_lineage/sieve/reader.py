@@ -9,6 +9,7 @@ without running a Spark job. A column the table does not have is a :class:`.erro
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import logging
 import warnings
 from typing import Any
@@ -40,6 +41,10 @@ def _literal(value: Any, kt: KeyType) -> Any:
         return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
     if kt.kind == "date" and isinstance(value, dt.datetime):
         return F.lit(value.isoformat(sep=" ")).cast("timestamp")
+    if kt.kind == "date" and isinstance(value, dt.date):
+        return F.lit(value.isoformat()).cast("date")  # py4j's java.sql.Date fails before year 1000 or so
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return F.lit(decimal.Decimal(value))  # beyond BIGINT (uint64, DECIMAL(38) keys): py4j sends a long
     return F.lit(value)
 
 

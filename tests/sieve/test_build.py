@@ -232,3 +232,20 @@ def test_column_sink_keeps_the_entries_a_segment_sink_would(tmp_path) -> None:
     back = S_storage.IndexStore(store.path).read_segment_list(store.write_segment_list(cols.segment_list()))
     assert [(m.s_min, m.b_size, m.locations.tolist()) for m in back] == \
         [(m.s_min, m.b_size, m.locations.tolist()) for m in got]
+
+
+# ---- an index is what it says (issue 48) ---------------------------------------------------------------
+def test_a_failed_build_leaves_no_folder_behind(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"f": pa.array([1.5, 2.5]), "k": pa.array([1, 2], pa.int64())}), str(root / "a.parquet"))
+    with pytest.raises(S.UnsupportedKeyType):
+        S.build(None, str(root), "f")
+    assert not (root / "_sieve").exists()  # neither _sieve/f nor an emptied _sieve
+    S.build(None, str(root), "k")
+    with pytest.raises(S.UnsupportedKeyType):
+        S.build(None, str(root), "f")
+    assert sorted(os.listdir(root / "_sieve")) == ["k"]  # the other index and its folder stay

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -125,3 +128,116 @@ def test_statistics_prune_only_integers_and_dates(tmp_path) -> None:
     assert row_group_may_match([Cond("f", "gt", 5.0)], rg, names, types)  # NaN > 5 in Spark
     assert row_group_may_match([Cond("s", "gt", "z")], rg, names, types)
     assert row_group_may_match([Cond("k", "eq", dt.date(2024, 1, 1))], rg, names, types)  # another type
+
+
+# ---- only what can be decided exactly is pushed (issue 48) ----------------------------------------------
+def test_exact_refuses_what_python_cannot_decide_as_spark(monkeypatch) -> None:
+    from pyspark.sql import types as T
+
+    from airflow_provider_lineage.sieve.spark import filters as F
+
+    monkeypatch.setattr(F, "_EXACT_DECODING", False)
+    assert F.exact(Cond("k", "gt", -1), T.ShortType())
+    assert F.exact(Cond("k", "eq", 2**63 - 1), T.LongType())
+    assert not F.exact(Cond("k", "eq", 300), T.ByteType())  # out of the column's range: Spark decides
+    assert not F.exact(Cond("k", "eq", True), T.LongType())
+    for op in ("eq", "gt", "lt", "in"):  # NaN = NaN and NaN above every value in Spark
+        assert not F.exact(Cond("x", op, (1.0,) if op == "in" else 1.0), T.DoubleType())
+        assert not F.exact(Cond("x", op, (1.0,) if op == "in" else 1.0), T.FloatType())
+    big = Decimal(1234567890123456789012345678901)  # 31 digits: PySpark's decoding may have rounded it
+    assert not F.exact(Cond("d", "eq", big), T.DecimalType(38, 0))
+    assert not F.exact(Cond("d", "in", (Decimal(1), big)), T.DecimalType(38, 0))
+    assert F.exact(Cond("d", "eq", Decimal("12.5")), T.DecimalType(10, 1))
+    assert not F.exact(Cond("d", "eq", Decimal("12.55")), T.DecimalType(10, 1))  # more scale than the column
+    assert not F.exact(Cond("d", "eq", Decimal("NaN")), T.DecimalType(10, 1))
+    monkeypatch.setattr(F, "_EXACT_DECODING", True)  # decoded exactly in Spark's planner: taken
+    assert F.exact(Cond("d", "eq", big), T.DecimalType(38, 0))
+    assert not F.exact(Cond("day", "eq", dt.datetime(2024, 1, 1)), T.DateType())
+    assert F.exact(Cond("day", "eq", dt.date(1, 1, 1)), T.DateType())
+    assert not F.exact(Cond("s", "eq", "a"), T.StringType("UTF8_LCASE"))  # collations compare otherwise
+    assert F.exact(Cond("s", "starts_with", "a"), T.StringType())
+    assert F.exact(Cond("k", "is_null"), T.LongType())
+    assert not F.exact(Cond("k", "is_null"), T.DoubleType())
+
+
+def test_exact_decoding_turns_undecodable_filters_into_placeholders(monkeypatch) -> None:
+    import sys
+    import types
+
+    from airflow_provider_lineage.sieve.spark import filters as F
+
+    calls = []
+
+    def decode(json_dict):
+        calls.append(json_dict)
+        if json_dict["name"] == "bad":
+            raise OverflowError("year -1 is out of range")
+        import decimal
+
+        return decimal.Decimal(10**35 + 1) * decimal.Decimal(1)  # rounded under the default 28-digit context
+
+    fake = types.ModuleType(F._PLANNER_MODULE)
+    fake.deserializeFilter = decode
+    monkeypatch.setitem(sys.modules, F._PLANNER_MODULE, fake)
+    monkeypatch.setattr(F, "_EXACT_DECODING", False)
+    assert F.exact_decoding() and F._EXACT_DECODING
+    assert fake.deserializeFilter({"name": "ok"}) == 10**35 + 1
+    bad = fake.deserializeFilter({"name": "bad", "columnPath": ["d"]})
+    assert isinstance(bad, F.Undecodable) and bad.attribute == ("d",) and from_spark(bad) is None
+    once = fake.deserializeFilter
+    F.exact_decoding()
+    assert fake.deserializeFilter is once  # idempotent
+
+
+def _spark_rows(df) -> list:
+    return sorted(repr(tuple(r)) for r in df.collect())  # repr: NaN equals NaN
+
+
+def test_spark_answers_what_the_index_cannot_decide(spark, tmp_path) -> None:
+    """Unsigned and narrower file types, DECIMAL(38) beyond 28 digits, dates outside Python's range and
+    DOUBLE NaN: ``format("sieve")`` and ``S.read`` give ``spark.read.parquet``'s rows, never an error."""
+    from airflow_provider_lineage.sieve import spark as sieve_spark
+
+    sieve_spark.register(spark)
+    big = Decimal(1234567890123456789012345678901)
+    near = Decimal(1234567890123456789012345678900)  # rounds to big's 28 digits, as does big
+    tables = {
+        "u8": ([pa.array([1, 200], pa.uint8()), pa.array([3, 4], pa.uint8())], "x > -1", S.Range(-1, None, False)),
+        "u64": ([pa.array([1, 2**64 - 1], pa.uint64()), pa.array([3, 4], pa.uint64())],
+                "x = 18446744073709551615", S.Eq(2**64 - 1)),
+        "mixed": ([pa.array([1, 2**40], pa.int64()), pa.array([3, 4], pa.int32())], "x IN (3, 1099511627776)",
+                  S.In([3, 2**40])),
+        "dec": ([pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
+                f"x = {big}", S.Eq(big)),
+        "dec_in": ([pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
+                   f"x IN ({near}, 7)", S.In([near, 7])),
+        "date": ([pa.array([dt.date(2020, 1, 1), dt.date(1, 1, 1)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
+                 "x > date'-0001-01-01'", S.Range(dt.date(1, 1, 1), None)),
+        "date_hi": ([pa.array([dt.date(2020, 1, 1), dt.date(9999, 12, 31)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
+                    "x < date'+10000-01-01'", S.Range(None, dt.date(9999, 12, 31))),
+    }
+    for name, (arrays, where, pred) in tables.items():
+        root = str(tmp_path / name)
+        for i, arr in enumerate(arrays):
+            os.makedirs(root, exist_ok=True)
+            pq.write_table(pa.table({"x": arr, "v": pa.array(range(len(arr)), pa.int64())}), f"{root}/f{i}.parquet")
+        S.build(None, root, "x")
+        expected = _spark_rows(spark.read.parquet(root).where(where))
+        assert expected, name
+        assert _spark_rows(spark.read.format("sieve").load(root).where(where)) == expected, name
+        assert _spark_rows(S.read(spark, root, "x", pred)) == expected, name
+    # DOUBLE with NaN: no index can key it; an index passed for it (indexPaths) must not decide NaN
+    root = str(tmp_path / "nan")
+    os.makedirs(root)
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "x": pa.array([1.0, float("nan")])}), f"{root}/a.parquet")
+    pq.write_table(pa.table({"k": pa.array([3], pa.int64()), "x": pa.array([2.0])}), f"{root}/b.parquet")
+    S.build(None, root, "k")
+    df = spark.read.format("sieve").option("indexPaths", json.dumps({"x": f"{root}/_sieve/k"})).load(root)
+    # (Spark's own Parquet push-down skips the NaN row for x = 'NaN': row-group statistics leave NaN out)
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    try:
+        for where in ("x = 'NaN'", "x > 1.5", "x >= 'NaN'", "x IN (1.0, 'NaN')", "x <=> 'NaN'"):
+            expected = _spark_rows(spark.read.parquet(root).where(where))
+            assert expected and _spark_rows(df.where(where)) == expected, where
+    finally:
+        spark.conf.unset("spark.sql.parquet.filterPushdown")

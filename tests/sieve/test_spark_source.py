@@ -64,6 +64,20 @@ def test_register_accepts_41_and_turns_pushdown_on(registered) -> None:
     assert registered.conf.get(sieve_spark.PUSHDOWN_CONF) == "true"
 
 
+def test_register_can_leave_the_session_setting_alone(spark, part_table) -> None:
+    spark.conf.set(sieve_spark.PUSHDOWN_CONF, "false")
+    try:
+        sieve_spark.register(spark, enable_pushdown=False)
+        assert spark.conf.get(sieve_spark.PUSHDOWN_CONF) == "false"
+        with pytest.raises(Exception, match="DATA_SOURCE_PUSHDOWN_DISABLED"):
+            spark.read.format("sieve").load(part_table).where("k = 2").collect()
+        sieve_spark.register(spark)
+        assert spark.conf.get(sieve_spark.PUSHDOWN_CONF) == "true"
+        assert _rows(spark.read.format("sieve").load(part_table).where("k = 2")) == [(2, 0, 2), (2, 1, 1)]
+    finally:
+        spark.conf.set(sieve_spark.PUSHDOWN_CONF, "true")
+
+
 # ---- each filter kind through real Spark -------------------------------------------------------------
 CASES = [  # condition, files the scan reads (one input partition each)
     ("k = 2", 2),
@@ -184,8 +198,8 @@ def test_partitioned_table_types_as_sparks_parquet_reader(registered, tmp_path) 
         ("at = TIMESTAMP'2024-01-01 01:00:00'", 1),
         ("n = 2", 1),
         ("s = 'b c'", 1),
-    ]:
-        got = df.where(condition)
+    ]:  # a DataFrame per query: one reused within seconds reads its earlier scans' files too (.plans)
+        got = spark.read.format("sieve").load(root).where(condition)
         assert got.rdd.getNumPartitions() == files, condition
         assert _rows(got) == _rows(full.where(condition)), condition
 
@@ -203,10 +217,13 @@ def test_load_reads_wide_scans_natively(registered, part_table) -> None:
 
 
 # ---- the planner and reader in this process: random tables and filters -------------------------------
-def _reader(root: str, **options: str) -> SieveReader:
+def _reader(root: str, shared: bool = False, **options: str) -> SieveReader:
+    """The planner as Spark runs it; ``shared=False``: as on a Spark that keeps one read per scan."""
     opts = {"path": root, **options}
     source = SieveDataSource(opts)
-    return source.reader(source.schema())
+    reader = source.reader(source.schema())
+    reader.shared = shared and reader.shared
+    return reader
 
 
 def _scan(reader: SieveReader, filters: list[Any]) -> tuple[list[tuple], list[Any], list[str]]:
@@ -333,7 +350,7 @@ def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
             df = spark.read.format("sieve").load(root)
             assert [f.name for f in df.schema.fields] == ["k", "v", "day"]
             for condition, expected in [("k = 12", {(12, 1), (12, 2)}), ("k >= 44", {(44, 4)}), ("k IS NULL", {(None, 2)})]:
-                got = df.where(condition)
+                got = spark.read.format("sieve").load(root).where(condition)  # a DataFrame per query (.plans)
                 assert {(r.k, r.day.day) for r in got.collect()} == expected, condition
                 assert got.rdd.getNumPartitions() == len(expected), condition
             put_parquet(f"{root}/day=2024-01-05/part-9.parquet", [12])  # stale: read as unindexed
@@ -378,3 +395,85 @@ def test_reader_worker_imports_no_planner_modules_and_keeps_no_zip_importers(par
                          capture_output=True, check=True).stdout.decode().split(None, 1)
     assert out[0] == "1"  # the one row with k = 2 in a.parquet
     assert out[1].strip() == "[] 0"
+
+
+# ---- Spark 4.1 keeps one planned read per relation (issue 48) -----------------------------------------
+@pytest.fixture()
+def wide_table(tmp_path) -> str:
+    """Six files, each holding keys i*1000+6 and i*1000+203; ``k`` indexed."""
+    root = str(tmp_path / "wide")
+    os.makedirs(root)
+    for i in range(6):
+        pq.write_table(pa.table({"k": pa.array([i * 1000 + 6, i * 1000 + 203], pa.int64()), "v": [1, 2]}),
+                       f"{root}/f{i}.parquet")
+    S.build(None, root, "k")
+    return root
+
+
+def test_a_relation_scanned_twice_in_one_query_answers_as_parquet(registered, wide_table) -> None:
+    """Union, self-join, EXISTS and a temporary view scanned twice: Spark 4.1 reads every scan of the
+    relation with the read planned last; the answer is still ``spark.read.parquet``'s, through
+    ``format("sieve")`` and through ``S.read``."""
+    spark = registered
+    df = spark.read.format("sieve").load(wide_table)
+    pdf = spark.read.parquet(wide_table)
+    cases = [
+        (df.where("k = 6").union(df.where("k = 1203")), pdf.where("k = 6").union(pdf.where("k = 1203"))),
+        (df.where("k = 6").alias("a").join(df.where("k = 1006").alias("b"), "v"),
+         pdf.where("k = 6").alias("a").join(pdf.where("k = 1006").alias("b"), "v")),
+    ]
+    for got, expected in cases:
+        assert _rows(expected) and _rows(got) == _rows(expected)
+    df.createOrReplaceTempView("sieve_twice")
+    pdf.createOrReplaceTempView("parquet_twice")
+    for sql in ("SELECT * FROM {t} a WHERE k = 6 AND EXISTS (SELECT 1 FROM {t} b WHERE b.k = 1006 AND b.v = a.v)",
+                "SELECT * FROM {t} WHERE k = 6 UNION ALL SELECT * FROM {t} WHERE k = 5203"):
+        expected = _rows(spark.sql(sql.format(t="parquet_twice")))
+        assert expected and _rows(spark.sql(sql.format(t="sieve_twice"))) == expected, sql
+    a, b = S.read(spark, wide_table, "k", S.Eq(6)), S.read(spark, wide_table, "k", S.Eq(1203))
+    assert _rows(a.union(b)) == _rows(pdf.where("k = 6").union(pdf.where("k = 1203")))
+    # a DataFrame per query still reads only its own files
+    assert spark.read.format("sieve").load(wide_table).where("k = 6").rdd.getNumPartitions() == 1
+
+
+def test_plans_of_one_relation_read_each_others_files(wide_table) -> None:
+    """The planner under Spark 4.1: the later plan of a relation reads the earlier plan's files too and
+    filters no row (Spark does, as the plan claims no filter); a new relation starts afresh."""
+    source = SieveDataSource({"path": wide_table})
+    first, second = source.reader(source.schema()), source.reader(source.schema())
+    assert first.shared and second.shared
+    one = D.EqualTo(("k",), 6)
+    assert first.pushFilters([one]) == [one]  # claimed none: Spark filters every row again
+    assert [p.path.rsplit("/", 1)[1] for p in first.partitions()] == ["f0.parquet"]
+    second.pushFilters([D.EqualTo(("k",), 1203)])
+    parts = second.partitions()
+    assert [p.path.rsplit("/", 1)[1] for p in parts] == ["f0.parquet", "f1.parquet"]
+    assert not any(p.filter_rows for p in parts)
+    rows = [r for p in parts for batch in second.read(p) for r in batch.to_pylist()]
+    assert sorted(r["k"] for r in rows) == [6, 203, 1006, 1203]  # every row: Spark's filters decide
+    other = SieveDataSource({"path": wide_table})
+    alone = other.reader(other.schema())
+    alone.pushFilters([D.EqualTo(("k",), 1203)])
+    assert [(p.path.rsplit("/", 1)[1], p.filter_rows) for p in alone.partitions()] == [("f1.parquet", True)]
+
+
+def test_underscore_columns_are_indexed_and_folders_without_an_index_are_not(registered, tmp_path) -> None:
+    """An index on ``_id`` prunes; an empty ``_sieve/k`` folder (a build that never committed) is no index:
+    Spark keeps its filter, and the answer is ``spark.read.parquet``'s."""
+    spark = registered
+    root = str(tmp_path / "under")
+    os.makedirs(root)
+    for i in range(3):
+        pq.write_table(pa.table({"_id": pa.array([i * 10, i * 10 + 1], pa.int64()),
+                                 "k": pa.array([i, i], pa.int64())}), f"{root}/f{i}.parquet")
+    S.build(None, root, "_id")
+    os.makedirs(f"{root}/_sieve/k")
+    df = spark.read.format("sieve").load(root).where("_id = 11")
+    assert df.rdd.getNumPartitions() == 1
+    assert _rows(df) == _rows(spark.read.parquet(root).where("_id = 11")) == [(11, 1)]
+    assert _rows(S.read(spark, root, "_id", S.Eq(11))) == [(11, 1)]
+    reader = _reader(root)
+    kept = reader.pushFilters([D.EqualTo(("k",), 1), D.EqualTo(("_id",), 11)])
+    assert kept == [D.EqualTo(("k",), 1)]  # not an index: Spark filters k
+    assert _rows(spark.read.format("sieve").load(root).where("k = 1")) == \
+        _rows(spark.read.parquet(root).where("k = 1"))

@@ -19,6 +19,7 @@ This package imports pyspark; the rest of :mod:`airflow_provider_lineage.sieve` 
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ..errors import SieveError
@@ -55,13 +56,22 @@ def check_spark_version(version: str) -> None:
             "sieve.read(spark, '/data/sales', 'customer_id', sieve.Eq(42)), or upgrade to Spark 4.1")
 
 
-def register(spark: Any) -> None:
+def register(spark: Any, *, enable_pushdown: bool = True) -> None:
     """Register the ``sieve`` data source with ``spark`` and turn on filter push-down for Python
     data sources (``spark.sql.python.filterPushdown.enabled``, off by default in Spark 4.1).
 
     The source reads as this session reads Parquet at the time of the call (time zone, case
     sensitivity, rebase modes, partition type inference: :class:`..files.ReadConf`); call it again
     after changing those settings (:func:`load` passes their current values with each read).
+
+    The setting is the session's, not the source's: Spark 4.1 has no per-source switch, so every Python
+    data source of the session gets its filters from then on. A source that does not implement
+    ``pushFilters`` is unaffected (PySpark hands the filters back to Spark); one that does gets them
+    instead of failing with ``DATA_SOURCE_PUSHDOWN_DISABLED``, and is then exposed to Spark 4.1's one
+    planned read per relation (see :mod:`.plans`), which this source guards against and others may not.
+    ``enable_pushdown=False`` registers the source and leaves the setting alone (the session must have it
+    on before a ``sieve`` read; Spark raises ``DATA_SOURCE_PUSHDOWN_DISABLED`` otherwise). The change is
+    logged.
 
     Raises SieveError on Spark 3.5 / 4.0, whose Python data sources get no filters: use
     :func:`airflow_provider_lineage.sieve.read` there.
@@ -77,7 +87,14 @@ def register(spark: Any) -> None:
     from .source import session_source
 
     spark.dataSource.register(session_source(spark))  # the source with this session's read settings
-    spark.conf.set(PUSHDOWN_CONF, "true")
+    if not enable_pushdown:
+        return
+    before = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower()
+    if before != "true":
+        spark.conf.set(PUSHDOWN_CONF, "true")
+        logging.getLogger(__name__).info(
+            "Sieve: %s set to true for this session: every Python data source of the session now gets its "
+            "filters (register(spark, enable_pushdown=False) leaves the setting alone)", PUSHDOWN_CONF)
 
 
 def load(spark: Any, table: str, where: Any = None, *, native_share: float | None = None,

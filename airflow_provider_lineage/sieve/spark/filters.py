@@ -12,6 +12,8 @@ file's rows exactly as Spark's ``WHERE`` would (NULLs never match a comparison).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +54,115 @@ def from_spark(f: Any) -> Cond | None:
     if op in ("eq", "gt", "ge", "lt", "le", "eq_null_safe") and isinstance(value, (list, dict, tuple)):
         return None  # arrays, maps, structs: not index keys
     return Cond(attribute[0], "eq" if op == "eq_null_safe" else op, value)
+
+
+# ---- what can be decided exactly -------------------------------------------------------------------------
+# PySpark decodes a pushed literal with Python's default decimal context (28 digits,
+# ``VariantUtils._get_decimal``): a DECIMAL literal of more digits arrives rounded. :func:`exact_decoding`
+# decodes them exactly in Spark's planner worker; where it is not in force, such a literal stays with Spark.
+DECIMAL_DIGITS = 28
+_EXACT_DECODING = False
+_PLANNER_MODULE = "pyspark.sql.worker.data_source_pushdown_filters"
+
+
+def exact_decoding() -> bool:
+    """Make the filters Spark's Python planner worker decodes exact (idempotent; called when the planner
+    unpickles the data source, before it decodes the filters). DECIMAL literals are decoded with enough
+    digits for DECIMAL(38); a filter PySpark cannot decode at all (a DATE or TIMESTAMP literal outside
+    Python's datetime range, year 1 to 9999, raises in PySpark 4.1) becomes a placeholder that
+    :meth:`..source.SieveReader.pushFilters` hands back to Spark, which evaluates the original filter,
+    instead of failing the query. True when the planner's decoder was found (it is in a planner worker)."""
+    global _EXACT_DECODING
+    found = False
+    for name in (_PLANNER_MODULE, "__main__"):
+        module = sys.modules.get(name)
+        original = getattr(module, "deserializeFilter", None)
+        if original is None or not callable(original):
+            continue
+        found = True
+        if getattr(original, "_sieve_exact", False):
+            continue
+
+        def deserialize(json_dict: Any, _original: Any = original) -> Any:
+            try:
+                with decimal.localcontext() as ctx:
+                    ctx.prec = 80  # DECIMAL(38, s): every digit kept
+                    return _original(json_dict)
+            except Exception:  # noqa: BLE001 - undecodable here: Spark keeps the filter
+                return Undecodable(tuple(json_dict.get("columnPath") or ("?",)))
+
+        deserialize._sieve_exact = True  # type: ignore[attr-defined]
+        module.deserializeFilter = deserialize  # type: ignore[union-attr]
+    _EXACT_DECODING = _EXACT_DECODING or found
+    return found
+
+
+class Undecodable:
+    """A pushed filter PySpark could not decode (see :func:`exact_decoding`): never taken."""
+
+    def __init__(self, attribute: tuple[str, ...]) -> None:
+        self.attribute = attribute
+
+    def __repr__(self) -> str:
+        return f"Undecodable({'.'.join(self.attribute)})"
+
+
+def _exact_types() -> tuple[Any, ...]:
+    from pyspark.sql import types as T
+
+    return (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.DateType, T.TimestampType,
+            T.TimestampNTZType, T.StringType, T.BinaryType)
+
+
+def _value_fits(value: Any, spark_type: Any, at: pa.DataType) -> bool:
+    from pyspark.sql import types as T
+
+    if isinstance(value, bool):
+        return False
+    kinds: list[tuple[Any, tuple[type, ...]]] = [
+        (T.DecimalType, (int, decimal.Decimal)), ((T.ByteType, T.ShortType, T.IntegerType, T.LongType), (int,)),
+        ((T.TimestampType, T.TimestampNTZType), (dt.datetime,)), (T.DateType, (dt.date,)),
+        (T.StringType, (str,)), (T.BinaryType, (bytes, bytearray))]
+    for spark_kind, python in kinds:
+        if isinstance(spark_type, spark_kind) and not isinstance(value, python):
+            return False
+    if isinstance(spark_type, T.DateType) and isinstance(value, dt.datetime):
+        return False
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            return False
+        if len(value.as_tuple().digits) >= DECIMAL_DIGITS and not _EXACT_DECODING:
+            return False  # PySpark may have rounded it (28 digits)
+    try:
+        _scalar(value, at)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        return False
+    return True
+
+
+def exact(cond: Cond, spark_type: Any) -> bool:
+    """Whether ``cond`` on a column of ``spark_type`` can be decided here exactly as Spark decides it:
+    a type whose order is Python's and Arrow's (integers, DECIMAL, DATE, TIMESTAMP, binary strings; not
+    FLOAT/DOUBLE, where Spark orders NaN above every value and NaN = NaN, nor collated strings), and
+    every literal of the column's own type and range, unchanged by PySpark's decoding. Anything else
+    stays with Spark (the scan reads the files and Spark filters): never a guess."""
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    if not isinstance(spark_type, _exact_types()):
+        return False
+    if isinstance(spark_type, T.StringType) and getattr(spark_type, "collation", "UTF8_BINARY") != "UTF8_BINARY":
+        return False
+    if cond.op == "is_null":
+        return True
+    try:
+        at = to_arrow_type(spark_type)
+    except Exception:  # noqa: BLE001 - no Arrow type: Spark filters
+        return False
+    if cond.op == "starts_with":
+        return isinstance(spark_type, T.StringType) and isinstance(cond.value, str)
+    values = cond.value if cond.op == "in" else (cond.value,)
+    return all(v is None or _value_fits(v, spark_type, at) for v in values)
 
 
 def _successor(prefix: str) -> str | None:

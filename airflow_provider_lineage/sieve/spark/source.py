@@ -30,6 +30,7 @@ import logging
 import os
 import posixpath
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -40,12 +41,16 @@ from pyspark.sql.types import DateType, DecimalType, IntegerType, LongType, Stri
 from ..errors import IndexUnavailable, SieveError
 from ..fs import is_local, normalize, options_from_env, relative, resolve, storage_options
 from . import filters as F
+from .plans import merge, new_relation, shares_read_info
 
 # The planning modules (..query, ..table, .schema: the index, numpy, the listing) are imported where
 # the planner uses them: a reader worker unpickles SieveReader, so it imports this module, and needs
 # only pyarrow, ..fs and .filters to read a file.
 
 log = logging.getLogger(__name__)
+# In Spark's Python planner worker (which imports this module when it unpickles the data source, before
+# it decodes the pushed filters): decode DECIMAL literals exactly, hand undecodable ones back to Spark.
+F.exact_decoding()
 
 NAME = "sieve"
 INDEX_FOLDER = "_sieve"
@@ -64,10 +69,12 @@ NATIVE_SHARE = 0.1
 class FilePartition(InputPartition):
     """One candidate file and its partition values (typed), read by one Spark task."""
 
-    def __init__(self, path: str, values: tuple[Any, ...] = ()) -> None:
+    def __init__(self, path: str, values: tuple[Any, ...] = (), filter_rows: bool = True) -> None:
         super().__init__(path)
         self.path = path
         self.values = values
+        # False: the plan read other scans' files too (.plans): the reader drops no row, Spark filters
+        self.filter_rows = filter_rows
 
 
 def _options(options: dict[str, str]) -> dict[str, str]:
@@ -93,8 +100,8 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     base = root.rstrip("/") + "/" + INDEX_FOLDER
     if is_local(root):
-        try:
-            names = [e.name for e in os.scandir(base) if e.is_dir()]
+        try:  # a folder is an index only once a build committed a manifest in it
+            names = [e.name for e in os.scandir(base) if e.is_dir() and _has_manifest(e.path)]
         except (FileNotFoundError, NotADirectoryError):
             names = []
     else:
@@ -108,7 +115,7 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
             infos = []
         names = [posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.Directory]
     for name in names:
-        if not name.startswith((".", "_")):
+        if not name.startswith("."):  # "_x" is the index of column _x
             out[name] = f"{base}/{name}"
     text = _options(options).get("indexpaths")
     if text:
@@ -122,6 +129,14 @@ def index_paths(root: str, options: dict[str, str]) -> dict[str, str]:
                              '{"customer_id": "/indexes/sales/customer_id"}')
         out.update({str(k): normalize(v) for k, v in extra.items()})
     return out
+
+
+def _has_manifest(folder: str) -> bool:
+    """Whether a local index folder holds a committed version (a failed or running first build has none)."""
+    try:
+        return any(n.startswith("manifest-") and n.endswith(".json") for n in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def _columns_option(options: dict[str, str]) -> list[str] | None:
@@ -158,6 +173,7 @@ class SieveDataSource(DataSource):
 
         check_freshness(_options(options).get("freshness", "stat"))
         ReadConf.from_options(options)  # a wrong setting is an error at load()
+        self.relation = new_relation()  # one per load(): the plans of one relation (.plans)
 
     def schema(self) -> StructType:
         from pyspark.sql.types import StructField
@@ -196,7 +212,7 @@ class SieveDataSource(DataSource):
         return StructType(all_fields)
 
     def reader(self, schema: StructType) -> SieveReader:
-        return SieveReader(self.options, schema)
+        return SieveReader(self.options, schema, relation=getattr(self, "relation", None))
 
 
 def session_source(spark: Any) -> type[SieveDataSource]:
@@ -217,9 +233,18 @@ def session_source(spark: Any) -> type[SieveDataSource]:
 class SieveReader(DataSourceReader):
     """Plans the files to read from the pushed filters and reads each one with pyarrow."""
 
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, relation: str | None = None) -> None:
+        import pyspark
+
         from ..files import ReadConf
         from ..query import check_freshness
+
+        self.started = time.time()
+        self.relation = relation
+        self.plan = new_relation()
+        # Spark 4.1 reads every scan of a relation with the read planned last (.plans): then this plan
+        # claims no filter and reads the files of the relation's other recent plans too
+        self.shared = relation is not None and shares_read_info(pyspark.__version__)
         from ..table import list_table_files
         from .schema import partition_types
 
@@ -247,21 +272,28 @@ class SieveReader(DataSourceReader):
     def pushFilters(self, filters: list[Any]) -> list[Any]:
         """Keep the conditions on indexed and partition columns; return the others to Spark."""
         parts = dict(self.partition_cols)
+        types = {f.name: f.dataType for f in StructType.fromJson(json.loads(self.schema_json)).fields}
         keep: list[Any] = []
         for f in filters:
             cond = F.from_spark(f)
+            # only what is decided exactly as Spark decides it (F.exact: types, literals, ranges)
             if cond is not None and cond.column in parts:
-                if isinstance(parts[cond.column], _PARTITION_PUSH) and cond.op != "starts_with" or \
-                        isinstance(parts[cond.column], StringType):
+                t = parts[cond.column]
+                if (isinstance(t, _PARTITION_PUSH) and cond.op != "starts_with" or isinstance(t, StringType)) \
+                        and F.exact(cond, t):
                     self.conds.append(cond)
                     continue
-            elif cond is not None and cond.column in self.indexes and cond.column in self.data_cols:
+            elif cond is not None and cond.column in self.indexes and cond.column in self.data_cols \
+                    and F.exact(cond, types.get(cond.column)):
                 self.conds.append(cond)
                 continue
             keep.append(f)
         if self.conds:
             log.info("Sieve: %s: pushed %s; Spark keeps %d filter(s)", self.root,
-                     ", ".join(f"{c.column} {c.op} {c.value!r}" for c in self.conds), len(keep))
+                     ", ".join(f"{c.column} {c.op} {c.value!r}" for c in self.conds),
+                     len(filters) if self.shared else len(keep))
+        if self.shared:  # the conditions choose the files; Spark evaluates every filter (.plans)
+            return list(filters)
         return keep
 
     def _candidates(self) -> tuple[set[str] | None, int]:
@@ -318,15 +350,44 @@ class SieveReader(DataSourceReader):
                 if not all(F.matches_value(c, by_name.get(c.column)) for c in part_conds):
                     continue
             out.append(FilePartition(path, values))
+        if self.shared:
+            out = self._with_other_plans(out, listing)
         total = len(self._listing)
-        if total and len(out) >= NATIVE_SHARE * total and self.conds:
-            log.warning("Sieve: %s: the filters keep %d of %d files: spark.read.parquet reads scans this "
-                        "wide faster (airflow_provider_lineage.sieve.spark.load switches to it by itself)",
-                        self.root, len(out), total)
-        else:
-            log.info("Sieve: %s: reading %d of %d files", self.root, len(out), total)
+        log.info("Sieve: %s: reading %d of %d files", self.root, len(out), total)
+        if total and len(out) >= NATIVE_SHARE * total and len(out) < total and self.conds:
+            log.info("Sieve: %s: the filters keep %d of %d files; at this share spark.read.parquet is "
+                     "usually faster (airflow_provider_lineage.sieve.spark.load switches to it by itself)",
+                     self.root, len(out), total)
         drop_zip_finders()
         return out
+
+    def _with_other_plans(self, out: list[FilePartition], listing: dict[str, Any]) -> list[FilePartition]:
+        """``out`` and the files of the relation's other recent plans (:func:`.plans.merge`); every file
+        when the record cannot be kept."""
+        from ..table import partition_values
+        from .schema import partition_value
+
+        mine = {p.path for p in out}
+        try:
+            others = merge(self.relation, self.plan, self.started, sorted(mine)) - mine
+        except OSError as exc:
+            log.warning("Sieve: %s: cannot record this plan (%s): every file is read", self.root, exc)
+            others = set(listing) - mine
+        if not others:
+            return out
+        # Spark pickles the read function before it asks for the partitions: the partitions say it
+        out = [FilePartition(p.path, p.values, filter_rows=False) for p in out]
+        log.info("Sieve: %s: the relation is scanned more than once (Spark 4.1 reads every scan with the "
+                 "last plan): %d more file(s) of its other scans are read", self.root, len(others))
+        for path in sorted(others):
+            raw = listing.get(path)
+            if raw is None:
+                rel = relative(path, self.root)
+                raw = partition_values(posixpath.dirname(rel)) if "/" in rel else {}
+            values = tuple(partition_value(raw[n], t, self.time_zone) if n in raw else None
+                           for n, t in self.partition_cols)
+            out.append(FilePartition(path, values, filter_rows=False))
+        return sorted(out, key=lambda p: p.path)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -372,7 +433,7 @@ class SieveReader(DataSourceReader):
                 rebase = rebase_of(pf.metadata.metadata, conf)
                 int96 = int96_columns(pf) if rebase.any else set()
                 conds, prune = [], []
-                for c in self.conds:
+                for c in self.conds if getattr(partition, "filter_rows", True) else []:  # else Spark filters (.plans)
                     if c.column in parts:
                         continue  # checked on the partition's values when planning
                     if c.column not in found:  # schema evolution: the file holds NULLs only
@@ -408,8 +469,11 @@ class SieveReader(DataSourceReader):
                     if conds:
                         keep = None
                         for c in conds:
+                            # in the column's Spark type (_conform cast it: u8, INT32 under BIGINT)
                             col = out.column(out.schema.get_field_index(c.column)) if c.column in target_types \
                                 else cols[c.column]
+                            if pa.types.is_dictionary(col.type):
+                                col = col.dictionary_decode()
                             m = F.mask(c, col)
                             keep = m if keep is None else pc_and(keep, m)
                         out = out.filter(keep, null_selection_behavior="drop")

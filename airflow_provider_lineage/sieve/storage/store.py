@@ -171,6 +171,25 @@ class IndexStore(FileTableFiles, SegmentFiles, DeltaFiles, HashedFiles, FuseFile
             self.discard_written()
             raise
 
+    @contextlib.contextmanager
+    def removing_new_folder_on_error(self) -> Iterator[None]:
+        """On an error inside the block, remove this index folder (and an emptied ``_sieve`` parent) when
+        the block created it and it holds nothing else: a failed first build leaves no folder that a
+        reader could take for an index. Object stores have no folders: the block's own files are
+        discarded by :meth:`discarding_on_error`."""
+        created = self.local and not os.path.isdir(self.path)
+        parent = os.path.dirname(os.path.normpath(self.path))
+        parent_created = created and not os.path.isdir(parent)
+        try:
+            yield
+        except BaseException:
+            if created:
+                self.discard_written()
+                for folder in [self.path] + ([parent] if parent_created else []):
+                    with contextlib.suppress(OSError):  # not empty (another writer's files): left alone
+                        os.rmdir(folder)
+            raise
+
     def discard_written(self) -> None:
         """Delete the files this writer created (after a lost commit) and drop its open pack."""
         self._pack_name, self._pack = None, bytearray()

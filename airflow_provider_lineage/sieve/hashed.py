@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from .errors import IndexUnavailable, SieveError
+from .files import int96_columns, open_parquet, rebase_array, rebase_of, resolve_columns
 from .fingerprints import (
     DEFAULT_FPP,
     encode_pages,
@@ -74,16 +75,22 @@ BATCH_ROWS = 1 << 16  # rows hashed at a time: a file streams batch by batch
 
 def read_file_hashes(path: str, column: str, kt: KeyType) -> tuple[np.ndarray, int, int, Any, Any]:
     """(hashes of the non-NULL values, duplicates kept, in no order; NULL count; rows; smallest key;
-    largest key) of one Parquet file, read and hashed batch by batch (no per-value Python)."""
-    pf = pq.ParquetFile(open_input(path))
+    largest key) of one Parquet file, read and hashed batch by batch (no per-value Python), the values as
+    Spark reads them (as :func:`.table.read_file_keys`: the column matched case-insensitively, INT96 in
+    microseconds, legacy dates and timestamps rebased: :mod:`.files`)."""
+    pf = open_parquet(open_input(path))
     rows = pf.metadata.num_rows
-    if column not in pf.schema_arrow.names:  # schema evolution: only NULLs
+    found = resolve_columns([column], pf.schema_arrow.names).get(column)
+    if found is None:  # schema evolution: only NULLs
         return np.empty(0, np.uint64), rows, rows, None, None
+    rebase = rebase_of(pf.metadata.metadata)
+    int96 = rebase.any and found in int96_columns(pf)
     parts: list[np.ndarray] = []
     nulls = 0
     lo = hi = None
-    for batch in pf.iter_batches(columns=[column], batch_size=BATCH_ROWS, use_threads=False):
-        h, n, a, b = hash_batch(kt, batch.column(0))
+    for batch in pf.iter_batches(columns=[found], batch_size=BATCH_ROWS, use_threads=False):
+        col = rebase_array(batch.column(0), rebase, int96) if rebase.any else batch.column(0)
+        h, n, a, b = hash_batch(kt, col)
         nulls += n
         if len(h):
             parts.append(h)
@@ -150,8 +157,11 @@ def footer_range(path: str, column: str, kt: KeyType) -> tuple[int, int]:
     """A file's smallest and largest key from its Parquet footer statistics (no data read);
     :data:`UNKNOWN_RANGE` when they are missing or cannot be mapped."""
     try:
-        pf = pq.ParquetFile(open_input(path))
+        pf = open_parquet(open_input(path))
         md = pf.metadata
+        if rebase_of(md.metadata).any:  # legacy-calendar values: the statistics are not the values Spark reads
+            return UNKNOWN_RANGE
+        column = resolve_columns([column], pf.schema_arrow.names).get(column, column)  # Spark's case rule
         leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
         if leaf is None:
             return UNKNOWN_RANGE

@@ -310,9 +310,11 @@ def test_int96_and_legacy_calendar_files_written_by_spark(registered, tmp_path, 
     # the index maps every key to the files Spark finds it in (keys read with read_file_keys)
     from pyspark.sql import functions as F
 
-    for column in ("ts", "d"):
-        S.build(spark, root, column, engine="pyarrow")
-        idx = open_index(root, column)
+    # both structures: segments (keys by read_file_keys) and hashed (hashes by hashed.read_file_hashes, footer ranges)
+    for column, structure in [(c, st) for c in ("ts", "d") for st in ("segments", "hashed")]:
+        where_index = f"{tmp_path}/idx_{structure}/{column}"
+        S.build(spark, root, column, engine="pyarrow", structure=structure, index_path=where_index)
+        idx = open_index(root, column, index_path=where_index)
         in_range = truth.where("ts < timestamp'9999-01-01'")  # a Python datetime's range, in any zone
         per_value = (
             in_range.withColumn("file", F.input_file_name())
@@ -322,7 +324,9 @@ def test_int96_and_legacy_calendar_files_written_by_spark(registered, tmp_path, 
         )
         for row in per_value:
             got = {spark_uri(f) for f in idx.lookup(S.Eq(row[column])).files}
-            assert set(row["f"]) <= got, (column, row[column])
+            assert set(row["f"]) <= got, (column, structure, row[column])
+        old = idx.lookup(S.Range(None, row[column], high_inclusive=True)).files  # a range through footer bounds
+        assert set(row["f"]) <= {spark_uri(f) for f in old}, (column, structure, "range")
     for where in (
         f"ts = timestamp'1500-06-01 00:00:00 {zone}'",
         "d = date'1000-01-05'",

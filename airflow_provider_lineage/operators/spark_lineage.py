@@ -133,6 +133,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         that cannot be computed fully fail it too, with the reason. (templated; checked after rendering)
     :param on_policy_violation: ``"fail"`` (default: the task fails after the write, naming each
         column and its path) or ``"warn"`` (any case). (templated; checked after rendering, at task start)
+    :param sieve_pruning: ``True``: in the driver, every Parquet scan of a table with Sieve indexes reads only
+        the files the indexes cannot exclude (``airflow_provider_lineage.sieve.spark.enable``; Spark property
+        ``spark.airflow_lineage.sievePruning=true``); the application is unchanged.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir", "on_lineage_change",
@@ -159,9 +162,11 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         on_lineage_change: str = "warn",
         require_masked: list[str] | str | None = None,
         on_policy_violation: str = "fail",
+        sieve_pruning: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.sieve_pruning = bool(sieve_pruning)
         init_lineage_arguments(
             self, lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
             capture_drain_timeout=capture_drain_timeout, capture_conn_id=capture_conn_id,
@@ -205,7 +210,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         user_app, user_args = self.application, list(self.application_args or [])
         created_dir: str | None = None
         launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.resolved_indirect(),
-                                      udf_analysis=self.udf_analysis)
+                                      udf_analysis=self.udf_analysis,
+                                      sieve_pruning=getattr(self, "sieve_pruning", False))
         remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
         if remote_cap is not None:
             pass

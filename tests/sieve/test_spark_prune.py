@@ -7,6 +7,7 @@ Each case compares, for one condition, the rows with and without the rule, and t
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -395,3 +396,59 @@ def test_enable_from_conf(spark, tmp_path) -> None:
     finally:
         spark.conf.unset(prune.CONF_KEY)
         sieve_spark.disable(spark)
+
+
+# ---- without touching the job: the launcher's Spark property -------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_launcher_property_prunes_an_unchanged_application(tmp_path) -> None:
+    """``spark-submit launcher.py app.py`` with ``spark.airflow_lineage.sievePruning=true`` (what
+    ``sieve_pruning=True`` on the operators sets): the application's scan reads the candidates, and the
+    capture still names the table (not the candidate files) as the write's input."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from airflow_provider_lineage.lineage.record import read_records
+    from airflow_provider_lineage.operators.spark_lineage import launcher_path
+
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    results = {}
+    for pruned in (True, False):
+        out = tmp_path / f"out-{pruned}"
+        out.mkdir()
+        env = dict(os.environ)
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        cmd = [
+            "spark-submit",
+            "--master",
+            "local[1]",
+            "--driver-memory",
+            "512m",
+            "--conf",
+            f"spark.airflow_lineage.captureDir={out / 'cap'}",
+            "--conf",
+            f"spark.airflow_lineage.sievePruning={str(pruned).lower()}",
+            launcher_path(),
+            str(Path(__file__).parent / "prune_app.py"),
+            root,
+            str(out),
+        ]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=800, check=False)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        results[pruned] = json.loads((out / "result.json").read_text())
+        records = [r for r in read_records(out / "cap") if r.status == "success"]
+        assert records, run.stderr[-3000:]
+        reads = {
+            loc.removeprefix("file:").rstrip("/")
+            for r in records
+            for rel in r.relations
+            for loc in rel.locations
+        }
+        assert reads == {root}, reads
+    assert results[True] == {"files": 1, "rows": 1}
+    assert results[False] == {"files": N_FILES, "rows": 1}

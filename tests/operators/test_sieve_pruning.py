@@ -35,10 +35,13 @@ def test_pyspark_lineage_operator_prunes_its_sessions_scans(spark, tmp_path) -> 
 
     op = PySparkLineageOperator(task_id="pruned", python_callable=files_read, sieve_pruning=True)
     assert op.spark_settings()[0]["spark.airflow_lineage.sievePruning"] == "true"
+    # the user's function called directly (PythonOperator's runner needs a task context: dag.test() territory)
+    op._call = files_read
     assert op._run_local(spark) == 1
     assert not prune.is_enabled(spark)  # a session the task did not create goes back as it came
     plain = PySparkLineageOperator(task_id="plain", python_callable=files_read)
     assert "spark.airflow_lineage.sievePruning" not in plain.spark_settings()[0]
+    plain._call = files_read
     assert plain._run_local(spark) == 6
 
 

@@ -31,11 +31,14 @@ import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import scala.collection.JavaConverters;
 
 public class SievePrune extends Rule {
     private java.util.function.Function oracle;
+    /** Listings up to this many files are sent with the first call. */
+    static final int DIRECT_FILES = 1000;
 
     public SievePrune() {}
 
@@ -187,8 +190,14 @@ public class SievePrune extends Rule {
                 }
             }
             head.append("],\"untranslated\":[").append(untranslated).append(']');
-            String go = (String) oracle.apply("P" + head + "}");
-            if (go == null || !go.equals("files")) return null;
+            // A small listing that Spark has cached goes with the first call (one py4j round trip); otherwise
+            // the listing is made and sent only once the Python side says an index may narrow the scan.
+            boolean direct = loc instanceof PartitioningAwareFileIndex
+                && ((PartitioningAwareFileIndex) loc).allFiles().size() <= DIRECT_FILES;
+            if (!direct) {
+                String go = (String) oracle.apply("P" + head + "}");
+                if (go == null || !go.equals("files")) return null;
+            }
             // Spark's own listing (cached by its file index), with sizes and modification times
             StringBuilder files = new StringBuilder(head);
             files.append(",\"files\":[");

@@ -232,12 +232,12 @@ def _root_of(req: dict[str, Any]) -> str | None:
 
 
 def _norm(spark_path: str) -> str:
-    """A Hadoop ``Path.toString()`` (already decoded) as Sieve spells paths."""
+    """A Hadoop ``Path.toString()`` (already decoded and normalised by Hadoop) as Sieve spells paths."""
     if spark_path.startswith("file:"):
         rest = spark_path[5:]
         if rest.startswith("///"):
             rest = rest[2:]
-        return os.path.normpath(rest)
+        return rest if rest.startswith("/") and "/." not in rest else os.path.normpath(rest)
     if "://" not in spark_path:
         return os.path.abspath(spark_path)
     return normalize(spark_path.replace("%", "%25"))  # normalize() decodes; the path is decoded already

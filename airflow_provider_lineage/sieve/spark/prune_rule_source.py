@@ -115,6 +115,7 @@ public class SievePrune extends Rule {
         if (!(r.fileFormat() instanceof ParquetFileFormat)) return null;
         FileIndex loc = r.location();
         if (loc instanceof SieveFileIndex) return null;
+        if (!mayHaveIndexes(lr, loc)) return null;
         try {
             StringBuilder head = new StringBuilder();
             head.append("{\"roots\":[");
@@ -234,6 +235,28 @@ public class SievePrune extends Rule {
         } catch (Throwable t) {
             report("a scan of " + loc.rootPaths() + " could not be narrowed: " + t);
             return null;
+        }
+    }
+
+    /** False only when the table's root is known and has no _sieve folder (no py4j call then); any doubt: true. */
+    static boolean mayHaveIndexes(LogicalRelation lr, FileIndex loc) {
+        try {
+            org.apache.hadoop.fs.Path root = null;
+            if (lr.catalogTable().isDefined()) {
+                org.apache.spark.sql.catalyst.catalog.CatalogTable t =
+                    (org.apache.spark.sql.catalyst.catalog.CatalogTable) lr.catalogTable().get();
+                if (t.location() != null) root = new org.apache.hadoop.fs.Path(t.location());
+            }
+            if (root == null) {
+                List roots = JavaConverters.seqAsJavaList(loc.rootPaths());
+                if (roots.size() != 1) return true;
+                root = (org.apache.hadoop.fs.Path) roots.get(0);
+            }
+            org.apache.hadoop.fs.Path folder = new org.apache.hadoop.fs.Path(root, "_sieve");
+            if (!"file".equals(folder.toUri().getScheme())) return true;  // a remote store: the Python side lists
+            return new java.io.File(folder.toUri().getPath()).isDirectory();
+        } catch (Throwable t) {
+            return true;
         }
     }
 

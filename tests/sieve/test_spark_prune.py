@@ -96,6 +96,88 @@ def _table(root: str, layout: str, structure: str) -> dict[str, list[int | None]
     return layout_keys
 
 
+# ---- the Python side alone (the requests the rule sends), no Spark -------------------------------------
+def _request(
+    root: str,
+    filters: list[dict[str, Any]],
+    files: list[list[Any]] | None = None,
+    columns: dict[str, str] | None = None,
+    names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    if files is None:
+        files = []
+        for n in sorted(os.listdir(root)):
+            if n.endswith(".parquet"):
+                st = os.stat(os.path.join(root, n))
+                files.append([f"file:{root}/{n}", st.st_size, st.st_mtime_ns // 1_000_000])
+    return {
+        "roots": [f"file:{root}"],
+        "location": None,
+        "table": None,
+        "columns": columns or {"k": "bigint", "c": "bigint", "v": "bigint"},
+        "names": names or {},
+        "partitionColumns": [],
+        "filters": filters,
+        "untranslated": [],
+        "files": files,
+    }
+
+
+def _int(column: str, op: str, value: int) -> dict[str, Any]:
+    return {"op": op, "column": column, "value": {"t": "int", "v": str(value)}}
+
+
+def _kept(answer: str, req: dict[str, Any]) -> set[str]:
+    if not answer:
+        return {os.path.basename(f[0]) for f in req["files"]}
+    kind, _message, *paths = answer.split("\n")
+    listed = {f[0] for f in req["files"]}
+    paths = [p for p in paths if p]
+    chosen = set(paths) if kind == "K" else listed - set(paths)
+    return {os.path.basename(p) for p in chosen}
+
+
+def test_answers_keep_unknown_and_changed_files_and_combine_as_and_or(tmp_path) -> None:
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    req = _request(root, [_int("k", "eq", 17)])
+    assert _kept(prune.answer(req), req) == {"part-000.parquet"}
+    # a file Spark lists that the index does not know, or knows at another size or time, is read
+    req["files"].append([f"file:{root}/part-new.parquet", 10, 1])
+    req["files"][5][1] += 1
+    assert _kept(prune.answer(req), req) == {"part-000.parquet", "part-005.parquet", "part-new.parquet"}
+    # AND: excluded by either index; OR: only when both exclude
+    and_ = _request(root, [_int("k", "eq", 17), _int("c", "eq", 21)])
+    assert _kept(prune.answer(and_), and_) == set()
+    or_ = _request(root, [{"op": "or", "children": [_int("k", "eq", 17), _int("c", "eq", 21)]}])
+    assert _kept(prune.answer(or_), or_) == {"part-000.parquet", "part-002.parquet"}
+    # an OR with a branch on a column without an index excludes nothing
+    open_ = _request(root, [{"op": "or", "children": [_int("k", "eq", 17), _int("v", "eq", 1)]}])
+    assert prune.answer(open_) == ""
+    # the query's spelling of a column is mapped to the relation's by the rule (exprIds)
+    upper = _request(root, [_int("K", "eq", 17)], names={"K": "k"})
+    assert _kept(prune.answer(upper), upper) == {"part-000.parquet"}
+
+
+@pytest.mark.parametrize(
+    ("leaf", "columns", "reason"),
+    [
+        ({"op": "eq", "column": "k", "value": {"t": "nan", "v": "NaN"}}, None, "NaN"),
+        ({"op": "eq", "column": "k", "value": {"t": "str", "v": "17"}}, None, "cannot answer"),
+        (_int("k", "eq", 17), {"k": "string collate UTF8_LCASE"}, "collation"),
+        (_int("k", "eq", 17), {"k": "double"}, "double"),
+    ],
+)
+def test_unprovable_leaves_exclude_nothing_and_say_why(tmp_path, caplog, leaf, columns, reason) -> None:
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    prune._warned.clear()
+    req = _request(root, [leaf], columns=columns)
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        assert prune.answer(req) == ""
+    assert reason in caplog.text
+
+
 @pytest.fixture()
 def pruning(spark) -> Iterator[Any]:
     sieve_spark.enable(spark)
@@ -213,6 +295,27 @@ def test_sql_explain_and_the_info_line(pruning, tmp_path, caplog, capsys) -> Non
     df.explain()
     assert "Location: SieveFileIndex" in capsys.readouterr().out
     assert prune.narrowings(df) == [f"Sieve: 1 of {N_FILES} files by k"]
+
+
+def test_each_scan_of_a_query_is_narrowed_on_its_own(pruning, tmp_path) -> None:
+    """A union of two filtered reads of one table and a join with another: every Parquet scan gets its
+    own candidates; the answer is the plain read's."""
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+
+    def query() -> Any:
+        t = spark.read.parquet(root)
+        both = t.where("k = 17").unionByName(t.where("k IN (300, 301)"))
+        return both.join(t.where("c = 21").select("c"), "c", "left").select("k", "v")
+
+    df = query()
+    assert sorted(prune.narrowings(df)) == [
+        f"Sieve: 1 of {N_FILES} files by c",
+        f"Sieve: 1 of {N_FILES} files by k",
+        f"Sieve: 1 of {N_FILES} files by k",
+    ]
+    assert _rows(df) == _without(spark, query)
 
 
 def test_disable_reads_every_file(pruning, tmp_path) -> None:

@@ -42,7 +42,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import IndexUnavailable, SieveError
@@ -328,10 +328,28 @@ def plan(req: dict[str, Any]) -> Scan | None:
 class _Opened:
     index: SieveIndex
     known: dict[str, tuple[int, int]]  # path -> (size, mtime in ms): the files this version knows
+    #: predicate -> the candidate paths of this version (a query planned again, e.g. count() after explain())
+    answers: OrderedDict[Any, frozenset[str]] = field(default_factory=OrderedDict)
+
+    def candidates(self, pred: Predicate) -> frozenset[str]:
+        with _lock:
+            hit = self.answers.get(pred)
+        if hit is not None:
+            return hit
+        hit = frozenset(self.index.lookup(pred, assume_fresh=True).files)
+        if len(hit) > _ANSWER_MAX_FILES:  # bounded memory: a wide answer is looked up again
+            return hit
+        with _lock:
+            self.answers[pred] = hit
+            while len(self.answers) > _ANSWERS_PER_INDEX:
+                self.answers.popitem(last=False)
+        return hit
 
 
 _open_cache: OrderedDict[tuple[str, int], _Opened] = OrderedDict()
 _OPEN_CACHE_SIZE = 64
+_ANSWERS_PER_INDEX = 256
+_ANSWER_MAX_FILES = 10_000
 
 
 def _open(path: str, column: str, root: str) -> _Opened:
@@ -478,7 +496,7 @@ class _Eval:
         if opened is None:
             return set()
         try:
-            hits = set(opened.index.lookup(pred, assume_fresh=True).files)
+            hits = opened.candidates(pred)
         except (TypeError, ValueError, SieveError, OverflowError) as exc:
             _warn_once(self.scan.root, f"the index of column {column} cannot answer {pred} ({exc})")
             return set()

@@ -90,14 +90,13 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(python_callable=python_callable, conn_id=conn_id, config_kwargs=config_kwargs, **kwargs)
-        self.sieve_pruning = bool(sieve_pruning)
         init_lineage_arguments(
             self, lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
             capture_drain_timeout=capture_drain_timeout, capture_conn_id=capture_conn_id,
             keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
             lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
             udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
-            on_policy_violation=on_policy_violation)
+            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning)
         self._capture_records: list[Any] | None = None
         self._capture_problems: list[str] = []
         self._capture_folder: str | None = None

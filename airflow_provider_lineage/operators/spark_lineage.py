@@ -166,14 +166,13 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.sieve_pruning = bool(sieve_pruning)
         init_lineage_arguments(
             self, lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
             capture_drain_timeout=capture_drain_timeout, capture_conn_id=capture_conn_id,
             keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
             lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
             udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
-            on_policy_violation=on_policy_violation)
+            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -211,7 +210,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         created_dir: str | None = None
         launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.resolved_indirect(),
                                       udf_analysis=self.udf_analysis,
-                                      sieve_pruning=getattr(self, "sieve_pruning", False))
+                                      sieve_pruning=self.sieve_pruning)
         remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
         if remote_cap is not None:
             pass
@@ -538,6 +537,7 @@ def init_lineage_arguments(
     on_lineage_change: str = "warn",
     require_masked: list[str] | str | None = None,
     on_policy_violation: str = "fail",
+    sieve_pruning: bool = False,
 ) -> None:
     """Check and set the lineage arguments on ``op`` after ``BaseOperator.__init__``: one implementation for
     :class:`SparkLineageSubmitOperator` and every other entry point (``operators/lineage_task.py``). The
@@ -564,6 +564,7 @@ def init_lineage_arguments(
     op.lineage_xcom_key = lineage_xcom_key
     op.indirect_lineage = indirect_lineage
     op.udf_analysis = udf_analysis
+    op.sieve_pruning = bool(sieve_pruning)
     # checked now unless templated; every value again after rendering, at task start (execute)
     if not _templated(on_lineage_change):
         on_lineage_change = guard.parse_mode("on_lineage_change", on_lineage_change, guard.CHANGE_MODES)

@@ -23,6 +23,7 @@ Spark property                                     environment variable         
 ``spark.airflow_lineage.totalBudgetSeconds``     ``AIRFLOW_LINEAGE_TOTAL_BUDGET_SECONDS``     capture time the whole application may take (default 600); later writes are published incomplete
 ``spark.airflow_lineage.minFreeHeap``            ``AIRFLOW_LINEAGE_MIN_FREE_HEAP``            memory guard: stop reading a plan when the driver heap's free share falls below this (default 0.10)
 ``spark.airflow_lineage.planJson``               ``AIRFLOW_LINEAGE_PLAN_JSON``               ``true``: also keep the whole plans as ``toJSON()`` in each record (debugging only: costly on big plans)
+``spark.airflow_lineage.sievePruning``          ``AIRFLOW_LINEAGE_SIEVE_PRUNING``           ``true``: Parquet scans of tables with Sieve indexes read only the index's candidate files (``sieve.spark.enable``)
 ``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 =================================================  ==========================================  =====================================================
 
@@ -58,6 +59,7 @@ _KEYS = {
     "totalBudgetSeconds": "TOTAL_BUDGET_SECONDS",
     "minFreeHeap": "MIN_FREE_HEAP",
     "planJson": "PLAN_JSON",
+    "sievePruning": "SIEVE_PRUNING",
 }
 
 
@@ -110,6 +112,8 @@ class LauncherConfig:
     task_run: str | None = None
     max_record_bytes: int | None = None
     budget: CaptureBudget = field(default_factory=CaptureBudget)
+    #: enable Sieve's pruning of Parquet scans in the driver (``airflow_provider_lineage.sieve.spark.enable``)
+    sieve_pruning: bool = False
 
     @property
     def active(self) -> bool:
@@ -149,6 +153,8 @@ class LauncherConfig:
             conf[PREFIX + "minFreeHeap"] = f"{self.budget.min_free_heap:g}"
         if self.budget.plan_json:
             conf[PREFIX + "planJson"] = "true"
+        if self.sieve_pruning:
+            conf[PREFIX + "sievePruning"] = "true"
         if self.parent is not None:
             p = self.parent
             conf["spark.openlineage.parentJobNamespace"] = p.namespace
@@ -243,6 +249,7 @@ class LauncherConfig:
             indirect_reason=indirect_reason,
             spark_openlineage=dict(spark_openlineage or {}),
             udf_analysis=(get("udfAnalysis") or "true").strip().lower() not in ("0", "false", "no", "off"),
+            sieve_pruning=(get("sievePruning") or "").strip().lower() in ("1", "true", "yes"),
         )
 
 

@@ -246,6 +246,7 @@ class CaptureRuntime:
                 t = step("versions_s", t)
                 assert self.config is not None
                 if not self.config.active:
+                    self.enable_sieve(spark)
                     return
                 from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
 
@@ -273,6 +274,7 @@ class CaptureRuntime:
                 self.listeners.append(listener)
                 self._sessions.append(jsession)
                 t = step("listener_s", t)
+                self.enable_sieve(spark)
                 if self.streaming is None:
                     self.attach_streaming(spark, listener)
                 t = step("streaming_s", t)
@@ -285,6 +287,25 @@ class CaptureRuntime:
             self.problem("could not attach the capture listener to the SparkSession", exc)
         finally:
             self.timings["attach_s"] += time.perf_counter() - t_all - shared
+
+    def enable_sieve(self, spark: SparkSession) -> None:
+        """Sieve's pruning of Parquet scans in this session (``spark.airflow_lineage.sievePruning=true``)."""
+        if self.config is None or not self.config.sieve_pruning:
+            return
+        if self._callbacks is not None:  # one py4j callback server: the one started with the gateway
+            self._callbacks.join(CALLBACKS_WAIT_S)
+            if self._callbacks.is_alive():
+                self.problem("py4j's callback server was not ready: Sieve pruning is not enabled")
+                return
+        try:
+            import importlib
+
+            # by name: the capture core does not import the Sieve core; the optimizer rule lives there
+            importlib.import_module("airflow_provider_lineage.sieve.spark.prune").enable(spark)
+            log.info("Sieve pruning enabled: Parquet scans of indexed tables read only the index's candidate files")
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job: the scans read every file
+            self.problem("could not enable Sieve pruning (spark.airflow_lineage.sievePruning); scans read every file",
+                         exc)
 
     def attach_streaming(self, spark: SparkSession, listener: Any) -> None:
         """Structured Streaming queries of every session: one record per query (:mod:`.streaming`)."""

@@ -50,7 +50,8 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
     arguments of :class:`~airflow_provider_lineage.operators.spark_lineage.SparkLineageSubmitOperator`
     (``lineage_emission``, ``openlineage_config``, ``capture_dir``, ``capture_conn_id``, ``capture_drain_timeout``,
     ``keep_capture_records``, ``capture_record_limit``, ``lineage_xcom_key``, ``asset_alias``,
-    ``indirect_lineage``, ``udf_analysis``, ``on_lineage_change``, ``require_masked``, ``on_policy_violation``).
+    ``indirect_lineage``, ``udf_analysis``, ``on_lineage_change``, ``require_masked``, ``on_policy_violation``,
+    ``sieve_pruning``: Parquet scans of tables with Sieve indexes read only the index's candidate files).
 
     :param python_callable: the function; its ``spark`` parameter receives the session.
     :param conn_id: a ``spark`` connection (master in host/port, Spark properties in the extras) or a
@@ -85,6 +86,7 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         on_lineage_change: str = "warn",
         require_masked: list[str] | str | None = None,
         on_policy_violation: str = "fail",
+        sieve_pruning: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(python_callable=python_callable, conn_id=conn_id, config_kwargs=config_kwargs, **kwargs)
@@ -94,7 +96,7 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
             lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
             udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
-            on_policy_violation=on_policy_violation)
+            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning)
         self._capture_records: list[Any] | None = None
         self._capture_problems: list[str] = []
         self._capture_folder: str | None = None
@@ -127,6 +129,8 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             conf[key] = str(value)
         if not conf.get("spark.remote") and not conf.get("spark.master"):
             conf["spark.master"] = url
+        if getattr(self, "sieve_pruning", False):
+            conf["spark.airflow_lineage.sievePruning"] = "true"
         return conf, extras
 
     def execute_callable(self) -> Any:
@@ -173,6 +177,13 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             self._capture_problems.append(f"could not attach the capture listener to the SparkSession: {exc!r}")
             capture = None
         streams = self._attach_streaming(spark, capture) if capture is not None else None
+        if getattr(self, "sieve_pruning", False):
+            from airflow_provider_lineage.sieve.spark.prune import enable_from_conf
+
+            spark.conf.set("spark.airflow_lineage.sievePruning", "true")  # also for a session this task did not create
+            pruning = enable_from_conf(spark)
+        else:
+            pruning = False
         try:
             return self._call(spark)
         finally:
@@ -185,6 +196,10 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
                 except Exception as exc:  # noqa: BLE001 - lineage never fails the task
                     self._capture_problems.append(f"could not finish the capture: {exc!r}")
             udfs.uninstall()
+            if pruning:
+                from airflow_provider_lineage.sieve.spark.prune import disable
+
+                disable(spark)  # a session this task did not create goes back as it came
 
     def _attach_streaming(self, spark: Any, capture: Any) -> Any:
         """The SparkContext's Structured Streaming capture (one record per query, as the launcher's), its records

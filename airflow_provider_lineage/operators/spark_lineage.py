@@ -133,6 +133,9 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         that cannot be computed fully fail it too, with the reason. (templated; checked after rendering)
     :param on_policy_violation: ``"fail"`` (default: the task fails after the write, naming each
         column and its path) or ``"warn"`` (any case). (templated; checked after rendering, at task start)
+    :param sieve_pruning: ``True``: in the driver, every Parquet scan of a table with Sieve indexes reads only
+        the files the indexes cannot exclude (``airflow_provider_lineage.sieve.spark.enable``; Spark property
+        ``spark.airflow_lineage.sievePruning=true``); the application is unchanged.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "capture_dir", "on_lineage_change",
@@ -159,6 +162,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         on_lineage_change: str = "warn",
         require_masked: list[str] | str | None = None,
         on_policy_violation: str = "fail",
+        sieve_pruning: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -168,7 +172,7 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
             keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
             lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
             udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
-            on_policy_violation=on_policy_violation)
+            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -205,7 +209,8 @@ class SparkLineageSubmitOperator(SparkSubmitOperator):
         user_app, user_args = self.application, list(self.application_args or [])
         created_dir: str | None = None
         launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.resolved_indirect(),
-                                      udf_analysis=self.udf_analysis)
+                                      udf_analysis=self.udf_analysis,
+                                      sieve_pruning=self.sieve_pruning)
         remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
         if remote_cap is not None:
             pass
@@ -578,6 +583,7 @@ def init_lineage_arguments(
     on_lineage_change: str = "warn",
     require_masked: list[str] | str | None = None,
     on_policy_violation: str = "fail",
+    sieve_pruning: bool = False,
 ) -> None:
     """Check and set the lineage arguments on ``op`` after ``BaseOperator.__init__``: one implementation for
     :class:`SparkLineageSubmitOperator` and every other entry point (``operators/lineage_task.py``). The
@@ -604,6 +610,7 @@ def init_lineage_arguments(
     op.lineage_xcom_key = lineage_xcom_key
     op.indirect_lineage = indirect_lineage
     op.udf_analysis = udf_analysis
+    op.sieve_pruning = bool(sieve_pruning)
     # checked now unless templated; every value again after rendering, at task start (execute)
     if not _templated(on_lineage_change):
         on_lineage_change = guard.parse_mode("on_lineage_change", on_lineage_change, guard.CHANGE_MODES)

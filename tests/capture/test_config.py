@@ -39,3 +39,12 @@ def test_nothing_configured_is_inactive() -> None:
 def test_bad_values_name_the_property(key: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         LauncherConfig.resolve({f"spark.airflow_lineage.{key}": value}.get, environ={})
+
+
+def test_sieve_pruning_round_trips() -> None:
+    cfg = LauncherConfig(capture_dir="/tmp/cap", sieve_pruning=True)
+    conf = cfg.to_spark_conf()
+    assert conf["spark.airflow_lineage.sievePruning"] == "true"
+    assert LauncherConfig.resolve(conf.get, environ={}) == cfg
+    assert not LauncherConfig.resolve({}.get, environ={}).sieve_pruning
+    assert LauncherConfig.resolve({}.get, environ={"AIRFLOW_LINEAGE_SIEVE_PRUNING": "true"}).sieve_pruning

@@ -1,8 +1,18 @@
 """Sieve where Spark users read: ``spark.read.format("sieve")`` with filter push-down (PySpark 4.1+).
 
+Enable once, read as usual (every ``spark.read.parquet`` / SQL scan of an indexed table reads only
+the files its indexes cannot exclude, through Spark's own Parquet reader; :mod:`.prune`):
+
 .. code-block:: python
 
     from airflow_provider_lineage.sieve import spark as sieve_spark
+
+    sieve_spark.enable(spark)
+    spark.read.parquet("/data/sales").where("customer_id = 42").count()
+
+Or read through the ``sieve`` data source explicitly:
+
+.. code-block:: python
 
     sieve_spark.register(spark)
     df = spark.read.format("sieve").load("/data/sales").where("customer_id = 42")
@@ -27,7 +37,22 @@ from ..errors import SieveError
 MIN_SPARK = (4, 1)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-__all__ = ["MIN_SPARK", "NATIVE_SHARE", "check_spark_version", "load", "register"]
+__all__ = ["MIN_SPARK", "NATIVE_SHARE", "check_spark_version", "disable", "enable", "load", "register"]
+
+
+def enable(spark: Any) -> None:
+    """Prune every Parquet scan of ``spark`` through the tables' Sieve indexes, read by Spark's own
+    reader (a Catalyst rule: :mod:`.prune`). Enable once, read as usual."""
+    from .prune import enable as _enable
+
+    _enable(spark)
+
+
+def disable(spark: Any) -> None:
+    """Undo :func:`enable` for ``spark``."""
+    from .prune import disable as _disable
+
+    _disable(spark)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,499 @@
+"""Java source of ``apl.sieve.SievePrune`` (see :mod:`.prune`), compiled in the driver JVM with Janino.
+
+Kept as a Python string so it travels wherever the package does (a wheel, a ``--py-files`` archive)
+with no jar to install. Janino compiles Java 1.4-style code only: no generics, no lambdas.
+"""
+
+SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino by airflow_provider_lineage/sieve/spark/prune.py.
+//
+// SievePrune: a Catalyst optimizer rule (spark.experimental.extraOptimizations) that, for every
+// Filter directly over a LogicalRelation(HadoopFsRelation(ParquetFileFormat)), asks the Python side
+// (an oracle: java.util.function.Function implemented in Python through py4j) which of the files Spark
+// listed the Sieve indexes exclude, and replaces the relation's location with a SieveFileIndex that
+// lists Spark's own files minus those. The Filter stays in the plan; only the file list shrinks.
+// Any error leaves the scan as Spark planned it (and is reported to the oracle, which logs it).
+package apl.sieve;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNode;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import scala.collection.JavaConverters;
+
+public class SievePrune extends Rule {
+    private java.util.function.Function oracle;
+    /** Listings up to this many files are sent with the first call. */
+    static final int DIRECT_FILES = 1000;
+
+    public SievePrune() {}
+
+    public void setOracle(java.util.function.Function oracle) { this.oracle = oracle; }
+
+    // ---- installing into a session's experimental methods (spark.experimental) -----------------
+    /** Put this rule in the session's extra optimizations (replacing an earlier SievePrune); null: remove it. */
+    public void install(Object experimental, boolean add) throws Exception {
+        Method get = experimental.getClass().getMethod("extraOptimizations", new Class[0]);
+        Method set = null;
+        Method[] ms = experimental.getClass().getMethods();
+        for (int i = 0; i < ms.length; i++) {
+            if (ms[i].getName().equals("extraOptimizations_$eq")) set = ms[i];
+        }
+        List rules = new ArrayList(JavaConverters.seqAsJavaList((scala.collection.Seq) get.invoke(experimental, new Object[0])));
+        for (int i = rules.size() - 1; i >= 0; i--) {
+            if (rules.get(i).getClass().getName().equals(SievePrune.class.getName())) rules.remove(i);
+        }
+        if (add) rules.add(this);
+        set.invoke(experimental, new Object[] {JavaConverters.asScalaBuffer(rules).toList()});
+    }
+
+    public boolean installed(Object experimental) throws Exception {
+        Method get = experimental.getClass().getMethod("extraOptimizations", new Class[0]);
+        List rules = JavaConverters.seqAsJavaList((scala.collection.Seq) get.invoke(experimental, new Object[0]));
+        for (int i = 0; i < rules.size(); i++) {
+            if (rules.get(i).getClass().getName().equals(SievePrune.class.getName())) return true;
+        }
+        return false;
+    }
+
+    /** The narrowing descriptions of a plan's scans (for tests and explain helpers). */
+    public String narrowings(Object plan) {
+        StringBuilder sb = new StringBuilder();
+        collect((TreeNode) plan, sb);
+        return sb.toString();
+    }
+
+    private static void collect(TreeNode node, StringBuilder sb) {
+        if (node instanceof LogicalRelation && ((LogicalRelation) node).relation() instanceof HadoopFsRelation) {
+            FileIndex loc = ((HadoopFsRelation) ((LogicalRelation) node).relation()).location();
+            if (loc instanceof SieveFileIndex) sb.append(((SieveFileIndex) loc).description()).append('\n');
+        }
+        List children = JavaConverters.seqAsJavaList(node.children());
+        for (int i = 0; i < children.size(); i++) collect((TreeNode) children.get(i), sb);
+    }
+
+    // ---- the rule ------------------------------------------------------------------------------
+    public TreeNode apply(TreeNode plan) {
+        if (oracle == null) return plan;
+        try {
+            return ((LogicalPlan) plan).transformUp(new Narrow(this));
+        } catch (Throwable t) {
+            report("the rule failed: " + t);
+            return plan;
+        }
+    }
+
+    void report(String message) {
+        try {
+            oracle.apply("E" + message);
+        } catch (Throwable t) {
+            org.slf4j.LoggerFactory.getLogger("apl.sieve.SievePrune").warn(
+                "Sieve: " + message + "; the scan is read as Spark planned it");
+        }
+    }
+
+    /** The Filter with its relation narrowed, or null to leave it as it is. */
+    LogicalPlan narrow(Filter f) {
+        if (!(f.child() instanceof LogicalRelation)) return null;
+        LogicalRelation lr = (LogicalRelation) f.child();
+        if (!(lr.relation() instanceof HadoopFsRelation)) return null;
+        HadoopFsRelation r = (HadoopFsRelation) lr.relation();
+        if (!(r.fileFormat() instanceof ParquetFileFormat)) return null;
+        FileIndex loc = r.location();
+        if (loc instanceof SieveFileIndex) return null;
+        if (!mayHaveIndexes(lr, loc)) return null;
+        try {
+            StringBuilder head = new StringBuilder();
+            head.append("{\"roots\":[");
+            List roots = JavaConverters.seqAsJavaList(loc.rootPaths());
+            for (int i = 0; i < roots.size(); i++) {
+                if (i > 0) head.append(',');
+                Json.str(head, roots.get(i).toString());
+            }
+            head.append("],\"location\":");
+            if (lr.catalogTable().isDefined()) {
+                org.apache.spark.sql.catalyst.catalog.CatalogTable t =
+                    (org.apache.spark.sql.catalyst.catalog.CatalogTable) lr.catalogTable().get();
+                Json.str(head, t.location() == null ? null : t.location().toString());
+                head.append(",\"table\":");
+                Json.str(head, t.identifier().unquotedString());
+            } else {
+                head.append("null,\"table\":null");
+            }
+            head.append(",\"columns\":{");
+            List out = JavaConverters.seqAsJavaList(lr.output());
+            for (int i = 0; i < out.size(); i++) {
+                Attribute a = (Attribute) out.get(i);
+                if (i > 0) head.append(',');
+                Json.str(head, a.name());
+                head.append(':');
+                Json.str(head, a.dataType().catalogString());
+            }
+            // the condition's attributes by the relation's names (a case-insensitive session keeps the query's spelling)
+            head.append("},\"names\":{");
+            List refs0 = JavaConverters.seqAsJavaList(f.condition().references().toSeq());
+            int nn = 0;
+            for (int i = 0; i < refs0.size(); i++) {
+                Attribute ref = (Attribute) refs0.get(i);
+                for (int j = 0; j < out.size(); j++) {
+                    Attribute a = (Attribute) out.get(j);
+                    if (a.exprId().equals(ref.exprId())) {
+                        if (nn++ > 0) head.append(',');
+                        Json.str(head, ref.name());
+                        head.append(':');
+                        Json.str(head, a.name());
+                    }
+                }
+            }
+            head.append("},\"partitionColumns\":[");
+            String[] pcols = r.partitionSchema().fieldNames();
+            for (int i = 0; i < pcols.length; i++) {
+                if (i > 0) head.append(',');
+                Json.str(head, pcols[i]);
+            }
+            head.append("],\"filters\":[");
+            List conjuncts = new ArrayList();
+            split(f.condition(), conjuncts);
+            StringBuilder untranslated = new StringBuilder();
+            int n = 0;
+            int u = 0;
+            for (int i = 0; i < conjuncts.size(); i++) {
+                Expression e = (Expression) conjuncts.get(i);
+                scala.Option tf = org.apache.spark.sql.execution.datasources.DataSourceStrategy$.MODULE$.translateFilter(e, false);
+                if (tf.isDefined()) {
+                    if (n++ > 0) head.append(',');
+                    Json.filter(head, (org.apache.spark.sql.sources.Filter) tf.get());
+                } else {
+                    if (u++ > 0) untranslated.append(',');
+                    untranslated.append("{\"sql\":");
+                    Json.str(untranslated, e.sql());
+                    untranslated.append(",\"columns\":[");
+                    List refs = JavaConverters.seqAsJavaList(e.references().toSeq());
+                    for (int j = 0; j < refs.size(); j++) {
+                        if (j > 0) untranslated.append(',');
+                        Json.str(untranslated, ((Attribute) refs.get(j)).name());
+                    }
+                    untranslated.append("]}");
+                }
+            }
+            head.append("],\"untranslated\":[").append(untranslated).append(']');
+            // A small listing that Spark has cached goes with the first call (one py4j round trip); otherwise
+            // the listing is made and sent only once the Python side says an index may narrow the scan.
+            boolean direct = loc instanceof PartitioningAwareFileIndex
+                && ((PartitioningAwareFileIndex) loc).allFiles().size() <= DIRECT_FILES;
+            if (!direct) {
+                String go = (String) oracle.apply("P" + head + "}");
+                if (go == null || !go.equals("files")) return null;
+            }
+            // Spark's own listing (cached by its file index), with sizes and modification times
+            StringBuilder files = new StringBuilder(head);
+            files.append(",\"files\":[");
+            List dirs = JavaConverters.seqAsJavaList(loc.listFiles(scala.collection.immutable.Nil$.MODULE$,
+                                                                      scala.collection.immutable.Nil$.MODULE$));
+            int total = 0;
+            for (int i = 0; i < dirs.size(); i++) {
+                List fs = JavaConverters.seqAsJavaList(((PartitionDirectory) dirs.get(i)).files());
+                for (int j = 0; j < fs.size(); j++) {
+                    FileStatusWithMetadata st = (FileStatusWithMetadata) fs.get(j);
+                    if (total++ > 0) files.append(',');
+                    files.append('[');
+                    Json.str(files, st.getPath().toString());
+                    files.append(',').append(st.getLen()).append(',').append(st.getModificationTime()).append(']');
+                }
+            }
+            files.append("]}");
+            String answer = (String) oracle.apply("F" + files);
+            if (answer == null || answer.length() == 0) return null;
+            String[] lines = answer.split("\n", -1);
+            if (lines.length < 2 || !(lines[0].equals("K") || lines[0].equals("X"))) {
+                throw new IllegalStateException("unexpected answer from the Sieve oracle: "
+                    + (answer.length() > 80 ? answer.substring(0, 80) : answer));
+            }
+            HashSet paths = new HashSet();
+            for (int i = 2; i < lines.length; i++) {
+                if (lines[i].length() > 0) paths.add(lines[i]);
+            }
+            SieveFileIndex narrowed = new SieveFileIndex(loc, paths, lines[0].equals("K"), lines[1]);
+            HadoopFsRelation nr = new HadoopFsRelation(narrowed, r.partitionSchema(), r.dataSchema(), r.bucketSpec(),
+                                                       r.fileFormat(), r.options(), r.sparkSession());
+            LogicalRelation nlr = copyRelation(lr, nr);
+            return new Filter(f.condition(), nlr);
+        } catch (Throwable t) {
+            report("a scan of " + loc.rootPaths() + " could not be narrowed: " + t);
+            return null;
+        }
+    }
+
+    /** False only when the table's root is known and has no _sieve folder (no py4j call then); any doubt: true. */
+    static boolean mayHaveIndexes(LogicalRelation lr, FileIndex loc) {
+        try {
+            org.apache.hadoop.fs.Path root = null;
+            if (lr.catalogTable().isDefined()) {
+                org.apache.spark.sql.catalyst.catalog.CatalogTable t =
+                    (org.apache.spark.sql.catalyst.catalog.CatalogTable) lr.catalogTable().get();
+                if (t.location() != null) root = new org.apache.hadoop.fs.Path(t.location());
+            }
+            if (root == null) {
+                List roots = JavaConverters.seqAsJavaList(loc.rootPaths());
+                if (roots.size() != 1) return true;
+                root = (org.apache.hadoop.fs.Path) roots.get(0);
+            }
+            org.apache.hadoop.fs.Path folder = new org.apache.hadoop.fs.Path(root, "_sieve");
+            if (!"file".equals(folder.toUri().getScheme())) return true;  // a remote store: the Python side lists
+            return new java.io.File(folder.toUri().getPath()).isDirectory();
+        } catch (Throwable t) {
+            return true;
+        }
+    }
+
+    // LogicalRelation's fields differ between Spark versions: copy(relation, <the rest as they are>)
+    static LogicalRelation copyRelation(LogicalRelation lr, HadoopFsRelation nr) throws Exception {
+        Method[] ms = lr.getClass().getMethods();
+        for (int i = 0; i < ms.length; i++) {
+            if (ms[i].getName().equals("copy")) {
+                int k = ms[i].getParameterTypes().length;
+                Object[] args = new Object[k];
+                args[0] = nr;
+                for (int j = 1; j < k; j++) {
+                    args[j] = lr.getClass().getMethod("copy$default$" + (j + 1), new Class[0]).invoke(lr, new Object[0]);
+                }
+                LogicalRelation out = (LogicalRelation) ms[i].invoke(lr, args);
+                out.copyTagsFrom(lr);
+                return out;
+            }
+        }
+        throw new IllegalStateException("LogicalRelation has no copy method");
+    }
+
+    static void split(Expression e, List out) {
+        if (e instanceof And) {
+            split(((And) e).left(), out);
+            split(((And) e).right(), out);
+        } else {
+            out.add(e);
+        }
+    }
+}
+
+class Narrow extends scala.runtime.AbstractPartialFunction {
+    private final SievePrune rule;
+
+    Narrow(SievePrune rule) { this.rule = rule; }
+
+    public boolean isDefinedAt(Object node) {
+        return node instanceof Filter && ((Filter) node).child() instanceof LogicalRelation;
+    }
+
+    public Object applyOrElse(Object node, scala.Function1 otherwise) {
+        if (node instanceof Filter) {
+            LogicalPlan out = rule.narrow((Filter) node);
+            if (out != null) return out;
+            return node;
+        }
+        return otherwise.apply(node);
+    }
+}
+
+class SieveFileIndex implements FileIndex {
+    private final FileIndex delegate;
+    private final HashSet paths;
+    private final boolean keep;
+    private final String description;
+
+    SieveFileIndex(FileIndex delegate, HashSet paths, boolean keep, String description) {
+        this.delegate = delegate;
+        this.paths = paths;
+        this.keep = keep;
+        this.description = description;
+    }
+
+    public FileIndex delegate() { return delegate; }
+
+    public String description() { return description; }
+
+    private boolean read(FileStatusWithMetadata f) {
+        return paths.contains(f.getPath().toString()) == keep;
+    }
+
+    public scala.collection.immutable.Seq rootPaths() { return delegate.rootPaths(); }
+
+    public scala.collection.immutable.Seq listFiles(scala.collection.immutable.Seq partitionFilters,
+                                                    scala.collection.immutable.Seq dataFilters) {
+        List dirs = JavaConverters.seqAsJavaList(delegate.listFiles(partitionFilters, dataFilters));
+        List out = new ArrayList();
+        for (int i = 0; i < dirs.size(); i++) {
+            PartitionDirectory d = (PartitionDirectory) dirs.get(i);
+            List fs = JavaConverters.seqAsJavaList(d.files());
+            List kept = new ArrayList();
+            for (int j = 0; j < fs.size(); j++) {
+                if (read((FileStatusWithMetadata) fs.get(j))) kept.add(fs.get(j));
+            }
+            if (!kept.isEmpty()) out.add(new PartitionDirectory(d.values(), JavaConverters.asScalaBuffer(kept).toList()));
+        }
+        return JavaConverters.asScalaBuffer(out).toList();
+    }
+
+    public String[] inputFiles() {
+        List dirs = JavaConverters.seqAsJavaList(listFiles(scala.collection.immutable.Nil$.MODULE$,
+                                                           scala.collection.immutable.Nil$.MODULE$));
+        List out = new ArrayList();
+        for (int i = 0; i < dirs.size(); i++) {
+            List fs = JavaConverters.seqAsJavaList(((PartitionDirectory) dirs.get(i)).files());
+            for (int j = 0; j < fs.size(); j++) {
+                out.add(((FileStatusWithMetadata) fs.get(j)).getPath().toUri().toString());
+            }
+        }
+        return (String[]) out.toArray(new String[out.size()]);
+    }
+
+    public void refresh() { delegate.refresh(); }
+
+    public long sizeInBytes() { return delegate.sizeInBytes(); }
+
+    public org.apache.spark.sql.types.StructType partitionSchema() { return delegate.partitionSchema(); }
+
+    public scala.Option metadataOpsTimeNs() { return delegate.metadataOpsTimeNs(); }
+
+    public String toString() { return description; }
+
+    public boolean equals(Object o) {
+        if (!(o instanceof SieveFileIndex)) return false;
+        SieveFileIndex s = (SieveFileIndex) o;
+        return s.delegate.equals(delegate) && s.keep == keep && s.paths.equals(paths);
+    }
+
+    public int hashCode() { return delegate.hashCode() * 31 + paths.hashCode(); }
+}
+
+class Json {
+    static void str(StringBuilder sb, String s) {
+        if (s == null) { sb.append("null"); return; }
+        sb.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') { sb.append('\\').append(c); }
+            else if (c < 0x20) {
+                String h = Integer.toHexString(c);
+                sb.append("\\u");
+                for (int k = h.length(); k < 4; k++) sb.append('0');
+                sb.append(h);
+            } else { sb.append(c); }
+        }
+        sb.append('"');
+    }
+
+    static void leaf(StringBuilder sb, String op, String attribute) {
+        sb.append("{\"op\":");
+        str(sb, op);
+        sb.append(",\"column\":");
+        str(sb, attribute);
+    }
+
+    static void filter(StringBuilder sb, org.apache.spark.sql.sources.Filter f) {
+        if (f instanceof org.apache.spark.sql.sources.And) {
+            org.apache.spark.sql.sources.And a = (org.apache.spark.sql.sources.And) f;
+            sb.append("{\"op\":\"and\",\"children\":[");
+            filter(sb, a.left()); sb.append(','); filter(sb, a.right());
+            sb.append("]}");
+        } else if (f instanceof org.apache.spark.sql.sources.Or) {
+            org.apache.spark.sql.sources.Or o = (org.apache.spark.sql.sources.Or) f;
+            sb.append("{\"op\":\"or\",\"children\":[");
+            filter(sb, o.left()); sb.append(','); filter(sb, o.right());
+            sb.append("]}");
+        } else if (f instanceof org.apache.spark.sql.sources.EqualTo) {
+            org.apache.spark.sql.sources.EqualTo e = (org.apache.spark.sql.sources.EqualTo) f;
+            leaf(sb, "eq", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.EqualNullSafe) {
+            org.apache.spark.sql.sources.EqualNullSafe e = (org.apache.spark.sql.sources.EqualNullSafe) f;
+            leaf(sb, "eq_null_safe", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.GreaterThan) {
+            org.apache.spark.sql.sources.GreaterThan e = (org.apache.spark.sql.sources.GreaterThan) f;
+            leaf(sb, "gt", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.GreaterThanOrEqual) {
+            org.apache.spark.sql.sources.GreaterThanOrEqual e = (org.apache.spark.sql.sources.GreaterThanOrEqual) f;
+            leaf(sb, "ge", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.LessThan) {
+            org.apache.spark.sql.sources.LessThan e = (org.apache.spark.sql.sources.LessThan) f;
+            leaf(sb, "lt", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.LessThanOrEqual) {
+            org.apache.spark.sql.sources.LessThanOrEqual e = (org.apache.spark.sql.sources.LessThanOrEqual) f;
+            leaf(sb, "le", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.In) {
+            org.apache.spark.sql.sources.In e = (org.apache.spark.sql.sources.In) f;
+            leaf(sb, "in", e.attribute()); sb.append(",\"values\":[");
+            Object[] vs = e.values();
+            for (int i = 0; i < vs.length; i++) { if (i > 0) sb.append(','); value(sb, vs[i]); }
+            sb.append("]}");
+        } else if (f instanceof org.apache.spark.sql.sources.IsNull) {
+            leaf(sb, "is_null", ((org.apache.spark.sql.sources.IsNull) f).attribute()); sb.append('}');
+        } else if (f instanceof org.apache.spark.sql.sources.StringStartsWith) {
+            org.apache.spark.sql.sources.StringStartsWith e = (org.apache.spark.sql.sources.StringStartsWith) f;
+            leaf(sb, "starts_with", e.attribute()); sb.append(",\"value\":"); value(sb, e.value()); sb.append('}');
+        } else {
+            // Not, IsNotNull, StringEndsWith, StringContains, AlwaysTrue/False...: no file excluded
+            sb.append("{\"op\":\"other\",\"name\":");
+            str(sb, f.getClass().getSimpleName());
+            sb.append('}');
+        }
+    }
+
+    static void value(StringBuilder sb, Object v) {
+        if (v == null) { sb.append("null"); return; }
+        String t;
+        String s;
+        if (v instanceof Integer || v instanceof Long || v instanceof Short || v instanceof Byte) {
+            t = "int"; s = v.toString();
+        } else if (v instanceof String) {
+            t = "str"; s = (String) v;
+        } else if (v instanceof java.sql.Date) {
+            t = "date"; s = v.toString();
+        } else if (v instanceof java.time.LocalDate) {
+            t = "date"; s = v.toString();
+        } else if (v instanceof java.sql.Timestamp) {
+            java.sql.Timestamp ts = (java.sql.Timestamp) v;
+            long micros = Math.floorDiv(ts.getTime(), 1000L) * 1000000L + ts.getNanos() / 1000;
+            t = "ts"; s = Long.toString(micros);
+        } else if (v instanceof java.time.Instant) {
+            java.time.Instant in = (java.time.Instant) v;
+            t = "ts"; s = Long.toString(in.getEpochSecond() * 1000000L + in.getNano() / 1000);
+        } else if (v instanceof java.time.LocalDateTime) {
+            t = "ntz"; s = v.toString();
+        } else if (v instanceof java.math.BigDecimal) {
+            t = "dec"; s = ((java.math.BigDecimal) v).toPlainString();
+        } else if (v instanceof Double || v instanceof Float) {
+            double d = ((Number) v).doubleValue();
+            t = (Double.isNaN(d) || Double.isInfinite(d)) ? "nan" : "float"; s = v.toString();
+        } else if (v instanceof Boolean) {
+            t = "bool"; s = v.toString();
+        } else if (v instanceof byte[]) {
+            byte[] b = (byte[]) v;
+            StringBuilder h = new StringBuilder();
+            for (int i = 0; i < b.length; i++) {
+                String x = Integer.toHexString(b[i] & 0xff);
+                if (x.length() == 1) h.append('0');
+                h.append(x);
+            }
+            t = "bin"; s = h.toString();
+        } else {
+            t = "other"; s = v.getClass().getName();
+        }
+        sb.append("{\"t\":\"").append(t).append("\",\"v\":");
+        str(sb, s);
+        sb.append('}');
+    }
+}
+"""

@@ -1,0 +1,551 @@
+"""``sieve.spark.enable(spark)``: ordinary Parquet scans read only the index's candidate files, through
+Spark's own reader, and answer exactly as without it (real Spark ``local[2]``).
+
+Each case compares, for one condition, the rows with and without the rule, and the files the scan reads
+(``inputFiles()`` and the scan's ``number of files read`` metric) with the index's own candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_lineage import sieve as S
+from airflow_provider_lineage.sieve import spark as sieve_spark
+from airflow_provider_lineage.sieve.predicates import Eq, In, IsNull, Range
+from airflow_provider_lineage.sieve.spark import prune
+
+from .helpers import write_file
+
+N_FILES = 12
+ROWS = 40
+
+
+def _rows(df: Any) -> list[str]:
+    """The rows as sorted reprs (NaN equals NaN)."""
+    return sorted(repr(tuple(r)) for r in df.collect())
+
+
+def _local(path: str) -> str:
+    return path.removeprefix("file:")
+
+
+def _files_read(df: Any) -> set[str]:
+    return {os.path.normpath(_local(p)) for p in df.inputFiles()}
+
+
+def _scan_metric(spark: Any, df: Any) -> int:
+    """The Parquet scan's ``number of files read`` after running ``df`` (SQL metrics of the executed plan)."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    text = []
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            stack.append(node.executedPlan())
+            continue
+        if name == "FileSourceScanExec":
+            return int(node.metrics().apply("numFiles").value())
+        text.append(name)
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    raise AssertionError(f"no FileSourceScanExec in {text}")
+
+
+def _write(path: str, ks: list[int | None], cs: list[int]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(
+        pa.table(
+            {
+                "k": pa.array(ks, pa.int64()),
+                "c": pa.array(cs, pa.int64()),
+                "v": pa.array(range(len(ks)), pa.int64()),
+            }
+        ),
+        path,
+    )
+
+
+def _table(root: str, layout: str, structure: str) -> dict[str, list[int | None]]:
+    """``N_FILES`` files; ``k`` sorted across files (``sorted``) or random (``random``), a NULL in one file;
+    ``c`` a second indexed column (the file number times 10, plus 0..3)."""
+    rng = random.Random(7)
+    keys = list(range(N_FILES * ROWS))
+    if layout == "random":
+        rng.shuffle(keys)
+    layout_keys: dict[str, list[int | None]] = {}
+    for i in range(N_FILES):
+        ks: list[int | None] = list(keys[i * ROWS : (i + 1) * ROWS])
+        if i == 3:
+            ks[0] = None
+        path = os.path.join(root, f"part-{i:03d}.parquet")
+        _write(path, ks, [i * 10 + j % 4 for j in range(ROWS)])
+        layout_keys[path] = ks
+    S.build(None, root, "k", structure=structure)
+    S.build(None, root, "c", structure=structure)
+    return layout_keys
+
+
+# ---- the Python side alone (the requests the rule sends), no Spark -------------------------------------
+def _request(
+    root: str,
+    filters: list[dict[str, Any]],
+    files: list[list[Any]] | None = None,
+    columns: dict[str, str] | None = None,
+    names: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    if files is None:
+        files = []
+        for n in sorted(os.listdir(root)):
+            if n.endswith(".parquet"):
+                st = os.stat(os.path.join(root, n))
+                files.append([f"file:{root}/{n}", st.st_size, st.st_mtime_ns // 1_000_000])
+    return {
+        "roots": [f"file:{root}"],
+        "location": None,
+        "table": None,
+        "columns": columns or {"k": "bigint", "c": "bigint", "v": "bigint"},
+        "names": names or {},
+        "partitionColumns": [],
+        "filters": filters,
+        "untranslated": [],
+        "files": files,
+    }
+
+
+def _int(column: str, op: str, value: int) -> dict[str, Any]:
+    return {"op": op, "column": column, "value": {"t": "int", "v": str(value)}}
+
+
+def _kept(answer: str, req: dict[str, Any]) -> set[str]:
+    if not answer:
+        return {os.path.basename(f[0]) for f in req["files"]}
+    kind, _message, *paths = answer.split("\n")
+    listed = {f[0] for f in req["files"]}
+    paths = [p for p in paths if p]
+    chosen = set(paths) if kind == "K" else listed - set(paths)
+    return {os.path.basename(p) for p in chosen}
+
+
+def test_answers_keep_unknown_and_changed_files_and_combine_as_and_or(tmp_path) -> None:
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    req = _request(root, [_int("k", "eq", 17)])
+    assert _kept(prune.answer(req), req) == {"part-000.parquet"}
+    # a file Spark lists that the index does not know, or knows at another size or time, is read
+    req["files"].append([f"file:{root}/part-new.parquet", 10, 1])
+    req["files"][5][1] += 1
+    assert _kept(prune.answer(req), req) == {"part-000.parquet", "part-005.parquet", "part-new.parquet"}
+    # AND: excluded by either index; OR: only when both exclude
+    and_ = _request(root, [_int("k", "eq", 17), _int("c", "eq", 21)])
+    assert _kept(prune.answer(and_), and_) == set()
+    or_ = _request(root, [{"op": "or", "children": [_int("k", "eq", 17), _int("c", "eq", 21)]}])
+    assert _kept(prune.answer(or_), or_) == {"part-000.parquet", "part-002.parquet"}
+    # an OR with a branch on a column without an index excludes nothing
+    open_ = _request(root, [{"op": "or", "children": [_int("k", "eq", 17), _int("v", "eq", 1)]}])
+    assert prune.answer(open_) == ""
+    # the query's spelling of a column is mapped to the relation's by the rule (exprIds)
+    upper = _request(root, [_int("K", "eq", 17)], names={"K": "k"})
+    assert _kept(prune.answer(upper), upper) == {"part-000.parquet"}
+
+
+@pytest.mark.parametrize(
+    ("leaf", "columns", "reason"),
+    [
+        ({"op": "eq", "column": "k", "value": {"t": "nan", "v": "NaN"}}, None, "NaN"),
+        ({"op": "eq", "column": "k", "value": {"t": "str", "v": "17"}}, None, "cannot answer"),
+        (_int("k", "eq", 17), {"k": "string collate UTF8_LCASE"}, "collation"),
+        (_int("k", "eq", 17), {"k": "double"}, "double"),
+    ],
+)
+def test_unprovable_leaves_exclude_nothing_and_say_why(tmp_path, caplog, leaf, columns, reason) -> None:
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    prune._warned.clear()
+    req = _request(root, [leaf], columns=columns)
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        assert prune.answer(req) == ""
+    assert reason in caplog.text
+
+
+@pytest.fixture()
+def pruning(spark) -> Iterator[Any]:
+    sieve_spark.enable(spark)
+    prune._warned.clear()
+    yield spark
+    sieve_spark.disable(spark)
+
+
+def _candidates(root: str, column: str, pred: Any) -> set[str]:
+    return set(S.open_index(root, column).candidates(pred))
+
+
+def _without(spark: Any, query: Callable[[], Any]) -> list[tuple]:
+    sieve_spark.disable(spark)
+    try:
+        return _rows(query())
+    finally:
+        sieve_spark.enable(spark)
+
+
+# condition -> the files the index leaves (k's and c's indexes)
+CASES: list[tuple[str, Callable[[Callable[[str, Any], set[str]]], set[str]]]] = [
+    ("k = 17", lambda q: q("k", Eq(17))),
+    ("k IN (3, 250, 9999)", lambda q: q("k", In([3, 250, 9999]))),
+    ("k BETWEEN 100 AND 130", lambda q: q("k", Range(100, 130))),
+    ("k > 400", lambda q: q("k", Range(400, None, False))),
+    ("k <= 5", lambda q: q("k", Range(None, 5))),
+    ("k IS NULL", lambda q: q("k", IsNull())),
+    ("k <=> 42", lambda q: q("k", Eq(42))),
+    ("k <=> NULL", lambda q: q("k", IsNull())),
+    ("k = 17 OR k = 300", lambda q: q("k", Eq(17)) | q("k", Eq(300))),
+    ("k = 17 AND c = 21", lambda q: q("k", Eq(17)) & q("c", Eq(21))),
+    ("k = 17 OR c = 21", lambda q: q("k", Eq(17)) | q("c", Eq(21))),
+    (
+        "(k < 50 OR k > 420) AND c >= 100",
+        lambda q: (
+            (q("k", Range(None, 50, True, False)) | q("k", Range(420, None, False)))
+            & q("c", Range(100, None))
+        ),
+    ),
+    ("K = 17", lambda q: q("k", Eq(17))),  # a case-insensitive name resolves to k
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("layout", "structure"), [("sorted", "segments"), ("random", "hashed")])
+@pytest.mark.parametrize(("condition", "expect"), CASES, ids=[c for c, _ in CASES])
+def test_each_filter_kind_reads_the_candidates_and_answers_as_spark(
+    pruning, tmp_path, layout, structure, condition, expect
+) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, layout, structure)
+
+    def query() -> Any:
+        return spark.read.parquet(root).where(condition)
+
+    want = expect(lambda column, pred: _candidates(root, column, pred))
+    df = query()
+    assert _files_read(df) == want
+    assert _rows(df) == _without(spark, query)
+    assert _scan_metric(spark, query()) == len(want)
+    if len(want) < N_FILES:
+        assert prune.narrowings(df) == [
+            f"Sieve: {len(want)} of {N_FILES} files by "
+            + ", ".join(sorted({c for c in ("c", "k") if f"{c} " in condition.lower()}))
+        ]
+
+
+def test_point_in_and_range_read_the_candidates(pruning, tmp_path) -> None:
+    """The fast tier's share of the matrix above."""
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    for condition, pred in [
+        ("k = 17", Eq(17)),
+        ("k IN (3, 250)", In([3, 250])),
+        ("k BETWEEN 100 AND 130", Range(100, 130)),
+    ]:
+
+        def query(c: str = condition) -> Any:
+            return spark.read.parquet(root).where(c)
+
+        df = query()
+        assert _files_read(df) == _candidates(root, "k", pred), condition
+        assert _rows(df) == _without(spark, query), condition
+
+
+@pytest.mark.slow
+def test_ranges_on_a_random_layout_are_narrowed_too(pruning, tmp_path) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "random", "segments")
+    for condition in ("k BETWEEN 100 AND 103", "k > 470"):
+        df = spark.read.parquet(root).where(condition)
+        assert _rows(df) == _without(spark, lambda c=condition: spark.read.parquet(root).where(c))
+        assert len(_files_read(df)) <= N_FILES
+
+
+def test_sql_explain_and_the_info_line(pruning, tmp_path, caplog, capsys) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    spark.read.parquet(root).createOrReplaceTempView("sieve_prune_sales")
+    with caplog.at_level(logging.INFO, logger="airflow_provider_lineage.sieve.spark.prune"):
+        df = spark.sql("SELECT v FROM sieve_prune_sales WHERE k = 17")
+        assert _rows(df) == [repr((17,))]
+    assert f"Sieve: 1 of {N_FILES} files by k" in caplog.text
+    df.explain()
+    assert "Location: SieveFileIndex" in capsys.readouterr().out
+    assert prune.narrowings(df) == [f"Sieve: 1 of {N_FILES} files by k"]
+
+
+def test_each_scan_of_a_query_is_narrowed_on_its_own(pruning, tmp_path) -> None:
+    """A union of two filtered reads of one table and a join with another: every Parquet scan gets its
+    own candidates; the answer is the plain read's."""
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+
+    def query() -> Any:
+        t = spark.read.parquet(root)
+        both = t.where("k = 17").unionByName(t.where("k IN (300, 301)"))
+        return both.join(t.where("c = 21").select("c"), "c", "left").select("k", "v")
+
+    df = query()
+    assert sorted(prune.narrowings(df)) == [
+        f"Sieve: 1 of {N_FILES} files by c",
+        f"Sieve: 1 of {N_FILES} files by k",
+        f"Sieve: 1 of {N_FILES} files by k",
+    ]
+    assert _rows(df) == _without(spark, query)
+
+
+def test_disable_reads_every_file(pruning, tmp_path) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    assert prune.is_enabled(spark)
+    sieve_spark.disable(spark)
+    assert not prune.is_enabled(spark)
+    assert len(_files_read(spark.read.parquet(root).where("k = 17"))) == N_FILES
+    sieve_spark.enable(spark)
+    sieve_spark.enable(spark)  # idempotent: one rule
+    assert len(_files_read(spark.read.parquet(root).where("k = 17"))) == 1
+
+
+def test_catalog_table(pruning, tmp_path) -> None:
+    spark = pruning
+    spark.sql("DROP TABLE IF EXISTS sieve_prune_cat")
+    spark.range(0, 600, 1, 6).selectExpr("id AS k", "id % 5 AS v").write.saveAsTable("sieve_prune_cat")
+    location = spark.sql("DESCRIBE FORMATTED sieve_prune_cat").where("col_name = 'Location'").first()[1]
+    root = _local(location)
+    S.build(None, root, "k")
+
+    def query() -> Any:
+        return spark.sql("SELECT k, v FROM sieve_prune_cat WHERE k IN (5, 550)")
+
+    df = query()
+    assert _files_read(df) == _candidates(root, "k", In([5, 550]))
+    assert len(_files_read(df)) == 2
+    assert _rows(df) == _without(spark, query) == [repr((5, 0)), repr((550, 0))]
+    spark.sql("DROP TABLE sieve_prune_cat")
+
+
+def test_partitioned_table(pruning, tmp_path) -> None:
+    spark = pruning
+    root = str(tmp_path / "pt")
+    write_file(f"{root}/p=1/a.parquet", [1, 2, 3, None])
+    write_file(f"{root}/p=1/b.parquet", [100, 101])
+    write_file(f"{root}/p=2/c.parquet", [2, 500])
+    write_file(f"{root}/p=2/d.parquet", [700, 800])
+    S.build(None, root, "k")
+    for condition, files in [
+        ("k = 2", 2),
+        ("k = 2 AND p = 2", 1),
+        ("k >= 100 AND p = 1", 1),
+        ("p = 2", 2),
+        ("k IS NULL", 1),
+        ("k = 42", 0),
+    ]:
+
+        def query(c: str = condition) -> Any:
+            return spark.read.parquet(root).where(c)
+
+        df = query()
+        assert _rows(df) == _without(spark, query), condition
+        assert _scan_metric(spark, query()) == files, condition
+
+
+def test_stale_index_reads_new_and_rewritten_files(pruning, tmp_path) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    _write(os.path.join(root, "part-new.parquet"), [17, 1000], [0, 0])  # added after the index: read
+    _write(os.path.join(root, "part-005.parquet"), [17], [0])  # rewritten in place: read
+
+    def query() -> Any:
+        return spark.read.parquet(root).where("k = 17")
+
+    df = query()
+    read = {os.path.basename(p) for p in _files_read(df)}
+    assert read == {"part-000.parquet", "part-005.parquet", "part-new.parquet"}
+    assert _rows(df) == _without(spark, query)
+    assert len(_rows(df)) == 3
+
+
+def test_damaged_index_reads_every_file_with_one_warning(pruning, tmp_path, caplog) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    folder = os.path.join(root, "_sieve", "k")
+    for name in os.listdir(folder):
+        if name.startswith("manifest"):
+            with open(os.path.join(folder, name), "r+b") as fh:
+                fh.write(b"garbage!")
+
+    def query() -> Any:
+        return spark.read.parquet(root).where("k = 17")
+
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        df = query()
+        assert len(_files_read(df)) == N_FILES
+        assert _rows(df) == _without(spark, query)
+        query().count()
+    warnings = [r for r in caplog.records if "index of column k cannot be used" in r.getMessage()]
+    assert len(warnings) == 1, caplog.text
+    # the other index still narrows a conjunction
+    assert len(_files_read(spark.read.parquet(root).where("k = 17 AND c = 21"))) == 1
+
+
+def test_missing_index_is_a_plain_scan(pruning, tmp_path) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    for i in range(3):
+        _write(os.path.join(root, f"p{i}.parquet"), [i], [i])
+    df = spark.read.parquet(root).where("k = 1")
+    assert len(_files_read(df)) == 3 and _rows(df) == [repr((1, 1, 0))]
+    assert prune.narrowings(df) == []
+
+
+def test_an_error_inside_the_rule_leaves_the_scan_with_a_warning(
+    pruning, tmp_path, caplog, monkeypatch
+) -> None:
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+
+    def query() -> Any:
+        return spark.read.parquet(root).where("k = 17")
+
+    expected = _without(spark, query)
+    # an answer the JVM side cannot use: the rule itself fails on it
+    monkeypatch.setattr(prune, "answer", lambda req: "garbage")
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        df = query()
+        assert len(_files_read(df)) == N_FILES and _rows(df) == expected
+    assert "could not be narrowed" in caplog.text and "unexpected answer" in caplog.text
+    # an exception on the Python side
+    caplog.clear()
+
+    def boom(req: Any) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(prune, "answer", boom)
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        df = query()
+        assert len(_files_read(df)) == N_FILES and _rows(df) == expected
+    assert "RuntimeError: boom" in caplog.text
+
+
+def test_conditions_the_index_cannot_prove_read_every_file(pruning, tmp_path, caplog) -> None:
+    spark = pruning
+    root = str(tmp_path / "s")
+    os.makedirs(root)
+    for i, names in enumerate([["abc", "x"], ["ABC", "y"], ["zzz", None]]):
+        pq.write_table(
+            pa.table({"s": pa.array(names), "d": pa.array([float("nan"), 1.5])}),
+            os.path.join(root, f"p{i}.parquet"),
+        )
+    S.build(None, root, "s")
+    cases = [
+        "s COLLATE UTF8_LCASE = 'abc'",
+        "CAST(s AS BINARY) = CAST('abc' AS BINARY)",
+        "upper(s) = 'ABC'",
+        "s = 'abc' OR d = 1.5",
+    ]
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+        for condition in cases:
+
+            def query(c: str = condition) -> Any:
+                return spark.read.parquet(root).where(c)
+
+            df = query()
+            assert len(_files_read(df)) == 3, condition
+            assert _rows(df) == _without(spark, query), condition
+    assert "cannot be proven by the index" in caplog.text
+    # and a provable one narrows
+    df = spark.read.parquet(root).where("s = 'abc'")
+    assert len(_files_read(df)) == 1 and _rows(df) == [repr(("abc", float("nan")))]
+
+
+def test_enable_from_conf(spark, tmp_path) -> None:
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    try:
+        spark.conf.set(prune.CONF_KEY, "false")
+        assert not prune.enable_from_conf(spark)
+        assert len(_files_read(spark.read.parquet(root).where("k = 17"))) == N_FILES
+        spark.conf.set(prune.CONF_KEY, "true")
+        assert prune.enable_from_conf(spark)
+        assert len(_files_read(spark.read.parquet(root).where("k = 17"))) == 1
+    finally:
+        spark.conf.unset(prune.CONF_KEY)
+        sieve_spark.disable(spark)
+
+
+# ---- without touching the job: the launcher's Spark property -------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_launcher_property_prunes_an_unchanged_application(tmp_path) -> None:
+    """``spark-submit launcher.py app.py`` with ``spark.airflow_lineage.sievePruning=true`` (what
+    ``sieve_pruning=True`` on the operators sets): the application's scan reads the candidates, and the
+    capture still names the table (not the candidate files) as the write's input."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from airflow_provider_lineage.lineage.record import read_records
+    from airflow_provider_lineage.operators.spark_lineage import launcher_path
+
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    results = {}
+    for pruned in (True, False):
+        out = tmp_path / f"out-{pruned}"
+        out.mkdir()
+        env = dict(os.environ)
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        cmd = [
+            "spark-submit",
+            "--master",
+            "local[1]",
+            "--driver-memory",
+            "512m",
+            "--conf",
+            f"spark.airflow_lineage.captureDir={out / 'cap'}",
+            "--conf",
+            f"spark.airflow_lineage.sievePruning={str(pruned).lower()}",
+            launcher_path(),
+            str(Path(__file__).parent / "prune_app.py"),
+            root,
+            str(out),
+        ]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=800, check=False)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        results[pruned] = json.loads((out / "result.json").read_text())
+        records = [r for r in read_records(out / "cap") if r.status == "success"]
+        assert records, run.stderr[-3000:]
+        reads = {
+            loc.removeprefix("file:").rstrip("/")
+            for r in records
+            for rel in r.relations
+            for loc in rel.locations
+        }
+        assert reads == {root}, reads
+    assert results[True] == {"files": 1, "rows": 1}
+    assert results[False] == {"files": N_FILES, "rows": 1}

@@ -13,13 +13,19 @@ fields) and says so in ``truncated``; building it never raises for a big run.
 
 Shape (``version`` 1)::
 
-    {"format": FORMAT, "version": 1, "status": "ok" | "no_writes" | "problems" | "cluster_mode",
+    {"format": FORMAT, "version": 1, "status": "ok" | "approximate" | "no_writes" | "problems" | "cluster_mode",
      "job": {"namespace", "name"}, "run_id", "emission",
      "datasets": [{"namespace", "name", "table", "fields": [[name, type], ...]}],
      "inputs": [dataset index, ...], "outputs": [dataset index, ...],
      "edges": [[out ds, out field, in ds, in field, type, subtype, masking 0/1], ...],
      "dataset_edges": [[out ds, in ds, in field, type, subtype, masking 0/1], ...],
+     "approximate": [[out ds, out field, [reason, ...]], ...],
      "problems": ["...", ...], "truncated": None | {"reason", "edges_total", "edges_kept", ...}}
+
+``approximate`` lists every output column whose inputs are a superset of the truth, or include an input the capture
+could not name (a reason starting ``unknown input``): ``WriteLineage.approximate_columns``, docs/engine.md, "What the
+capture cannot see". ``status`` is then ``"approximate"`` (the outputs are known; ``len(approximate)`` columns are
+approximated), never ``"ok"``.
 """
 from __future__ import annotations
 
@@ -37,7 +43,9 @@ XCOM_KEY = "column_lineage"
 LIMIT_BYTES = 512 * 1024
 _MAX_PROBLEMS = 20
 _MAX_PROBLEM_CHARS = 500
-STATUSES = ("ok", "no_writes", "problems", "cluster_mode")
+STATUSES = ("ok", "approximate", "no_writes", "problems", "cluster_mode")
+_MAX_REASONS = 5
+_MAX_REASON_CHARS = 300
 
 
 def build(
@@ -63,6 +71,7 @@ def build(
         "outputs": [],
         "edges": [],
         "dataset_edges": [],
+        "approximate": [],
         "problems": [],
         "truncated": None,
     }
@@ -77,9 +86,29 @@ def build(
     record["problems"] = problems[:_MAX_PROBLEMS]
     if result.lineages:
         _fill(record, result)
+        _approximate(record, result)
     if not record["outputs"]:
         record["status"] = "problems" if problems else "no_writes"
+    elif record["approximate"]:
+        record["status"] = "approximate"
     return cut(record, limit)
+
+
+def _approximate(record: dict[str, Any], result: LineageResult) -> None:
+    """``record["approximate"]``: every output column with a reason its inputs are a superset or unknown (merged
+    over the writes of one output, as the events merge them)."""
+    index = {(d["namespace"], d["name"]): i for i, d in enumerate(record["datasets"])}
+    merged: dict[tuple[int, str], list[str]] = {}
+    for lin in result.lineages:
+        if lin.output is None:
+            continue
+        at = index.get((lin.output.namespace, lin.output.name))
+        if at is None:
+            continue
+        for column, reasons in lin.approximate_columns.items():
+            bucket = merged.setdefault((at, column), [])
+            bucket.extend(r[:_MAX_REASON_CHARS] for r in reasons if r[:_MAX_REASON_CHARS] not in bucket)
+    record["approximate"] = [[at, column, reasons[:_MAX_REASONS]] for (at, column), reasons in merged.items()]
 
 
 def _fill(record: dict[str, Any], result: LineageResult) -> None:
@@ -146,6 +175,8 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
     }
     record["truncated"] = marker
     record["problems"] = record["problems"][:5]
+    for item in record.get("approximate") or []:  # every approximated column stays listed; its reasons shrink
+        item[2] = [r[:120] for r in item[2][:2]]
     _shrink_guard(record, limit)
     # edges: keep the longest prefix that fits (binary search on the count)
     for key in ("edges", "dataset_edges"):

@@ -3,6 +3,8 @@ checkpoints. Each test runs the pattern on real Spark under the capture and asse
 came from is present (with the reason in ``approximate_columns``) or that the column is marked unknown."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -173,3 +175,50 @@ def test_lazy_checkpoint_is_an_unknown_input(env):
     if lin.columns["id"]:  # Spark ran the checkpoint inside the write: nothing was cut
         return
     assert any(r.startswith(UNKNOWN_INPUT) and "checkpoint" in r for r in _reasons(lin, "id")), lin
+
+
+def test_visible_in_record_status_facet_and_cli(env, tmp_path, capsys):
+    """Items 7/11: the run record says ``approximate`` with the columns and reasons (no longer dropped), the
+    facet's transformations say ``approximate: <reason>`` and still validate, ``analyze`` lists the columns."""
+    from airflow_provider_lineage.lineage import run_record
+    from airflow_provider_lineage.lineage.__main__ import main
+    from airflow_provider_lineage.lineage.events import LineageResult
+    from airflow_provider_lineage.lineage.facets import datasets_for
+    from airflow_provider_lineage.lineage.record import CaptureRecord
+    from tests.lineage.test_facets import event
+    from tests.support.ol_validate import validate_event
+
+    c = env.spark.read.parquet(env.customers)
+    rec = env.write_parquet(c.rdd.map(lambda r: (r.cust_id, r.email)).toDF(["cust_id", "name"]))
+    path = tmp_path / "record.json"
+    path.write_text(rec.to_json())
+    lin = analyze_record(CaptureRecord.from_json(path.read_text()))  # the record's new fields survive JSON
+    assert set(lin.approximate_columns) == {"cust_id", "name"}
+
+    built = run_record.build(LineageResult(lineages=[lin]), job_namespace="ns", job_name="j", run_id="r",
+                             emission="test")
+    assert built["status"] == "approximate"
+    assert {(col, reasons[0].split(":")[0]) for _o, col, reasons in built["approximate"]} == {
+        ("cust_id", "RDD round trip"), ("name", "RDD round trip")}
+    exact = run_record.build(LineageResult(lineages=[analyze_record(env.write_parquet(c.select("email")))]),
+                             job_namespace="ns", job_name="j", run_id="r", emission="test")
+    assert exact["status"] == "ok" and exact["approximate"] == []
+
+    ins, outs = datasets_for([lin])
+    ev = event(ins, outs)
+    assert validate_event(ev) == []
+    descs = {t["description"] for i in ev["outputs"][0]["facets"]["columnLineage"]["fields"]["name"]["inputFields"]
+             for t in i["transformations"]}
+    assert descs and all(d.startswith("approximate: RDD round trip") for d in descs)
+
+    assert main(["analyze", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "[approximate] name: RDD round trip" in text
+    assert main(["analyze", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (cols,) = data["approximate"].values()
+    assert cols["name"][0].startswith("RDD round trip")
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps(ev) + "\n")
+    assert main(["analyze", str(events)]) == 0
+    assert "[approximate] name: RDD round trip" in capsys.readouterr().out

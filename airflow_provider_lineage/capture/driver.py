@@ -168,7 +168,11 @@ def _number_text(text: str) -> str:
 _QUOTED = re.compile(r"""'((?:[^'\\]|\\.){0,200})'|"((?:[^"\\]|\\.){0,200})"|`([^`]{0,200})`""")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 _file_cache: dict[tuple[str, float], frozenset[str]] = {}
-_constants: tuple[int, frozenset[str]] | None = None
+_constants: tuple[frozenset[str], frozenset[str]] | None = None
+#: Application files whose constants count even when they are no longer a loaded module (the launcher's
+#: ``runpy.run_path`` restores the launcher's ``__main__`` when the application returns, before the last writes
+#: are analysed).
+APP_FILES: list[str] = []
 _MAX_FILES = 2000
 _MAX_BYTES = 2_000_000
 
@@ -230,11 +234,13 @@ def code_constants() -> frozenset[str]:
     strings (SQL text). Cached per file; recomputed when modules were loaded since."""
     global _constants
     mods = _user_modules()
-    if _constants is not None and _constants[0] == len(mods):
+    files = [(os.path.abspath(str(m.__file__)), m) for m in mods]
+    files += [(os.path.abspath(p), None) for p in APP_FILES]
+    key_set = frozenset(p for p, _m in files)
+    if _constants is not None and _constants[0] == key_set:
         return _constants[1]
     acc: set[str] = set()
-    for mod in mods:
-        path = os.path.abspath(str(mod.__file__))
+    for path, mod in files:
         try:
             key = (path, os.path.getmtime(path))
         except OSError:
@@ -244,17 +250,19 @@ def code_constants() -> frozenset[str]:
             source = _source_of(mod, path)
             got = _file_cache[key] = _constants_of(source) if source else frozenset()
         acc |= got
-    _constants = (len(mods), frozenset(acc))
+    _constants = (key_set, frozenset(acc))
     return _constants[1]
 
 
-def _source_of(mod: Any, path: str) -> str | None:
+def _source_of(mod: Any | None, path: str) -> str | None:
     try:
         if os.path.getsize(path) <= _MAX_BYTES:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 return fh.read()
     except OSError:
         pass
+    if mod is None:
+        return None
     try:  # a module in a zip (--py-files): its loader has the source
         loader = getattr(mod, "__loader__", None)
         text = loader.get_source(mod.__name__) if loader is not None else None

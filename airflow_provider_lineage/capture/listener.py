@@ -115,6 +115,9 @@ class WriteCaptureListener:
         self._warmed = False
         #: what the application returned to its driver so far (capture/driver.py; docs/engine.md)
         self.driver = driver_flow.DriverLog()
+        #: analyse the actions that return rows to the driver (off for a Connect server: its sessions' clients are
+        #: other processes, and one client's returned columns must not be named in another's lineage)
+        self.track_driver = True
         if asynchronous:
             _async_listeners.add(self)
 
@@ -297,7 +300,7 @@ class WriteCaptureListener:
             node = plan
         command = node.getClass().getSimpleName()
         if command not in WRITE_COMMANDS:
-            if exception is None and driver_flow.is_driver_action(func_name, command):
+            if exception is None and self.track_driver and driver_flow.is_driver_action(func_name, command):
                 self._driver_action(func_name, command, plan, started, budget, refs)
             return None
         with self._lock:

@@ -495,8 +495,6 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
     for name, reasons in found.items():
         bucket = lin.approximate_columns.setdefault(name, [])
         bucket.extend(r for r in reasons if r not in bucket)
-    if lin.approximate_columns:
-        lin.approximate = True
     return lin, ctx, attrs
 
 

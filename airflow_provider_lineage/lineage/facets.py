@@ -221,9 +221,9 @@ def _fields_entry(edges: set[FieldEdge], desc: str | None) -> cl.Fields:
 def _column_description(desc: str | None, udf_notes: list[str] | None, reasons: list[str] | None = None) -> str | None:
     """The approximation remark plus the column's unanalysed UDFs ("conservative: UDF `f` not analysed ..."); a
     column with reasons of its own (``approximate_columns``) starts with ``approximate: <reasons>``."""
-    if reasons:
-        desc = "approximate: " + "; ".join(reasons) + (f"; {desc.removeprefix('approximate: ')}" if desc else "")
-        udf_notes = [n for n in udf_notes or [] if n not in reasons]
+    own = [r for r in reasons or [] if r not in (udf_notes or [])]  # an unanalysed UDF keeps its "conservative:"
+    if own:
+        desc = "approximate: " + "; ".join(own) + (f"; {desc.removeprefix('approximate: ')}" if desc else "")
     if not udf_notes:
         return desc
     text = "conservative: " + "; ".join(udf_notes)

@@ -301,7 +301,11 @@ class WriteCaptureListener:
         command = node.getClass().getSimpleName()
         if command not in WRITE_COMMANDS:
             if exception is None and self.track_driver and driver_flow.is_driver_action(func_name, command):
-                self._driver_action(func_name, command, plan, started, budget, refs)
+                try:
+                    self._driver_action(func_name, command, plan, started, budget, refs)
+                except Exception as exc:
+                    log.debug("driver action %s not analysed", func_name, exc_info=True)
+                    self.driver.note_unseen(func_name, f"the capture failed: {_short(exc)}")
             return None
         with self._lock:
             seq = next(self._seq)

@@ -82,6 +82,7 @@ def test_no_round_trip_no_edge(env):
 
 
 def test_session_variable_set_from_a_query(env):
+    """``SET VAR`` from a query (a ``DECLARE ... DEFAULT`` cannot hold a sub-query: Spark refuses it)."""
     env.spark.sql("DECLARE OR REPLACE VARIABLE lin_var_email STRING")
     env.spark.sql("SET VAR lin_var_email = (SELECT max(email) FROM customers)")
     lin = analyze_record(env.write_parquet(env.spark.sql("SELECT id, lin_var_email AS e FROM orders")))
@@ -90,9 +91,11 @@ def test_session_variable_set_from_a_query(env):
     assert any("SetVariable" in r for r in _reasons(lin, "e"))
 
 
-def test_rdd_map_to_df_is_never_bound_by_name(env):
+@pytest.mark.parametrize("how", ["toDF", "createDataFrame"])
+def test_rdd_map_to_df_is_never_bound_by_name(env, how):
     c = env.spark.read.parquet(env.customers)
-    df = c.rdd.map(lambda r: (r.cust_id, r.email)).toDF(["cust_id", "name"])
+    rdd = c.rdd.map(lambda r: (r.cust_id, r.email))
+    df = rdd.toDF(["cust_id", "name"]) if how == "toDF" else env.spark.createDataFrame(rdd, ["cust_id", "name"])
     lin = analyze_record(env.plan_only(df))
     check_properties(lin)
     # the values of "name" are emails: the same-named column alone would be a subset of the truth

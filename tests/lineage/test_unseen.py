@@ -217,6 +217,10 @@ def test_visible_in_record_status_facet_and_cli(env, tmp_path, capsys):
     assert main(["analyze", str(path)]) == 0
     text = capsys.readouterr().out
     assert "[approximate] name: RDD round trip" in text
+    assert main(["explain", str(path), "name"]) == 0
+    text = capsys.readouterr().out
+    assert "(RDD round trip: " in text and "customers.email" in text.replace("/customers", "customers")
+    assert "approximate: RDD round trip" in text
     assert main(["analyze", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     (cols,) = data["approximate"].values()

@@ -150,7 +150,6 @@ class ConnectCapture:
         self.capture_dir = capture_dir.rstrip("/")
         self.record_limit = record_limit or DEFAULT_RECORD_LIMIT
         self._capture = WriteCaptureListener(spark, self._noop)
-        self._capture.track_driver = False  # a client's collect() returns to the client: see docs/engine.md
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=queue_size)
         self._starts: collections.OrderedDict[int, ConnectIdentity] = collections.OrderedDict()
         self._runs: collections.OrderedDict[str, _Run] = collections.OrderedDict()

@@ -115,9 +115,10 @@ class WriteCaptureListener:
         self._warmed = False
         #: what the application returned to its driver so far (capture/driver.py; docs/engine.md)
         self.driver = driver_flow.DriverLog()
-        #: analyse the actions that return rows to the driver (off for a Connect server: its sessions' clients are
-        #: other processes, and one client's returned columns must not be named in another's lineage)
-        self.track_driver = True
+        #: analyse the actions that return rows to the driver: set by :func:`install` (the application's own
+        #: session listener); off where ``_capture`` is called directly, e.g. a Connect server, whose sessions'
+        #: clients are other processes (one client's returned columns must never be named in another's lineage)
+        self.track_driver = False
         if asynchronous:
             _async_listeners.add(self)
 
@@ -862,6 +863,7 @@ def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: 
 
     ensure_callback_server_started(spark.sparkContext._gateway)
     listener = WriteCaptureListener(spark, emit, budget=budget, asynchronous=asynchronous)
+    listener.track_driver = True
     spark._jsparkSession.listenerManager().register(listener)
     return listener
 

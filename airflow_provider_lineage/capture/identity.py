@@ -10,6 +10,7 @@ catalog's JDBC URL + the identifier), ``SparkConfUtils.getMetastoreUri`` and the
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_lineage.lineage.logs import get_logger
@@ -148,10 +149,32 @@ def resolved_identifier(spark: Any, cmd: Any) -> dict[str, Any]:
             return {}
 
 
+@dataclass
+class RddTrace:
+    """What an RDD leaf's dependencies show: the files read, the columns the file scans read, where the data is
+    from (``"files"``, ``"local"``: only driver-local collections, else ``None``: unknown)."""
+
+    paths: list[str] = field(default_factory=list)
+    read_columns: list[str] = field(default_factory=list)
+    origin: str | None = None
+
+
+#: RDDs of driver-local data (``parallelize``, ``createDataFrame`` of a list or a pandas frame).
+_LOCAL_RDDS = frozenset({"ParallelCollectionRDD"})
+
+
 def rdd_inputs(spark: Any, rdd: Any) -> list[str]:
+    """The files an RDD reads (:func:`rdd_trace`'s paths)."""
+    return rdd_trace(spark, rdd).paths
+
+
+def rdd_trace(spark: Any, rdd: Any) -> RddTrace:
     """The files an RDD reads, found in its dependencies (``Rdds.findFileLikeRdds`` + ``PlanUtils.findRDDPaths``):
-    ``HadoopRDD`` input paths, ``NewHadoopRDD`` input dirs, ``FileScanRDD`` files -> their folders."""
+    ``HadoopRDD`` input paths, ``NewHadoopRDD`` input dirs, ``FileScanRDD`` files -> their folders; the columns
+    the ``FileScanRDD`` scans read; and whether every root of the RDD is driver-local data."""
     paths: list[str] = []
+    columns: list[str] = []
+    roots: set[str] = set()
     seen: set[int] = set()
     stack = [rdd]
     while stack and len(seen) < _MAX_RDD_NODES:
@@ -175,14 +198,26 @@ def rdd_inputs(spark: Any, rdd: Any) -> list[str]:
                 for part in _iter(r.filePartitions()):
                     for f in list(part.files()):
                         paths.append(_parent(str(f.filePath().toString() if hasattr(f.filePath(), "toString") else f.filePath())))
+                try:
+                    columns += [str(n) for n in r.readSchema().fieldNames()]
+                except Exception:
+                    log.debug("no readSchema on FileScanRDD", exc_info=True)
         except Exception:
             log.debug("could not read the input paths of %s", cls, exc_info=True)
         try:
-            for dep in _iter(r.dependencies()):
-                stack.append(dep.rdd())
-        except Exception:  # noqa: BLE001, S112 - never fail the user's Spark job for the capture
+            deps = _iter(r.dependencies())
+        except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            roots.add("?")
             continue
-    return list(dict.fromkeys(paths))
+        if not deps:
+            roots.add(cls)
+        for dep in deps:
+            stack.append(dep.rdd())
+    if stack:
+        roots.add("?")  # not walked to the end
+    paths = list(dict.fromkeys(paths))
+    origin = "files" if paths else ("local" if roots and roots <= _LOCAL_RDDS else None)
+    return RddTrace(paths, list(dict.fromkeys(columns)), origin)
 
 
 def _iter(scala_seq: Any) -> list[Any]:

@@ -647,6 +647,9 @@ def run(argv: list[str]) -> None:
         sys.path.insert(0, app_dir)
     error: BaseException | None = None
     exit_code: int | None = 0
+    from airflow_provider_lineage.capture import driver as _driver
+
+    _driver.APP_FILES.append(app)  # its constants stay "code" after run_path restores __main__ (docs/engine.md)
     try:
         runpy.run_path(app, run_name="__main__")
     except SystemExit as exc:

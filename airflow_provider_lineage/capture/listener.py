@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from airflow_provider_lineage.capture import driver as driver_flow
 from airflow_provider_lineage.capture import identity, plan_walk
 from airflow_provider_lineage.capture.config import CaptureBudget
 from airflow_provider_lineage.lineage.logs import get_logger
@@ -112,6 +113,12 @@ class WriteCaptureListener:
         #: root paths -> the folders they name, within one write's capture
         self._folders: dict[tuple[str, ...], list[str]] = {}
         self._warmed = False
+        #: what the application returned to its driver so far (capture/driver.py; docs/engine.md)
+        self.driver = driver_flow.DriverLog()
+        #: analyse the actions that return rows to the driver: set by :func:`install` (the application's own
+        #: session listener); off where ``_capture`` is called directly, e.g. a Connect server, whose sessions'
+        #: clients are other processes (one client's returned columns must never be named in another's lineage)
+        self.track_driver = False
         if asynchronous:
             _async_listeners.add(self)
 
@@ -294,6 +301,12 @@ class WriteCaptureListener:
             node = plan
         command = node.getClass().getSimpleName()
         if command not in WRITE_COMMANDS:
+            if exception is None and self.track_driver and driver_flow.is_driver_action(func_name, command):
+                try:
+                    self._driver_action(func_name, command, plan, started, budget, refs)
+                except Exception as exc:
+                    log.debug("driver action %s not analysed", func_name, exc_info=True)
+                    self.driver.note_unseen(func_name, f"the capture failed: {_short(exc)}")
             return None
         with self._lock:
             seq = next(self._seq)
@@ -344,8 +357,46 @@ class WriteCaptureListener:
             record.capture_error = "; ".join(problems)
         if record.incomplete is not None:
             self._finish_incomplete(record)
+        try:
+            record.driver = self.driver.for_write(record)
+        except Exception as exc:
+            log.debug("driver round trips not attached", exc_info=True)
+            record.driver = {"unseen": f"the capture failed to attach them: {_short(exc)}"}
         self._partial = None
         return record
+
+    def _driver_action(self, func_name: str, command: str, plan: Any, started: float, budget: CaptureBudget,
+                       refs: list[Any]) -> None:
+        """An action that returned rows to the driver, set a session variable or checkpointed a DataFrame: analyse
+        its plan as a write's and keep which input columns its values came from (capture/driver.py). Whatever
+        cannot be analysed is kept as "unseen": later writes then mark driver-local values as unknown inputs."""
+        with self._lock:
+            spent = self.spent_s
+            seq = next(self._seq)
+        if plan is None:
+            self.driver.note_unseen(func_name, "no optimized plan")
+            return
+        if spent >= budget.total_s:
+            self.driver.note_unseen(func_name, f"the capture budget of {budget.total_s:g}s is spent")
+            return
+        if self._environment is None:
+            self._environment = identity.environment(self._spark)
+        probe = CaptureRecord(command=command, status="success", func_name=func_name, sequence=seq,
+                              environment=dict(self._environment))
+        problems: list[str] = []
+        self._read_plans(probe, plan, None, started, budget, problems, refs)
+        if probe.incomplete is not None or probe.plans is None:
+            self.driver.note_unseen(func_name, probe.incomplete or "; ".join(problems) or "plan not read")
+            return
+        probe.driver = {"checkpoints": {str(k): v for k, v in self.driver.checkpoints.items()}}
+        from airflow_provider_lineage.lineage.engine import analyze
+
+        try:
+            lineage, _ctx, attrs = analyze(probe)
+        except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+            self.driver.note_unseen(func_name, f"its plan could not be analysed ({_short(exc)})")
+            return
+        self.driver.note(seq, func_name, command, lineage, attrs)
 
     def _read_plans(self, record: CaptureRecord, plan: Any, analyzed: Any, started: float, budget: CaptureBudget,
                     problems: list[str], refs: list[Any]) -> None:
@@ -475,14 +526,19 @@ class WriteCaptureListener:
                 rdd = node.rdd()
                 if rdd.isCheckpointed() or rdd.getCheckpointFile().isDefined():
                     info.options = {"checkpoint": "true"}
+                    info.origin = "checkpoint"
                 else:  # an RDD over files or a file-based table: LogicalRDDVisitor's trace
-                    info.locations = identity.rdd_inputs(self._spark, rdd)
+                    trace = identity.rdd_trace(self._spark, rdd)
+                    info.locations, info.read_columns = trace.paths, trace.read_columns
+                    info.origin = trace.origin
             except Exception:
                 log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
         elif cls in ("StreamingDataSourceV2ScanRelation", "StreamingDataSourceV2Relation"):
             _fill_streaming_v2(info, node)  # a micro-batch's V2 source (Kafka, rate, ...): untested with Kafka here
         elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
             rel = node if cls == "DataSourceV2Relation" else node.relation()
+            if _python_data_source(info, rel):
+                return info
             _fill_v2(info, identity.v2_relation(self._spark, rel))
             info.table = info.table or _v2_table_name(rel)
             info.format = info.format or "v2"
@@ -490,6 +546,30 @@ class WriteCaptureListener:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _python_data_source(info: RelationInfo, relation: Any) -> bool:
+    """A ``pyspark.sql.datasource`` source (Spark's ``PythonTable``): named by its ``path`` option (``load(path)``)
+    as a file location, else left unnamed (the engine reports an unknown input). ``True`` when it is one."""
+    try:
+        table = relation.table()
+        if table.getClass().getSimpleName() != "PythonTable":
+            return False
+        name = str(table.name())
+    except Exception:  # noqa: BLE001 - not a V2 relation with a table
+        return False
+    info.origin = "python_datasource"
+    info.format = f"python:{name}"
+    try:
+        found = relation.options().asCaseSensitiveMap()
+        options = {str(k).lower(): str(found.get(k)) for k in found.keySet()}
+    except Exception:  # noqa: BLE001 - a relation without options
+        options = {}
+    path = options.get("path")
+    if path:
+        info.locations = [path]
+        info.options = {"path": path}
+    return True
+
+
 class _OverBudget(Exception):
     """The per-write budget ran out."""
 
@@ -783,6 +863,7 @@ def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: 
 
     ensure_callback_server_started(spark.sparkContext._gateway)
     listener = WriteCaptureListener(spark, emit, budget=budget, asynchronous=asynchronous)
+    listener.track_driver = True
     spark._jsparkSession.listenerManager().register(listener)
     return listener
 

@@ -130,8 +130,25 @@ def _analyze_events(events: list[dict[str, Any]]) -> str:
         if facet["dataset"]:
             lines.append("  [all rows]")
             lines.extend(_field_lines({"inputFields": facet["dataset"]}, "      "))
+        approx = _approximate_of(facet)
+        if approx:
+            lines.append(f"  approximate: {len(approx)} column(s)")
+            lines.extend(f"  [approximate] {col}: {why}" for col, why in approx.items())
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _approximate_of(facet: dict[str, Any]) -> dict[str, str]:
+    """Output column -> the ``approximate: <reason>`` its transformations' descriptions carry (the facet's form of
+    ``WriteLineage.approximate_columns``)."""
+    out: dict[str, str] = {}
+    for col, spec in (facet.get("fields") or {}).items():
+        for i in spec.get("inputFields") or []:
+            for t in i.get("transformations") or []:
+                desc = str(t.get("description") or "")
+                if desc.startswith("approximate:") and col not in out:
+                    out[col] = desc.removeprefix("approximate:").strip()
+    return out
 
 
 def _explain_events(events: list[dict[str, Any]], column: str) -> str:
@@ -160,8 +177,8 @@ def _analyze(args: argparse.Namespace) -> int:
     kind, items = _load(args.path)
     if kind == "events":
         if args.json:
-            print(json.dumps([{"namespace": ns, "name": n, "columnLineage": f} for ns, n, f in _outputs_with_lineage(items)],
-                             indent=2))
+            print(json.dumps([{"namespace": ns, "name": n, "columnLineage": f, "approximate": _approximate_of(f)}
+                              for ns, n, f in _outputs_with_lineage(items)], indent=2))
         else:
             print(_analyze_events(items))
         return 0
@@ -182,8 +199,16 @@ def _analyze(args: argparse.Namespace) -> int:
         from airflow_provider_lineage.lineage.facets import datasets_for
 
         ins, outs = datasets_for(lins)
+        approximate: dict[str, dict[str, list[str]]] = {}
+        for lin in lins:  # output -> column -> reasons (docs/engine.md, "What the capture cannot see")
+            if lin.output is None or not lin.approximate_columns:
+                continue
+            cols = approximate.setdefault(f"{lin.output.namespace}:{lin.output.name}", {})
+            for col, reasons in lin.approximate_columns.items():
+                cols.setdefault(col, []).extend(r for r in reasons if r not in cols.get(col, []))
         print(json.dumps({"inputs": [json.loads(Serde.to_json(d)) for d in ins],
-                          "outputs": [json.loads(Serde.to_json(d)) for d in outs]}, indent=2))
+                          "outputs": [json.loads(Serde.to_json(d)) for d in outs],
+                          "approximate": approximate}, indent=2))
     else:
         print("\n\n".join(summarize(lin) for lin in lins))
     return 0

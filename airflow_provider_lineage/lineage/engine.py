@@ -6,6 +6,7 @@ of their datasets, then resolve every output column and the dataset-wide scope i
 """
 from __future__ import annotations
 
+from airflow_provider_lineage.lineage.approximate import DriverFlow, Marks, driver_step, reasons_by_column
 from airflow_provider_lineage.lineage.expressions import walk_expression
 from airflow_provider_lineage.lineage.graph import (
     FILTER,
@@ -17,7 +18,7 @@ from airflow_provider_lineage.lineage.graph import (
     compose,
 )
 from airflow_provider_lineage.lineage.logs import get_logger
-from airflow_provider_lineage.lineage.model import FieldEdge, LineageError, WriteLineage
+from airflow_provider_lineage.lineage.model import UNKNOWN_INPUT, FieldEdge, LineageError, WriteLineage
 from airflow_provider_lineage.lineage.naming import DatasetRef
 from airflow_provider_lineage.lineage.plan import TreeNode, as_tree, load_dag, parse_tree, pretty
 from airflow_provider_lineage.lineage.record import (
@@ -35,6 +36,7 @@ from airflow_provider_lineage.lineage.sources import (  # noqa: F401 - re-export
     relation_sources,
 )
 from airflow_provider_lineage.lineage.udf import UDF_CLASSES, UdfTable, result_id
+from airflow_provider_lineage.lineage.unseen import UnseenInputs
 
 log = get_logger(__name__)
 
@@ -53,7 +55,7 @@ REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
 _logged_unknown: set[str] = set()
 
 
-class Analysis:
+class Analysis(UnseenInputs):
     """State of one record's analysis: the graph, the relations by exprId, the scopes."""
 
     WRITE_ROOTS = WRITE_ROOTS
@@ -95,6 +97,11 @@ class Analysis:
         self.udf_targets: dict[Vertex, set[int]] = {}
         #: result attribute of a struct-returning UDF -> field ordinal -> the vertex of that field alone
         self.udf_fields: dict[int, dict[int, Vertex]] = {}
+        #: vertices whose value is over-approximated or has an unknown input, with the reasons
+        #: (-> ``WriteLineage.approximate_columns``; lineage/approximate.py)
+        self.marks = Marks()
+        #: what went through the driver before this write (``CaptureRecord.driver``)
+        self.driver = DriverFlow(record.driver)
 
     # -- plan traversal ------------------------------------------------------------------------
     def run_plan(self, root: TreeNode) -> list[Attr]:
@@ -145,6 +152,7 @@ class Analysis:
         for a in out:
             if a.id in child_ids:
                 continue
+            self.marks.add(a.id, f"conservative rule for {reason or node.cls}: every input column kept")
             for c in child_attrs:
                 self.graph.add(a.id, c.id, TRANSFORMATION)
         if not node.children:
@@ -171,6 +179,13 @@ class Analysis:
                     rid = result_id(sub)
                     if rid is not None:
                         self.udf_targets.setdefault(target, set()).add(rid)
+        if self.driver.active:
+            # after a driver round trip: a literal that is not a constant of the code, or a Python UDF (its
+            # closure may hold a lookup dict or a broadcast filled from collect()) may carry the returned values
+            for sub in tree.walk():
+                if (sub.cls == "Literal" and self.driver.literal_flagged(sub)) or sub.cls in UDF_CLASSES:
+                    self.graph.add(target, self.driver_vertex(), driver_step(start))
+                    break
 
         def on_attr(leaf: TreeNode, trans: Trans) -> None:
             eid = leaf.expr_id()
@@ -255,15 +270,16 @@ class Analysis:
         """Bind a leaf's attributes to the captured relation's dataset fields (matched by exprId)."""
         for a in out:
             self.leaf_kinds.setdefault(a.id, node.cls)
-        if node.cls == "LogicalRDD" and out:
-            hit = self.rel_by_id.get(out[0].id)
-            if hit is not None and (hit[0].options or {}).get("checkpoint") == "true":
-                # Spark keeps no link from a checkpointed RDD to the plan that computed it
-                self.note_unknown(
-                    "LogicalRDD from checkpoint()/localCheckpoint(): the plan before the checkpoint is not "
-                    "part of this write's plan; lineage stops there"
-                )
+        if node.cls in ("LocalRelation", "LocalTableScan"):
+            self.driver_local(out)  # driver-local rows: createDataFrame of collected rows, pandas frames
+            return
         if node.cls in LOCAL_LEAVES - RDD_LEAVES or node.cls == "InMemoryRelation":
+            return
+        hit = self.rel_by_id.get(out[0].id) if out else None
+        if hit is not None and node.cls in RDD_LEAVES and self._rdd_leaf(hit[0], out):
+            return
+        if hit is not None and hit[0].origin == "python_datasource":
+            self._python_data_source(hit[0], out)
             return
         seen: set[int] = set()
         missing = []
@@ -284,6 +300,8 @@ class Analysis:
                     if src.columns is None:
                         for col in rel.columns:
                             fields.setdefault(col.get("name", ""), col.get("type", ""))
+            if src.note and src.note.endswith("(unknown input)"):
+                self.marks.add(a.id, f"{UNKNOWN_INPUT}: {src.note}")
             fname = rel.columns[idx].get("name", a.name) if idx < len(rel.columns) else a.name
             ftype = rel.columns[idx].get("type", "") if idx < len(rel.columns) else a.type or ""
             if src.columns is not None:
@@ -296,6 +314,9 @@ class Analysis:
                 self.graph.add_source(a.id, ds, fname)
         if missing:
             self.notes.append(f"{node.cls}: no captured relation for columns {missing[:5]}; their lineage stops here")
+            for a in out:
+                if a.name in missing:
+                    self.marks.add(a.id, f"{UNKNOWN_INPUT}: {node.cls} without a captured relation")
 
     def trace_cache(self, out: list[Attr]) -> None:
         """An ``InMemoryRelation``: analyse the cached fragment of the analyzed plan into the same graph."""
@@ -470,6 +491,10 @@ def analyze(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Attr]]:
     )
     if ctx.udfs.seen:
         _udf_notes(ctx, lin, attrs)
+    found = reasons_by_column(ctx.graph, ctx.marks, [(n, a.id) for (n, _t), a in zip(output_fields, attrs)])
+    for name, reasons in found.items():
+        bucket = lin.approximate_columns.setdefault(name, [])
+        bucket.extend(r for r in reasons if r not in bucket)
     return lin, ctx, attrs
 
 
@@ -490,6 +515,7 @@ def _incomplete(record: CaptureRecord) -> tuple[WriteLineage, Analysis, list[Att
     lin = WriteLineage(
         output=dataset_for_output(out_info, record.environment),
         output_fields=[(n, types[i] if i < len(types) else "") for i, n in enumerate(names)],
+        approximate_columns={n: [f"{UNKNOWN_INPUT}: {reason}"] for n in names},
         inputs=inputs,
         columns={},
         dataset_edges=[],

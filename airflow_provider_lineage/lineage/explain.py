@@ -25,6 +25,11 @@ def _names(ctx: Analysis) -> dict[int, str]:
 
 def _vertex_text(ctx: Analysis, names: dict[int, str], v: Vertex) -> str:
     if isinstance(v, str):
+        if not v.startswith("scope:"):  # a vertex of what the plan cannot see (lineage/approximate.py)
+            srcs = ctx.graph.sources.get(v, [])
+            where = ", ".join(f"{ds}.{f}" for ds, f in srcs[:8]) + (f" ... {len(srcs) - 8} more" if len(srcs) > 8 else "")
+            why = "; ".join(ctx.marks.by_vertex.get(v, [])) or v
+            return f"({why}) = {where or 'no input column'}"
         return "(rows of a sub-query)" if v != "scope:0" else "(rows of the output)"
     head = f"{names.get(v, '?')}#{v}"
     srcs = ctx.graph.sources.get(v)
@@ -69,8 +74,10 @@ def explain(record: CaptureRecord, column: str) -> str:
         lines.append("rows of the output are influenced by:")
         for e in lin.dataset_edges:
             lines.append(f"  [{e.type}/{e.subtype}] {e.dataset}.{e.field}")
-    if lin.approximate:
+    if lin.approximate and lin.unknown:
         lines.append(f"approximate: conservative rule for {', '.join(lin.unknown)}")
+    for reason in lin.approximate_columns.get(column, []):
+        lines.append(f"approximate: {reason}")
     mine = [f"`{column}`" in line or "not analysed" in line for line in lin.udfs]
     udf_lines = [line for line, m in zip(lin.udfs, mine) if m]
     if udf_lines:

@@ -20,7 +20,10 @@ Rules the events follow (so that Marquez keeps every edge):
 * an approximate lineage (some plan node fell back to the conservative rule) says so in every
   transformation's ``description``: ``"approximate: conservative rule for <classes>"`` — the
   schema-valid place for it (the facet's Python class carries no extra keys); a column computed by a
-  Python UDF whose body was not analysed says ``"conservative: UDF `f` not analysed (no source): ..."``.
+  Python UDF whose body was not analysed says ``"conservative: UDF `f` not analysed (no source): ..."``;
+* a column whose inputs are over-approximated or include an unknown input (``WriteLineage.approximate_columns``:
+  a driver round trip, an RDD round trip, a Python data source, a checkpoint the capture did not see) says
+  ``"approximate: <reason>; ..."`` on every transformation of its ``fields`` entry (docs/engine.md).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ class _Out:
         self.unknown: list[str] = []
         self.lifecycle: str | None = None
         self.udf_columns: dict[str, list[str]] = {}
+        self.approximate: dict[str, list[str]] = {}
 
 
 def _input_fields(edges: set[FieldEdge], description: str | None) -> list[cl.InputField]:
@@ -180,6 +184,9 @@ def datasets_for(
         for col, notes in lin.udf_columns.items():
             bucket = o.udf_columns.setdefault(col, [])
             bucket.extend(n for n in notes if n not in bucket)
+        for col, reasons in lin.approximate_columns.items():
+            bucket = o.approximate.setdefault(col, [])
+            bucket.extend(r for r in reasons if r not in bucket)
     # every field an edge names must be in its input dataset's schema
     for o in outs.values():
         for e in [x for es in o.columns.values() for x in es] + list(o.dataset):
@@ -211,8 +218,12 @@ def _fields_entry(edges: set[FieldEdge], desc: str | None) -> cl.Fields:
     return cl.Fields(inputFields=_input_fields(edges, desc), transformationType=kind, transformationDescription=text)
 
 
-def _column_description(desc: str | None, udf_notes: list[str] | None) -> str | None:
-    """The approximation remark plus the column's unanalysed UDFs ("conservative: UDF `f` not analysed ...")."""
+def _column_description(desc: str | None, udf_notes: list[str] | None, reasons: list[str] | None = None) -> str | None:
+    """The approximation remark plus the column's unanalysed UDFs ("conservative: UDF `f` not analysed ..."); a
+    column with reasons of its own (``approximate_columns``) starts with ``approximate: <reasons>``."""
+    own = [r for r in reasons or [] if r not in (udf_notes or [])]  # an unanalysed UDF keeps its "conservative:"
+    if own:
+        desc = "approximate: " + "; ".join(own) + (f"; {desc.removeprefix('approximate: ')}" if desc else "")
     if not udf_notes:
         return desc
     text = "conservative: " + "; ".join(udf_notes)
@@ -228,7 +239,7 @@ def output_facets(o: _Out) -> dict[str, DatasetFacet]:
         ),
         "columnLineage": cl.ColumnLineageDatasetFacet(
             fields={
-                col: _fields_entry(edges, _column_description(desc, o.udf_columns.get(col)))
+                col: _fields_entry(edges, _column_description(desc, o.udf_columns.get(col), o.approximate.get(col)))
                 for col, edges in o.columns.items() if edges and col in o.fields
             },
             dataset=_input_fields(o.dataset, desc),

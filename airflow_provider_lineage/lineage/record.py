@@ -92,6 +92,12 @@ class RelationInfo:
     :param table: catalog identifier (``spark_catalog.default.t``) when the relation is a table.
     :param format: data source format (``parquet``, ``csv``, ``jdbc`` ...) when known.
     :param options: selected source options needed for identity (e.g. JDBC ``url``/``dbtable``).
+    :param origin: where the data of an RDD leaf or a Python data source came from, when the driver could tell:
+        ``"local"`` (an RDD of driver-local data: ``parallelize``, ``createDataFrame`` of a Python list or pandas
+        frame), ``"files"`` (an RDD computed from file scans: ``df.rdd.map(...).toDF``, ``read.json(df.toJSON())``),
+        ``"checkpoint"``, ``"python_datasource"``; ``None`` otherwise.
+    :param read_columns: the columns the file scans under an RDD leaf read (``FileScanRDD.readSchema``): the
+        columns an RDD round trip's values can come from.
     """
 
     node_class: str
@@ -101,6 +107,8 @@ class RelationInfo:
     table: str | None = None
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    origin: str | None = None
+    read_columns: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -160,6 +168,14 @@ class CaptureRecord:
         (``fs.defaultFS``, for host-less ``hdfs:/p``), ``catalog_implementation`` (``hive``/``in-memory``),
         ``metastore_uris`` (``hive.metastore.uris``), ``glue_region``/``glue_account`` (Glue as the Hive
         metastore client); empty in records of older drivers.
+    :param driver: what went through the Spark driver before this write (docs/engine.md, "What the capture cannot
+        see"): ``returns`` (``[{"seq", "func", "sources": [[namespace, name, table, field], ...]}]``: each earlier
+        action that returned rows to the driver or set a session variable, with the input columns its values came
+        from), ``unseen`` (why some returns could not be analysed, then their columns are unknown inputs),
+        ``literals`` (``[[value, dataType], ...]``: the literals of this write's plan that are not constants of the
+        application's code, so may hold driver values; ``"*"``: every literal), ``checkpoints`` (exprId of a
+        checkpointed column -> ``[[namespace, name, table, field, type, subtype, masking], ...]``, the lineage of
+        the checkpointed plan as the capture saw it). Empty when nothing went through the driver.
     :param streaming: a Structured Streaming query's write (one record per query run, not per micro-batch):
         ``{query_id, run_id, name, sink, state, batches}``, ``state`` ``"terminated"``, ``"failed"`` or
         ``"running"`` (the application ended with the query still running); empty for a batch write.
@@ -189,6 +205,7 @@ class CaptureRecord:
     udfs: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     streaming: dict[str, Any] = field(default_factory=dict)
+    driver: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready data. The plans (a DAG of hundreds of thousands of values on a wide,
@@ -218,7 +235,8 @@ class CaptureRecord:
         known = {f for f in cls.__dataclass_fields__}
         rec = cls(**{k: v for k, v in data.items() if k in known})
         rec.output = OutputInfo(**out) if out else None
-        rec.relations = [RelationInfo(**r) for r in rels]
+        known_rel = set(RelationInfo.__dataclass_fields__)
+        rec.relations = [RelationInfo(**{k: v for k, v in r.items() if k in known_rel}) for r in rels]
         return rec
 
     @classmethod

@@ -13,7 +13,7 @@ fields) and says so in ``truncated``; building it never raises for a big run.
 
 Shape (``version`` 1)::
 
-    {"format": FORMAT, "version": 1, "status": "ok" | "no_writes" | "problems" | "cluster_mode",
+    {"format": FORMAT, "version": 1, "status": "ok" | "approximate" | "no_writes" | "problems" | "cluster_mode",
      "job": {"namespace", "name"}, "run_id", "emission",
      "datasets": [{"namespace", "name", "table", "fields": [[name, type], ...]}],
      "inputs": [dataset index, ...], "outputs": [dataset index, ...],
@@ -25,7 +25,9 @@ Shape (``version`` 1)::
 ``approximate`` lists the output columns whose inputs are not known exactly (:func:`approximate_columns`): their
 edges are a superset of the truth, never masking; a reason starting with ``"unknown input"``
 (:data:`.model.UNKNOWN_INPUT`) says some input could not be named at all. The guard fails a ``require_masked``
-policy closed on such a column unless its inputs prove it clean (operators/guard.py, docs/guard.md).
+policy closed on such a column unless its inputs prove it clean (operators/guard.py, docs/guard.md). ``status`` is
+then ``"approximate"`` (the outputs are known; ``len(approximate)`` columns are approximated), never ``"ok"``;
+docs/engine.md, "What the capture cannot see".
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ _MAX_PROBLEM_CHARS = 500
 #: Reasons kept per approximate column (and their length).
 _MAX_REASONS = 5
 _MAX_REASON_CHARS = 300
-STATUSES = ("ok", "no_writes", "problems", "cluster_mode")
+STATUSES = ("ok", "approximate", "no_writes", "problems", "cluster_mode")
 
 
 def build(
@@ -86,9 +88,11 @@ def build(
     problems += [f"write failed: {rec.error}"[:_MAX_PROBLEM_CHARS] for rec in result.failed_writes]
     record["problems"] = problems[:_MAX_PROBLEMS]
     if result.lineages:
-        _fill(record, result)
+        _fill(record, result)  # fills record["approximate"] too (approximate_columns)
     if not record["outputs"]:
         record["status"] = "problems" if problems else "no_writes"
+    elif record["approximate"]:
+        record["status"] = "approximate"
     return cut(record, limit)
 
 
@@ -199,6 +203,8 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
     }
     record["truncated"] = marker
     record["problems"] = record["problems"][:5]
+    for item in record.get("approximate") or []:  # every approximated column stays listed; its reasons shrink
+        item[2] = [r[:120] for r in item[2][:2]]
     _shrink_guard(record, limit)
     # edges: keep the longest prefix that fits (binary search on the count)
     for key in ("edges", "dataset_edges"):

@@ -30,6 +30,11 @@ def summarize(lin: WriteLineage, max_edges: int = 6) -> str:
             lines.append(f"  {' ' * width}    ... {len(edges) - max_edges} more")
     for line in lin.udfs:
         lines.append(f"  [udf] {line}")
+    if lin.approximate_columns:
+        lines.append(f"  approximate: {len(lin.approximate_columns)} column(s) whose inputs are a superset of the "
+                     "truth or include an unknown input")
+        for name, reasons in lin.approximate_columns.items():
+            lines.append(f"  [approximate] {name}: {'; '.join(reasons)}")
     if lin.dataset_edges:
         by_kind: dict[str, list[str]] = {}
         for e in lin.dataset_edges:

@@ -438,8 +438,8 @@ class Guard:
         failures: list[str] = []
         incomplete: list[str] = []
         status = record.get("status")
-        outputs_known = status == "ok"
-        if status not in ("ok", "no_writes"):
+        outputs_known = status in ("ok", "approximate")  # approximate: outputs known, see record["approximate"]
+        if status not in ("ok", "approximate", "no_writes"):
             incomplete.append(f"the lineage of this run was not captured (record status {status!r}: see the lineage "
                               "problems above), so the tags its outputs receive are not known")
         if record.get("truncated"):

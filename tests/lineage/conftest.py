@@ -93,3 +93,7 @@ def _lineage_views(request: pytest.FixtureRequest) -> None:
         return
     lin.spark.read.parquet(lin.orders).createOrReplaceTempView("orders")
     lin.spark.read.parquet(lin.customers).createOrReplaceTempView("customers")
+    # each test is its own application as far as driver round trips go: forget what earlier tests collected
+    drain(lin.spark)
+    if lin.session.listener is not None:
+        lin.session.listener.driver.clear()

@@ -73,15 +73,14 @@ def test_explode_outer_and_arrays_built_in_the_query_filter_nothing(env):
 
 
 @pytest.mark.parametrize("kind", ["localCheckpoint", "checkpoint"])
-def test_checkpoint_cut_is_marked_approximate_with_the_reason(env, kind):
-    """Spark replaces a checkpointed DataFrame's plan by a LogicalRDD with no link to the plan that
-    computed it: the write's lineage cannot reach the parquet input, and says so (not silently)."""
+def test_checkpoint_is_traced_through_the_checkpointed_plan(env, kind):
+    """Spark replaces a checkpointed DataFrame's plan by a LogicalRDD with no link to the plan that computed it;
+    the capture saw the checkpoint run (an action on that plan) and traces through it (issue 46)."""
     env.spark.sparkContext.setCheckpointDir(str(env.base / "checkpoints"))
     o = env.spark.read.parquet(env.orders).select("id", (F.col("amount") * 2).alias("a2"))
     cut = o.localCheckpoint() if kind == "localCheckpoint" else o.checkpoint()
     lin = analyze_record(env.write_parquet(cut.select("id", "a2")))
     check_properties(lin)
-    assert lin.approximate
-    assert any("checkpoint" in u for u in lin.unknown), lin.unknown
-    assert lin.columns["a2"] == []  # nothing is invented
-    assert "checkpoint" in summarize(lin)  # the task log says why the lineage stops
+    assert not lin.approximate, (lin.unknown, lin.approximate_columns)
+    assert edges(lin, "a2") == {("orders", "amount", "DIRECT", "TRANSFORMATION")}
+    assert "checkpoint" not in summarize(lin)

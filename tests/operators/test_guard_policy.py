@@ -204,7 +204,13 @@ def test_an_inputs_tags_are_all_its_writers_tags(policy_run: dict[str, Any]) -> 
 
 #: pattern of dags/guard_policy_spark.py -> what the policy's ``incomplete`` says of its ``contact`` column (None: a
 #: plain violation)
-SPARK_EXPECTED: dict[str, str | None] = {"checkpoint": "checkpoint", "local_checkpoint": "checkpoint", "control": None}
+#: pattern -> the reason its column is approximate (None: exact lineage, a plain violation). Checkpoints are traced
+#: through the checkpointed plan (exact); driver and RDD/JSON round trips are over-approximated with a reason.
+SPARK_EXPECTED: dict[str, str | None] = {
+    "checkpoint": None, "local_checkpoint": None, "control": None,
+    "driver_lookup": "driver round trip", "create_from_collect": "driver round trip", "lit_first": "driver round trip",
+    "rdd_round_trip": "RDD round trip", "json_round_trip": "RDD round trip",
+}
 
 
 @pytest.fixture(scope="module")
@@ -262,11 +268,12 @@ def test_real_spark_patterns_fail_require_masked(spark_run: dict[str, Any], patt
     assert spark_run["states"][pattern] == "failed", pattern
     policy = spark_run["xcom"][(pattern, "lineage_policy")]
     reason = SPARK_EXPECTED[pattern]
+    record = spark_run["xcom"][(pattern, "column_lineage")]
+    named = [v for v in policy.get("violations") or [] if v["column"]["column"] == "contact" and v["tag"] == "pii"]
+    named += [p for p in policy.get("incomplete") or [] if "'contact'" in str(p)]
+    assert named, policy  # the email reaches 'contact' in clear: the task fails naming the column
     if reason is None:
-        (v,) = policy["violations"]
-        assert v["column"]["column"] == "contact" and v["tag"] == "pii"
+        assert "contact" not in [c for _, c, _ in record.get("approximate") or []], record.get("approximate")
     else:
-        (why,) = [p for p in policy.get("incomplete") or [] if "column 'contact'" in p]
-        assert reason in why and "unknown input" in why
-        record = spark_run["xcom"][(pattern, "column_lineage")]
-        assert "contact" in [c for _, c, _ in record["approximate"]]
+        reasons = {c: rs for _, c, rs in record["approximate"]}
+        assert any(reason in r for r in reasons.get("contact", [])), (pattern, reasons)

@@ -1,6 +1,6 @@
 """Real Spark (local, in the worker) for tests/operators/test_guard_policy.py's slow tier: ``customers`` is written
-first; each other task copies the customers' email out through a pattern whose lineage the engine marks
-approximate today, with ``require_masked=["pii"]``. Add a pattern: a function in :data:`SPARK_PATTERNS` (and its
+first; each other task copies the customers' email out through a pattern the capture once missed (issue 46: a
+checkpoint, values that went through the driver, RDD and JSON round trips), with ``require_masked=["pii"]``. Add a pattern: a function in :data:`SPARK_PATTERNS` (and its
 expectation in the test)."""
 from __future__ import annotations
 
@@ -27,9 +27,51 @@ def _control(spark: Any, data: str) -> None:
         .write.mode("overwrite").parquet(f"{data}/out_control")
 
 
+def _customers(spark: Any, data: str) -> Any:
+    return spark.read.parquet(f"{data}/customers")
+
+
+def _driver_lookup(spark: Any, data: str) -> None:
+    """The usual enrichment: a dict filled from collect(), looked up in a UDF."""
+    from pyspark.sql import functions as F
+
+    emails = {r.id: r.email for r in _customers(spark, data).collect()}
+    lookup = F.udf(lambda i: emails.get(i), "string")
+    spark.createDataFrame([(1,), (2,)], "id INT").select("id", lookup("id").alias("contact")) \
+        .write.mode("overwrite").parquet(f"{data}/out_driver_lookup")
+
+
+def _create_from_collect(spark: Any, data: str) -> None:
+    rows = _customers(spark, data).collect()
+    spark.createDataFrame(rows).selectExpr("id", "email AS contact").write.mode("overwrite") \
+        .parquet(f"{data}/out_create_from_collect")
+
+
+def _lit_first(spark: Any, data: str) -> None:
+    from pyspark.sql import functions as F
+
+    first = _customers(spark, data).first()["email"]
+    spark.range(1).select(F.lit(first).alias("contact")).write.mode("overwrite").parquet(f"{data}/out_lit_first")
+
+
+def _rdd_round_trip(spark: Any, data: str) -> None:
+    _customers(spark, data).rdd.map(lambda r: (r.id, r.email)).toDF(["id", "contact"]) \
+        .write.mode("overwrite").parquet(f"{data}/out_rdd_round_trip")
+
+
+def _json_round_trip(spark: Any, data: str) -> None:
+    spark.read.json(_customers(spark, data).selectExpr("id", "email AS contact").toJSON()) \
+        .write.mode("overwrite").parquet(f"{data}/out_json_round_trip")
+
+
 SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
     "checkpoint": lambda spark, data: _checkpoint(spark, data, local=False),
     "local_checkpoint": lambda spark, data: _checkpoint(spark, data, local=True),
+    "driver_lookup": _driver_lookup,
+    "create_from_collect": _create_from_collect,
+    "lit_first": _lit_first,
+    "rdd_round_trip": _rdd_round_trip,
+    "json_round_trip": _json_round_trip,
     "control": _control,
 }
 
@@ -39,7 +81,10 @@ SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
 def guard_policy_spark() -> None:
     @task.pyspark_lineage(conn_id="spark_default", lineage_emission="off")
     def customers(data_dir: str, spark: Any = None) -> None:
-        spark.createDataFrame([(1, "a@example.com"), (2, "b@example.com")], "id INT, email STRING") \
+        # the emails are built, not written out: a value that is a constant of the application's code is not driver
+        # data (docs/engine.md), and the lit_first pattern must write a value only the table holds
+        emails = [f"{user}@example.com" for user in ("a", "b")]
+        spark.createDataFrame(list(zip([1, 2], emails)), "id INT, email STRING") \
             .write.mode("overwrite").parquet(f"{data_dir}/customers")
 
     first = customers("{{ params.data_dir }}")

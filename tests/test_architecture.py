@@ -124,3 +124,17 @@ def test_importing_a_core_loads_no_airflow(core: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_the_one_seam_from_capture_to_sieve_is_by_name_and_optional() -> None:
+    """``spark.airflow_lineage.sievePruning`` lets the launcher turn on Sieve's planner rule in the driver it already
+    runs (issue 49). The capture core names the Sieve core in exactly one place, loaded by name and only when that
+    property is set (a failure there is a capture problem, never the job's): no other capture module mentions it."""
+    def code(path: Path) -> str:  # comments say what the seam is for; they are not code
+        return "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                         if not line.strip().startswith("#"))
+
+    mentions = {path.name: code(path).count(f"{PACKAGE}.sieve") for path in (ROOT / "capture").rglob("*.py")}
+    assert {name: n for name, n in mentions.items() if n} == {"launcher.py": 1}
+    source = (ROOT / "capture" / "launcher.py").read_text(encoding="utf-8")
+    assert f'importlib.import_module("{PACKAGE}.sieve.spark.prune")' in source

@@ -78,10 +78,10 @@ PARSE_TIMEOUT = 300
 POOL_SIZE = 48
 MAX_OVERFLOW = 48
 #: 64 concurrent readers on 2 cores (issue 47): one api-server worker process per core (Airflow's default is 1,
-#: one core for every request); unchanged DAG files parsed every 5 minutes, not every 30 s (9 example files at
-#: ~0.75 s of CPU each; an edited file is still parsed at once: file_parsing_sort_mode=modified_time)
+#: one core for every request). (A longer min_file_process_interval saves the re-parsing of unchanged files, ~0.75 s
+#: of CPU per example file every 30 s, but wait_parsed() then waits for a parse of every file that does not come:
+#: left at Airflow's default.)
 API_WORKERS = 2
-MIN_FILE_PROCESS_INTERVAL = 300
 #: seconds an SQLite connection waits for another process's write lock before "database is locked" (sqlite3: 5)
 SQLITE_LOCK_WAIT_S = 30
 
@@ -398,7 +398,6 @@ class AirflowDeployment:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": str(POOL_SIZE),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": str(MAX_OVERFLOW),
             "AIRFLOW__API__WORKERS": str(API_WORKERS),
-            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(MIN_FILE_PROCESS_INTERVAL),
             "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_CONN,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,

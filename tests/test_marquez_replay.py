@@ -129,38 +129,6 @@ class TestExamplePipelinesInMarquez:
 
 
 # -- issue 51: the README's Marquez line alone shows every edge ------------------------------------------------------
-class _Receiver:
-    """An OpenLineage HTTP endpoint on 127.0.0.1 standing in for Marquez (which cannot run here): records each POST's
-    path and JSON body, answers 201. Never evaluates what it receives."""
-
-    def __init__(self) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.requests.append((self.path, json.loads(body)))
-                self.send_response(201)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_the_readme_marquez_line_alone_shows_every_row_edges(tmp_path: Path) -> None:
     """``./dev.sh demo``'s DAG with exactly the transport the README shows for Marquez and no lineage setting: Airflow's
     OpenLineage provider sends the events to the loopback receiver at ``api/v1/lineage``; the every-row edges (the
@@ -169,7 +137,9 @@ def test_the_readme_marquez_line_alone_shows_every_row_edges(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    receiver = _Receiver()
+    from tests.lineage.test_transport_faults import FakeMarquez
+
+    receiver = FakeMarquez("ok")  # stands in for Marquez (which cannot run here): answers 201, records each POST
     try:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("OPENLINEAGE", "AIRFLOW__OPENLINEAGE__", "AIRFLOW__COLUMN_LINEAGE__"))}
@@ -189,8 +159,8 @@ def test_the_readme_marquez_line_alone_shows_every_row_edges(tmp_path: Path) -> 
         assert proc.returncode == 0, output[-5000:]
     finally:
         receiver.close()
-    assert receiver.requests and {path for path, _ in receiver.requests} == {"/api/v1/lineage"}
-    events = [body for _, body in receiver.requests]
+    assert receiver.received and {path for path, _ in receiver.received} == {"/api/v1/lineage"}
+    events = [json.loads(body) for _, body in receiver.received]
     mart = str(tmp_path / "data" / "mart" / "transactions_c1")
     [complete] = [e for e in events if e["eventType"] == "COMPLETE" and any(o["name"] == mart for o in e["outputs"])]
     model = MarquezModel().ingest_all(events)

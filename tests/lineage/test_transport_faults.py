@@ -25,12 +25,13 @@ class FakeMarquez:
 
     def __init__(self, mode: str) -> None:
         self.mode, self.requests, self.release = mode, 0, threading.Event()
+        self.received: list[tuple[str, bytes]] = []  # (path, body) of every POST, in order
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 outer.requests += 1
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.received.append((self.path, self.rfile.read(int(self.headers.get("Content-Length") or 0))))
                 if outer.mode == "hang":
                     outer.release.wait(60)
                     return

@@ -23,7 +23,7 @@ from typing import Any
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.plan import TreeNode, is_tree_json, parse_tree
 from airflow_provider_lineage.lineage.record import CaptureRecord
-from airflow_provider_lineage.lineage.udf import (
+from airflow_provider_lineage.lineage.udf.analysis import (
     FRAME,
     MAP_ITER,
     UDF_CLASSES,
@@ -33,7 +33,7 @@ from airflow_provider_lineage.lineage.udf import (
     cache_key,
     fallback,
 )
-from airflow_provider_lineage.lineage.udf_flow import Snapshot, snapshot, snapshot_key
+from airflow_provider_lineage.lineage.udf.source import Snapshot, snapshot, snapshot_key
 
 log = get_logger(__name__)
 
@@ -62,7 +62,7 @@ class UdfRegistry:
 
     # -- hook ----------------------------------------------------------------------------------
     def add(self, name: str, func: Any, eval_type: int, return_type: Any = None) -> None:
-        """Remember ``func``, with a :func:`~.udf_flow.snapshot` of what it reaches taken now: PySpark pickles
+        """Remember ``func``, with a :func:`~.udf.source.snapshot` of what it reaches taken now: PySpark pickles
         it now (``_create_judf``), so a helper redefined later is not what the executors run. The same function
         built again after such a change is kept twice (both analyses are united)."""
         try:

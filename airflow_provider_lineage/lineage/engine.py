@@ -35,7 +35,8 @@ from airflow_provider_lineage.lineage.sources import (  # noqa: F401 - re-export
     datasets_for_relation,
     relation_sources,
 )
-from airflow_provider_lineage.lineage.udf import UDF_CLASSES, UdfTable, result_id
+from airflow_provider_lineage.lineage.udf.analysis import UDF_CLASSES
+from airflow_provider_lineage.lineage.udf.table import UdfTable, result_id
 from airflow_provider_lineage.lineage.unseen import UnseenInputs
 
 log = get_logger(__name__)

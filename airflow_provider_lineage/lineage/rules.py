@@ -28,7 +28,7 @@ from airflow_provider_lineage.lineage.plan import TreeNode, simple_type
 if TYPE_CHECKING:
     from airflow_provider_lineage.lineage.graph import ColumnGraph, Trans, Vertex
     from airflow_provider_lineage.lineage.record import CaptureRecord
-    from airflow_provider_lineage.lineage.udf import UdfTable
+    from airflow_provider_lineage.lineage.udf.table import UdfTable
 
 
 @dataclass(frozen=True)

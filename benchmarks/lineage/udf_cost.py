@@ -37,12 +37,10 @@ APPS = ROOT / "tests" / "lineage" / "apps"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(APPS))
 
-from airflow_provider_lineage.lineage import (
-    analyze_record,
-    udf_flow,
-)
-from airflow_provider_lineage.lineage import udf as udf_mod
+from airflow_provider_lineage.lineage import analyze_record
 from airflow_provider_lineage.lineage.record import collapse_nested, read_records
+from airflow_provider_lineage.lineage.udf import analysis as udf_mod
+from airflow_provider_lineage.lineage.udf import source as udf_source
 from airflow_provider_lineage.operators.spark_lineage import launcher_path
 
 TARGET_MS = 5.0
@@ -72,7 +70,7 @@ def analysis_cost(repeats: int) -> list[dict[str, object]]:
         cold, warm = [], []
         for _ in range(repeats):
             udf_mod._cache.clear()
-            udf_flow._parse_code.cache_clear()
+            udf_source._parse_code.cache_clear()
             t0 = time.perf_counter()
             a = udf_mod.analyse_udf(fn, name, nargs, eval_type, cols)  # type: ignore[arg-type]
             cold.append((time.perf_counter() - t0) * 1000)

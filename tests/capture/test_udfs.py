@@ -1,6 +1,6 @@
 """The driver's UDF registry: matching plan UDFs to live functions (no Spark needed: hand-made plan JSON).
 
-The launcher path on real Spark is covered by ``tests/lineage/test_udf_scenarios.py``.
+The launcher path on real Spark is covered by ``tests/lineage/udf/test_scenarios.py``.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every UDF lineage scenario as one PySpark application (run through the launcher by
-``tests/lineage/test_udf_scenarios.py``): one write per scenario, to ``OUT/<scenario>``.
+``tests/lineage/udf/test_scenarios.py``): one write per scenario, to ``OUT/<scenario>``.
 
 ``python udf_app.py OUT [quick]``: ``quick`` performs only the first two writes (the switch-off run).
 """

@@ -1,6 +1,6 @@
 """UDF bodies of the UDF lineage scenarios (one module: helpers here are "the same module").
 
-Imported by ``udf_app.py`` (run through the launcher) and by ``tests/lineage/test_udf_scenarios.py``
+Imported by ``udf_app.py`` (run through the launcher) and by ``tests/lineage/udf/test_scenarios.py``
 (the soundness property checks call these functions on the input rows).
 """
 import functools

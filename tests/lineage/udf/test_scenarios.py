@@ -32,10 +32,10 @@ from airflow_provider_lineage.operators.spark_lineage import launcher_path
 from tests.capture.test_launcher import _submit_env
 
 # one spark-submit runs every scenario (~2 min of a worker): the slow tier; the engine's UDF rules are in the fast
-# tier in process (tests/lineage/test_udf_flow.py)
+# tier in process (tests/lineage/udf/test_analysis.py)
 pytestmark = pytest.mark.slow
 
-APPS = Path(__file__).parent / "apps"
+APPS = Path(__file__).parent.parent / "apps"
 sys.path.insert(0, str(APPS))
 import udf_bodies as b
 from udf_labels import DATASET_EDGES, EXPECTED, FALLBACKS, T, e

@@ -1,24 +1,5 @@
-"""Lineage through Python UDF bodies: what each UDF argument does to the UDF's result.
-
-Two halves, both free of Spark and Airflow imports:
-
-* :func:`analyse_udf` runs on the Spark driver (called by ``capture/``, which holds the live function
-  objects): a data-flow pass over the function's source (:mod:`.udf_flow`), once per distinct function
-  (cached by code object and the helpers it reaches), turned into a JSON-able :class:`UdfAnalysis` that travels
-  in the capture record (``CaptureRecord.udfs``, keyed by the plan's ``PythonUDF.resultId``). Nothing is pickled:
-  names resolve in the snapshot of globals and closure cells taken when PySpark pickled the function
-  (:func:`~.udf_flow.snapshot`), which is what the executors run. Whatever the body analysis does not model
-  exactly widens or falls back to the black box with a reason: it is never less safe than a black box.
-* :class:`UdfTable` is the engine's view of those analyses: for a ``PythonUDF`` node of the plan it
-  gives the transformation step(s) from each argument expression to the UDF's value
-  (:func:`~.expressions.walk_expression` composes them with the rest of the expression).
-
-Per argument: DIRECT ``IDENTITY`` (returned unchanged) / ``TRANSFORMATION`` (masking when every path
-goes through a hash), INDIRECT ``CONDITIONAL`` (read by a condition), both, or no edge (never read).
-A UDF that cannot be analysed keeps today's edges (every argument DIRECT/TRANSFORMATION) and carries
-``analysed=False`` with the reason, which the summary, ``explain`` and the facet's transformation
-descriptions show.
-"""
+"""Driver side of the UDF analysis: one Python function -> a JSON-able :class:`UdfAnalysis` (per-argument flows)
+that travels in the capture record (``CaptureRecord.udfs``)."""
 from __future__ import annotations
 
 import functools
@@ -29,19 +10,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_lineage.lineage.graph import AGGREGATION, CONDITIONAL, IDENTITY, TRANSFORMATION, Trans
-from airflow_provider_lineage.lineage.plan import TreeNode, pretty
-from airflow_provider_lineage.lineage.udf_flow import (
-    IDENT,
-    FlowResult,
-    Snapshot,
-    Src,
-    Taint,
-    Unanalysable,
-    Val,
-    analyse_callable,
-    snapshot,
-    snapshot_key,
-)
+from airflow_provider_lineage.lineage.udf.interpreter import FlowResult, analyse_callable
+from airflow_provider_lineage.lineage.udf.source import Snapshot, snapshot, snapshot_key
+from airflow_provider_lineage.lineage.udf.values import IDENT, Src, Taint, Unanalysable, Val
 
 # org.apache.spark.api.python.PythonEvalType
 SCALAR = frozenset({100, 101, 200, 250})
@@ -158,7 +129,7 @@ def analyse_udf(fn: Callable[..., Any], name: str, nargs: int, eval_type: int,
     :param arg_names: per plan argument, the parameter name it was passed to (Spark's named arguments,
         ``f(price=qty)``), or ``None`` for a positional one; the flows stay in plan-argument order.
     :param snap: the globals and closure cells of ``fn`` (and the helpers it reaches) as PySpark pickled them
-        (:func:`~.udf_flow.snapshot` taken when the UDF was built): names resolve there, as on the executors.
+        (:func:`~.source.snapshot` taken when the UDF was built): names resolve there, as on the executors.
         ``None``: as they are now.
     """
     if snap is None:
@@ -257,115 +228,3 @@ def _scalar(res: FlowResult, name: str, eval_type: int, function: str, nargs: in
             per = _flows(v.flat(), res.cond, res.hashes, list(range(nargs)))
             out.fields[key] = [per[i] for i in range(nargs)]
     return out
-
-
-# -- engine side -----------------------------------------------------------------------------------
-def result_id(node: TreeNode) -> int | None:
-    raw = node.fields.get("resultId")
-    if isinstance(raw, dict) and "id" in raw:
-        return int(raw["id"])
-    return None
-
-
-class UdfTable:
-    """The capture record's UDF analyses, looked up by the plan's ``PythonUDF`` nodes."""
-
-    def __init__(self, entries: list[dict[str, Any]] | None) -> None:
-        self.by_id: dict[int, UdfAnalysis] = {}
-        for raw in entries or []:
-            try:
-                rid = int(raw["result_id"])
-                self.by_id[rid] = UdfAnalysis.from_dict(raw.get("analysis") or {})
-            except (KeyError, TypeError, ValueError):
-                continue
-        self.seen: dict[int, tuple[UdfAnalysis, TreeNode]] = {}
-        self.missing: list[str] = []
-
-    def lookup(self, node: TreeNode) -> UdfAnalysis | None:
-        rid = result_id(node)
-        a = self.by_id.get(rid) if rid is not None else None
-        if a is not None and rid is not None:
-            self.seen.setdefault(rid, (a, node))
-        return a
-
-    def steps(self, node: TreeNode, ordinal: int | None = None) -> list[list[Trans]] | None:
-        """The steps from each child of a ``PythonUDF`` node to its value, or ``None`` (black box).
-
-        :param ordinal: a field of the UDF's struct result (``GetStructField``): the steps to that field,
-            when the body builds the struct field by field; ``None`` when it does not (the caller then
-            walks the whole UDF).
-        """
-        if node.cls not in UDF_CLASSES:
-            return None
-        a = self.lookup(node)
-        if a is None or not a.analysed or len(a.args) != len(node.children):
-            return None  # a black box: TRANSFORMATION of every argument
-        agg = a.eval_type in AGGREGATE
-        if ordinal is not None:
-            flows = _field_flows(a, node, ordinal)
-            return None if flows is None else [f.steps(agg) for f in flows]
-        return [f.steps(agg) for f in a.args]
-
-    def frame_columns(self, node: TreeNode) -> UdfAnalysis | None:
-        """The analysis of a frame UDF (``functionExpr``/``func`` of FlatMapGroupsInPandas, MapInPandas)."""
-        for key in ("functionExpr", "func"):
-            expr = node.tree_field(key)
-            if expr is not None and expr.cls in UDF_CLASSES:
-                a = self.lookup(expr)
-                if a is not None and a.analysed and a.columns is not None:
-                    return a
-        return None
-
-    def flow_lines(self, result_names: dict[int, str]) -> list[str]:
-        """``email_hash ← sha256(email) [masking]`` per analysed UDF result."""
-        lines = []
-        for rid, (a, node) in sorted(self.seen.items()):
-            target = result_names.get(rid, f"(UDF {a.name})")
-            if not a.analysed:
-                lines.append(f"UDF `{a.name}`: not analysed — {a.reason} (every argument kept as DIRECT)")
-                continue
-            if a.columns is not None:
-                named = {k: v for k, v in a.columns.items() if k != "*"} or a.columns
-                for out, per in sorted(named.items()):
-                    parts = [_flow_text(f, f"`{c}`") for c, f in sorted(per.items())]
-                    lines.append(f"`{out if out != '*' else target}` ← UDF `{a.name}`: {', '.join(parts) or 'no input'}")
-                continue
-            parts = []
-            for f, child in zip(a.args, node.children):
-                parts.append(_flow_text(f, f"`{_strip_ids(pretty(child, 60))}`"))
-            lines.append(f"`{target}` ← UDF `{a.name}`: {', '.join(parts) or 'no input'}")
-        return lines
-
-
-def _field_flows(a: UdfAnalysis, node: TreeNode, ordinal: int) -> list[ArgFlow] | None:
-    """The flows to field ``ordinal`` of the UDF's struct type, matched by name (a dict / ``Row``) or position."""
-    if not a.fields:
-        return None
-    names = _struct_field_names(node.fields.get("dataType"))
-    if ordinal < len(names) and names[ordinal] in a.fields:
-        return a.fields[names[ordinal]]
-    return a.fields.get(f"#{ordinal}")
-
-
-def _struct_field_names(dtype: Any) -> list[str]:
-    if isinstance(dtype, dict) and dtype.get("type") == "struct":
-        return [str(f.get("name")) for f in dtype.get("fields") or []]
-    return []
-
-
-def _strip_ids(text: str) -> str:
-    import re
-
-    return re.sub(r"#\d+", "", text)
-
-
-def _flow_text(f: ArgFlow, arg: str) -> str:
-    if not f.used:
-        return f"{arg} unused"
-    bits = []
-    if f.direct is not None:
-        body = f"{'/'.join(f.via)}({arg})" if f.via else arg
-        bits.append(f"{body} [{f.direct.lower()}{', masking' if f.masking else ''}]")
-    if f.conditional:
-        bits.append(f"{arg} [conditional]")
-    return " + ".join(bits)

@@ -1,6 +1,6 @@
 """The UDF body data-flow pass on its own (no Spark): tricky bodies, soundness corner cases, never crashing.
 
-The scenarios on real Spark are in ``test_udf_scenarios.py``; these pin the interpreter's rules.
+The scenarios on real Spark are in ``test_scenarios.py``; these pin the interpreter's rules.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from airflow_provider_lineage.lineage.udf import ArgFlow, UdfAnalysis, UdfTable, analyse_udf
-from airflow_provider_lineage.lineage.udf_flow import snapshot
+from airflow_provider_lineage.lineage.udf.source import snapshot
 
 SEEN: set = set()
 PATTERN = re.compile(r"\d+")

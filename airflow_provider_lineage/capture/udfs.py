@@ -185,8 +185,9 @@ def unite(results: list[UdfAnalysis]) -> UdfAnalysis:
         for out_col, per in columns.items():  # a column one candidate names, another only has in "*"
             for c, f in star.items():
                 per[c] = _unite_flow(per.get(c, ArgFlow()), f)
+    widened = list(dict.fromkeys(w for r in results for w in r.widened))
     return UdfAnalysis(first.name, first.eval_type, " | ".join(sorted({r.function for r in results})), True, None,
-                       args, columns, sum(r.ms for r in results), len(results))
+                       args, columns, sum(r.ms for r in results), len(results), widened=widened)
 
 
 def _unite_flow(a: ArgFlow, b: ArgFlow) -> ArgFlow:

@@ -557,6 +557,13 @@ def _udf_notes(ctx: Analysis, lin: WriteLineage, attrs: list[Attr]) -> None:
                     reasons = lin.approximate_columns.setdefault(name, [])
                     if note not in reasons:
                         reasons.append(note)
+            elif analysis is not None and analysis[0].widened:
+                # analysed, but the pass widened for a construct it does not model exactly: the extra edges say why
+                reasons = lin.approximate_columns.setdefault(name, [])
+                for why in analysis[0].widened:
+                    note = f"UDF `{analysis[0].name}` widened: {why}"
+                    if note not in reasons:
+                        reasons.append(note)
     lin.udfs = ctx.udfs.flow_lines({rid: ", ".join(cols) for rid, cols in used_by.items()})
 
 

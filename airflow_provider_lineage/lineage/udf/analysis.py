@@ -70,6 +70,9 @@ class UdfAnalysis:
     #: struct-returning scalar UDFs whose body builds the struct (a dict, ``Row(x=...)`` or a tuple):
     #: per returned field (by name, or ``"#i"`` by position), the flow of each argument
     fields: dict[str, list[ArgFlow]] | None = None
+    #: analysed, but some construct of the body was not modelled exactly and the pass widened (every input it may
+    #: hold flows): why, one line per construct; the engine lists these in the write's approximate columns
+    widened: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,13 +213,14 @@ def _analyse(fn: Any, name: str, nargs: int, eval_type: int, columns: list[str] 
         for out_name, v in (ret.cols or {}).items():
             per = _flows(v.flat(), res.cond, res.hashes, list(columns))
             cols[out_name] = {c: f for c, f in per.items() if f.used}
-        return UdfAnalysis(name, eval_type, function, True, None, [], cols)
+        return UdfAnalysis(name, eval_type, function, True, None, [], cols, widened=list(res.widened))
     raise Unanalysable(f"eval type {eval_type} not modelled")
 
 
 def _scalar(res: FlowResult, name: str, eval_type: int, function: str, nargs: int) -> UdfAnalysis:
     flows = _flows(res.ret.flat(), res.cond, res.hashes, list(range(nargs)))
-    out = UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)])
+    out = UdfAnalysis(name, eval_type, function, True, None, [flows[i] for i in range(nargs)],
+                      widened=list(res.widened))
     parts: dict[str, Val] = {}
     if res.ret.cols is not None and not res.ret.t:
         parts = dict(res.ret.cols)

@@ -31,6 +31,7 @@ from airflow_provider_lineage.lineage.udf.source import (
     _is_generator,
     _parse_code,
     _size,
+    text_of,
 )
 from airflow_provider_lineage.lineage.udf.values import (
     EMPTY,
@@ -89,17 +90,24 @@ class Calls:
                 return self.hasher_method(receiver, func, everything)
             out = trans_val(receiver, *everything)
             if _inplace(e):  # ``s.fillna(other, inplace=True)``: the receiver now holds the result
-                self.mutate(func.value, out)
+                why = f"`.{func.attr}(..., inplace=True)` changes its receiver in place: it takes every input"
+                self.mutate(func.value, out, why)
             if func.attr not in NON_MUTATING:
+                unknown = func.attr not in RECEIVER_ONLY
+                why = f"`.{func.attr}()` is a method of unknown effect: its receiver and arguments may take every " \
+                    "input of the call" if unknown else None
                 if any(v.flat() for v in everything):
-                    self.mutate(func.value, trans_val(*everything))
-                if func.attr not in RECEIVER_ONLY and receiver.flat():
+                    # (a method of a constant, a module or a compiled pattern changes no variable: no reason then)
+                    held = self._may_hold(func.value) or not _rooted(func.value)
+                    self.mutate(func.value, trans_val(*everything), why if held else None)
+                if unknown and receiver.flat():
                     # a method of unknown effect may store the receiver into an argument (``df.to_csv(buf)``)
                     for a in [*e.args, *(k.value for k in e.keywords)]:
                         if self._may_hold(a):
-                            self.mutate(a, out)
-                if func.attr not in RECEIVER_ONLY and out.flat():
-                    self.escape(out.flat())  # ... or into state elsewhere (``repo.save(x)`` then ``load()``)
+                            self.mutate(a, out, why)
+                if unknown and out.flat():
+                    # ... or into state elsewhere (``repo.save(x)`` then ``load()``)
+                    self.escape(out.flat(), f".{func.attr}()")
             out = join(out, self.run_fn_args(everything, [receiver, *everything], e))
             if receiver.cols is not None:
                 out = self.frame_method(func.attr, receiver, e, out)
@@ -117,15 +125,22 @@ class Calls:
         for fn in fns:
             out = join(out, self._run_fn(fn, data))
         out = join(out, self.run_fn_args(everything, data, e))
+        name = text_of(func)
         if out.flat():
-            self.mutate(func, out)
+            if not fns:
+                self.budget.widen(f"`{name}(...)` calls a value of unknown behaviour (a bound-method alias, a callable "
+                                  "built at run time): its result, its object and its arguments take every input")
+            # (the reason above covers a value of unknown behaviour; one of several known functions is said here)
+            why = None if not fns else f"`{name}(...)` is a call of unknown effect: its object and arguments may " \
+                "take every input"
+            self.mutate(func, out, why)
             for a in [*e.args, *(k.value for k in e.keywords)]:
                 if self._may_hold(a):
-                    self.mutate(a, out)
+                    self.mutate(a, out, why)
             if not fns:
-                self.escape(out.flat())  # it may keep the data in state of its own
+                self.escape(out.flat(), name)  # it may keep the data in state of its own
         if not fns and self.budget.escaped:
-            out = join(out, Val(dict(self.budget.escaped)))
+            out = self.with_escaped(out, f"the result of `{name}(...)`")
         return out
 
     def _may_hold(self, a: ast.expr) -> bool:
@@ -200,6 +215,9 @@ class Calls:
             if all(isinstance(k, ast.Constant) and isinstance(v, ast.Constant) for k, v in zip(d.keys, d.values)):
                 mapping = {k.value: v.value for k, v in zip(d.keys, d.values)}  # type: ignore[union-attr]
                 return Val(receiver.t, None, None, {mapping.get(n, n): v for n, v in receiver.cols.items()})
+        if default.flat() and attr not in NON_MUTATING and attr not in RECEIVER_ONLY:
+            self.budget.widen(f"pandas `.{attr}()` on a frame is not modelled per column: every column of the frame "
+                              "flows to every column of its result")
         return default
 
     def resolve(self, func: ast.expr) -> tuple[Any, bool]:
@@ -243,6 +261,8 @@ class Calls:
             if not found and name in globs:
                 obj, found = globs[name], True
                 if obj is _REBOUND:
+                    self.budget.widen(f"`{name}` was bound to another function after the UDF was pickled (the "
+                                      "executors import the module's own): not followed, every argument flows")
                     return None, False
         if not found and hasattr(builtins, name):
             obj, found = getattr(builtins, name), True
@@ -268,7 +288,7 @@ class Calls:
                 if obj is getattr:  # ``getattr(module, "G")``: a global some body wrote, or escaped data
                     name_arg = e.args[1] if len(e.args) > 1 else None
                     attr = name_arg.value if isinstance(name_arg, ast.Constant) else None
-                    out = Val(dict(self.budget.escaped))
+                    out = self.with_escaped(EMPTY, f"`getattr(..., {attr!r})`")
                     return join(out, self.budget.shared[attr]) if attr in self.budget.shared else out
                 return EMPTY
             raise Unanalysable(f"dynamic code: {name}() in the body")
@@ -311,23 +331,31 @@ class Calls:
             return out
         return self.opaque(obj, everything, e)
 
-    def opaque(self, obj: Any, everything: list[Val], e: ast.Call | None) -> Val:
+    def opaque(self, obj: Any, everything: list[Val], e: ast.Call | None, skipped: str | None = None) -> Val:
         """A callee the pass does not follow: every argument flows into the result; a function value among them
         runs on the data; it may store one argument into another (``helper(out_list, value)``) or keep the data
-        in state of its own, which a later call of such a callee, or a mutable global, may give back."""
+        in state of its own, which a later call of such a callee, or a mutable global, may give back.
+
+        :param skipped: why a Python helper whose body the pass would read was not followed (recursion depth,
+            no source, a mutable default): a widening reason when data flows through it."""
         out = trans_val(*everything)
         if e is not None:
             out = join(out, self.run_fn_args(everything, everything, e))
         pure = _pure_module(obj)
+        def name() -> str:
+            return text_of(e.func) if e is not None else (getattr(obj, "__qualname__", None) or type(obj).__name__)
+
         if any(v.flat() for v in everything):
+            if skipped is not None:
+                self.budget.widen(f"helper `{name()}` not followed ({skipped}): every argument flows to its result")
             if e is not None and (len(e.args) + len(e.keywords) > 1 or _inplace(e)):
                 for a in [*e.args, *(k.value for k in e.keywords)]:
                     if self._may_hold(a):
-                        self.mutate(a, out)
+                        self.mutate(a, out, f"`{name()}(...)` is not followed: it may store one argument into another")
             if not pure:
-                self.escape(out.flat())
+                self.escape(out.flat(), name())
         if not pure and self.budget.escaped:
-            out = join(out, Val(dict(self.budget.escaped)))
+            out = self.with_escaped(out, f"the result of `{name()}(...)`")
         return out
 
     def _is_closure_value(self, obj: Any) -> bool:
@@ -345,21 +373,25 @@ class Calls:
         everything = [*args, *kwargs.values()]
         key = fn.__code__ if hasattr(fn, "__code__") else fn
         if key in self.budget.stack:
-            return trans_val(*everything)  # recursive: every argument flows (the body's effects are those analysed)
+            # recursive: every argument flows (the body's effects are those analysed)
+            if any(v.flat() for v in everything):
+                name = getattr(fn, "name", None) or getattr(fn, "__qualname__", None) or "lambda"
+                self.budget.widen(f"recursive call of `{name}`: every argument flows to its result")
+            return trans_val(*everything)
         if self.depth >= MAX_DEPTH:
-            return self.opaque(fn, everything, call)  # too deep: an unknown callee
+            return self.opaque(fn, everything, call, f"calls nested deeper than {MAX_DEPTH}")  # an unknown callee
         if isinstance(fn, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
             node, fn_obj, module, parent = fn, None, self.module, closure
         else:
             try:
                 nodes = _parse_code(fn.__code__)
-            except Unanalysable:
-                return self.opaque(fn, everything, call)  # an unknown callee: every argument flows
+            except Unanalysable as exc:
+                return self.opaque(fn, everything, call, str(exc))  # an unknown callee: every argument flows
             if len(nodes) != 1:
-                return self.opaque(fn, everything, call)
+                return self.opaque(fn, everything, call, "its source is ambiguous")
             node, fn_obj, module, parent = nodes[0], fn, fn.__module__, None
             if not _defaults_ok(fn):
-                return self.opaque(fn, everything, call)
+                return self.opaque(fn, everything, call, "a mutable default keeps state between calls")
         sigs = [_signature(v) for v in everything]
         memo_key = None
         if closure is None and all(s is not None for s in sigs):

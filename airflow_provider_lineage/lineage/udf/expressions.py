@@ -12,6 +12,7 @@ from airflow_provider_lineage.lineage.udf.callees import (
     _immutable,
     _root_name,
 )
+from airflow_provider_lineage.lineage.udf.source import text_of
 from airflow_provider_lineage.lineage.udf.values import (
     EMPTY,
     MAX_NODES,
@@ -49,7 +50,7 @@ class Expressions:
             if why is not None:
                 raise Unanalysable(why)
             if self.budget.escaped and (not found or not _immutable(obj)):
-                v = join(v, Val(dict(self.budget.escaped)))
+                v = self.with_escaped(v, f"`{e.id}`")
             if found and isinstance(obj, types.FunctionType) and (
                     obj.__module__ == self.module or self._is_closure_value(obj)):
                 v = join(v, Val(fn=obj))  # ``f = helper; f(x)``, ``map(helper, xs)``: the body is followed
@@ -75,7 +76,7 @@ class Expressions:
             if found and _immutable(obj):
                 return out
             if self.budget.escaped:  # a module's mutable state: it may hold data handed to its functions
-                out = join(out, Val(dict(self.budget.escaped)))
+                out = self.with_escaped(out, f"`{text_of(e)}`")
         return out
 
     def _operation(self, e: ast.expr) -> Val:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_lineage.lineage.udf.callees import _immutable
 from airflow_provider_lineage.lineage.udf.calls import Calls, bind
 from airflow_provider_lineage.lineage.udf.expressions import Expressions
 from airflow_provider_lineage.lineage.udf.source import (
@@ -45,6 +46,7 @@ from airflow_provider_lineage.lineage.udf.source import (
     _parse_code,
     _size,
     snapshot,
+    text_of,
 )
 from airflow_provider_lineage.lineage.udf.statements import Statements
 from airflow_provider_lineage.lineage.udf.values import (
@@ -62,6 +64,9 @@ from airflow_provider_lineage.lineage.udf.values import (
     trans_val,
     transformed,
 )
+
+#: widening reasons kept per analysis (the first ones: a body widening everywhere says so a few times, not 100)
+MAX_REASONS = 8
 
 
 @dataclass
@@ -86,6 +91,15 @@ class Budget:
     rebound: set[str] = field(default_factory=set)
     #: the globals and closure cells the executors' pickled copy holds (see :func:`snapshot`)
     snap: Snapshot = field(default_factory=dict)
+    #: why the pass widened (a construct it does not model exactly made more inputs flow): the reasons travel with
+    #: the analysis (``UdfAnalysis.widened``) into the write's approximate columns
+    widened: list[str] = field(default_factory=list)
+    #: the callees data escaped to (named when escaped data comes back)
+    escaped_via: list[str] = field(default_factory=list)
+
+    def widen(self, reason: str) -> None:
+        if reason not in self.widened and len(self.widened) < MAX_REASONS:
+            self.widened.append(reason)
 
     def globals_of(self, fn: Any) -> dict[str, Any]:
         hit = self.snap.get(fn)
@@ -208,6 +222,9 @@ class Frame(Statements, Expressions, Calls):
 
     def write(self, name: str, val: Val) -> None:
         if name in self.declared:
+            if val.flat():
+                self.budget.widen(f"`{self.declared[name]} {name}` is written by the body: the variable keeps data "
+                                  "between calls and rows, every read of it carries all it was ever given")
             if name not in self.budget.rebound:
                 self.budget.rebound.add(name)
                 self.budget.version += 1  # calls resolved to the old object run again
@@ -230,12 +247,15 @@ class Frame(Statements, Expressions, Calls):
                 self.changed = True
             self.cond = new
 
-    def mutate(self, target: ast.expr, val: Val) -> None:
+    def mutate(self, target: ast.expr, val: Val, why: str | None = None) -> None:
         """``target`` (a name, or the base of ``a.b[c]``) now also holds ``val``; so does every name that may
         hold the same object, in whichever frame defines it (a closure's list, a module-level set), and every
         part of its known structure (``row[0]`` after ``row.insert(0, x)``). A base that is not a name
         (``d.setdefault(k, []).append(x)``, ``helper(d).append(x)``) mutates every name in it, and any mutable
-        global the body reads (the object may be one)."""
+        global the body reads (the object may be one).
+
+        :param why: the construct that widens here (a call of unknown effect, ``inplace=True``): kept as a
+            widening reason when a name gains a source it did not hold."""
         root = target
         while isinstance(root, ast.Attribute | ast.Subscript | ast.Starred):
             root = root.value
@@ -243,12 +263,12 @@ class Frame(Statements, Expressions, Calls):
             return
         if isinstance(root, ast.Call):
             names = sorted(_names(root))
-            self.escape(val.flat())
+            self.escape(val.flat(), text_of(root))
         elif isinstance(root, ast.Name):
             names = [root.id]
         else:
             names = sorted(_names(root))
-            self.escape(val.flat())
+            self.escape(val.flat(), text_of(root))
         self.budget.mutations += 1
         add = trans_val(val)
         todo, done = list(names), set()
@@ -259,17 +279,39 @@ class Frame(Statements, Expressions, Calls):
             done.add(name)
             todo.extend(self.budget.aliases.get(name, ()))
             frame = self.owner(name)
+            cur = frame.env.get(name, EMPTY) if frame is not None else self.budget.shared.get(name, EMPTY)
+            if not set(add.flat()) <= set(cur.flat()):
+                if why is not None:
+                    self.budget.widen(why)
+                if frame is None:
+                    obj, found = self.resolve(ast.Name(name))
+                    if not (found and _immutable(obj)):
+                        self.budget.widen(f"module-level `{name}` is changed by the body: it keeps data between rows, "
+                                          "every read of it carries all it was ever given")
             if frame is not None:
-                frame.write(name, spread(frame.env.get(name, EMPTY), add))
+                frame.write(name, spread(cur, add))
             else:
-                self.write_shared(name, spread(self.budget.shared.get(name, EMPTY), add))
+                self.write_shared(name, spread(cur, add))
 
-    def escape(self, t: Taint) -> None:
-        """Data went where the pass cannot follow: any mutable global the body reads may hold it from now on."""
+    def escape(self, t: Taint, via: str = "a callee") -> None:
+        """Data went where the pass cannot follow (``via``): any mutable global the body reads may hold it from now
+        on."""
         new = join_taint(self.budget.escaped, t)
         if new != self.budget.escaped:
             self.budget.escaped = new
             self.budget.version += 1
+            if via not in self.budget.escaped_via and len(self.budget.escaped_via) < 3:
+                self.budget.escaped_via.append(via)
+
+    def with_escaped(self, v: Val, what: str) -> Val:
+        """``v`` joined with the data handed to callees the pass does not follow (``what`` may hold it); a widening
+        reason when that adds a source."""
+        if not self.budget.escaped:
+            return v
+        if not set(self.budget.escaped) <= set(v.flat()):
+            via = ", ".join(f"`{c}`" for c in self.budget.escaped_via)
+            self.budget.widen(f"{what} may hold data handed to {via} (not followed): every such input flows")
+        return join(v, Val(dict(self.budget.escaped)))
 
     # statements -------------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -340,6 +382,8 @@ class FlowResult:
     cond: Taint
     hashes: dict[Src, set[str]]
     nodes: int
+    #: why the pass widened (see :attr:`Budget.widened`): empty when every construct was modelled exactly
+    widened: list[str] = field(default_factory=list)
 
 
 def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Val] | None = None,
@@ -380,4 +424,5 @@ def analyse_callable(fn: Callable[..., Any], params: list[Val], kw: dict[str, Va
     budget.stack.append(fn.__code__)
     body = [ast.Return(node.body)] if isinstance(node, ast.Lambda) else node.body
     frame.run(body)
-    return FlowResult(frame.ret, frame.cond, budget.hashes, budget.nodes)
+    return FlowResult(frame.ret, frame.cond, budget.hashes, budget.nodes, list(budget.widened))
+

@@ -153,3 +153,12 @@ def _is_generator(node: ast.AST) -> bool:
     return False
 
 
+
+
+def text_of(node: ast.AST, limit: int = 60) -> str:
+    """Source text of a node for a reason line (shortened)."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - a reason's wording must never fail the analysis
+        text = type(node).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"

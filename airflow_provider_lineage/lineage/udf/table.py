@@ -74,6 +74,7 @@ class UdfTable:
             if not a.analysed:
                 lines.append(f"UDF `{a.name}`: not analysed — {a.reason} (every argument kept as DIRECT)")
                 continue
+            lines.extend(f"UDF `{a.name}`: widened — {why}" for why in a.widened)
             if a.columns is not None:
                 named = {k: v for k, v in a.columns.items() if k != "*"} or a.columns
                 for out, per in sorted(named.items()):

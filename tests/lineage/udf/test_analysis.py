@@ -679,3 +679,105 @@ def method_stores_elsewhere(a, b):
 def test_a_method_of_unknown_effect_may_store_its_arguments_anywhere() -> None:
     assert method_stores_elsewhere(1, 2) == 2
     assert flows(method_stores_elsewhere, 2)[1][0] is not None
+
+
+# -- issue 46: a body the pass widened (but analysed) says why ---------------------------------------------------
+def _with_mutable_default(x, acc=[]):  # noqa: B006 - the shape under test: state kept between calls
+    acc.append(x)
+    return acc[-1]
+
+
+def helper_with_mutable_default(a, b):
+    return _with_mutable_default(b)
+
+
+def exact_body(a, b):
+    return a.upper() if b else a.lower()
+
+
+@pytest.mark.parametrize(
+    ("fn", "why"),
+    [
+        (alias_bound_method, "`add(...)` calls a value of unknown behaviour"),
+        (callable_from_a_dict, "`handlers['add'](...)` calls a value of unknown behaviour"),
+        (fillna_inplace, "`.fillna(..., inplace=True)` changes its receiver in place"),
+        (rename_inplace, "`.set_axis(..., inplace=True)` changes its receiver in place"),
+        (method_writes_into_argument, "`.to_csv()` is a method of unknown effect"),
+        (print_into_buffer, "`print(...)` is not followed: it may store one argument into another"),
+        (global_written_then_read_by_helper, "`global STATE` is written by the body"),
+        (_make_nonlocal(), "`nonlocal box` is written by the body"),
+        (global_state, "module-level `SEEN` is changed by the body"),
+        (method_stores_elsewhere, "`_SAVED` may hold data handed to `.save()` (not followed)"),
+        (recursive, "recursive call of `recursive`"),
+        (helper_with_mutable_default, "helper `_with_mutable_default` not followed (a mutable default"),
+    ],
+)
+def test_a_widened_body_says_why(fn, why) -> None:
+    """Analysed, but a construct the pass does not model exactly widened it: the reason travels with the analysis
+    (``UdfAnalysis.widened``, through the capture record's JSON) to the write's approximate columns."""
+    a = analyse_udf(fn, fn.__name__, 2, 100)
+    assert a.analysed, a.reason
+    assert any(w.startswith(why) or why in w for w in a.widened), a.widened
+    assert UdfAnalysis.from_dict(a.to_dict()).widened == a.widened
+
+
+def test_a_monkeypatched_helper_is_a_widening_with_its_reason(tmp_path, monkeypatch) -> None:
+    (tmp_path / "patched_udfs2.py").write_text("def _h(x):\n    return x\n\n\ndef _constant(x):\n    return 'k'\n\n\n"
+                                               "def f(a, b):\n    return _h(b)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("patched_udfs2")
+    monkeypatch.setattr(mod, "_h", mod._constant)
+    a = analyse_udf(mod.f, "f", 2, 100)
+    assert any("`_h` was bound to another function after the UDF was pickled" in w for w in a.widened), a.widened
+
+
+@pytest.mark.parametrize("fn", [exact_body, alias_append, closure_mutation, comprehension, masked_hexdigest, regex,
+                                match_case])
+def test_an_exactly_modelled_body_has_no_widening(fn) -> None:
+    nargs = len(inspect.signature(fn).parameters)
+    a = analyse_udf(fn, fn.__name__, nargs, 100)
+    assert a.analysed and a.widened == [], a.widened
+
+
+def test_united_candidates_keep_every_widening() -> None:
+    from airflow_provider_lineage.capture.udfs import unite
+
+    a, b = analyse_udf(fillna_inplace, "f", 2, 100), analyse_udf(global_state, "f", 2, 100)
+    both = unite([a, b])
+    assert set(both.widened) == set(a.widened) | set(b.widened) and a.widened and b.widened
+
+
+def test_widening_reasons_reach_the_approximate_columns_the_run_record_and_analyze(env, tmp_path, capsys) -> None:
+    """On a real captured plan: the widened UDF's column carries ``UDF `f` widened: <why>`` in
+    ``approximate_columns`` (the single filler ``run_record.approximate_columns`` then makes the record's status
+    "approximate"), ``analyze`` shows it; a column of an exactly analysed UDF carries nothing."""
+    from pyspark.sql import functions as F
+
+    from airflow_provider_lineage.capture.udfs import UdfRegistry
+    from airflow_provider_lineage.lineage import analyze_record, run_record
+    from airflow_provider_lineage.lineage.__main__ import main
+    from airflow_provider_lineage.lineage.events import LineageResult
+    from airflow_provider_lineage.lineage.record import CaptureRecord
+
+    reg = UdfRegistry()
+    reg.add("alias_bound_method", alias_bound_method, 100, "string")
+    reg.add("exact_body", exact_body, 100, "string")
+    c = env.spark.read.parquet(env.customers)
+    df = c.select(F.udf(alias_bound_method, "string")("name", "email").alias("joined"),
+                  F.udf(exact_body, "string")("name", "email").alias("plain"))
+    rec = env.write_parquet(df)
+    reg.enrich(rec)
+    path = tmp_path / "record.json"
+    path.write_text(rec.to_json())
+    lin = analyze_record(CaptureRecord.from_json(path.read_text()))
+    reasons = lin.approximate_columns.get("joined", [])
+    assert any(r.startswith("UDF `alias_bound_method` widened: `add(...)` calls a value of unknown behaviour")
+               for r in reasons), lin.approximate_columns
+    assert "plain" not in lin.approximate_columns
+    assert any(line.startswith("UDF `alias_bound_method`: widened — ") for line in lin.udfs), lin.udfs
+    built = run_record.build(LineageResult(lineages=[lin]), job_namespace="ns", job_name="j", run_id="r",
+                             emission="test")
+    assert built["status"] == "approximate"
+    assert [col for _o, col, _r in built["approximate"]] == ["joined"]
+    assert main(["analyze", str(path)]) == 0
+    assert "[approximate] joined: UDF `alias_bound_method` widened: `add(...)`" in capsys.readouterr().out

@@ -216,8 +216,8 @@ class Calls:
                 mapping = {k.value: v.value for k, v in zip(d.keys, d.values)}  # type: ignore[union-attr]
                 return Val(receiver.t, None, None, {mapping.get(n, n): v for n, v in receiver.cols.items()})
         if default.flat() and attr not in NON_MUTATING and attr not in RECEIVER_ONLY:
-            self.budget.widen(f"pandas `.{attr}()` on a frame is not modelled per column: every column of the frame "
-                              "flows to every column of its result")
+            self.budget.widen(f"`.{attr}()` on a frame, Row or dict is not modelled per column: every column of it "
+                              "flows to every column of the result")
         return default
 
     def resolve(self, func: ast.expr) -> tuple[Any, bool]:

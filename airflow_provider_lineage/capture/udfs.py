@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_lineage.capture.rdds import RddFunctions
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.plan import TreeNode, is_tree_json, parse_tree
 from airflow_provider_lineage.lineage.record import CaptureRecord
@@ -59,6 +60,8 @@ class UdfRegistry:
         self._lock = threading.Lock()
         self._patched: list[tuple[Any, str, Any]] = []
         self.enabled = True
+        #: functions over Rows of RDD round trips (``df.rdd.map(f).toDF(...)``), analysed the same way
+        self.rdds = RddFunctions()
 
     # -- hook ----------------------------------------------------------------------------------
     def add(self, name: str, func: Any, eval_type: int, return_type: Any = None) -> None:
@@ -105,8 +108,13 @@ class UdfRegistry:
         _create_judf.__doc__ = orig.__doc__
         self._patched.append((UserDefinedFunction, "_create_judf", orig))
         UserDefinedFunction._create_judf = _create_judf  # type: ignore[method-assign]
+        try:
+            self.rdds.install()
+        except Exception as exc:  # noqa: BLE001 - RDD functions then keep the engine's every-column rule
+            log.debug("RDD function hooks not installed: %r", exc)
 
     def uninstall(self) -> None:
+        self.rdds.uninstall()
         for owner, name, orig in reversed(self._patched):
             setattr(owner, name, orig)
         self._patched.clear()
@@ -131,6 +139,10 @@ class UdfRegistry:
                 seen.add(rid)
                 entries.append({"result_id": rid, "analysis": self.analyse(node, columns).to_dict()})
             record.udfs = entries
+            rdd_ids = {int(e) for rel in record.relations if rel.node_class in ("LogicalRDD", "ExternalRDD")
+                       for e in rel.expr_ids}
+            if rdd_ids:
+                record.rdd_functions = self.rdds.for_ids(rdd_ids)
         except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
             log.warning("UDF analysis skipped for %s: %r", record.command, exc)
 

@@ -164,6 +164,10 @@ class CaptureRecord:
     :param udfs: the driver's analysis of each Python UDF in the optimized plan,
         ``[{"result_id": PythonUDF.resultId, "analysis": UdfAnalysis.to_dict()}]`` (:mod:`.udf`); empty
         when UDF body analysis is off or the plan has none.
+    :param rdd_functions: RDD round trips through one analysed function over Rows (``df.rdd.map(f).toDF(...)``,
+        :mod:`airflow_provider_lineage.capture.rdds`): ``[{"expr_ids": [the LogicalRDD's output exprIds],
+        "function", "kind", "fields": [source columns], "columns": {output column: {field: ArgFlow}},
+        "widened": [why]}]``.
     :param environment: what naming needs of the application's settings: ``default_fs``
         (``fs.defaultFS``, for host-less ``hdfs:/p``), ``catalog_implementation`` (``hive``/``in-memory``),
         ``metastore_uris`` (``hive.metastore.uris``), ``glue_region``/``glue_account`` (Glue as the Hive
@@ -203,6 +207,7 @@ class CaptureRecord:
     wrappers: list[str] = field(default_factory=list)
     created: bool = False
     udfs: list[dict[str, Any]] = field(default_factory=list)
+    rdd_functions: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     streaming: dict[str, Any] = field(default_factory=dict)
     driver: dict[str, Any] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from airflow_provider_lineage.lineage.model import UNKNOWN_INPUT
 from airflow_provider_lineage.lineage.naming import DatasetRef
 from airflow_provider_lineage.lineage.record import CaptureRecord, RelationInfo
 from airflow_provider_lineage.lineage.sources import relation_sources
+from airflow_provider_lineage.lineage.udf.analysis import ArgFlow
 
 if TYPE_CHECKING:
     from airflow_provider_lineage.lineage.rules import Attr
@@ -87,6 +88,9 @@ class UnseenInputs:
         where = ", ".join(ds.name for ds in datasets[:3]) or "no file or table"
         if datasets and rel.read_columns:
             types = {c.get("name", ""): c.get("type", "") for c in rel.columns}
+            if len(datasets) == 1 and self._rdd_function(rel, out, datasets[0], types):
+                self.driver_local(out)  # the function may read values returned to the driver
+                return True
             self._all_to_all("rdd", out, datasets, [(c, types.get(c, "")) for c in rel.read_columns],
                              f"{RDD_ROUND_TRIP}: the values went through functions Spark cannot see into "
                              f"(df.rdd / toJSON / mapPartitions over {where}); every output column is given "
@@ -101,6 +105,30 @@ class UnseenInputs:
             for a in out:
                 self.marks.add(a.id, f"{UNKNOWN_INPUT}: {RDD_ROUND_TRIP}: {note}")
         self.driver_local(out)  # the RDD's functions may read values returned to the driver
+        return True
+
+    def _rdd_function(self, rel: RelationInfo, out: list[Attr], ds: DatasetRef, types: dict[str, str]) -> bool:
+        """An RDD round trip through one function the driver analysed (``df.rdd.map(f).toDF(...)``,
+        :mod:`airflow_provider_lineage.capture.rdds`): each output column from the source columns the function
+        reads for it, with the flow's transformation types. Only when every column the file scans read is a column
+        of the Rows (nothing read by a filter or join before ``.rdd`` is left out); ``False``: the caller's rule."""
+        ids = {a.id for a in out}
+        entry = next((e for e in self.record.rdd_functions if ids <= {int(i) for i in e.get("expr_ids") or []}), None)
+        if entry is None or not set(rel.read_columns) <= set(entry.get("fields") or []):
+            return False
+        columns = entry.get("columns") or {}
+        if any(a.name not in columns for a in out):
+            return False
+        fields = self.inputs.setdefault(ds, {})
+        for a in out:
+            for name, raw in columns[a.name].items():
+                v: Vertex = f"rddfn:{a.id}:{name}"
+                fields.setdefault(name, types.get(name, ""))
+                self.graph.add_source(v, ds, name)
+                for step in ArgFlow(**raw).steps():
+                    self.graph.add(a.id, v, step)
+            for why in entry.get("widened") or []:
+                self.marks.add(a.id, f"RDD function `{entry.get('function', '?')}` widened: {why}")
         return True
 
     def _checkpoint(self, out: list[Attr]) -> None:

@@ -244,3 +244,93 @@ def test_checkpoint_the_capture_did_not_see_is_an_unknown_input(env):
     assert lin.columns["id"] == []
     assert any(r.startswith(f"{UNKNOWN_INPUT}: checkpoint") for r in _reasons(lin, "id")), lin.approximate_columns
     assert lin.approximate  # the task log summary says why the lineage stops
+
+
+# -- RDD functions over Rows the driver analysed (capture/rdds.py) ------------------------------------------------
+@pytest.fixture
+def rdd_functions():
+    from airflow_provider_lineage.capture.udfs import UdfRegistry
+
+    reg = UdfRegistry()
+    reg.install()
+    try:
+        yield reg
+    finally:
+        reg.uninstall()
+
+
+def _typed(lin, column):
+    return {(f, t, s) for d, f, t, s in edges(lin, column)}
+
+
+def test_rdd_map_over_rows_is_precise_per_position(env, rdd_functions):
+    c = env.spark.read.parquet(env.customers)
+    df = c.rdd.map(lambda r: (r.cust_id, r.email.upper())).toDF(["id", "e"])
+    rec = env.plan_only(df)
+    rdd_functions.enrich(rec)
+    assert rec.rdd_functions, "the driver registered the analysed function"
+    lin = analyze_record(rec)
+    check_properties(lin)
+    assert _typed(lin, "id") == {("cust_id", "DIRECT", "IDENTITY")}, lin.columns["id"]
+    assert _typed(lin, "e") == {("email", "DIRECT", "TRANSFORMATION")}, lin.columns["e"]
+    assert not any(r.startswith("RDD round trip") for rs in lin.approximate_columns.values() for r in rs)
+
+
+def test_rdd_flat_map_and_map_partitions_with_conditions(env, rdd_functions):
+    c = env.spark.read.parquet(env.customers)
+
+    def parts(rows):
+        for r in rows:
+            if r.name:
+                yield (r.email, r.cust_id)
+
+    df = c.rdd.mapPartitions(parts).toDF(["contact", "k"])
+    rec = env.plan_only(df)
+    rdd_functions.enrich(rec)
+    lin = analyze_record(rec)
+    assert _typed(lin, "contact") == {("email", "DIRECT", "IDENTITY"), ("name", "INDIRECT", "CONDITIONAL")}
+    assert ("name", "DIRECT") not in {(f, t) for f, t, _s in _typed(lin, "k")}
+    df = c.rdd.flatMap(lambda r: [(r.cust_id, r.name)]).toDF(["a", "b"])
+    rec = env.plan_only(df)
+    rdd_functions.enrich(rec)
+    lin = analyze_record(rec)
+    assert _typed(lin, "b") == {("name", "DIRECT", "IDENTITY")}
+
+
+@pytest.mark.parametrize("shape", ["computed_source", "chained", "positional_row_access", "unanalysable"])
+def test_rdd_functions_the_driver_cannot_make_precise_keep_every_column(env, rdd_functions, shape):
+    c = env.spark.read.parquet(env.customers)
+    if shape == "computed_source":  # the Row's "name" holds emails: binding it to customers.name would miss them
+        rdd = c.select("cust_id", F.col("email").alias("name")).rdd.map(lambda r: (r.cust_id, r.name))
+    elif shape == "chained":
+        rdd = c.rdd.map(lambda r: (r.cust_id, r.email)).map(lambda t: (t[0], t[1]))
+    elif shape == "positional_row_access":
+        rdd = c.rdd.map(lambda r: (r[0], r[2]))
+    else:
+        rdd = c.rdd.map(lambda r: eval("(r.cust_id, r.email)"))
+    rec = env.plan_only(rdd.toDF(["cust_id", "name"]))
+    rdd_functions.enrich(rec)
+    lin = analyze_record(rec)
+    check_properties(lin)
+    assert ("customers", "email") in _fields(lin, "name"), lin.columns["name"]
+    reasons = _reasons(lin, "name")
+    if shape == "positional_row_access":  # analysed: every field, as the Row read by position may be any of them
+        assert {("customers", "cust_id"), ("customers", "email")} <= _fields(lin, "name")
+    else:
+        assert any(r.startswith("RDD round trip") for r in reasons), lin.approximate_columns
+
+
+def test_rdd_function_widening_says_why(env, rdd_functions):
+    seen: list = []
+
+    def keep(r):
+        add = seen.append
+        add(r.email)
+        return (r.cust_id, len(seen))
+
+    c = env.spark.read.parquet(env.customers)
+    rec = env.plan_only(c.rdd.map(keep).toDF(["id", "n"]))
+    rdd_functions.enrich(rec)
+    lin = analyze_record(rec)
+    assert ("customers", "email") in _fields(lin, "n")
+    assert any("widened: `add(...)` calls a value of unknown behaviour" in r for r in _reasons(lin, "n"))

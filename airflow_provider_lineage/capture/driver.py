@@ -34,6 +34,7 @@ log = get_logger(__name__)
 RETURNING_FUNCS = frozenset({
     "collectToPython", "tailToPython", "collectAsArrowToPython", "toPythonIterator", "collectAsArrowToR",
     "collect", "collectAsList", "head", "take", "takeAsList", "tail", "first", "toLocalIterator", "collectResult",
+    "RDD action",  # an action over ``df.rdd`` / ``df.toJSON()`` (capture/driver_jobs.py)
 })
 #: Actions that checkpoint a DataFrame (their plan is the checkpointed data's).
 CHECKPOINT_FUNCS = frozenset({"checkpoint", "localCheckpoint"})

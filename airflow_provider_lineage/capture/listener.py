@@ -119,6 +119,9 @@ class WriteCaptureListener:
         #: session listener); off where ``_capture`` is called directly, e.g. a Connect server, whose sessions'
         #: clients are other processes (one client's returned columns must never be named in another's lineage)
         self.track_driver = False
+        #: the SparkContext listener that sees the driver round trips no session event reports (toLocalIterator,
+        #: RDD actions: capture/driver_jobs.py), registered by :func:`install`
+        self.driver_jobs: Any = None
         if asynchronous:
             _async_listeners.add(self)
 
@@ -189,6 +192,9 @@ class WriteCaptureListener:
             self._closed = True
             self._cond.notify_all()
         _async_listeners.discard(self)
+        if self.driver_jobs is not None:
+            self.driver_jobs.unregister()
+            self.driver_jobs = None
 
     def pending(self) -> int:
         """Query executions handed over and not analysed yet."""
@@ -865,6 +871,13 @@ def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: 
     listener = WriteCaptureListener(spark, emit, budget=budget, asynchronous=asynchronous)
     listener.track_driver = True
     spark._jsparkSession.listenerManager().register(listener)
+    try:
+        from airflow_provider_lineage.capture.driver_jobs import DriverJobs
+
+        listener.driver_jobs = DriverJobs(listener).register()
+    except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
+        log.warning("toLocalIterator() and RDD actions are not tracked as driver round trips: %r", exc)
+        listener.driver.note_unseen("toLocalIterator/RDD actions", f"not tracked: {_short(exc)}")
     return listener
 
 

@@ -18,8 +18,10 @@ Attribution, per write, from the session that ran it, as it was when the write *
 
 1. the client tag ``airflow_lineage_token:<token>`` in the execution's job tags (a snapshot taken by Spark when the
    execution started), else the token the session declared before (``SET spark.airflow_lineage.captureToken=<token>``,
-   seen in the bus's order; what ``PySparkLineageOperator`` runs first), else the session conf read when the write is
-   handled (a client that only called ``spark.conf.set``): the record goes to ``<capture_dir>/<token>/`` as an
+   seen in the bus's order; what ``PySparkLineageOperator`` runs first), else the session conf as the execution's
+   jobs saw it (a client that only called ``spark.conf.set``: Spark copies the session's SQL conf into each job's
+   properties when it submits the job; read when the write is handled only for an execution that ran no job): the
+   record goes to ``<capture_dir>/<token>/`` as an
    envelope (:mod:`.remote`), exactly like a cluster-deploy-mode driver's, and the task reads it back;
 2. no token: ``<capture_dir>/connect-<user>-<session>/``, with the task run ``spark_connect/<user>/<session>``
    in each envelope (a job named after the Connect user and session).
@@ -112,6 +114,9 @@ _END = "SparkListenerSQLExecutionEnd"
 _SESSION_CLOSED = "SparkListenerConnectSessionClosed"
 _QUERY_STARTED = "QueryStartedEvent"
 _QUERY_TERMINATED = "QueryTerminatedEvent"
+_JOB_START = "SparkListenerJobStart"
+_EXECUTION_ID = "spark.sql.execution.id"
+_NO_JOB: Any = object()
 _WANTED = frozenset({_START, _END, _SESSION_CLOSED, _QUERY_STARTED, _QUERY_TERMINATED})
 
 
@@ -193,6 +198,10 @@ class ConnectCapture:
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=queue_size)
         #: execution id -> (who ran it, the token it ran under), from its start event
         self._starts: collections.OrderedDict[int, tuple[ConnectIdentity, str | None]] = collections.OrderedDict()
+        #: nested execution id -> its root execution's (a CTAS's inner write runs the jobs)
+        self._roots: collections.OrderedDict[int, int] = collections.OrderedDict()
+        #: execution id -> the session conf's capture token (``None``: none) when its first job was submitted
+        self._job_tokens: collections.OrderedDict[int, str | None] = collections.OrderedDict()
         self._runs: collections.OrderedDict[str, _Run] = collections.OrderedDict()
         self._max_runs = max_runs
         self._sink_factory = sink_factory or self._remote_sink
@@ -236,6 +245,22 @@ class ConnectCapture:
             self.dropped += 1
         except Exception:
             log.debug("connect capture: event not queued", exc_info=True)
+
+    def onJobStart(self, event: Any) -> None:
+        """A job of a SQL execution: its properties are the session's SQL conf as Spark propagated it when the job
+        was submitted (a snapshot), the capture token included when the client set it with ``spark.conf.set``."""
+        try:
+            props = event.properties()
+            if props is None:
+                return
+            execution_id = props.getProperty(_EXECUTION_ID)
+            if execution_id is not None:
+                token = props.getProperty(TOKEN_CONF)
+                self._queue.put_nowait((_JOB_START, (int(execution_id), str(token) if token else None)))
+        except queue.Full:
+            self.dropped += 1
+        except Exception:
+            log.debug("connect capture: job start not queued", exc_info=True)
 
     def __getattr__(self, name: str) -> Any:
         """Every other ``SparkListenerInterface`` callback: nothing to do."""
@@ -283,7 +308,8 @@ class ConnectCapture:
     def state_sizes(self) -> dict[str, int]:
         """How much the capture holds (open runs, live sessions, executions in flight...): back to 0 when idle."""
         return {"runs": len(self._runs), "sessions": len(self._session_token), "tokens": len(self._token_session),
-                "executions": len(self._starts), "stream_runs": len(self._stream_runs), "queued": self._queue.qsize()}
+                "executions": len(self._starts) + len(self._roots) + len(self._job_tokens),
+                "stream_runs": len(self._stream_runs), "queued": self._queue.qsize()}
 
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
         """Wait until the worker has handled every queued event (tests, shutdown)."""
@@ -312,6 +338,8 @@ class ConnectCapture:
                     self._on_start(event)
                 elif name == _END:
                     self._on_end(event)
+                elif name == _JOB_START:
+                    self._on_job_start(*event)
                 elif name == _SESSION_CLOSED:
                     self._on_session_closed(event)
                 elif name == _QUERY_STARTED:
@@ -338,13 +366,29 @@ class ConnectCapture:
                 self._session_marks[ident.session_id] = self._marks_at(self._session_start(ident) or 0.0)
                 _bounded(self._session_marks)  # type: ignore[arg-type]
             token = ident.token or self._session_token.get(ident.session_id)
-            self._starts[int(event.executionId())] = (ident, token)
+            execution_id = int(event.executionId())
+            self._starts[execution_id] = (ident, token)
+            root = _option(event, "rootExecutionId")
+            if root is not None and int(root) != execution_id:
+                self._roots[execution_id] = int(root)
+                _bounded(self._roots)  # type: ignore[arg-type]
             while len(self._starts) > 10_000:
                 self._starts.popitem(last=False)
+
+    def _on_job_start(self, execution_id: int, token: str | None) -> None:
+        """The session conf's token (or none) as the execution's first job saw it: for a client that only called
+        ``spark.conf.set``, the execution (and the command it runs under) belongs to that run (or to none), whatever
+        the client sets later."""
+        for key in (execution_id, self._roots.get(execution_id)):
+            if key is not None and key in self._starts and key not in self._job_tokens:
+                self._job_tokens[key] = token
+                _bounded(self._job_tokens)  # type: ignore[arg-type]
 
     def _on_end(self, event: Any) -> None:
         execution_id = int(event.executionId())
         started = self._starts.pop(execution_id, None)
+        self._roots.pop(execution_id, None)
+        job_token = self._job_tokens.pop(execution_id, _NO_JOB)
         qe = event.qe()
         if qe is not None and str(qe.getClass().getSimpleName()) == "IncrementalExecution":
             self._on_micro_batch(event, qe)  # a streaming query's micro-batch (no Connect tags on its thread)
@@ -366,7 +410,9 @@ class ConnectCapture:
                 self._flush(ident, token, flushed)
             return
         if token is None and ident.session_id not in self._session_token:
-            token = _conf(session, TOKEN_CONF)  # a client that only set the session conf: read as late as this
+            # a client that only set the session conf: as its execution's jobs saw it; for an execution that ran no
+            # job, read as late as this
+            token = _conf(session, TOKEN_CONF) if job_token is _NO_JOB else job_token
         key = self._claim(ident, token) if token else None
         duration = _option(event, "duration", plain=True)
         failure = _option(event, "executionFailure")

@@ -254,6 +254,30 @@ class TestOnARealServer:
         assert _outputs(server.capture_dir / first) == ["after", "before"]
         assert not (server.capture_dir / second).exists()
 
+    def test_a_conf_only_clients_write_stays_in_the_run_it_ran_under(self, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+        """A client that sets its token only with ``spark.conf.set`` (no tag, no SQL ``SET``), then changes it: the
+        write belongs to the token its execution ran under, though the capture thread, held up by an earlier write
+        (the test hook makes each write's analysis slow), handles it only after the change."""
+        from airflow_provider_lineage.capture.listener import TEST_HOOK_ENV
+        from tests.support.connect import connect_server
+
+        monkeypatch.setenv(TEST_HOOK_ENV, "sleep:12")
+        first, second = _token(), _token()
+        with connect_server(tmp_path / "server") as srv, _session(srv, "erin") as spark:
+            _write(spark, tmp_path / "warm")  # untagged: keeps the capture thread busy for the next steps
+            spark.conf.set(TASK_RUN_CONF, "ns/dag.task/run")
+            spark.conf.set(TOKEN_CONF, first)
+            _write(spark, tmp_path / "before")
+            spark.conf.set(TOKEN_CONF, second)  # long before the capture thread reaches "before"
+            _write(spark, tmp_path / "after")
+            spark.sql(f"SET {FLUSH_CONF}={first}")
+            status = _wait_status(srv.capture_dir / first, timeout=300)
+        assert status["captured"] == 2 and status["problems"] == [], status
+        # "after" ran under the second token, but the session is bound to the run it declared first
+        assert _outputs(srv.capture_dir / first) == ["after", "before"]
+        assert not (srv.capture_dir / second).exists()
+
     def test_a_session_closed_without_writes_gets_its_status(self, server: Any) -> None:
         """The task's function stops its session before writing: the run's status comes at once (the task does not
         wait capture_drain_timeout), captured 0, no problems, through the operator's own ConnectRun."""

@@ -32,6 +32,12 @@ and ends, that run only); a token another live session holds, or whose run has e
 malformed token is logged and ignored: the session's writes are recorded as an untagged session's (2.), never in
 someone else's run. Run folders are resolved inside ``capture_dir`` (a symlink out is refused).
 
+Driver round trips, per session: an action that returns rows to the client (``collect``, ``take``, ``first``,
+``head``, ``toPandas``, ``toLocalIterator``: Connect runs each as a ``collectArrow`` execution) or sets a session
+variable is analysed like the in-driver listener's (capture/driver.py), and the session's later writes get the
+``driver round trip`` edges from the columns it returned; another session's returns never count. The client's code
+is not on the server, so no literal is known as a constant of it: every literal that is not trivial counts.
+
 Records of different tokens never share a folder, so concurrent clients never mix. A client ends its run
 with ``SET spark.airflow_lineage.flush=<token>``: the bus delivers events in order, so when that command's
 end is handled every earlier write of the run has been written, and the server writes the run's status
@@ -195,6 +201,9 @@ class ConnectCapture:
         self.capture_dir = capture_dir.rstrip("/")
         self.record_limit = record_limit or DEFAULT_RECORD_LIMIT
         self._capture = WriteCaptureListener(spark, self._noop)
+        #: per Connect session: what its actions returned to its client (capture/driver.py), dropped at its close
+        self._drivers: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._no_driver = self._capture.driver
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=queue_size)
         #: execution id -> (who ran it, the token it ran under), from its start event
         self._starts: collections.OrderedDict[int, tuple[ConnectIdentity, str | None]] = collections.OrderedDict()
@@ -309,7 +318,19 @@ class ConnectCapture:
         """How much the capture holds (open runs, live sessions, executions in flight...): back to 0 when idle."""
         return {"runs": len(self._runs), "sessions": len(self._session_token), "tokens": len(self._token_session),
                 "executions": len(self._starts) + len(self._roots) + len(self._job_tokens),
-                "stream_runs": len(self._stream_runs), "queued": self._queue.qsize()}
+                "stream_runs": len(self._stream_runs), "driver_logs": len(self._drivers), "queued": self._queue.qsize()}
+
+    def _driver_log(self, session_id: str | None) -> Any:
+        """The session's :class:`~.driver.DriverLog` (made on first use, dropped when the session closes)."""
+        from airflow_provider_lineage.capture.driver import DriverLog
+
+        key = session_id or "unknown"
+        log_ = self._drivers.get(key)
+        if log_ is None:
+            log_ = self._drivers[key] = DriverLog()
+            _bounded(self._drivers)  # type: ignore[arg-type]
+        self._drivers.move_to_end(key)
+        return log_
 
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
         """Wait until the worker has handled every queued event (tests, shutdown)."""
@@ -417,7 +438,15 @@ class ConnectCapture:
         duration = _option(event, "duration", plain=True)
         failure = _option(event, "executionFailure")
         func_name = _option(event, "executionName") or "command"
-        record = self._capture._capture(str(func_name), qe, int(duration) if duration is not None else None, failure)
+        # the session's own driver round trips: what its collect/take/toPandas... returned (never another session's)
+        self._capture.driver = self._driver_log(ident.session_id)
+        self._capture.track_driver = True
+        try:
+            record = self._capture._capture(str(func_name), qe, int(duration) if duration is not None else None,
+                                            failure)
+        finally:
+            self._capture.track_driver = False
+            self._capture.driver = self._no_driver
         if record is None:
             return
         record.environment = {**record.environment, **{
@@ -444,6 +473,7 @@ class ConnectCapture:
             self._finish_streams(key)
             self._finish(key, None)
         self._session_marks.pop(session_id, None)
+        self._drivers.pop(session_id, None)
 
     # -- tokens: the server's, not the client's word ------------------------------------------------
     def _claim(self, ident: ConnectIdentity, token: str) -> str | None:

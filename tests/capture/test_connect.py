@@ -278,6 +278,57 @@ class TestOnARealServer:
         assert _outputs(srv.capture_dir / first) == ["after", "before"]
         assert not (srv.capture_dir / second).exists()
 
+    def test_a_clients_driver_round_trips_give_its_later_writes_their_inputs(self, server: Any,
+                                                                               tmp_path: Path) -> None:
+        """collect/first/toPandas from a Connect client (``collectArrow`` executions on the server): a literal of
+        the returned value, written back, keeps its input column; another session's writes get nothing of it."""
+        from pyspark.sql import functions as F
+
+        from airflow_provider_lineage.lineage import analyze_record
+        from airflow_provider_lineage.lineage.record import CaptureRecord
+
+        source = tmp_path / "customers"
+        with _session(server, "frank") as setup:
+            setup.range(3).selectExpr("id AS cust_id", "CONCAT('n', id) AS name",
+                                      "CONCAT('q', id, '@z') AS email").write.parquet(str(source))
+        token, other = _token(), _token()
+        with _session(server, "grace") as spark, _session(server, "heidi") as bystander:
+            _declare(spark, token)
+            _declare(bystander, other)
+            customers = spark.read.parquet(str(source)).select("cust_id", "email")
+            values = {
+                "collect": customers.orderBy("cust_id").collect()[0]["email"],
+                "first": customers.orderBy("cust_id").first()["email"],
+                "pandas": customers.orderBy("cust_id").toPandas()["email"][1],
+            }
+            for how, value in values.items():
+                spark.range(2).select("id", F.lit(value).alias("e")).write.mode("overwrite").parquet(
+                    str(tmp_path / f"with_{how}"))
+            bystander.range(2).select("id", F.lit("q0@z").alias("e")).write.mode("overwrite").parquet(
+                str(tmp_path / "bystander"))
+            spark.sql(f"SET {FLUSH_CONF}={token}")
+            bystander.sql(f"SET {FLUSH_CONF}={other}")
+            _wait_status(server.capture_dir / token)
+            _wait_status(server.capture_dir / other)
+
+        def records(folder: Path) -> dict[str, CaptureRecord]:
+            envelopes = [json.loads(p.read_text()) for p in sorted(folder.glob("0*.json"))]
+            recs = [CaptureRecord.from_dict(e["payload"]) for e in envelopes if e["kind"] == "record"]
+            return {r.output.location.rsplit("/", 1)[-1]: r for r in recs if r.output}
+
+        mine = records(server.capture_dir / token)
+        assert sorted(mine) == ["with_collect", "with_first", "with_pandas"]
+        for name, rec in mine.items():
+            lin = analyze_record(rec)
+            got = {(e.dataset.name.rsplit("/", 1)[-1], e.field) for e in lin.columns["e"]}
+            # the columns the session returned (cust_id, email), not the table's name
+            assert got == {("customers", "cust_id"), ("customers", "email")}, (name, lin.columns["e"])
+            assert lin.approximate_columns["e"][0].startswith("driver round trip"), lin.approximate_columns
+            assert "collectArrow" in lin.approximate_columns["e"][0]
+            assert lin.columns["id"] == []  # range(): no input
+        theirs = analyze_record(records(server.capture_dir / other)["bystander"])
+        assert theirs.columns["e"] == [] and theirs.approximate_columns == {}
+
     def test_a_session_closed_without_writes_gets_its_status(self, server: Any) -> None:
         """The task's function stops its session before writing: the run's status comes at once (the task does not
         wait capture_drain_timeout), captured 0, no problems, through the operator's own ConnectRun."""

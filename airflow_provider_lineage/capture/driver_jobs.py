@@ -28,12 +28,10 @@ import collections
 import functools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from airflow_provider_lineage.capture.py4j_helpers import _detach
 from airflow_provider_lineage.lineage.logs import get_logger
-
-if TYPE_CHECKING:
-    from airflow_provider_lineage.capture.listener import WriteCaptureListener
 
 log = get_logger(__name__)
 
@@ -61,7 +59,8 @@ class DriverJobs:
     class Java:
         implements: ClassVar[list[str]] = ["org.apache.spark.scheduler.SparkListenerInterface"]
 
-    def __init__(self, listener: WriteCaptureListener) -> None:
+    def __init__(self, listener: Any) -> None:
+        """:param listener: the session's :class:`~.listener.WriteCaptureListener` (its worker analyses)."""
         self._listener = listener
         self._spark = listener._spark
         self._gateway = listener._gateway
@@ -237,15 +236,6 @@ def install_hooks() -> None:
 
         DataFrame.toJSON = to_json  # type: ignore[method-assign]
         _hooked = True
-
-
-def _detach(gateway: Any, obj: Any) -> None:
-    if obj is None or not hasattr(obj, "_target_id"):
-        return
-    try:
-        gateway.detach(obj)
-    except Exception:  # noqa: BLE001, S110 - an already released reference
-        pass
 
 
 def _ignore(*_args: Any) -> None:

@@ -18,8 +18,10 @@ Attribution, per write, from the session that ran it, as it was when the write *
 
 1. the client tag ``airflow_lineage_token:<token>`` in the execution's job tags (a snapshot taken by Spark when the
    execution started), else the token the session declared before (``SET spark.airflow_lineage.captureToken=<token>``,
-   seen in the bus's order; what ``PySparkLineageOperator`` runs first), else the session conf read when the write is
-   handled (a client that only called ``spark.conf.set``): the record goes to ``<capture_dir>/<token>/`` as an
+   seen in the bus's order; what ``PySparkLineageOperator`` runs first), else the session conf as the execution's
+   jobs saw it (a client that only called ``spark.conf.set``: Spark copies the session's SQL conf into each job's
+   properties when it submits the job; read when the write is handled only for an execution that ran no job): the
+   record goes to ``<capture_dir>/<token>/`` as an
    envelope (:mod:`.remote`), exactly like a cluster-deploy-mode driver's, and the task reads it back;
 2. no token: ``<capture_dir>/connect-<user>-<session>/``, with the task run ``spark_connect/<user>/<session>``
    in each envelope (a job named after the Connect user and session).
@@ -30,6 +32,12 @@ and ends, that run only); a token another live session holds, or whose run has e
 malformed token is logged and ignored: the session's writes are recorded as an untagged session's (2.), never in
 someone else's run. Run folders are resolved inside ``capture_dir`` (a symlink out is refused).
 
+Driver round trips, per session: an action that returns rows to the client (``collect``, ``take``, ``first``,
+``head``, ``toPandas``, ``toLocalIterator``: Connect runs each as a ``collectArrow`` execution) or sets a session
+variable is analysed like the in-driver listener's (capture/driver.py), and the session's later writes get the
+``driver round trip`` edges from the columns it returned; another session's returns never count. The client's code
+is not on the server, so no literal is known as a constant of it: every literal that is not trivial counts.
+
 Records of different tokens never share a folder, so concurrent clients never mix. A client ends its run
 with ``SET spark.airflow_lineage.flush=<token>``: the bus delivers events in order, so when that command's
 end is handled every earlier write of the run has been written, and the server writes the run's status
@@ -39,118 +47,61 @@ a run was open are counted in its status.
 
 The listener callback only puts the event on a bounded queue and returns (a full queue drops the event
 and counts it); one worker thread does the py4j reads, the plan JSON and the writes. No Airflow imports.
+
+Just over 600 lines: one listener's event handling, token checks and run bookkeeping; the identities and token
+helpers are in :mod:`.connect_tokens`, the streaming queries in :mod:`.connect_streams`.
 """
 from __future__ import annotations
 
 import collections
 import datetime as dt
 import json
-import os
 import queue
-import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from airflow_provider_lineage.capture.config import STATUS_FORMAT_VERSION
+from airflow_provider_lineage.capture.connect_streams import ConnectStreams
+from airflow_provider_lineage.capture.connect_tokens import (
+    BUS_QUEUE,
+    FLUSH_CONF,
+    SERVER_CONF,
+    TASK_RUN_CONF,
+    TOKEN_CONF,
+    TOKEN_PATTERN,
+    TOKEN_TAG_PREFIX,
+    ConnectIdentity,
+    _bounded,
+    _conf,
+    _option,
+    _set_command,
+    _set_key_value,
+    _shown,
+    _str,
+    folder_inside,
+    parse_job_tags,
+    valid_token,
+)
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.record import CaptureRecord
 
+__all__ = ["BUS_QUEUE", "FLUSH_CONF", "SERVER_CONF", "TASK_RUN_CONF", "TOKEN_CONF", "TOKEN_PATTERN", "TOKEN_TAG_PREFIX",
+           "ConnectCapture", "ConnectIdentity", "folder_inside", "parse_job_tags", "valid_token"]
+
 log = get_logger(__name__)
-
-#: Session conf a client sets to its task attempt's token (records go to ``<capture_dir>/<token>/``).
-TOKEN_CONF = "spark.airflow_lineage.captureToken"
-#: Session conf naming the task run (``namespace/name/runId``), copied into each envelope.
-TASK_RUN_CONF = "spark.airflow_lineage.taskRun"
-#: ``SET spark.airflow_lineage.flush=<token>``: the client's end of run; the server writes the status.
-FLUSH_CONF = "spark.airflow_lineage.flush"
-#: A client tag (``spark.addTag``) that carries the token, for clients that cannot set a session conf.
-TOKEN_TAG_PREFIX = "airflow_lineage_token:"
-#: Spark conf the lineage Connect server sets (every session sees it): its capture location.
-SERVER_CONF = "spark.airflow_lineage.connectServer"
-#: The listener-bus queue of the capture listener (its own thread: never delays Spark's other listeners).
-BUS_QUEUE = "airflowLineage"
-#: The shape of the capture token the operators issue (:class:`~airflow_provider_lineage.operators.connect_run.
-#: ConnectRun`, ``RemoteCapture``): anything else is not a run of theirs, and never becomes a path.
-TOKEN_PATTERN = re.compile(r"run-[0-9a-f]{32}")
-
-
-def valid_token(token: str | None) -> bool:
-    """Whether ``token`` has the shape of a capture token the operators issue (``run-`` + 32 lowercase hex)."""
-    return bool(token) and TOKEN_PATTERN.fullmatch(str(token)) is not None
-
-
-def folder_inside(capture_dir: str, key: str) -> str:
-    """``<capture_dir>/<key>``, checked to stay inside ``capture_dir``: one plain path component, and for a local
-    path, no symlink that leads out of it. Raises ``ValueError`` naming the problem."""
-    if not key or key in (".", "..") or "/" in key or "\\" in key or "\0" in key:
-        raise ValueError(f"{key!r} is not a run folder name")
-    folder = capture_dir.rstrip("/") + "/" + key
-    if "://" in capture_dir and not capture_dir.startswith("file:"):
-        return folder  # an object store or HDFS: no symlinks, the name is one component
-    base = capture_dir
-    if base.startswith("file:"):
-        import urllib.parse
-
-        base = urllib.parse.unquote(urllib.parse.urlsplit(base).path)
-    real_base = os.path.realpath(base)
-    real = os.path.realpath(os.path.join(base, key))
-    if os.path.dirname(real) != real_base:
-        raise ValueError(f"the run folder {folder} resolves to {real}, outside the capture location {real_base}")
-    return folder
-
-_OPERATION_TAG = re.compile(r"^SparkConnect_OperationTag_User_(?P<user>.*)_Session_(?P<session>[0-9a-fA-F-]{36})"
-                            r"_Operation_(?P<operation>[0-9a-fA-F-]{36})$")
-_SESSION_TAG = re.compile(r"^SparkConnect_SessionTag_User_(?P<user>.*)_Session_(?P<session>[0-9a-fA-F-]{36})"
-                          r"_Tag_(?P<tag>.*)$")
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 _START = "SparkListenerSQLExecutionStart"
 _END = "SparkListenerSQLExecutionEnd"
 _SESSION_CLOSED = "SparkListenerConnectSessionClosed"
 _QUERY_STARTED = "QueryStartedEvent"
 _QUERY_TERMINATED = "QueryTerminatedEvent"
+_JOB_START = "SparkListenerJobStart"
+_EXECUTION_ID = "spark.sql.execution.id"
+_NO_JOB: Any = object()
 _WANTED = frozenset({_START, _END, _SESSION_CLOSED, _QUERY_STARTED, _QUERY_TERMINATED})
-
-
-@dataclass
-class ConnectIdentity:
-    """Who ran a SQL execution: the Connect user, session, operation and the client's tags."""
-
-    user_id: str | None = None
-    session_id: str | None = None
-    operation_id: str | None = None
-    tags: list[str] = field(default_factory=list)
-
-    @property
-    def token(self) -> str | None:
-        for tag in self.tags:
-            if tag.startswith(TOKEN_TAG_PREFIX) and len(tag) > len(TOKEN_TAG_PREFIX):
-                return tag[len(TOKEN_TAG_PREFIX):]
-        return None
-
-    def folder_key(self) -> str:
-        """The folder of an untagged session's records: ``connect-<user>-<session>``."""
-        user = _SAFE.sub("_", self.user_id or "anonymous")[:64]
-        return f"connect-{user}-{self.session_id or 'unknown'}"
-
-    def task_run(self) -> str:
-        """The job an untagged session's writes are named after: ``spark_connect/<user>/<session>``."""
-        return f"spark_connect/{self.user_id or 'anonymous'}/{self.session_id or 'unknown'}"
-
-
-def parse_job_tags(tags: Iterable[str]) -> ConnectIdentity:
-    """The Connect identity in a SQL execution's job tags (anything else is ignored)."""
-    ident = ConnectIdentity()
-    for tag in tags:
-        if m := _OPERATION_TAG.match(tag):
-            ident.user_id, ident.session_id, ident.operation_id = m["user"], m["session"], m["operation"]
-        elif m := _SESSION_TAG.match(tag):
-            ident.user_id, ident.session_id = ident.user_id or m["user"], ident.session_id or m["session"]
-            ident.tags.append(m["tag"])
-    return ident
 
 
 @dataclass
@@ -167,7 +118,7 @@ class _Run:
     spark_dropped_at_start: int | None = None
 
 
-class ConnectCapture:
+class ConnectCapture(ConnectStreams):
     """A py4j ``SparkListenerInterface`` that captures every Connect session's writes into ``capture_dir``.
 
     :param spark: the server's own (PySpark) session; its SparkContext is the one every Connect session shares.
@@ -190,9 +141,16 @@ class ConnectCapture:
         self.capture_dir = capture_dir.rstrip("/")
         self.record_limit = record_limit or DEFAULT_RECORD_LIMIT
         self._capture = WriteCaptureListener(spark, self._noop)
+        #: per Connect session: what its actions returned to its client (capture/driver.py), dropped at its close
+        self._drivers: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._no_driver = self._capture.driver
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=queue_size)
         #: execution id -> (who ran it, the token it ran under), from its start event
         self._starts: collections.OrderedDict[int, tuple[ConnectIdentity, str | None]] = collections.OrderedDict()
+        #: nested execution id -> its root execution's (a CTAS's inner write runs the jobs)
+        self._roots: collections.OrderedDict[int, int] = collections.OrderedDict()
+        #: execution id -> the session conf's capture token (``None``: none) when its first job was submitted
+        self._job_tokens: collections.OrderedDict[int, str | None] = collections.OrderedDict()
         self._runs: collections.OrderedDict[str, _Run] = collections.OrderedDict()
         self._max_runs = max_runs
         self._sink_factory = sink_factory or self._remote_sink
@@ -237,6 +195,22 @@ class ConnectCapture:
         except Exception:
             log.debug("connect capture: event not queued", exc_info=True)
 
+    def onJobStart(self, event: Any) -> None:
+        """A job of a SQL execution: its properties are the session's SQL conf as Spark propagated it when the job
+        was submitted (a snapshot), the capture token included when the client set it with ``spark.conf.set``."""
+        try:
+            props = event.properties()
+            if props is None:
+                return
+            execution_id = props.getProperty(_EXECUTION_ID)
+            if execution_id is not None:
+                token = props.getProperty(TOKEN_CONF)
+                self._queue.put_nowait((_JOB_START, (int(execution_id), str(token) if token else None)))
+        except queue.Full:
+            self.dropped += 1
+        except Exception:
+            log.debug("connect capture: job start not queued", exc_info=True)
+
     def __getattr__(self, name: str) -> Any:
         """Every other ``SparkListenerInterface`` callback: nothing to do."""
         if name.startswith("on") and name[2:3].isupper():
@@ -260,7 +234,7 @@ class ConnectCapture:
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """Deliver what Spark's bus holds, finish the queued work, close every open run (bounded)."""
-        from airflow_provider_lineage.capture.listener import drain_bus
+        from airflow_provider_lineage.capture.session import drain_bus
 
         if self._registered:
             try:
@@ -283,7 +257,20 @@ class ConnectCapture:
     def state_sizes(self) -> dict[str, int]:
         """How much the capture holds (open runs, live sessions, executions in flight...): back to 0 when idle."""
         return {"runs": len(self._runs), "sessions": len(self._session_token), "tokens": len(self._token_session),
-                "executions": len(self._starts), "stream_runs": len(self._stream_runs), "queued": self._queue.qsize()}
+                "executions": len(self._starts) + len(self._roots) + len(self._job_tokens),
+                "stream_runs": len(self._stream_runs), "driver_logs": len(self._drivers), "queued": self._queue.qsize()}
+
+    def _driver_log(self, session_id: str | None) -> Any:
+        """The session's :class:`~.driver.DriverLog` (made on first use, dropped when the session closes)."""
+        from airflow_provider_lineage.capture.driver import DriverLog
+
+        key = session_id or "unknown"
+        log_ = self._drivers.get(key)
+        if log_ is None:
+            log_ = self._drivers[key] = DriverLog()
+            _bounded(self._drivers)  # type: ignore[arg-type]
+        self._drivers.move_to_end(key)
+        return log_
 
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
         """Wait until the worker has handled every queued event (tests, shutdown)."""
@@ -312,6 +299,8 @@ class ConnectCapture:
                     self._on_start(event)
                 elif name == _END:
                     self._on_end(event)
+                elif name == _JOB_START:
+                    self._on_job_start(*event)
                 elif name == _SESSION_CLOSED:
                     self._on_session_closed(event)
                 elif name == _QUERY_STARTED:
@@ -338,13 +327,29 @@ class ConnectCapture:
                 self._session_marks[ident.session_id] = self._marks_at(self._session_start(ident) or 0.0)
                 _bounded(self._session_marks)  # type: ignore[arg-type]
             token = ident.token or self._session_token.get(ident.session_id)
-            self._starts[int(event.executionId())] = (ident, token)
+            execution_id = int(event.executionId())
+            self._starts[execution_id] = (ident, token)
+            root = _option(event, "rootExecutionId")
+            if root is not None and int(root) != execution_id:
+                self._roots[execution_id] = int(root)
+                _bounded(self._roots)  # type: ignore[arg-type]
             while len(self._starts) > 10_000:
                 self._starts.popitem(last=False)
+
+    def _on_job_start(self, execution_id: int, token: str | None) -> None:
+        """The session conf's token (or none) as the execution's first job saw it: for a client that only called
+        ``spark.conf.set``, the execution (and the command it runs under) belongs to that run (or to none), whatever
+        the client sets later."""
+        for key in (execution_id, self._roots.get(execution_id)):
+            if key is not None and key in self._starts and key not in self._job_tokens:
+                self._job_tokens[key] = token
+                _bounded(self._job_tokens)  # type: ignore[arg-type]
 
     def _on_end(self, event: Any) -> None:
         execution_id = int(event.executionId())
         started = self._starts.pop(execution_id, None)
+        self._roots.pop(execution_id, None)
+        job_token = self._job_tokens.pop(execution_id, _NO_JOB)
         qe = event.qe()
         if qe is not None and str(qe.getClass().getSimpleName()) == "IncrementalExecution":
             self._on_micro_batch(event, qe)  # a streaming query's micro-batch (no Connect tags on its thread)
@@ -366,12 +371,22 @@ class ConnectCapture:
                 self._flush(ident, token, flushed)
             return
         if token is None and ident.session_id not in self._session_token:
-            token = _conf(session, TOKEN_CONF)  # a client that only set the session conf: read as late as this
+            # a client that only set the session conf: as its execution's jobs saw it; for an execution that ran no
+            # job, read as late as this
+            token = _conf(session, TOKEN_CONF) if job_token is _NO_JOB else job_token
         key = self._claim(ident, token) if token else None
         duration = _option(event, "duration", plain=True)
         failure = _option(event, "executionFailure")
         func_name = _option(event, "executionName") or "command"
-        record = self._capture._capture(str(func_name), qe, int(duration) if duration is not None else None, failure)
+        # the session's own driver round trips: what its collect/take/toPandas... returned (never another session's)
+        self._capture.driver = self._driver_log(ident.session_id)
+        self._capture.track_driver = True
+        try:
+            record = self._capture._capture(str(func_name), qe, int(duration) if duration is not None else None,
+                                            failure)
+        finally:
+            self._capture.track_driver = False
+            self._capture.driver = self._no_driver
         if record is None:
             return
         record.environment = {**record.environment, **{
@@ -398,6 +413,7 @@ class ConnectCapture:
             self._finish_streams(key)
             self._finish(key, None)
         self._session_marks.pop(session_id, None)
+        self._drivers.pop(session_id, None)
 
     # -- tokens: the server's, not the client's word ------------------------------------------------
     def _claim(self, ident: ConnectIdentity, token: str) -> str | None:
@@ -506,76 +522,6 @@ class ConnectCapture:
         except Exception:  # noqa: BLE001 - another Spark: drops are in Spark's log only
             return None
 
-    # -- streaming queries ------------------------------------------------------------------------
-    def _streaming(self, spark: Any) -> Any:
-        """A :class:`~.streaming.StreamingCapture` this capture feeds (not a listener of its own: the events come
-        through this queue, in order with the client's flush); ``None`` when it cannot be made."""
-        try:
-            from airflow_provider_lineage.capture import streaming
-
-            streaming.register_output_readers()
-            return streaming.StreamingCapture(spark, self._on_stream_record, self._capture, other_sessions=False)
-        except Exception as exc:  # noqa: BLE001 - batch writes are still captured
-            self._error(f"connect capture: streaming queries are not captured: {exc!r}")
-            return None
-
-    def _on_query_started(self, event: Any) -> None:
-        """A streaming query starts on the client's operation thread: its job tags name the Connect session."""
-        try:
-            tags = str(event.jobTags().mkString("\n")).split("\n")
-        except Exception:  # noqa: BLE001 - a Spark without jobTags on the event
-            tags = []
-        run_id = str(event.runId().toString())
-        self._stream_starts[run_id] = parse_job_tags(tags)
-        _bounded(self._stream_starts)
-        if self._streams is not None:
-            self._streams.onOtherEvent(event)  # the query's name
-
-    def _on_micro_batch(self, event: Any, qe: Any) -> None:
-        """The first micro-batch of a query run says whose it is (the session conf its session cloned, else the
-        start's tags); the streaming capture makes the query's record."""
-        if self._streams is None:
-            return
-        run_id = str(qe.runId().toString())
-        if run_id not in self._stream_runs:
-            ident = self._stream_starts.get(run_id) or ConnectIdentity()
-            session = qe.sparkSession()
-            token = ident.token or (self._session_token.get(ident.session_id) if ident.session_id else None)
-            if token is None and ident.session_id:
-                token = _conf(session, TOKEN_CONF)
-            key = self._claim(ident, token) if token and ident.session_id else None
-            if key:
-                self._stream_runs[run_id] = (key, _conf(session, TASK_RUN_CONF), ident)
-            elif ident.session_id:
-                self._stream_runs[run_id] = (ident.folder_key(), ident.task_run(), ident)
-            else:  # no Connect session: the server's own query
-                return
-            _bounded(self._stream_runs)
-        self._streams.onOtherEvent(event)
-
-    def _on_query_terminated(self, event: Any) -> None:
-        if self._streams is not None:
-            self._streams.onOtherEvent(event)  # hands the query's record over (_on_stream_record)
-        self._stream_starts.pop(str(event.runId().toString()), None)
-
-    def _on_stream_record(self, record: CaptureRecord) -> None:
-        """A streaming query's record (terminated, failed, or still running when its client ended its run)."""
-        owner = self._stream_runs.pop(str(record.streaming.get("run_id")), None)
-        if owner is None:
-            return
-        key, task_run, ident = owner
-        record.environment = {**record.environment, **{
-            k: v for k, v in (("connect_user", ident.user_id), ("connect_session", ident.session_id)) if v}}
-        self._write(self._run(key, task_run, ident), record)
-
-    def _finish_streams(self, key: str) -> None:
-        """A run ends: its queries still running are handed over as such (their later batches are not recorded)."""
-        if self._streams is None:
-            return
-        run_ids = {run_id for run_id, owner in self._stream_runs.items() if owner[0] == key}
-        if run_ids:
-            self._streams.finish(run_ids=run_ids)
-
     # -- runs -----------------------------------------------------------------------------------
     def _run(self, key: str, task_run: str | None, ident: ConnectIdentity) -> _Run:
         run = self._runs.get(key)
@@ -673,63 +619,3 @@ class ConnectCapture:
 
 def _ignore(*_args: Any) -> None:
     return None
-
-
-def _shown(token: str | None) -> str:
-    """A client's token as a log shows it (bounded, printable)."""
-    text = repr(str(token))
-    return text if len(text) <= 80 else text[:77] + "...'"
-
-
-def _str(event: Any, name: str) -> str | None:
-    try:
-        return str(getattr(event, name)())
-    except Exception:  # noqa: BLE001 - a Spark without that field
-        return None
-
-
-def _bounded(mapping: collections.OrderedDict[str, Any], limit: int = 10_000) -> None:
-    while len(mapping) > limit:
-        mapping.popitem(last=False)
-
-
-def _conf(session: Any, key: str) -> str | None:
-    try:
-        value = session.conf().get(key, "")
-    except Exception:  # noqa: BLE001 - a session whose conf cannot be read: untagged
-        return None
-    return str(value) or None
-
-
-def _set_command(qe: Any) -> Any:
-    """The execution's ``SetCommand`` plan, else ``None``."""
-    try:
-        logical = qe.logical()
-        return logical if str(logical.getClass().getSimpleName()) == "SetCommand" else None
-    except Exception:  # noqa: BLE001 - not a command we know
-        return None
-
-
-def _set_key_value(plan: Any, key: str) -> str | None:
-    """``SET key=value``'s value when the command sets ``key``."""
-    try:
-        kv = plan.kv()
-        if kv.isEmpty():
-            return None
-        pair = kv.get()
-        if str(pair._1()) != key or pair._2().isEmpty():
-            return None
-        return str(pair._2().get()).strip() or None
-    except Exception:  # noqa: BLE001 - another SET shape
-        return None
-
-
-def _option(event: Any, name: str, *, plain: bool = False) -> Any:
-    """A field of the end event: a Scala ``Option``'s value (``None`` when empty or absent), or a plain value."""
-    try:
-        value = getattr(event, name)()
-        if plain:
-            return value
-        return None if value.isEmpty() else value.get()
-    except Exception:  # noqa: BLE001 - a Spark without that field
-        return None

@@ -34,6 +34,8 @@ log = get_logger(__name__)
 RETURNING_FUNCS = frozenset({
     "collectToPython", "tailToPython", "collectAsArrowToPython", "toPythonIterator", "collectAsArrowToR",
     "collect", "collectAsList", "head", "take", "takeAsList", "tail", "first", "toLocalIterator", "collectResult",
+    "RDD action",  # an action over ``df.rdd`` / ``df.toJSON()`` (capture/driver_jobs.py)
+    "collectArrow",  # a Spark Connect client's collect/take/first/head/toPandas/toLocalIterator (capture/connect.py)
 })
 #: Actions that checkpoint a DataFrame (their plan is the checkpointed data's).
 CHECKPOINT_FUNCS = frozenset({"checkpoint", "localCheckpoint"})

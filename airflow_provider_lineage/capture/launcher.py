@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 #: gateway (while the JVM makes its SparkContext), not before the application starts (the critical path).
 CAPTURE_MODULES = ("airflow_provider_lineage.capture.config", "airflow_provider_lineage.capture.sink",
                    "airflow_provider_lineage.lineage.record", "airflow_provider_lineage.capture.listener",
-                   "airflow_provider_lineage.capture.streaming")
+                   "airflow_provider_lineage.capture.session", "airflow_provider_lineage.capture.streaming")
 
 log = logging.getLogger("airflow_provider_lineage.capture.launcher")
 
@@ -193,7 +193,7 @@ class CaptureRuntime:
 
                 for module in CAPTURE_MODULES:
                     importlib.import_module(module)
-                from airflow_provider_lineage.capture.listener import warm_listener_proxy
+                from airflow_provider_lineage.capture.py4j_helpers import warm_listener_proxy
 
                 ensure_callback_server_started(gateway)
                 warm_listener_proxy(gateway)
@@ -248,7 +248,8 @@ class CaptureRuntime:
                 if not self.config.active:
                     self.enable_sieve(spark)
                     return
-                from airflow_provider_lineage.capture.listener import install, py4j_listener_ids
+                from airflow_provider_lineage.capture.py4j_helpers import py4j_listener_ids
+                from airflow_provider_lineage.capture.session import install
 
                 if self._callbacks is not None:  # started with the gateway: never two callback servers
                     self._callbacks.join(CALLBACKS_WAIT_S if not self._callbacks_late else 0)
@@ -437,7 +438,7 @@ class CaptureRuntime:
         try:
             if not self.listeners:
                 return
-            from airflow_provider_lineage.capture.listener import drain_bus
+            from airflow_provider_lineage.capture.session import drain_bus
 
             timeout = self.config.drain_timeout_s if self.config else 60.0
             if self._deadline is not None:

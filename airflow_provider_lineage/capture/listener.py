@@ -22,28 +22,24 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import importlib
 import itertools
 import os
 import threading
 import time
-import traceback
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_provider_lineage.capture import driver as driver_flow
 from airflow_provider_lineage.capture import identity, plan_walk
 from airflow_provider_lineage.capture.config import CaptureBudget
+from airflow_provider_lineage.capture.output_readers import OUTPUT_READERS, _seq
+from airflow_provider_lineage.capture.py4j_helpers import _detach, _java_message, _json_plan, _short
+from airflow_provider_lineage.capture.relations import RelationReader, _OverBudget
 from airflow_provider_lineage.lineage.logs import get_logger
-from airflow_provider_lineage.lineage.naming import KAFKA_OPTIONS
-from airflow_provider_lineage.lineage.record import (
-    WRITE_COMMANDS,
-    CaptureRecord,
-    OutputInfo,
-    RelationInfo,
-    append_collapsed,
-)
+from airflow_provider_lineage.lineage.record import WRITE_COMMANDS, CaptureRecord, OutputInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,9 +48,7 @@ log = get_logger(__name__)
 
 
 _LOGICAL_PLAN = "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan"
-#: Leaves that point at another part of the plan (a CTE definition, a recursive CTE's previous
-#: iteration), not at data: not relations (their exprIds may equal the real relation's).
-_REFERENCE_LEAVES = frozenset({"CTERelationRef", "UnionLoopRef"})
+
 
 #: Test hook (never set in production): ``sleep:SECONDS`` makes the analysis of every write that slow,
 #: ``crash`` makes it raise; proves that neither touches the job (exit code, output, wall time).
@@ -73,7 +67,7 @@ class _Work:
     abandoned: bool = False
 
 
-class WriteCaptureListener:
+class WriteCaptureListener(RelationReader):
     """py4j implementation of ``org.apache.spark.sql.util.QueryExecutionListener``.
 
     :param spark: the session whose writes are captured.
@@ -119,6 +113,9 @@ class WriteCaptureListener:
         #: session listener); off where ``_capture`` is called directly, e.g. a Connect server, whose sessions'
         #: clients are other processes (one client's returned columns must never be named in another's lineage)
         self.track_driver = False
+        #: the SparkContext listener that sees the driver round trips no session event reports (toLocalIterator,
+        #: RDD actions: capture/driver_jobs.py), registered by :func:`install`
+        self.driver_jobs: Any = None
         if asynchronous:
             _async_listeners.add(self)
 
@@ -189,6 +186,9 @@ class WriteCaptureListener:
             self._closed = True
             self._cond.notify_all()
         _async_listeners.discard(self)
+        if self.driver_jobs is not None:
+            self.driver_jobs.unregister()
+            self.driver_jobs = None
 
     def pending(self) -> int:
         """Query executions handed over and not analysed yet."""
@@ -466,123 +466,6 @@ class WriteCaptureListener:
         except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
             return None
 
-    # relations ------------------------------------------------------------------------------
-    def _relations_of(self, leaves: list[Any], started: float, budget: CaptureBudget) -> list[RelationInfo]:
-        """The relations at the plans' leaves (each leaf node once, from the plan walk), deduplicated by exprIds."""
-        seen: dict[tuple[int, ...], RelationInfo] = {}
-        for leaf in leaves:
-            if time.monotonic() - started > budget.write_s:
-                raise _OverBudget
-            cls = leaf.getClass().getSimpleName()
-            if cls in WRITE_COMMANDS or cls in _REFERENCE_LEAVES:
-                continue
-            info = self._relation(leaf)
-            if info is not None:
-                seen.setdefault(tuple(info.expr_ids), info)
-        return list(seen.values())
-
-    def _cached_logical(self, node: Any) -> list[Any]:
-        try:
-            return [node.cacheBuilder().logicalPlan()]
-        except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
-            return []
-
-    def _relation(self, node: Any) -> RelationInfo | None:
-        cls = node.getClass().getSimpleName()
-        attrs = self._attributes(node.output())
-        info = RelationInfo(
-            node_class=cls,
-            expr_ids=[i for i, _n, _t in attrs],
-            columns=[{"name": n, "type": t} for _i, n, t in attrs],
-        )
-        if cls == "LogicalRelation":
-            rel = node.relation()
-            rel_cls = rel.getClass().getSimpleName()
-            if rel_cls == "HadoopFsRelation":
-                roots = [p.toString() for p in _seq(rel.location().rootPaths())]
-                key = tuple(roots)  # a self-join or a union reads one table several times: stat its paths once
-                if key not in self._folders:
-                    self._folders[key] = identity.folders_of_files(self._spark, roots)  # a file read names its folder
-                info.locations = list(self._folders[key])
-                info.format = _format_name(rel.fileFormat().toString())
-            elif rel_cls == "JDBCRelation":
-                opts = _scala_map(rel.jdbcOptions().parameters())
-                info.format = "jdbc"
-                info.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "query")}
-            else:
-                info.format = rel_cls
-            if node.catalogTable().isDefined():
-                info.table = _table_name(node.catalogTable().get().identifier())
-        elif cls == "HiveTableRelation":
-            meta = node.tableMeta()
-            info.table = _table_name(meta.identifier())
-            info.format = "hive"
-            try:
-                info.locations = [meta.location().toString()]
-            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
-                pass
-        elif cls == "LogicalRDD":
-            try:  # checkpoint()/localCheckpoint(): the plan before the checkpoint is gone from this plan
-                rdd = node.rdd()
-                if rdd.isCheckpointed() or rdd.getCheckpointFile().isDefined():
-                    info.options = {"checkpoint": "true"}
-                    info.origin = "checkpoint"
-                else:  # an RDD over files or a file-based table: LogicalRDDVisitor's trace
-                    trace = identity.rdd_trace(self._spark, rdd)
-                    info.locations, info.read_columns = trace.paths, trace.read_columns
-                    info.origin = trace.origin
-            except Exception:
-                log.debug("could not inspect LogicalRDD checkpoint state", exc_info=True)
-        elif cls in ("StreamingDataSourceV2ScanRelation", "StreamingDataSourceV2Relation"):
-            _fill_streaming_v2(info, node)  # a micro-batch's V2 source (Kafka, rate, ...): untested with Kafka here
-        elif cls in ("DataSourceV2Relation", "DataSourceV2ScanRelation"):
-            rel = node if cls == "DataSourceV2Relation" else node.relation()
-            if _python_data_source(info, rel):
-                return info
-            _fill_v2(info, identity.v2_relation(self._spark, rel))
-            info.table = info.table or _v2_table_name(rel)
-            info.format = info.format or "v2"
-        return info
-
-
-# -- helpers ----------------------------------------------------------------------------------
-def _python_data_source(info: RelationInfo, relation: Any) -> bool:
-    """A ``pyspark.sql.datasource`` source (Spark's ``PythonTable``): named by its ``path`` option (``load(path)``)
-    as a file location, else left unnamed (the engine reports an unknown input). ``True`` when it is one."""
-    try:
-        table = relation.table()
-        if table.getClass().getSimpleName() != "PythonTable":
-            return False
-        name = str(table.name())
-    except Exception:  # noqa: BLE001 - not a V2 relation with a table
-        return False
-    info.origin = "python_datasource"
-    info.format = f"python:{name}"
-    try:
-        found = relation.options().asCaseSensitiveMap()
-        options = {str(k).lower(): str(found.get(k)) for k in found.keySet()}
-    except Exception:  # noqa: BLE001 - a relation without options
-        options = {}
-    path = options.get("path")
-    if path:
-        info.locations = [path]
-        info.options = {"path": path}
-    return True
-
-
-class _OverBudget(Exception):
-    """The per-write budget ran out."""
-
-
-def _detach(gateway: Any, obj: Any) -> None:
-    """Release a JVM reference now (py4j would otherwise keep the object alive until Python's GC)."""
-    if obj is None or not hasattr(obj, "_target_id"):
-        return
-    try:
-        gateway.detach(obj)
-    except Exception:  # noqa: BLE001, S110 - an already released reference
-        pass
-
 
 def _test_hook() -> None:
     hook = os.environ.get(TEST_HOOK_ENV, "")
@@ -594,358 +477,21 @@ def _test_hook() -> None:
         time.sleep(float(hook.split(":", 1)[1]))
 
 
-def _seq(scala_seq: Any) -> list[Any]:
-    it = scala_seq.iterator()
-    out = []
-    while it.hasNext():
-        out.append(it.next())
-    return out
-
-
-def _scala_map(scala_map: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    it = scala_map.iterator()
-    while it.hasNext():
-        kv = it.next()
-        out[str(kv._1())] = str(kv._2())
-    return out
-
-
-
-# -- output descriptors, one reader per write command (the plan JSON nulls these fields out) ----------
-OutputReader = Callable[["WriteCaptureListener", Any, OutputInfo], None]
-
-
-def _hadoop_fs_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.location = cmd.outputPath().toString()
-    out.mode = cmd.mode().toString()
-    out.format = _format_name(cmd.fileFormat().toString())
-    out.partition_columns = [name for _i, name, _t in lst._attributes(cmd.partitionColumns())]
-    out.columns = lst._strings(cmd.outputColumnNames())
-    out.column_types = [typ for _i, _n, typ in lst._attributes(cmd.query().output())]
-    if cmd.catalogTable().isDefined():
-        out.table = _table_name(cmd.catalogTable().get().identifier())
-
-
-def _data_source_table(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    table = cmd.table() if out.command.startswith("Create") else cmd.tableDesc()
-    out.table = _table_name(table.identifier())
-    out.mode = cmd.mode().toString()
-    if table.provider().isDefined():
-        out.format = table.provider().get().lower()
-    out.partition_columns = [str(c) for c in _seq(table.partitionColumnNames())]
-    lst._fill_columns(out, cmd.query())
-    out.location = lst._table_location(table.identifier())
-
-
-def _hive_table(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    insert = out.command == "InsertIntoHiveTable"
-    table = cmd.table() if insert else cmd.tableDesc()
-    out.table = _table_name(table.identifier())
-    out.format = "hive"
-    out.mode = ("Overwrite" if cmd.overwrite() else "Append") if insert else cmd.mode().toString()
-    lst._fill_columns(out, cmd.query())
-    out.location = lst._table_location(table.identifier())
-
-
-def _save_into_data_source(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    opts = _scala_map(cmd.options())
-    out.mode = cmd.mode().toString()
-    out.format = _format_name(cmd.dataSource().getClass().getName())
-    out.options = {k: v for k, v in opts.items() if k.lower() in ("url", "dbtable", "path", "table", *KAFKA_OPTIONS)}
-    out.location = opts.get("path")
-    lst._fill_columns(out, cmd.query())
-
-
-def _fill_v2(info: Any, found: dict[str, Any]) -> None:
-    """Copy :func:`.identity.v2_table`'s findings onto a RelationInfo/OutputInfo."""
-    if found.get("table"):
-        info.table = found["table"]
-    if found.get("location"):
-        if isinstance(info, RelationInfo):
-            info.locations = [found["location"]]
-        else:
-            info.location = found["location"]
-    if found.get("format"):
-        info.format = found["format"]
-    if found.get("url"):
-        info.options = {**(info.options or {}), "url": found["url"]}
-    if found.get("table_namespace"):
-        info.options = {**(info.options or {}), "table_namespace": found["table_namespace"]}
-
-
-def _fill_streaming_v2(info: RelationInfo, node: Any) -> None:
-    """A streaming V2 source as a micro-batch reads it: its source name, and the options that name Kafka topics."""
-    relation = node.relation() if node.getClass().getSimpleName() == "StreamingDataSourceV2ScanRelation" else node
-    try:
-        name = str(relation.table().name())
-        info.format = "kafka" if "kafka" in name.lower() else name
-    except Exception:  # noqa: BLE001 - an unnamed source
-        info.format = "v2-stream"
-    try:
-        found = relation.options().asCaseSensitiveMap()
-        options = {str(k): str(found.get(k)) for k in found.keySet()}
-    except Exception:  # noqa: BLE001 - a relation without options
-        options = {}
-    info.options = {k: v for k, v in options.items() if k.lower() in KAFKA_OPTIONS}
-
-
-def _v2_write(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.mode = {"AppendData": "Append", "ReplaceData": "Overwrite", "WriteDelta": "Merge"}.get(out.command, "Overwrite")
-    out.table = _v2_table_name(cmd.table())
-    _fill_v2(out, identity.v2_relation(lst._spark, cmd.table()))
-    lst._fill_columns(out, cmd.query())
-
-
-def _v2_table_as_select(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.mode = "Overwrite" if "Replace" in out.command else "ErrorIfExists"
-    # the target is a ResolvedIdentifier: its catalog and identifier, never its plan text
-    _fill_v2(out, identity.resolved_identifier(lst._spark, cmd))
-    lst._fill_columns(out, cmd.query())
-
-
-def _directory_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.mode = "Overwrite" if cmd.overwrite() else "Append"
-    if cmd.storage().locationUri().isDefined():
-        out.location = cmd.storage().locationUri().get().toString()
-    out.format = cmd.provider().lower() if out.command == "InsertIntoDataSourceDirCommand" else "hive"
-    lst._fill_columns(out, cmd.query())
-
-
-def _merge(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    out.table = _v2_table_name(cmd.targetTable())
-    try:
-        target = cmd.targetTable()
-        while target.getClass().getSimpleName() != "DataSourceV2Relation" and target.children().size() == 1:
-            target = target.children().head()
-        _fill_v2(out, identity.v2_relation(lst._spark, target))
-    except Exception:
-        log.debug("could not name the MERGE target's storage", exc_info=True)
-    out.mode = "Merge"
-
-
-def _unresolved_insert(lst: WriteCaptureListener, cmd: Any, out: OutputInfo) -> None:
-    """``InsertIntoStatement`` stays unresolved only when the write failed in analysis."""
-    target = cmd.table()
-    try:
-        out.table = ".".join(str(p) for p in _seq(target.multipartIdentifier()))
-    except Exception:  # noqa: BLE001 - fall back to the plan's own text
-        out.table = str(target.toString()).strip()
-
-
-#: Write command class -> the reader of its output descriptor (like the engine's ``RULES``).
-OUTPUT_READERS: dict[str, OutputReader] = {
-    "InsertIntoHadoopFsRelationCommand": _hadoop_fs_insert,
-    "CreateDataSourceTableAsSelectCommand": _data_source_table,
-    "SaveAsV1TableCommand": _data_source_table,
-    "InsertIntoHiveTable": _hive_table,
-    "CreateHiveTableAsSelectCommand": _hive_table,
-    "OptimizedCreateHiveTableAsSelectCommand": _hive_table,
-    "SaveIntoDataSourceCommand": _save_into_data_source,
-    "AppendData": _v2_write,
-    "OverwriteByExpression": _v2_write,
-    "OverwritePartitionsDynamic": _v2_write,
-    "ReplaceData": _v2_write,
-    "WriteDelta": _v2_write,
-    "CreateTableAsSelect": _v2_table_as_select,
-    "ReplaceTableAsSelect": _v2_table_as_select,
-    "AtomicCreateTableAsSelect": _v2_table_as_select,
-    "AtomicReplaceTableAsSelect": _v2_table_as_select,
-    "InsertIntoDataSourceDirCommand": _directory_insert,
-    "InsertIntoHiveDirCommand": _directory_insert,
-    "MergeIntoTable": _merge,
-    "InsertIntoStatement": _unresolved_insert,
+#: Names that moved to their own modules (issue 50), still importable from here: ``from
+#: airflow_provider_lineage.capture.listener import CaptureSession, drain`` keeps working.
+_MOVED = {
+    **dict.fromkeys(("install", "drain", "drain_bus", "CaptureSession"), "session"),
+    **dict.fromkeys(("OUTPUT_READERS", "OutputReader", "_scala_map", "_table_name", "_v2_table_name",
+                     "_format_name", "_fill_v2", "_fill_streaming_v2"), "output_readers"),
+    **dict.fromkeys(("has_py4j_listener", "py4j_listener_ids", "warm_listener_proxy", "LISTENER_INTERFACES"),
+                    "py4j_helpers"),
+    **dict.fromkeys(("_python_data_source",), "relations"),
 }
 
-def _table_name(ident: Any) -> str:
-    parts = []
-    try:
-        if ident.catalog().isDefined():
-            parts.append(ident.catalog().get())
-    except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
-        pass
-    if ident.database().isDefined():
-        parts.append(ident.database().get())
-    parts.append(ident.table())
-    if len(parts) == 2:
-        parts.insert(0, "spark_catalog")
-    elif len(parts) == 1:
-        parts = ["spark_catalog", "default", *parts]
-    return ".".join(parts)
 
-
-def _v2_table_name(relation: Any) -> str | None:
-    try:
-        if relation.identifier().isDefined():
-            ident = relation.identifier().get()
-            ns = list(ident.namespace())
-            cat = relation.catalog().get().name() if relation.catalog().isDefined() else None
-            return ".".join([*(x for x in [cat] if x), *ns, ident.name()])
-    except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
-        pass
-    try:
-        return str(relation.table().name())
-    except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
-        return None
-
-
-def _format_name(raw: str) -> str:
-    low = raw.lower()
-    for name in ("parquet", "orc", "csv", "json", "text", "avro", "jdbc", "noop", "delta", "iceberg", "kafka"):
-        if name in low:
-            return name
-    return raw
-
-
-def _json_plan(plan: Any, problems: list[str], label: str) -> list[dict[str, Any]] | None:
-    import json
-
-    try:
-        return json.loads(plan.toJSON())
-    except Exception as exc:  # noqa: BLE001 - never fail the user's Spark job for the capture
-        problems.append(f"{label} plan JSON unavailable: {_short(exc)}")
-        return None
-
-
-def _java_message(exception: Any) -> str:
-    try:
-        return f"{exception.getClass().getName()}: {exception.getMessage()}"
-    except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
-        return str(exception)
-
-
-def _short(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return text.splitlines()[0][:500] if text else repr(exc)
-
-
-def has_py4j_listener(jsession: Any) -> bool:
-    """Whether the JVM session has a py4j ``QueryExecutionListener`` (ours, another library's, or a copy in a cloned
-    session: a streaming query runs on a clone of the session that started it, listeners included)."""
-    return any(_is_py4j_proxy(lst) for lst in jsession.listenerManager().listListeners())
-
-
-def py4j_listener_ids(jvm: Any, jsession: Any) -> set[int]:
-    """Identity hash codes of the session's py4j ``QueryExecutionListener`` proxies (a cloned session holds the
-    same proxy objects as the session it was cloned from)."""
-    return {int(jvm.System.identityHashCode(lst)) for lst in jsession.listenerManager().listListeners()
-            if _is_py4j_proxy(lst)}
-
-
-def _is_py4j_proxy(listener: Any) -> bool:
-    return "$Proxy" in str(listener.getClass().getName())
-
-
-#: The Java interfaces the capture implements in Python (the session listener, the SparkContext's streaming one).
-LISTENER_INTERFACES = ("org.apache.spark.sql.util.QueryExecutionListener",
-                       "org.apache.spark.scheduler.SparkListenerInterface")
-
-
-def warm_listener_proxy(gateway: Any, interfaces: tuple[str, ...] = LISTENER_INTERFACES) -> None:
-    """Have the JVM make (and cache) its proxy classes for Python objects of ``interfaces`` now, off the job's
-    critical path: the first registration of each listener otherwise makes them. Nothing made here is kept
-    (the objects are never registered or called)."""
-    objects = gateway.jvm.java.util.Objects
-    for name in interfaces:
-        java = type("Java", (), {"implements": [name]})
-        objects.isNull(type("_Shape", (), {"Java": java})())  # the argument crosses as a JVM proxy, then is dropped
-
-
-def install(spark: SparkSession, emit: Callable[[CaptureRecord], None], budget: CaptureBudget | None = None,
-            asynchronous: bool = True) -> WriteCaptureListener:
-    """Register a :class:`WriteCaptureListener` on ``spark`` (starts py4j's callback server).
-
-    :param budget: the capture's time/memory bounds (default :class:`~.config.CaptureBudget`).
-    :param asynchronous: analyse on a worker thread (default): Spark's listener bus is never held;
-        :func:`drain`/:func:`drain_bus` wait for the worker too.
-    """
-    from pyspark.java_gateway import ensure_callback_server_started
-
-    ensure_callback_server_started(spark.sparkContext._gateway)
-    listener = WriteCaptureListener(spark, emit, budget=budget, asynchronous=asynchronous)
-    listener.track_driver = True
-    spark._jsparkSession.listenerManager().register(listener)
-    return listener
-
-
-def drain_bus(sc: Any, timeout_s: float = 60.0) -> bool:
-    """Wait until the listener bus of SparkContext ``sc`` has delivered every queued event and the
-    asynchronous listeners of ``sc`` have analysed every write handed to them, within ``timeout_s`` in all.
-
-    Returns ``False`` when that did not finish in time (records may then be missing or incomplete; the
-    caller reports that as a capture problem rather than waiting longer and slowing the job). A stopped
-    bus has nothing left to deliver and counts as drained.
-    """
-    deadline = time.monotonic() + timeout_s
-    drained = True
-    try:
-        bus = sc._jsc.sc().listenerBus()
-        start = time.monotonic()
-        bus.waitUntilEmpty(int(timeout_s * 1000))  # raises TimeoutException when not drained in time
-        log.debug("listener bus drained in %.3fs", time.monotonic() - start)
-    except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's TimeoutException; anything else: bus stopped
-        if "Timeout" in repr(exc):
-            log.warning("Spark's listener bus did not drain in %ss", timeout_s)
-            drained = False
-        else:
-            log.debug("listener bus drain skipped: %r", exc)
-    for listener in list(_async_listeners):
-        if listener._sc is sc:
-            drained = listener.wait(max(0.0, deadline - time.monotonic())) and drained
-    return drained
-
-
-def drain(spark: SparkSession, timeout_s: float = 60.0) -> bool:
-    """:func:`drain_bus` for a session."""
-    return drain_bus(spark.sparkContext, timeout_s)
-
-
-class CaptureSession:
-    """Capture every write of ``spark`` (tests, benchmarks, notebooks).
-
-    >>> with CaptureSession(spark) as cap:
-    ...     df.write.mode("overwrite").saveAsTable("sales")
-    >>> lin = analyze_record(cap.records[-1])
-
-    :attr records: one record per logical write, in write order: the events Spark posts for one
-        write (``saveAsTable``/CTAS post the inner file write, then ``CreateDataSourceTableAsSelect``
-        and ``SaveAsV1TableCommand`` wrappers) are merged as they arrive, like the operator does
-        (:func:`~.records.collapse_nested`).
-    :attr events: every record the listener produced, wrappers included (raw).
-    """
-
-    def __init__(self, spark: SparkSession, drain_timeout_s: float = 60.0, udfs: Any = None,
-                 budget: CaptureBudget | None = None) -> None:
-        self.spark = spark
-        #: the capture's bounds (:class:`~.config.CaptureBudget`; ``plan_json=True`` keeps ``toJSON()`` too)
-        self.budget = budget
-        self.drain_timeout_s = drain_timeout_s
-        #: a :class:`~.udfs.UdfRegistry` installed before the UDFs were created: records get UDF analyses
-        self.udfs = udfs
-        self.records: list[CaptureRecord] = []
-        self.events: list[CaptureRecord] = []
-        self.listener: WriteCaptureListener | None = None
-        self._records_lock = threading.Lock()  # the listener's worker and a streaming capture both hand records over
-
-    def _on_record(self, record: CaptureRecord) -> None:
-        if self.udfs is not None:
-            self.udfs.enrich(record)
-        with self._records_lock:
-            self.events.append(record)
-            append_collapsed(self.records, record)
-
-    def __enter__(self) -> Self:
-        # events of writes that ran before the block are still queued: deliver them first, so they
-        # do not reach this block's listener
-        drain(self.spark, self.drain_timeout_s)
-        self.listener = install(self.spark, self._on_record, budget=self.budget)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        drain(self.spark, self.drain_timeout_s)
-        if self.listener is not None:
-            try:
-                self.spark._jsparkSession.listenerManager().unregister(self.listener)
-            except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
-                pass
-            self.listener.close()
+def __getattr__(name: str) -> Any:
+    """PEP 562: the moved names, from their new homes (loaded on first use: no import cycle)."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"airflow_provider_lineage.capture.{home}"), name)

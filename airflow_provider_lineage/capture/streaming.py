@@ -250,7 +250,7 @@ class StreamingCapture:
         with self._lock:
             if key in self._covered:
                 return self._covered[key]
-        from airflow_provider_lineage.capture.listener import has_py4j_listener
+        from airflow_provider_lineage.capture.py4j_helpers import has_py4j_listener
 
         try:
             covered = has_py4j_listener(jsession)
@@ -317,10 +317,10 @@ class StreamingCapture:
 # -- output descriptors of the streaming writes (registered with the listener's readers) -----------
 def _stream_v1(lst: Any, cmd: Any, out: OutputInfo) -> None:
     """``WriteToMicroBatchDataSourceV1(catalogTable, sink, query, queryId, writeOptions, outputMode, batchId)``."""
-    from airflow_provider_lineage.capture import listener
+    from airflow_provider_lineage.capture import output_readers as readers
 
     sink = cmd.sink()
-    options = listener._scala_map(cmd.writeOptions())
+    options = readers._scala_map(cmd.writeOptions())
     out.mode = _mode(cmd)
     out.format = _sink_format(sink)
     out.location = options.get("path") or _file_sink_path(sink)
@@ -328,31 +328,32 @@ def _stream_v1(lst: Any, cmd: Any, out: OutputInfo) -> None:
         out.options = {k: v for k, v in options.items() if k.lower() in ("path", "table", *KAFKA_OPTIONS)}
     partitions = _private_field(sink, "partitionColumnNames")
     if partitions is not None:
-        out.partition_columns = [str(c) for c in listener._seq(partitions)]
+        out.partition_columns = [str(c) for c in readers._seq(partitions)]
     if cmd.catalogTable().isDefined():
         table = cmd.catalogTable().get()
-        out.table = listener._table_name(table.identifier())
+        out.table = readers._table_name(table.identifier())
         out.location = out.location or lst._table_location(table.identifier())
     lst._fill_columns(out, cmd.query())
 
 
 def _stream_v2(lst: Any, cmd: Any, out: OutputInfo) -> None:
     """``WriteToMicroBatchDataSource(relation, table, query, queryId, writeOptions, outputMode, batchId)``."""
-    from airflow_provider_lineage.capture import identity, listener
+    from airflow_provider_lineage.capture import identity
+    from airflow_provider_lineage.capture import output_readers as readers
 
     out.mode = _mode(cmd)
     relation = _plain(cmd, "relation")
     if relation is not None and relation.isDefined():
-        listener._fill_v2(out, identity.v2_relation(lst._spark, relation.get()))
-        out.table = out.table or listener._v2_table_name(relation.get())
+        readers._fill_v2(out, identity.v2_relation(lst._spark, relation.get()))
+        out.table = out.table or readers._v2_table_name(relation.get())
     else:
         table = _plain(cmd, "table")
         name = str(table.name()) if table is not None else str(cmd.getClass().getSimpleName())
-        out.format = listener._format_name(name) if name else None  # KafkaTable -> kafka; memory, console as named
+        out.format = readers._format_name(name) if name else None  # KafkaTable -> kafka; memory, console as named
         if out.format == name:
             out.format = name.lower()
         write_options = _plain(cmd, "writeOptions")
-        options = listener._scala_map(write_options) if write_options is not None else {}
+        options = readers._scala_map(write_options) if write_options is not None else {}
         out.options = {k: v for k, v in options.items() if k.lower() in ("path", "queryname", *KAFKA_OPTIONS)}
         out.location = options.get("path")
     lst._fill_columns(out, cmd.query())
@@ -369,7 +370,7 @@ def _mode(cmd: Any) -> str:
 def _output_ids(qe: Any) -> list[int]:
     """ExprIds of the micro-batch's output: the ``LogicalRDD`` a ``foreachBatch`` function gets has these (the same
     in every micro-batch of a run)."""
-    from airflow_provider_lineage.capture.listener import _seq
+    from airflow_provider_lineage.capture.output_readers import _seq
 
     query = qe.analyzed()  # the LogicalRDD's output is the analyzed plan's (the optimizer may re-point attributes)
     if query.getClass().getSimpleName() in STREAM_WRITES:
@@ -387,7 +388,7 @@ def _sink_of(root: Any) -> str:
 
 
 def _sink_format(sink: Any) -> str | None:
-    from airflow_provider_lineage.capture.listener import _format_name
+    from airflow_provider_lineage.capture.output_readers import _format_name
 
     file_format = _private_field(sink, "fileFormat")
     if file_format is not None:
@@ -434,7 +435,7 @@ def _ignore(*_args: Any) -> None:
 
 def register_output_readers() -> None:
     """Teach the listener the output descriptors of the streaming writes (idempotent)."""
-    from airflow_provider_lineage.capture.listener import OUTPUT_READERS
+    from airflow_provider_lineage.capture.output_readers import OUTPUT_READERS
 
     OUTPUT_READERS.setdefault("WriteToMicroBatchDataSourceV1", _stream_v1)
     OUTPUT_READERS.setdefault("WriteToMicroBatchDataSource", _stream_v2)

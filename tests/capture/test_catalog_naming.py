@@ -85,7 +85,7 @@ CASES = [
 def test_v2_catalog_tables_are_named_by_storage_with_the_table_as_symlink(catalog, conf, ident_, key, symlink, source):
     found = identity.v2_table(spark(conf), catalog, ident_)
     rel = RelationInfo("DataSourceV2Relation", [1], [{"name": "a"}])
-    from airflow_provider_lineage.capture.listener import _fill_v2
+    from airflow_provider_lineage.capture.output_readers import _fill_v2
 
     _fill_v2(rel, found)
     (ref,) = relation_sources(rel).datasets
@@ -101,7 +101,7 @@ def test_jdbc_catalog_is_named_by_its_url_and_identifier():
     cat = Catalog("JDBCTableCatalog", "dcat", {})
     found = identity.v2_table(spark({"spark.sql.catalog.dcat.url": "jdbc:postgresql://PG/shop"}), cat, ident("app", "t5"))
     out = OutputInfo("CreateTableAsSelect")
-    from airflow_provider_lineage.capture.listener import _fill_v2
+    from airflow_provider_lineage.capture.output_readers import _fill_v2
 
     _fill_v2(out, found)
     ref = dataset_for_output(out)

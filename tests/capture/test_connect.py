@@ -1,5 +1,5 @@
-"""capture/connect.py: the Connect identity in a SQL execution's job tags, folder names, the capture's runs and
-statuses with a sink in memory; then on a real lineage Connect server (slow tier): tokens are the server's word, not
+"""capture/connect.py: the capture's runs and statuses with a sink in memory (identities and tokens:
+test_connect_tokens.py); then on a real lineage Connect server (slow tier): tokens are the server's word, not
 the client's, a write stays in the run it ran under, a session closed without writes gets its status (issue 47).
 The operator's side end to end: tests/operators/test_pyspark_connect.py."""
 from __future__ import annotations
@@ -19,39 +19,12 @@ from airflow_provider_lineage.capture.connect import (
     FLUSH_CONF,
     TASK_RUN_CONF,
     TOKEN_CONF,
-    TOKEN_TAG_PREFIX,
     ConnectCapture,
     ConnectIdentity,
-    parse_job_tags,
 )
 
 SESSION = "2e66d13b-ea5c-4397-aadd-c8a1a3b439a7"
 OPERATION = "3e99fb45-8448-426c-9b35-f8aabc608123"
-
-
-def test_identity_from_spark_4_job_tags() -> None:
-    """The tags Spark 4.1.3 put on a Connect write (read from a real server's SQLExecutionStart)."""
-    ident = parse_job_tags([
-        f"SparkConnect_OperationTag_User_alice_Session_{SESSION}_Operation_{OPERATION}",
-        f"SparkConnect_SessionTag_User_alice_Session_{SESSION}_Tag_airflow-task-xyz",
-        f"SparkConnect_SessionTag_User_alice_Session_{SESSION}_Tag_{TOKEN_TAG_PREFIX}run-abc",
-        "spark-session-4709b138-6234-428b-a4b0-1f2acd1e2afb-execution-root-id-0",
-    ])
-    assert (ident.user_id, ident.session_id, ident.operation_id) == ("alice", SESSION, OPERATION)
-    assert ident.tags == ["airflow-task-xyz", f"{TOKEN_TAG_PREFIX}run-abc"]
-    assert ident.token == "run-abc"
-
-
-def test_user_names_with_underscores_and_no_tags() -> None:
-    ident = parse_job_tags([f"SparkConnect_OperationTag_User_svc_etl_Session_{SESSION}_Operation_{OPERATION}"])
-    assert ident.user_id == "svc_etl" and ident.token is None
-    assert parse_job_tags(["spark-session-x"]).session_id is None
-
-
-def test_untagged_folder_and_job_name() -> None:
-    ident = ConnectIdentity(user_id="a/b c", session_id=SESSION)
-    assert ident.folder_key() == f"connect-a_b_c-{SESSION}"
-    assert ident.task_run() == f"spark_connect/a/b c/{SESSION}"
 
 
 class _Sink:
@@ -86,30 +59,6 @@ def test_runs_end_with_a_status_and_drops_are_reported(spark) -> None:
 # -- tokens are the server's, not the client's word (issue 47) --------------------------------------------------------
 T1, T2 = "run-" + "1" * 32, "run-" + "2" * 32
 OTHER = "5f0c7a8e-0000-4000-8000-000000000002"
-
-
-def test_token_shape_is_the_operators() -> None:
-    from airflow_provider_lineage.capture.connect import valid_token
-    from airflow_provider_lineage.operators.connect_run import ConnectRun
-
-    assert valid_token(ConnectRun(None, "ns/d.t/r").token)
-    assert not any(valid_token(t) for t in ("../escaped", "/etc", "run-abc", "run-" + "A" * 32, T1 + "/..", "", None))
-
-
-def test_run_folders_stay_inside_the_capture_dir(tmp_path) -> None:
-    from airflow_provider_lineage.capture.connect import folder_inside
-
-    cap = tmp_path / "cap"
-    cap.mkdir()
-    assert folder_inside(str(cap), T1) == f"{cap}/{T1}"
-    assert folder_inside("s3://b/p/", T1) == f"s3://b/p/{T1}"
-    for bad in ("..", "a/../../x", "/etc", ""):
-        with pytest.raises(ValueError):
-            folder_inside(str(cap), bad)
-    (tmp_path / "outside").mkdir()
-    (cap / T2).symlink_to(tmp_path / "outside")
-    with pytest.raises(ValueError, match="outside the capture location"):
-        folder_inside(str(cap), T2)
 
 
 def test_a_session_is_bound_to_its_first_token(spark) -> None:
@@ -253,6 +202,81 @@ class TestOnARealServer:
         assert status["captured"] == 2 and status["problems"] == []
         assert _outputs(server.capture_dir / first) == ["after", "before"]
         assert not (server.capture_dir / second).exists()
+
+    def test_a_conf_only_clients_write_stays_in_the_run_it_ran_under(self, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+        """A client that sets its token only with ``spark.conf.set`` (no tag, no SQL ``SET``), then changes it: the
+        write belongs to the token its execution ran under, though the capture thread, held up by an earlier write
+        (the test hook makes each write's analysis slow), handles it only after the change."""
+        from airflow_provider_lineage.capture.listener import TEST_HOOK_ENV
+        from tests.support.connect import connect_server
+
+        monkeypatch.setenv(TEST_HOOK_ENV, "sleep:12")
+        first, second = _token(), _token()
+        with connect_server(tmp_path / "server") as srv, _session(srv, "erin") as spark:
+            _write(spark, tmp_path / "warm")  # untagged: keeps the capture thread busy for the next steps
+            spark.conf.set(TASK_RUN_CONF, "ns/dag.task/run")
+            spark.conf.set(TOKEN_CONF, first)
+            _write(spark, tmp_path / "before")
+            spark.conf.set(TOKEN_CONF, second)  # long before the capture thread reaches "before"
+            _write(spark, tmp_path / "after")
+            spark.sql(f"SET {FLUSH_CONF}={first}")
+            status = _wait_status(srv.capture_dir / first, timeout=300)
+        assert status["captured"] == 2 and status["problems"] == [], status
+        # "after" ran under the second token, but the session is bound to the run it declared first
+        assert _outputs(srv.capture_dir / first) == ["after", "before"]
+        assert not (srv.capture_dir / second).exists()
+
+    def test_a_clients_driver_round_trips_give_its_later_writes_their_inputs(self, server: Any,
+                                                                               tmp_path: Path) -> None:
+        """collect/first/toPandas from a Connect client (``collectArrow`` executions on the server): a literal of
+        the returned value, written back, keeps its input column; another session's writes get nothing of it."""
+        from pyspark.sql import functions as F
+
+        from airflow_provider_lineage.lineage import analyze_record
+        from airflow_provider_lineage.lineage.record import CaptureRecord
+
+        source = tmp_path / "customers"
+        with _session(server, "frank") as setup:
+            setup.range(3).selectExpr("id AS cust_id", "CONCAT('n', id) AS name",
+                                      "CONCAT('q', id, '@z') AS email").write.parquet(str(source))
+        token, other = _token(), _token()
+        with _session(server, "grace") as spark, _session(server, "heidi") as bystander:
+            _declare(spark, token)
+            _declare(bystander, other)
+            customers = spark.read.parquet(str(source)).select("cust_id", "email")
+            values = {
+                "collect": customers.orderBy("cust_id").collect()[0]["email"],
+                "first": customers.orderBy("cust_id").first()["email"],
+                "pandas": customers.orderBy("cust_id").toPandas()["email"][1],
+            }
+            for how, value in values.items():
+                spark.range(2).select("id", F.lit(value).alias("e")).write.mode("overwrite").parquet(
+                    str(tmp_path / f"with_{how}"))
+            bystander.range(2).select("id", F.lit("q0@z").alias("e")).write.mode("overwrite").parquet(
+                str(tmp_path / "bystander"))
+            spark.sql(f"SET {FLUSH_CONF}={token}")
+            bystander.sql(f"SET {FLUSH_CONF}={other}")
+            _wait_status(server.capture_dir / token)
+            _wait_status(server.capture_dir / other)
+
+        def records(folder: Path) -> dict[str, CaptureRecord]:
+            envelopes = [json.loads(p.read_text()) for p in sorted(folder.glob("0*.json"))]
+            recs = [CaptureRecord.from_dict(e["payload"]) for e in envelopes if e["kind"] == "record"]
+            return {r.output.location.rsplit("/", 1)[-1]: r for r in recs if r.output}
+
+        mine = records(server.capture_dir / token)
+        assert sorted(mine) == ["with_collect", "with_first", "with_pandas"]
+        for name, rec in mine.items():
+            lin = analyze_record(rec)
+            got = {(e.dataset.name.rsplit("/", 1)[-1], e.field) for e in lin.columns["e"]}
+            # the columns the session returned (cust_id, email), not the table's name
+            assert got == {("customers", "cust_id"), ("customers", "email")}, (name, lin.columns["e"])
+            assert lin.approximate_columns["e"][0].startswith("driver round trip"), lin.approximate_columns
+            assert "collectArrow" in lin.approximate_columns["e"][0]
+            assert lin.columns["id"] == []  # range(): no input
+        theirs = analyze_record(records(server.capture_dir / other)["bystander"])
+        assert theirs.columns["e"] == [] and theirs.approximate_columns == {}
 
     def test_a_session_closed_without_writes_gets_its_status(self, server: Any) -> None:
         """The task's function stops its session before writing: the run's status comes at once (the task does not

@@ -81,6 +81,76 @@ def test_no_round_trip_no_edge(env):
     assert all(lin.columns[c] == [] for c in ("i", "s", "z"))
 
 
+def test_to_local_iterator_is_a_driver_round_trip(env):
+    """``toLocalIterator()`` runs as an unnamed SQL execution: no ``QueryExecutionListener`` event."""
+    rows = env.spark.read.parquet(env.customers).select("cust_id", "email").orderBy("cust_id").toLocalIterator()
+    value = next(iter(rows))["email"]
+    df = env.spark.read.parquet(env.orders).select("id", F.lit(value).alias("e"))
+    lin = analyze_record(env.write_parquet(df))
+    check_properties(lin)
+    _driver(lin, "e")
+    assert any("toPythonIterator" in r for r in _reasons(lin, "e"))
+    assert ("customers", "name") not in _fields(lin, "e")  # the columns the iterator returned, not the table's
+
+
+def _rdd_value(c, how):
+    """An email the driver got back from an RDD action over ``c`` (cust_id, email)."""
+    if how == "collect":
+        return c.rdd.collect()[0]["email"]
+    if how == "take":
+        return c.rdd.take(1)[0]["email"]
+    if how == "first":
+        return c.rdd.first()["email"]
+    if how == "map_collect":
+        return c.rdd.map(lambda r: r.email.upper()).collect()[0]
+    if how == "filter_union_reduce":
+        rdd = c.rdd.filter(lambda r: r.cust_id >= 0).map(lambda r: r.email)
+        return rdd.union(rdd).reduce(lambda a, b: min(a, b))
+    if how == "to_local_iterator":
+        return next(iter(c.rdd.toLocalIterator()))["email"]
+    if how == "to_json_collect":
+        return json.loads(c.toJSON().collect()[0])["email"]
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["collect", "take", "first", "map_collect", "filter_union_reduce",
+                                 "to_local_iterator", "to_json_collect"])
+def test_rdd_action_is_a_driver_round_trip(env, how):
+    """An RDD action over ``df.rdd`` (or ``df.toJSON()``) is a plain Spark job, outside any SQL execution: no
+    ``QueryExecutionListener`` event. The value it returned, written back as a literal, keeps its input."""
+    c = env.spark.read.parquet(env.customers).select("cust_id", "email")
+    value = _rdd_value(c, how)
+    df = env.spark.read.parquet(env.orders).select("id", F.lit(value).alias("e"))
+    lin = analyze_record(env.write_parquet(df))
+    check_properties(lin)
+    _driver(lin, "e")
+    assert any("RDD action" in r for r in _reasons(lin, "e")), lin.approximate_columns
+    assert ("customers", "name") not in _fields(lin, "e")  # the RDD's DataFrame's columns only
+    assert _fields(lin, "id") == {("orders", "id")} and "id" not in lin.approximate_columns
+
+
+def test_broadcast_built_from_an_rdd_action(env):
+    """The enrichment pattern through the RDD API: a broadcast of ``collectAsMap()`` read by a UDF."""
+    c = env.spark.read.parquet(env.customers)
+    bc = env.spark.sparkContext.broadcast(c.rdd.map(lambda r: (r.cust_id, r.email)).collectAsMap())
+
+    @F.udf("string")
+    def email_of(cust_id):
+        return bc.value.get(cust_id)
+
+    lin = analyze_record(env.plan_only(env.spark.read.parquet(env.orders).select(email_of("cust_id").alias("e"))))
+    _driver(lin, "e")
+
+
+def test_rdd_action_over_driver_data_only_adds_no_edge(env):
+    """An RDD action over ``parallelize``d data returns nothing read from a dataset: later literals stay
+    edge-free (the hook adds no edge where no DataFrame went through the driver)."""
+    env.spark.sparkContext.parallelize([("a", 1)]).collect()
+    df = env.spark.createDataFrame([(1, "a")], ["i", "s"]).select("i", F.lit("zz9").alias("z"))
+    lin = analyze_record(env.write_parquet(df))
+    assert lin.approximate_columns == {}
+
+
 def test_session_variable_set_from_a_query(env):
     """``SET VAR`` from a query (a ``DECLARE ... DEFAULT`` cannot hold a sub-query: Spark refuses it)."""
     env.spark.sql("DECLARE OR REPLACE VARIABLE lin_var_email STRING")
@@ -183,6 +253,7 @@ def test_lazy_checkpoint_is_traced_too(env):
 def test_visible_in_record_status_facet_and_cli(env, tmp_path, capsys):
     """Items 7/11: the run record says ``approximate`` with the columns and reasons (no longer dropped), the
     facet's transformations say ``approximate: <reason>`` and still validate, ``analyze`` lists the columns."""
+    from airflow_provider_lineage.capture.listener import drain
     from airflow_provider_lineage.lineage import run_record
     from airflow_provider_lineage.lineage.__main__ import main
     from airflow_provider_lineage.lineage.events import LineageResult
@@ -192,7 +263,12 @@ def test_visible_in_record_status_facet_and_cli(env, tmp_path, capsys):
     from tests.support.ol_validate import validate_event
 
     c = env.spark.read.parquet(env.customers)
-    rec = env.write_parquet(c.rdd.map(lambda r: (r.cust_id, r.email)).toDF(["cust_id", "name"]))
+    df = c.rdd.map(lambda r: (r.cust_id, r.email)).toDF(["cust_id", "name"])
+    # toDF() inferred the schema from the RDD's first row, a driver round trip (test_rdd_action_is_a_driver_round_trip):
+    # forgotten here, this test is about the RDD round trip's reason alone
+    drain(env.spark)
+    env.session.listener.driver.clear()
+    rec = env.write_parquet(df)
     path = tmp_path / "record.json"
     path.write_text(rec.to_json())
     lin = analyze_record(CaptureRecord.from_json(path.read_text()))  # the record's new fields survive JSON

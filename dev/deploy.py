@@ -78,10 +78,14 @@ PARSE_TIMEOUT = 300
 POOL_SIZE = 48
 MAX_OVERFLOW = 48
 #: 64 concurrent readers on 2 cores (issue 47): one api-server worker process per core (Airflow's default is 1,
-#: one core for every request). (A longer min_file_process_interval saves the re-parsing of unchanged files, ~0.75 s
-#: of CPU per example file every 30 s, but wait_parsed() then waits for a parse of every file that does not come:
-#: left at Airflow's default.)
+#: one core for every request).
 API_WORKERS = 2
+#: Seconds before the dag-processor parses an *unchanged* DAG file again (Airflow's default: 30). The 8 example files
+#: cost ~0.75 s of CPU each per parse: every 30 s that is a fifth of one of the 2 cores, taken from the api-server
+#: (issue 47). A new or edited file is parsed at once all the same (file_parsing_sort_mode = modified_time), and a
+#: dag-processor parses every file when it starts; :meth:`AirflowDeployment.wait_parsed` takes that parse for a file
+#: unchanged since (it used to wait for a new parse of every file, which this interval holds back).
+MIN_FILE_PROCESS_INTERVAL = 300
 #: seconds an SQLite connection waits for another process's write lock before "database is locked" (sqlite3: 5)
 SQLITE_LOCK_WAIT_S = 30
 
@@ -357,6 +361,7 @@ class AirflowDeployment:
                 Path(tempfile.mkdtemp(prefix="apl-postgres-")), temporary=True)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.dags: list[str] = []  # the DAG ids once every DAG file is parsed (see :meth:`wait_parsed`)
+        self.parser_started: dt.datetime | None = None  # when this object last started the dag-processor
         self.groups: dict[str, list[int]] = {}  # every process group ever started per process name
         self._tokens: dict[str, str] = {}
         self.redis_port = free_port()
@@ -398,6 +403,8 @@ class AirflowDeployment:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": str(POOL_SIZE),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": str(MAX_OVERFLOW),
             "AIRFLOW__API__WORKERS": str(API_WORKERS),
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(MIN_FILE_PROCESS_INTERVAL),
+            "AIRFLOW__DAG_PROCESSOR__FILE_PARSING_SORT_MODE": "modified_time",
             "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_CONN,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
@@ -569,6 +576,8 @@ class AirflowDeployment:
             if name in self.procs and self.procs[name].poll() is None:
                 continue
             started[name] = dt.datetime.now(dt.UTC)
+            if name == "dag-processor":
+                self.parser_started = started[name]
             args = ["api-server", "--port", str(self.port), "--host", self.host] if name == "api-server" else [name]
             self._spawn(name, self._airflow(*args))
             if name == "api-server":
@@ -859,19 +868,29 @@ class AirflowDeployment:
         """Wait until the dag-processor has parsed every DAG file of the folder (:meth:`dag_files`) since
         ``since``: each has a DAG parsed since then or an import error of then; return the DAG ids.
 
+        A file unchanged since the dag-processor this object started began is not parsed again before
+        :data:`MIN_FILE_PROCESS_INTERVAL`: for it, a parse since that start and since the file's last change stands
+        (it is the file as it is now).
+
         Raises :class:`DeploymentError` naming the files with import errors (and the end of each error), or the
         files that gave neither within ``timeout`` (a file without a DAG: list it in ``.airflowignore``).
         """
         files = set(self.dag_files())
         since = since - dt.timedelta(seconds=1)
+        after = {f: self._parsed_after(f, since) for f in files}
         deadline = time.monotonic() + timeout
         with self.client() as c:
             while True:
                 dags = self._every_dag(c)
-                errors = {self._relative(e["filename"]): e for e in self._every_import_error(c)
-                          if _instant(e.get("timestamp")) >= since}
-                parsed = {self._relative(d.get("fileloc") or ""): d for d in dags
-                          if _instant(d.get("last_parsed_time")) >= since}
+                errors, parsed = {}, {}
+                for e in self._every_import_error(c):
+                    f = self._relative(e["filename"])
+                    if _instant(e.get("timestamp")) >= after.get(f, since):
+                        errors[f] = e
+                for d in dags:
+                    f = self._relative(d.get("fileloc") or "")
+                    if _instant(d.get("last_parsed_time")) >= after.get(f, since):
+                        parsed[f] = d
                 pending = files - set(parsed) - set(errors)
                 if not pending or time.monotonic() > deadline:
                     break
@@ -889,6 +908,17 @@ class AirflowDeployment:
             lines.append("Fix the file(s) (`./dev.sh airflow dags list-import-errors` shows the same), then start again.")
             raise DeploymentError("\n".join(lines))
         return sorted(d["dag_id"] for d in dags if self._relative(d.get("fileloc") or "") in files)
+
+    def _parsed_after(self, file: str, since: dt.datetime) -> dt.datetime:
+        """The instant after which a parse of ``file`` (relative to the DAG folder) is the file as it is now:
+        ``since``, or earlier for a file unchanged since the dag-processor started (see :meth:`wait_parsed`)."""
+        if self.parser_started is None:
+            return since
+        try:
+            changed = dt.datetime.fromtimestamp((self.dags_folder / file).stat().st_mtime, dt.UTC)
+        except OSError:
+            return since
+        return min(since, max(self.parser_started, changed) - dt.timedelta(seconds=1))
 
     @staticmethod
     def _every(c: Any, path: str, key: str) -> list[dict[str, Any]]:

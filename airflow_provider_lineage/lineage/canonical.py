@@ -96,10 +96,29 @@ def declared_identity(namespace: str, name: str) -> tuple[str, str]:
 def match_key(namespace: str, name: str) -> tuple[str, str]:
     """What a declaration and a lineage dataset are matched on: :func:`declared_identity` with the namespace's
     authority (host, bucket, account) lower-cased (host names are case-insensitive; bucket and container names
-    are lower-case by their stores' rules). The path keeps its case. Never raises."""
-    ns, nm = declared_identity(namespace, name)
-    scheme, sep, rest = ns.partition("://")
+    are lower-case by their stores' rules). The path keeps its case. Never raises.
+
+    >>> match_key("s3a://Bucket/", "/data/customers/")
+    ('s3://bucket', 'data/customers')
+    """
+    return _lower_authority(*declared_identity(namespace, name))
+
+
+def index_key(namespace: str, name: str) -> tuple[str, str]:
+    """The identity a *stored* pair is kept under where datasets are keyed (the estate index, the guard's tag
+    maps): :func:`canonical_identity` with the namespace's authority lower-cased as :func:`match_key` does, so
+    that ``s3a://Bucket`` and ``s3://bucket``, ``hdfs://NameNode:8020`` and ``hdfs://namenode:8020`` are one
+    dataset, and a declaration's :func:`match_key` finds it. Never raises.
+
+    >>> index_key("hdfs://NameNode:8020", "/warehouse/Orders")
+    ('hdfs://namenode:8020', '/warehouse/Orders')
+    """
+    return _lower_authority(*canonical_identity(namespace, name))
+
+
+def _lower_authority(namespace: str, name: str) -> tuple[str, str]:
+    scheme, sep, rest = namespace.partition("://")
     if sep:
         authority, slash, tail = rest.partition("/")
-        ns = f"{scheme.lower()}://{authority.lower()}{slash}{tail}"
-    return ns, nm
+        namespace = f"{scheme.lower()}://{authority.lower()}{slash}{tail}"
+    return namespace, name

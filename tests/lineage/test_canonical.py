@@ -66,3 +66,16 @@ def test_a_declared_path_keeps_its_case_and_a_different_dataset_stays_different(
     assert match_key("file", "/data/Customers") != match_key("file", "/data/customers")
     assert match_key("s3://bucket", "data/customers") != match_key("s3://other", "data/customers")
     assert match_key("spark_catalog", "default.customers") == ("spark_catalog", "default.customers")
+
+
+@pytest.mark.parametrize("stored", [("s3a://Lake-Bucket", "data/orders"), ("s3://LAKE-BUCKET/", "data/orders/"),
+                                    ("S3N://lake-bucket", "data/orders/part-00000.parquet")])
+def test_a_stored_identity_folds_host_case_as_a_declaration_does(stored: tuple[str, str]) -> None:
+    """Issue 46 item 8 (the estate): what the index keys a record's dataset on (index_key) is what a declaration
+    of the same dataset matches on (match_key), whatever the host's case; the path keeps its case."""
+    from airflow_provider_lineage.lineage.canonical import index_key, match_key
+
+    assert index_key(*stored) == match_key("s3a://Lake-Bucket/", "/data/orders/") == ("s3://lake-bucket", "data/orders")
+    assert index_key("hdfs://NameNode:8020", "/w/Orders") == match_key("HDFS://namenode:8020", "/w/Orders")
+    assert index_key("hdfs://namenode:8020", "/w/Orders") != index_key("hdfs://namenode:8020", "/w/orders")
+    assert index_key("spark_catalog", "Default.Orders") == ("spark_catalog", "Default.Orders")

@@ -405,3 +405,22 @@ def test_every_writer_and_every_posted_event_adds_its_tags() -> None:
     bad.extra = {"column_tags": {"email": 5}}
     known, problems = guard.tags_of_events("file", "/w/shared", [bad, *newest_first])
     assert "email" in problems[0] and ("file", "/w/shared", "email") in known
+
+
+def test_a_published_map_entry_reaches_an_input_spelled_with_another_host_case(no_asset_events: None,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46 item 8: the estate keys ``s3a://Lake-Bucket`` as ``s3://lake-bucket`` (host case folded); a task
+    reading the table as ``s3a://Lake-Bucket/data/mart`` inherits the published map's tags of that identity."""
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+
+    entry = {"tag": "pii", "source": "inherited", "masked": False,
+             "path": [{"namespace": "s3://lake-bucket", "name": "data/mart", "column": "email_l"}]}
+    published = guard_estate.published_value({"columns": {("s3://lake-bucket", "data/mart", "email_l"): [entry]}})
+    monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS_ESTATE", json.dumps(published))
+    rec = _read_mart()
+    rec["datasets"][0].update(namespace="s3a://Lake-Bucket", name="data/mart")
+    g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="fail")
+    ti = FakeTI(None)
+    _run(g, ti, rec)
+    assert [v["column"]["column"] for v in ti.pushed["lineage_policy"]["violations"]] == ["c"]
+    assert g.failure and "on_policy_violation='fail'" in g.failure

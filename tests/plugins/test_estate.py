@@ -251,7 +251,7 @@ def test_reindex_puts_a_record_written_under_an_old_name_under_the_current_one(
             s.dataset.c.name == table))]
 
     with monkeypatch.context() as m:  # the index as the old rules built it: no rewriting
-        m.setattr(canonical, "canonical_identity", lambda ns, nm: (ns, nm))
+        m.setattr(canonical, "index_key", lambda ns, nm: (ns, nm))
         with create_session() as session:
             index.reindex(session, dag_id="estate_rn_old")
             index.reindex(session, dag_id="estate_rn_new")
@@ -267,3 +267,65 @@ def test_reindex_puts_a_record_written_under_an_old_name_under_the_current_one(
     _wipe("estate_rn_old", "estate_rn_new")
     with create_session() as session:
         index.sync(session, force=True)
+
+
+def test_host_case_is_one_dataset_as_the_guard_matches_declarations() -> None:
+    """Issue 46 item 8: ``s3a://Lake-Bucket`` and ``s3://lake-bucket``, ``hdfs://NameNode:8020`` and
+    ``hdfs://namenode:8020`` are one dataset in the index (host case folded as the guard's
+    :func:`~airflow_provider_lineage.lineage.canonical.match_key` folds a declaration's), the impact goes through
+    it, a request spelled another way finds it, and a declaration spelled ``s3a://LAKE-BUCKET/`` +
+    ``/data/orders/`` tags it along the estate's edges."""
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import schema as s
+    from airflow_provider_lineage.plugins.guard import estate as guard_estate
+    from tests.support.pipelines import migrate_db
+
+    migrate_db()
+    dags = ("estate_hc_w", "estate_hc_r", "estate_hdfs_w", "estate_hdfs_r")
+    _wipe(*dags)
+
+    def named(rec: dict[str, Any], names: dict[str, tuple[str, str]]) -> dict[str, Any]:
+        for ds in rec["datasets"]:
+            ds["namespace"], ds["name"] = names.get(ds["name"], (ds["namespace"], ds["name"]))
+        return rec
+
+    add_run("estate_hc_w", "load", named(record({"orders": [("total", "hc_raw:amount")]}),
+                                         {"orders": ("s3a://Lake-Bucket", "data/orders")}), day=1)
+    add_run("estate_hc_r", "mart", named(record({"hc_mart": [("revenue", "orders:total")]}),
+                                         {"orders": ("s3://lake-bucket", "data/orders")}), day=2)
+    add_run("estate_hdfs_w", "load", named(record({"wh": [("k", "hc_raw2:k")]}),
+                                           {"wh": ("hdfs://NameNode:8020", "/warehouse/Orders")}), day=1)
+    add_run("estate_hdfs_r", "mart", named(record({"hc_mart2": [("k2", "wh:k")]}),
+                                           {"wh": ("hdfs://namenode:8020", "/warehouse/Orders")}), day=2)
+    try:
+        with create_session() as session:
+            index.sync(session, force=True)
+            rows = sorted(tuple(r) for r in session.execute(select(s.dataset.c.namespace, s.dataset.c.name).where(
+                s.dataset.c.name.in_(["data/orders", "/warehouse/Orders"]))))
+            # one dataset per identity; the path keeps its case
+            assert rows == [("hdfs://namenode:8020", "/warehouse/Orders"), ("s3://lake-bucket", "data/orders")]
+            reached = {(r["namespace"], r["name"], r["column"]) for r in
+                       query.impact(session, NS, "hc_raw", "amount", depth=5)["rows"]}
+            assert reached == {("s3://lake-bucket", "data/orders", "total"), (NS, "hc_mart", "revenue")}
+            assert (NS, "hc_mart2", "k2") in {(r["namespace"], r["name"], r["column"]) for r in
+                                              query.impact(session, NS, "hc_raw2", "k", depth=5)["rows"]}
+            # a request spelled as a user writes it finds the dataset
+            for ns, nm in (("s3a://Lake-Bucket/", "/data/orders/"), ("S3://LAKE-BUCKET", "data/orders"),
+                           ("hdfs://NAMENODE:8020", "/warehouse/Orders")):
+                assert query.dataset_id(session, ns, nm) is not None, (ns, nm)
+            assert query.dataset_id(session, "hdfs://namenode:8020", "/warehouse/orders") is None  # path case kept
+            got = query.impact(session, "s3a://LAKE-BUCKET/", "/data/orders/", "total", depth=5)["rows"]
+            assert {(r["name"], r["column"]) for r in got} == {("hc_mart", "revenue")}
+            # the guard's declaration, spelled otherwise again, tags the stitched dataset's readers
+            declared = {("s3a://LAKE-BUCKET/", "/data/orders/"): {"total": ["pii"]}}
+            tagged = guard_estate.tag_map(session, declared, ["pii"])
+            assert tagged is not None
+            assert any(col[1] == "hc_mart" and col[2] == "revenue" and any(e.get("tag") == "pii" for e in entries)
+                       for col, entries in tagged["columns"].items()), tagged["columns"]
+    finally:
+        _wipe(*dags)
+        with create_session() as session:
+            index.sync(session, force=True)

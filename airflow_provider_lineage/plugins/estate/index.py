@@ -91,11 +91,13 @@ def ensure_schema(session: Session) -> None:
 
 
 def canonical(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the index keys on: (namespace, name) under the *current* naming rules
-    (:func:`airflow_provider_lineage.lineage.canonical.canonical_identity`), so that a record written
-    under an older rule lands under today's name."""
+    """The dataset identity the index keys on: (namespace, name) under the *current* naming rules, the
+    namespace's host (bucket, account) lower-cased (:func:`airflow_provider_lineage.lineage.canonical.index_key`),
+    so that a record written under an older rule lands under today's name and ``s3a://Bucket`` is
+    ``s3://bucket``, as the guard matches declarations
+    (:func:`~airflow_provider_lineage.lineage.canonical.match_key`)."""
     try:
-        ns, nm = canonical_rules.canonical_identity(namespace, name)
+        ns, nm = canonical_rules.index_key(namespace, name)
         return str(ns), str(nm)
     except Exception:
         log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)

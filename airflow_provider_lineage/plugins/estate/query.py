@@ -231,10 +231,16 @@ def storable(text: str, limit: int) -> bool:
 
 
 def dataset_id(session: Session, namespace: str, name: str) -> int | None:
-    """The index's id of a dataset identity, ``None`` if no record names it."""
-    if not (storable(namespace, s.MAX_NAMESPACE) and storable(name, s.MAX_NAME)):
-        return None
-    return session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == namespace, s.dataset.c.name == name))
+    """The index's id of a dataset identity, ``None`` if no record names it. A pair spelled otherwise than
+    the index keeps it (``s3a://Bucket/`` + ``/data/x/``, a partition folder, a full location in ``name``) is
+    looked up under the identity the guard matches declarations on (:func:`...lineage.canonical.match_key`)."""
+    from airflow_provider_lineage.lineage import canonical
+
+    found = None
+    for ns, nm in dict.fromkeys([(namespace, name), canonical.match_key(namespace, name)]):
+        if found is None and storable(ns, s.MAX_NAMESPACE) and storable(nm, s.MAX_NAME):
+            found = session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == ns, s.dataset.c.name == nm))
+    return found
 
 
 def edges_as_of(session: Session, as_of: datetime | None = None, dag_ids: Collection[str] | None = None) -> list[Edge]:

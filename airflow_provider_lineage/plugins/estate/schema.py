@@ -9,7 +9,9 @@ XCom's own primary key), with the task instance's state and end time. Its lineag
 written (``_io``) and column edges (``_edge``, ``target_col`` ``''`` for a dataset-wide edge) -- is an
 ``_edge_set`` shared by every run whose lineage is the same (keyed by a digest): a task that runs daily
 with the same code stores its edges once, not once per run.
-Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them.
+Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them, the
+namespace's host lower-cased (:func:`.index.canonical`; schema 7: schema 6 kept ``s3a://Bucket`` apart from
+``s3a://bucket``).
 The columns a record names are kept per edge set (``_set_field``), so that a dataset's field list can
 be read as of an instant and for the DAGs a user may read; ``_field`` is every column ever seen (the
 union, with the newest type), ``_column_name`` each distinct name once (what the search scans).
@@ -27,7 +29,7 @@ from __future__ import annotations
 from airflow.utils.sqlalchemy import UtcDateTime
 from sqlalchemy import Boolean, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 PREFIX = "apl_estate_"
 metadata = MetaData()
 _ID = 250

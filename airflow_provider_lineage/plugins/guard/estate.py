@@ -72,11 +72,13 @@ def declaration() -> tuple[tagging.Declared, list[str]]:
 
 
 def _canonical(declared: tagging.Declared) -> tagging.Declared:
-    from airflow_provider_lineage.plugins.estate import index
+    """Declarations under the index's identities, however a user spelled them (:func:`..lineage.canonical.match_key`:
+    ``s3a://Bucket/`` + ``/data/customers/`` is the index's ``s3://bucket`` + ``data/customers``)."""
+    from airflow_provider_lineage.lineage import canonical
 
     out: tagging.Declared = {}
     for (ns, name), cols in declared.items():
-        out = tagging.merge(out, {index.canonical(ns, name): cols})
+        out = tagging.merge(out, {canonical.match_key(ns, name): cols})
     return out
 
 

@@ -1,7 +1,8 @@
 """Real Spark (local, in the worker) for tests/operators/test_guard_policy.py's slow tier: ``customers`` is written
 first; each other task copies the customers' email out through a pattern the capture once missed (issue 46: a
-checkpoint, values that went through the driver, RDD and JSON round trips), with ``require_masked=["pii"]``. Add a pattern: a function in :data:`SPARK_PATTERNS` (and its
-expectation in the test)."""
+checkpoint, values that went through the driver, RDD and JSON round trips, a Python data source, a session variable
+set from a query, a UDF that keeps the value through a bound-method alias), with ``require_masked=["pii"]``. Add a
+pattern: a function in :data:`SPARK_PATTERNS` (and its expectation in the test)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -64,6 +65,59 @@ def _json_round_trip(spark: Any, data: str) -> None:
         .write.mode("overwrite").parquet(f"{data}/out_json_round_trip")
 
 
+def _python_data_source(spark: Any, data: str) -> None:
+    """A Python data source (``pyspark.sql.datasource``) whose reader opens the tagged table's files itself."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    class Reader(DataSourceReader):
+        def __init__(self, options: Any) -> None:
+            self.path = options.get("path")
+
+        def read(self, partition: Any) -> Any:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(self.path, columns=["id", "email"])
+            yield from zip(table.column("id").to_pylist(), table.column("email").to_pylist())
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "guard_customer_files"
+
+        def schema(self) -> str:
+            return "id INT, email STRING"
+
+        def reader(self, schema: Any) -> Any:
+            return Reader(self.options)
+
+    spark.dataSource.register(Source)
+    spark.read.format("guard_customer_files").load(f"{data}/customers").selectExpr("id", "email AS contact") \
+        .write.mode("overwrite").parquet(f"{data}/out_python_data_source")
+
+
+def _session_variable(spark: Any, data: str) -> None:
+    """A SQL session variable set from a query over the table, then written (the value went through the session)."""
+    _customers(spark, data).createOrReplaceTempView("guard_customers")
+    spark.sql("DECLARE OR REPLACE VARIABLE guard_contact STRING")
+    spark.sql("SET VAR guard_contact = (SELECT max(email) FROM guard_customers)")
+    spark.sql("SELECT 1 AS id, guard_contact AS contact").write.mode("overwrite") \
+        .parquet(f"{data}/out_session_variable")
+
+
+def _udf_bound_method_alias(spark: Any, data: str) -> None:
+    """A Python UDF that keeps the email through a local alias of a bound method (``add = parts.append``)."""
+    from pyspark.sql import functions as F
+
+    def joined(i: int, email: str) -> str:
+        parts = [str(i)]
+        add = parts.append
+        add(email)
+        return ",".join(parts)
+
+    _customers(spark, data).select("id", F.udf(joined, "string")("id", "email").alias("contact")) \
+        .write.mode("overwrite").parquet(f"{data}/out_udf_bound_method_alias")
+
+
 SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
     "checkpoint": lambda spark, data: _checkpoint(spark, data, local=False),
     "local_checkpoint": lambda spark, data: _checkpoint(spark, data, local=True),
@@ -72,6 +126,9 @@ SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
     "lit_first": _lit_first,
     "rdd_round_trip": _rdd_round_trip,
     "json_round_trip": _json_round_trip,
+    "python_data_source": _python_data_source,
+    "session_variable": _session_variable,
+    "udf_bound_method_alias": _udf_bound_method_alias,
     "control": _control,
 }
 

@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from . import hashed
 from .errors import IndexUnavailable, SieveError
-from .files import resolve_columns
+from .files import reading_as, resolve_columns, spark_read_conf
 from .fingerprints import DEFAULT_FPP
 from .fs import open_input
 from .hashed import FUSE_MODES, check_structure, choose
@@ -190,6 +190,11 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
           freshness: str = "stat") -> IndexStats:
     """Build a new index version from the table's current files and commit it.
 
+    With a SparkSession, files read on the driver follow its read settings as Spark's reader does
+    (``spark.sql.caseSensitive``, ``spark.sql.parquet.int96RebaseModeInRead``,
+    ``datetimeRebaseModeInRead``, the session time zone: :class:`.files.ReadConf`); without one,
+    Spark's defaults.
+
     ``freshness``: ``"footer"`` records every file's Parquet footer checksum (read from each file's
     end before its keys: :func:`.table.footer_checksum`) so that lookups, syncs and maintenance with
     ``freshness="footer"`` see a file rewritten with the same size and its mtime set back; the syncs
@@ -226,7 +231,8 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
                              "by it; index a data column instead")
     store = IndexStore(index_location(ref, column, index_path))
     footer = freshness == "footer"
-    with store.removing_new_folder_on_error():  # a failed first build leaves no folder behind
+    # files read as the session reads them (spark.sql.caseSensitive, the rebase modes, its time zone)
+    with reading_as(spark_read_conf(spark)), store.removing_new_folder_on_error():  # a failed build: no folder left
         if footer:  # before the keys are read: a rewrite after this is a changed checksum, never a stale one
             store.check_writable()
             stamp_footers(files)

@@ -43,6 +43,7 @@ import numpy as np
 from . import hashed
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
+from .files import reading_as, spark_read_conf
 from .keys import as_key_array
 from .model import Segment, Segmenter, key_offsets, over_budget
 from .query import check_freshness, diff_files, index_location, records_footers
@@ -593,6 +594,9 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     ``"stat"`` (or None, the default, on an index without checksums) compares paths, sizes and
     mtimes. ``"names"``/``"none"`` are for lookups only: a sync always checks at least ``"stat"``.
 
+    With a SparkSession, the files read here follow its read settings as a build's do
+    (:class:`.files.ReadConf`: ``spark.sql.caseSensitive``, the rebase modes, the time zone).
+
     Only added/rewritten files are read (pyarrow); removed files are dropped without reading.
     The index is checked first, and a corrupt, truncated or old-format one is rebuilt (with a warning,
     keeping its parameters): every segment file's checksum; of a hashed structure its header and
@@ -610,6 +614,12 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     store.check_writable()
     if freshness == "footer":
         build_options["freshness"] = "footer"
+    with reading_as(spark_read_conf(spark)):  # files read as the session reads them (as a build's)
+        return _sync(spark, table, column, ref, store, freshness, build_options, t0)
+
+
+def _sync(spark: Any, table: str, column: str, ref: TableRef, store: IndexStore, freshness: str | None,
+          build_options: dict[str, Any], t0: float) -> SyncReport:
     for attempt in commit_attempts(f"sync of {table}.{column}", store.path):
         with attempt:
             params: dict[str, Any] = {}
@@ -657,6 +667,11 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
     """
     t0 = time.monotonic()
     store = IndexStore(index_location(table, column, index_path, spark))
+    with reading_as(spark_read_conf(spark)):  # keys re-read as the session reads them
+        return _compact(table, column, store, t0)
+
+
+def _compact(table: str, column: str, store: IndexStore, t0: float) -> SyncReport:
     for attempt in commit_attempts(f"compact of {table}.{column}", store.path):
         with attempt:
             base = store.load_manifest()

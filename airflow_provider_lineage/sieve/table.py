@@ -25,7 +25,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import SieveError
-from .files import DEFAULT as DEFAULT_CONF
 from .files import (
     HIVE_NULL,  # noqa: F401 - re-exported (spark.schema, callers)
     ReadConf,
@@ -480,10 +479,12 @@ def stamp_footers(files: Iterable[FileEntry]) -> None:
             f.footer = sum_
 
 
-def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf = DEFAULT_CONF) -> tuple[np.ndarray, int, int]:
+def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf | None = None
+                   ) -> tuple[np.ndarray, int, int]:
     """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column), the
     column's values as Spark reads them (:func:`.files.read_spark_column`: the name matched under
-    ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased)."""
+    ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased; ``conf``
+    default: :func:`.files.current_conf`, the session's settings inside a build or sync)."""
     pf = open_parquet(open_input(path))
     col = read_spark_column(pf, column, conf)
     if col is None:

@@ -94,6 +94,10 @@ class SieveIndexOperator(SparkSubmitOperator):
         when numba is installed and that is smaller), ``fuse`` or ``pages`` (a hashed index with or
         without that structure, forced; see docs/sieve.md).
     :param fpp: ``hashed``: share of absent keys that may read a file (default 0.008).
+    :param freshness: ``footer`` builds indexes that record every file's Parquet footer checksum:
+        syncs and readers with ``freshness="footer"`` then see a file rewritten with the same size and
+        its mtime set back (each check reads every file's footer); ``auto`` rebuilds an index without
+        them. Default (None or ``stat``): paths, sizes and mtimes.
     :param index_path: index folder; may contain ``{table}`` (the table directory's name) and
         ``{column}``; default ``<table>/_sieve/<column>``. Several columns need ``{column}``. (templated)
     :param max_deltas: ``auto``: compact a merge-on-read index at this many delta files.
@@ -149,6 +153,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         engine: str | None = None,
         structure: str | None = None,
         fpp: float | None = None,
+        freshness: str | None = None,
         index_path: str | None = None,
         max_deltas: int | None = None,
         max_budget_fraction: float | None = None,
@@ -172,6 +177,12 @@ class SieveIndexOperator(SparkSubmitOperator):
                 update_mode(update_strategy)
             except SieveError as exc:
                 raise ValueError(str(exc)) from None
+        if freshness is not None:
+            from airflow_provider_lineage.sieve.query import FRESHNESS
+
+            if freshness not in FRESHNESS:
+                raise ValueError(f"freshness={freshness!r} is unknown: use one of {', '.join(FRESHNESS)} "
+                                 "('footer' records and checks every file's Parquet footer checksum)")
         if lineage_emission not in EMISSION_MODES:
             raise ValueError(f"lineage_emission={lineage_emission!r} is not one of {EMISSION_MODES}")
         if table is not None and indexes is not None:
@@ -192,7 +203,7 @@ class SieveIndexOperator(SparkSubmitOperator):
         self.index_options = {"error_bound": error_bound, "max_segment_keys": max_segment_keys,
                               "keep_versions": keep_versions, "gap_factor": gap_factor,
                               "rows_per_partition": rows_per_partition, "engine": engine,
-                              "structure": structure, "fpp": fpp}
+                              "structure": structure, "fpp": fpp, "freshness": freshness}
         self.index_path = index_path
         self.thresholds = {k: v for k, v in (("max_deltas", max_deltas),
                                              ("max_budget_fraction", max_budget_fraction)) if v is not None}

@@ -35,7 +35,9 @@ text for strings (--eq C-000123; ranges --range C-1..C-2 or --range C-1 C-2), he
 query answers are stale-safe: files added or rewritten since the index version are listed too
 (they are unindexed), removed files never; stderr gets one line such as
 "sieve: 3 of 200 files (3 from the index, 0 unindexed)". --freshness names compares file names only
-(cheaper; blind to files rewritten in place); --assume-fresh skips the table listing.
+(cheaper; blind to files rewritten in place); --freshness footer also compares every file's Parquet
+footer checksum (an index built with --freshness footer: sees a rewrite that kept size and mtime);
+--assume-fresh skips the table listing.
 Ranges: --range LOW:HIGH, --range LOW..HIGH, --range LOW,HIGH or --range LOW HIGH; negative
 numbers work in every form (--range -10 -5, --range -10:-5, --range=-10,-5); a side may be
 empty (--range 5: , --range :5) to leave it unbounded."""
@@ -50,6 +52,7 @@ output: one {"file": ...} JSON line per candidate on stdout, then on stderr one 
   sieve: 3 of 200 files (3 from the index, 0 unindexed)
 Files added or rewritten since the index version are candidates (unindexed), removed files never;
 --freshness names compares file names only (for tables whose files are never rewritten in place);
+--freshness footer also compares every file's Parquet footer checksum (index built with --freshness footer);
 --assume-fresh answers from the index alone (only right after a sync)."""
 
 
@@ -112,9 +115,15 @@ def _parser() -> argparse.ArgumentParser:
                         "forced to use the retrieval structure (fuse) or fingerprint pages only (pages)")
     b.add_argument("--fpp", type=float, default=DEFAULT_FPP,
                    help=f"hashed: share of absent keys that may read a file (default {DEFAULT_FPP})")
+    b.add_argument("--freshness", choices=("stat", "footer"), default="stat",
+                   help="footer = record every file's Parquet footer checksum, for --freshness footer checks "
+                        "(sees a file rewritten with the same size and its mtime set back); default stat")
     s = sub.add_parser("sync", help="update the index for added/removed/rewritten files (builds if none)")
     common(s)
     sparky(s)
+    s.add_argument("--freshness", choices=("stat", "footer"), default=None,
+                   help="footer = compare and record footer checksums (rebuilds an index without them); "
+                        "default: as the index records")
     r = sub.add_parser("rebuild", help="build anew with the existing index's parameters")
     common(r)
     sparky(r)
@@ -134,10 +143,11 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--exclusive", action="store_true", help="with --range: exclusive bounds")
     q.add_argument("--assume-fresh", action="store_true",
                    help="answer from the index alone, without listing the table (only right after a sync)")
-    q.add_argument("--freshness", choices=("stat", "names", "none"), default="stat",
+    q.add_argument("--freshness", choices=("stat", "footer", "names", "none"), default="stat",
                    help="how the table is checked against the index: stat = every file's size and mtime "
-                        "(default), names = file names only (for tables whose files are never rewritten in "
-                        "place), none = no check (as --assume-fresh)")
+                        "(default), footer = also every file's Parquet footer checksum (an index built with "
+                        "--freshness footer), names = file names only (for tables whose files are never "
+                        "rewritten in place), none = no check (as --assume-fresh)")
     st = sub.add_parser("stats", help="print index statistics as JSON")
     common(st)
     ms = sub.add_parser("status", help="print the maintenance status (recommendation) as JSON")
@@ -222,9 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             out: Any = build(spark, args.table, args.column, index_path=args.index_path,
                              error_bound=args.error_bound, max_segment_keys=args.max_segment_keys,
                              mode=args.mode, keep_versions=args.keep_versions, engine=args.engine,
-                             structure=args.structure, fpp=args.fpp).to_dict()
+                             structure=args.structure, fpp=args.fpp, freshness=args.freshness).to_dict()
         elif args.command == "sync":
-            out = sync(spark, args.table, args.column, index_path=args.index_path).to_dict()
+            out = sync(spark, args.table, args.column, index_path=args.index_path,
+                       freshness=args.freshness).to_dict()
         elif args.command == "rebuild":
             out = rebuild(spark, args.table, args.column, index_path=args.index_path).to_dict()
         elif args.command == "compact":

@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from . import hashed
 from .errors import IndexUnavailable, SieveError
-from .files import resolve_columns
+from .files import reading_as, resolve_columns, spark_read_conf
 from .fingerprints import DEFAULT_FPP
 from .fs import open_input
 from .hashed import FUSE_MODES, check_structure, choose
@@ -72,7 +72,7 @@ from .keys import (
     with_bounds,
 )
 from .model import Segment, Segmenter, budget_for
-from .query import SieveIndex, index_location
+from .query import SieveIndex, check_freshness, index_location
 from .records import IndexStats
 from .storage import META_INTS, IndexStore, Manifest, SegmentList, SegmentMeta, commit_attempts, now_iso
 from .table import (
@@ -87,6 +87,7 @@ from .table import (
     root_exists,
     spark_path,
     spark_uri,
+    stamp_footers,
 )
 
 DEFAULT_MAX_SEGMENT_KEYS = 65_536
@@ -185,8 +186,20 @@ def check_params(error_bound: int, max_segment_keys: int, mode: str, keep_versio
 def build(spark: Any, table: str, column: str, *, index_path: str | None = None, error_bound: int = DEFAULT_ERROR_BOUND,
           max_segment_keys: int = DEFAULT_MAX_SEGMENT_KEYS, mode: str = "cow", keep_versions: int = 3,
           gap_factor: float = 64.0, rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION,
-          engine: str = "auto", structure: str = "auto", fpp: float = DEFAULT_FPP) -> IndexStats:
+          engine: str = "auto", structure: str = "auto", fpp: float = DEFAULT_FPP,
+          freshness: str = "stat") -> IndexStats:
     """Build a new index version from the table's current files and commit it.
+
+    With a SparkSession, files read on the driver follow its read settings as Spark's reader does
+    (``spark.sql.caseSensitive``, ``spark.sql.parquet.int96RebaseModeInRead``,
+    ``datetimeRebaseModeInRead``, the session time zone: :class:`.files.ReadConf`); without one,
+    Spark's defaults.
+
+    ``freshness``: ``"footer"`` records every file's Parquet footer checksum (read from each file's
+    end before its keys: :func:`.table.footer_checksum`) so that lookups, syncs and maintenance with
+    ``freshness="footer"`` see a file rewritten with the same size and its mtime set back; the syncs
+    of such an index keep recording them. ``"stat"`` (default), ``"names"`` and ``"none"`` record
+    paths, sizes and mtimes only (every index does).
 
     ``structure``: ``segments`` (ordered keys), ``hashed`` (keys without order: UUIDs, random ids;
     ``fpp`` is the share of absent keys that may read a file) or ``auto`` (chosen from a sample of
@@ -207,6 +220,7 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
         raise SieveError(f"engine={engine!r} is unknown: use one of {', '.join(ENGINES)}")
     if spark is None and engine == "spark":
         raise SieveError("engine='spark' needs a SparkSession: pass one, or build with engine='pyarrow'")
+    check_freshness(freshness)
     t0 = time.monotonic()
     ref = resolve_table(table, spark)
     require_root(ref)
@@ -216,20 +230,25 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
             raise SieveError(f"{column!r} is a partition column of {table}: Spark already prunes partitions "
                              "by it; index a data column instead")
     store = IndexStore(index_location(ref, column, index_path))
-    with store.removing_new_folder_on_error():  # a failed first build leaves no folder behind
+    footer = freshness == "footer"
+    # files read as the session reads them (spark.sql.caseSensitive, the rebase modes, its time zone)
+    with reading_as(spark_read_conf(spark)), store.removing_new_folder_on_error():  # a failed build: no folder left
+        if footer:  # before the keys are read: a rewrite after this is a changed checksum, never a stale one
+            store.check_writable()
+            stamp_footers(files)
         return _build_segments_or_hashed(spark, ref, files, column, store, structure, engine, error_bound,
                                          max_segment_keys, mode, keep_versions, gap_factor, rows_per_partition,
-                                         fpp, t0)
+                                         fpp, t0, footer)
 
 
 def _build_segments_or_hashed(spark: Any, ref: TableRef, files: list[FileEntry], column: str, store: IndexStore,
                               structure: str, engine: str, error_bound: int, max_segment_keys: int, mode: str,
                               keep_versions: int, gap_factor: float, rows_per_partition: int, fpp: float,
-                              t0: float) -> IndexStats:
+                              t0: float, footer: bool = False) -> IndexStats:
     store.check_writable()  # before any Spark work
     sink = ColumnSink(store, error_bound)
     seg = Segmenter(error_bound, max_segment_keys, sink, gap_factor)
-    stats: dict[str, Any] = {}
+    stats: dict[str, Any] = {"freshness": "footer"} if footer else {}
     with store.discarding_on_error():
         schema = None if spark is None else spark_schema(spark, ref, files, column)
         if structure != "segments":
@@ -240,7 +259,7 @@ def _build_segments_or_hashed(spark: Any, ref: TableRef, files: list[FileEntry],
                 key_type_from_spark(schema[column].dataType, column)
             if structure != "auto" or choose(files, column, kt) == "hashed":
                 return _build_hashed(spark, engine, rows_per_partition, store, ref, files, column, kt, schema,
-                                     fpp, t0, FUSE_MODES.get(structure, "auto"), mode=mode,
+                                     fpp, t0, FUSE_MODES.get(structure, "auto"), footer, mode=mode,
                                      error_bound=error_bound, max_segment_keys=max_segment_keys,
                                      gap_factor=gap_factor, keep_versions=keep_versions)
         if schema is None or engine == "pyarrow" or (engine == "auto" and _small(files)):
@@ -268,12 +287,14 @@ def _build_segments_or_hashed(spark: Any, ref: TableRef, files: list[FileEntry],
 
 def _build_hashed(spark: Any, engine: str, rows_per_partition: int, store: IndexStore, ref: TableRef,
                   files: list[FileEntry], column: str, kt: KeyType, schema: Any, fpp: float, t0: float,
-                  fuse_mode: str, **params: Any) -> IndexStats:
+                  fuse_mode: str, footer: bool = False, **params: Any) -> IndexStats:
     """A hashed-key index: keys read on the driver with pyarrow (up to :data:`LOCAL_HASHED_MAX_ROWS`
     rows, or no Spark; runs spilled to a temporary directory), or hashed by a Spark job whose pairs
     stream to the driver page by page (both: bounded driver memory)."""
     got = None
     stats: dict[str, Any] = {"structure": "hashed", "fuse_mode": fuse_mode}
+    if footer:
+        stats["freshness"] = "footer"
     if spark is not None and engine != "pyarrow" and kt.kind != "decimal" and fuse_mode != "always" and (
             engine == "spark" or not _small(files, LOCAL_HASHED_MAX_ROWS)):
         got = _spark_hashed(spark, files, column, kt, fpp, rows_per_partition, store, stats)

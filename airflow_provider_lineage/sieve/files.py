@@ -29,10 +29,12 @@ the maintenance sensor list tables without one); :func:`ReadConf.from_spark` rea
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import os
 import zoneinfo
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +154,33 @@ class ReadConf:
 
 
 DEFAULT = ReadConf()
+_current: contextvars.ContextVar[ReadConf | None] = contextvars.ContextVar("sieve_read_conf", default=None)
+
+
+def current_conf() -> ReadConf:
+    """The settings files are read with now: those :func:`reading_as` set (a build or sync with a
+    SparkSession: the session's), else Spark's defaults (:data:`DEFAULT`)."""
+    conf = _current.get()
+    return DEFAULT if conf is None else conf
+
+
+@contextlib.contextmanager
+def reading_as(conf: ReadConf | None) -> Iterator[None]:
+    """Read files with ``conf`` inside the block (None: leave the current settings). A context
+    variable: threads started with a copy of the context (every reader pool here) see it too."""
+    if conf is None:
+        yield
+        return
+    token = _current.set(conf)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def spark_read_conf(spark: Any) -> ReadConf | None:
+    """:meth:`ReadConf.from_spark` of a session, None without one (path tables built with pyarrow)."""
+    return None if spark is None else ReadConf.from_spark(spark)
 
 
 def _offset_zone(zone: str) -> dt.tzinfo | None:
@@ -301,13 +330,15 @@ def open_parquet(source: Any) -> Any:
 
 
 def resolve_columns(
-    names: Iterable[str], physical: list[str], case_sensitive: bool = False
+    names: Iterable[str], physical: list[str], case_sensitive: bool | None = None
 ) -> dict[str, str]:
     """Schema column -> the file's column holding it (absent: the file has no such column, NULLs).
 
     Case-insensitive (Spark's default) matches ``k`` to a file's ``K``; two file columns that differ
-    only in case are ambiguous, as Spark reports.
+    only in case are ambiguous, as Spark reports. ``case_sensitive`` None: :func:`current_conf`'s.
     """
+    if case_sensitive is None:
+        case_sensitive = current_conf().case_sensitive
     if case_sensitive:
         have = set(physical)
         return {n: n for n in names if n in have}
@@ -350,11 +381,12 @@ def _version_below_3(text: str) -> bool:
         return False
 
 
-def rebase_of(metadata: Mapping[bytes, bytes] | None, conf: ReadConf = DEFAULT) -> Rebase:
+def rebase_of(metadata: Mapping[bytes, bytes] | None, conf: ReadConf | None = None) -> Rebase:
     """Spark's ``DataSourceUtils.datetimeRebaseSpec`` / ``int96RebaseSpec`` for a file's key-value
     metadata: a Spark-written file says itself (before 3.0, or the legacy keys: LEGACY; else
     CORRECTED); another writer's file follows the session's mode (EXCEPTION reads as CORRECTED:
     Spark would refuse ancient values there, this reads them unchanged)."""
+    conf = conf or current_conf()
     meta = metadata or {}
     version = meta.get(SPARK_VERSION_KEY)
     if version is not None:
@@ -486,9 +518,11 @@ def int96_columns(pf: Any) -> set[str]:
     return {schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "INT96"}
 
 
-def read_spark_column(pf: Any, column: str, conf: ReadConf = DEFAULT) -> Any | None:
+def read_spark_column(pf: Any, column: str, conf: ReadConf | None = None) -> Any | None:
     """One column of a file as Spark reads it (None: the file lacks it, so it holds NULLs): the file
-    column matched under ``conf.case_sensitive``, INT96 in microseconds, rebased per Spark's rules."""
+    column matched under ``conf.case_sensitive``, INT96 in microseconds, rebased per Spark's rules
+    (``conf``: default :func:`current_conf`)."""
+    conf = conf or current_conf()
     found = resolve_columns([column], pf.schema_arrow.names, conf.case_sensitive).get(column)
     if found is None:
         return None

@@ -39,7 +39,7 @@ _STRATEGIES = {"cow": "cow", "copy_on_write": "cow", "copy-on-write": "cow",
                "mor": "mor", "merge_on_read": "mor", "merge-on-read": "mor"}
 #: Build settings a caller may pass (the core's keyword arguments; ``update_strategy`` is ``mode``).
 BUILD_OPTIONS = ("error_bound", "max_segment_keys", "keep_versions", "gap_factor", "rows_per_partition", "engine",
-                 "structure", "fpp")
+                 "structure", "fpp", "freshness")
 
 
 def update_mode(strategy: str | None) -> str | None:
@@ -271,7 +271,8 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
         the existing index's, ``copy_on_write`` for a new one).
     :param thresholds: when ``auto`` compacts / rebuilds (see :class:`Thresholds`).
     :param options: other build settings (:data:`BUILD_OPTIONS`); they apply when an index is built
-        or rebuilt.
+        or rebuilt. ``freshness="footer"`` builds indexes that record footer checksums (syncs then
+        compare every file's footer; ``auto`` rebuilds an index without them).
     :raises SieveError: bad input (unknown table, column, type, unwritable folder, lost commit
         races); the message names the fix. The index is never left half-written.
     """
@@ -289,6 +290,10 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
         raise SieveError(f"unknown index setting(s) {', '.join(unknown)}: use {', '.join(BUILD_OPTIONS)}, "
                          "update_strategy or index_path")
     build_opts = {k: v for k, v in options.items() if v is not None}
+    if "freshness" in build_opts:
+        from .query import check_freshness
+
+        check_freshness(build_opts["freshness"])
     strategy = update_mode(update_strategy)
     if strategy:
         build_opts["mode"] = strategy
@@ -301,7 +306,9 @@ def maintain(spark: Any, table: str, column: str, *, mode: str = "auto", index_p
                          "path or name")
     # Status checks by path (a catalog table's default index sits under its location as well).
     try:
-        st = maintenance_status(root, column, index_path=index_path)
+        # freshness="footer": an index without footer checksums is rebuilt with them
+        want_footers = "footer" if build_opts.get("freshness") == "footer" else None
+        st = maintenance_status(root, column, index_path=index_path, freshness=want_footers)
     except StoreError:
         raise
     except OSError as exc:  # e.g. the index folder is a file, or cannot be listed

@@ -27,7 +27,8 @@ REBUILD_OVER_BUDGET = 0.25  # rebuild when this share of the segments is over bu
 
 
 def maintenance_status(table: str, column: str, *, index_path: str | None = None,
-                       storage_options: Mapping[str, Any] | None = None, full_verify: bool = True) -> MaintenanceStatus:
+                       storage_options: Mapping[str, Any] | None = None, full_verify: bool = True,
+                       freshness: str | None = None) -> MaintenanceStatus:
     """Index health and a recommendation in {none, sync, compact, rebuild, build}.
 
     Pure Python: lists the table directory, reads the manifest and verifies the checksums of every
@@ -36,14 +37,22 @@ def maintenance_status(table: str, column: str, *, index_path: str | None = None
     every minute then does not read the whole index each time). A catalog table name
     needs ``index_path`` (the manifest records the table's location). Table and index may be on an
     object store (:mod:`.fs`; ``storage_options``: that store's options, default its environment).
+    Rewritten files are found by path, size and mtime, and on an index that records footer checksums
+    (built with ``freshness="footer"``) by every file's footer checksum too; ``freshness="footer"``
+    asks for that check, and recommends ``rebuild`` for an index without the checksums.
     """
+    if freshness is not None:
+        from .query import check_freshness
+
+        check_freshness(freshness)
     with scoped_options(storage_options):
-        return _status(table, column, index_path, full_verify)
+        return _status(table, column, index_path, full_verify, freshness)
 
 
-def _status(table: str, column: str, index_path: str | None, full_verify: bool = True) -> MaintenanceStatus:
+def _status(table: str, column: str, index_path: str | None, full_verify: bool = True,
+            freshness: str | None = None) -> MaintenanceStatus:
     from .model import over_budget
-    from .query import diff_files, index_location
+    from .query import diff_files, index_location, records_footers
     from .storage import IndexStore
     from .table import list_table_files
 
@@ -64,7 +73,13 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
         st.recommendation = "rebuild"
         st.reason = f"the index is unusable, every read is a full read ({exc.reason}); rebuild (or maintain, which follows this recommendation) repairs it"
         return st
-    added, removed, changed = diff_files(m, list_table_files(m.table))
+    footers = records_footers(m)
+    if freshness == "footer" and not footers:
+        st.recommendation = "rebuild"
+        st.reason = ("freshness='footer' asks for footer checksums and this index records none: a rebuild with "
+                     "freshness='footer' records them (until then, use freshness='stat')")
+        return st
+    added, removed, changed = diff_files(m, list_table_files(m.table), "footer" if footers else "stat")
     budget_total = sum(s.budget for s in metas)
     used = sum(min(s.used, s.budget) for s in metas)
     st.present, st.version, st.mode = True, m.version, m.mode

@@ -10,9 +10,11 @@ of files that left the table are dropped. Never a false negative for files the i
 
 **Stale-safe by default.** :meth:`SieveIndex.lookup` compares the table's listing with the index
 version (path, size, mtime): files added or rewritten since then are *unindexed* candidates (they
-may hold the key), files removed since then are never answered. ``freshness="names"`` compares
-paths only (cheaper on a local file system; blind to files rewritten in place), ``assume_fresh=True``
-skips the listing (for callers that just synced); ``listing=`` passes one the caller already has.
+may hold the key), files removed since then are never answered. ``freshness="footer"`` also
+compares every file's Parquet footer checksum (an index built with it records them: sees a rewrite
+that kept size and mtime), ``freshness="names"`` compares paths only (cheaper on a local file
+system; blind to files rewritten in place), ``assume_fresh=True`` skips the listing (for callers
+that just synced); ``listing=`` passes one the caller already has.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ from .table import (
     list_table_paths,
     list_table_versions,
     resolve_table,
+    stamp_footers,
     table_path,
 )
 
@@ -211,7 +214,13 @@ class SieveIndex:
         Spark; ``listing`` passes a listing the caller already has):
 
         * ``"stat"`` (default): every data file's path, size and mtime; added, removed and
-          rewritten files are all seen.
+          rewritten files are all seen, except a file rewritten with the same size whose mtime was
+          set back (``os.utime``, ``touch -r``, a copy that keeps times).
+        * ``"footer"``: as ``"stat"``, and every file's Parquet footer checksum against the one the
+          index recorded (:func:`.table.footer_checksum`; build with ``freshness="footer"``): one
+          read of each file's end per lookup. Sees that rewrite too, unless it kept the row groups,
+          every column chunk's byte size and every min/max statistic. On an index that records no
+          footers it raises SieveError (readers then read every file, with a warning).
         * ``"names"``: the data files' paths only, without a ``stat`` per file on a local file
           system (about a fifth of the cost). Added, removed and renamed files are seen; a file
           rewritten *in place* under its old name is not, so use it only for tables whose writers
@@ -244,10 +253,14 @@ class SieveIndex:
         ``freshness`` check; None when nothing changed. The usual answer, an unchanged table, is
         one set comparison with the index's file table."""
         if listing is not None:
-            entries, removed, changed = diff_files(self.manifest, listing)
+            entries, removed, changed = diff_files(self.manifest, listing, freshness)
             return [f.path for f in entries], removed, changed, len(listing)
         if freshness == "none":
             return None
+        if freshness == "footer":
+            listed = list_table_files(self.table)
+            entries, removed, changed = diff_files(self.manifest, listed, "footer")
+            return ([f.path for f in entries], removed, changed, len(listed)) if entries or removed or changed else None
         files = self.manifest.files
         table = files if isinstance(files, FileTable) else None
         if freshness == "names":
@@ -278,13 +291,16 @@ class SieveIndex:
         return list(self.lookup(pred, assume_fresh=assume_fresh, listing=listing, freshness=freshness).files)
 
     # ---- freshness and stats -------------------------------------------------------------------
-    def diff(self, listing: list[FileEntry] | None = None) -> tuple[list[FileEntry], list[int], list[int]]:
-        """(files added, file ids removed, file ids changed) between the index and the table now."""
-        return diff_files(self.manifest, listing if listing is not None else list_table_files(self.table))
+    def diff(self, listing: list[FileEntry] | None = None, freshness: str = "stat"
+             ) -> tuple[list[FileEntry], list[int], list[int]]:
+        """(files added, file ids removed, file ids changed) between the index and the table now
+        (``freshness``: ``"stat"`` or ``"footer"``, as in :meth:`lookup`)."""
+        return diff_files(self.manifest, listing if listing is not None else list_table_files(self.table), freshness)
 
-    def is_stale(self) -> bool:
-        """True when the table's files differ from the indexed ones (path, size or mtime)."""
-        added, removed, changed = self.diff()
+    def is_stale(self, freshness: str = "stat") -> bool:
+        """True when the table's files differ from the indexed ones (path, size or mtime; with
+        ``freshness="footer"`` also the footer checksum)."""
+        added, removed, changed = self.diff(freshness=freshness)
         return bool(added or removed or changed)
 
     def verify(self) -> None:
@@ -352,11 +368,51 @@ def diff_versions(manifest: Manifest, versions: list[tuple[str, int, int]]) -> t
     return added, sorted(removed), sorted(changed)
 
 
-def diff_files(manifest: Manifest, listing: list[FileEntry]) -> tuple[list[FileEntry], list[int], list[int]]:
-    """Compare a listing with the manifest: (new files, removed ids, rewritten ids)."""
+def diff_files(manifest: Manifest, listing: list[FileEntry], freshness: str = "stat"
+               ) -> tuple[list[FileEntry], list[int], list[int]]:
+    """Compare a listing with the manifest: (new files, removed ids, rewritten ids).
+
+    ``freshness="footer"`` also reads every listed file's footer checksum into its
+    :attr:`FileEntry.footer` (a sync records them) and counts a file whose checksum differs from the
+    recorded one (or has none recorded) as rewritten; it raises SieveError when the index records
+    no footer checksums. Other values compare path, size and mtime."""
+    if freshness == "footer":
+        require_footers(manifest)
+        stamp_footers(listing)
     added, removed, changed = diff_versions(manifest, [(f.path, f.size, f.mtime_ns) for f in listing])
     new = set(added)
+    if freshness == "footer":
+        ids, paths, _, _ = _columns(manifest)
+        by_path = dict(zip(paths, ids))
+        files = manifest.files
+        recorded = files.footer_of if isinstance(files, FileTable) else (lambda fid: files[fid].footer)
+        known = set(changed)
+        for f in listing:
+            fid = by_path.get(f.path)
+            if fid is not None and fid not in known:
+                got = recorded(fid)
+                if got is None or f.footer is None or got != f.footer:
+                    changed.append(fid)
+        changed.sort()
     return [f for f in listing if f.path in new], removed, changed
+
+
+def records_footers(manifest: Manifest) -> bool:
+    """True when the index records its files' footer checksums (built with ``freshness="footer"``)."""
+    if manifest.build_stats.get("freshness") == "footer":
+        return True
+    files = manifest.files
+    if isinstance(files, FileTable):
+        return files.records_footers
+    return bool(files) and all(f.footer is not None for f in files.values())
+
+
+def require_footers(manifest: Manifest) -> None:
+    if not records_footers(manifest):
+        raise SieveError(f"freshness='footer': the index of {manifest.table.name}.{manifest.column} records no "
+                         "footer checksums (built with freshness='stat' or by an older version): run "
+                         "sync(..., freshness='footer') or build(..., freshness='footer') once, or use "
+                         "freshness='stat'")
 
 
 def diff_paths(manifest: Manifest, paths: list[str]) -> tuple[list[str], list[int]]:
@@ -369,14 +425,19 @@ def diff_paths(manifest: Manifest, paths: list[str]) -> tuple[list[str], list[in
     return added, removed
 
 
-FRESHNESS = ("stat", "names", "none")
+FRESHNESS = ("stat", "footer", "names", "none")
 
 
-def check_freshness(freshness: str) -> str:
-    if freshness not in FRESHNESS:
-        raise SieveError(f"freshness={freshness!r} is unknown: use 'stat' (every file's size and mtime, the "
-                         "default), 'names' (file names only: for tables whose files are never rewritten in "
-                         "place) or 'none' (no check: only right after a sync)")
+def check_freshness(freshness: str, allowed: tuple[str, ...] = FRESHNESS) -> str:
+    """``freshness`` if it is one of ``allowed``, else a SieveError naming them."""
+    if freshness not in allowed:
+        meaning = {"stat": "'stat' (every file's size and mtime, the default)",
+                   "footer": "'footer' (also every file's Parquet footer checksum: sees a rewrite that kept "
+                             "size and mtime)",
+                   "names": "'names' (file names only: for tables whose files are never rewritten in place)",
+                   "none": "'none' (no check: only right after a sync)"}
+        names = [meaning[v] for v in allowed]
+        raise SieveError(f"freshness={freshness!r} is unknown: use {', '.join(names[:-1])} or {names[-1]}")
     return freshness
 
 

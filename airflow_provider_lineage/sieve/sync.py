@@ -43,9 +43,10 @@ import numpy as np
 from . import hashed
 from .build import SegmentSink, build, meta_for, require_root
 from .errors import IndexUnavailable
+from .files import reading_as, spark_read_conf
 from .keys import as_key_array
 from .model import Segment, Segmenter, key_offsets, over_budget
-from .query import diff_files, index_location
+from .query import check_freshness, diff_files, index_location, records_footers
 from .records import IndexStats, SyncReport
 from .storage import (
     ChangedFiles,
@@ -569,6 +570,8 @@ def _params(m: Manifest) -> dict[str, Any]:
     """Build parameters of an existing index (kept by rebuilds and repairs)."""
     params = {"error_bound": m.error_bound, "max_segment_keys": m.max_segment_keys, "mode": m.mode,
               "keep_versions": m.keep_versions, "gap_factor": m.gap_factor, "structure": m.structure}
+    if records_footers(m):
+        params["freshness"] = "footer"
     if m.structure == "hashed":
         params["fpp"] = m.fpp
         # the retrieval structure as the build had it: when it pays (hashed), forced (fuse) or never (pages)
@@ -580,8 +583,19 @@ def _report(m: Manifest, action: str) -> SyncReport:
     return SyncReport(table=m.table.name, column=m.column, mode=m.mode, version=m.version, action=action)
 
 
-def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, **build_options: Any) -> SyncReport:
+def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, freshness: str | None = None,
+         **build_options: Any) -> SyncReport:
     """Bring the index in step with the table's files; builds one when there is none.
+
+    ``freshness``: how rewritten files are found. An index that records footer checksums (built with
+    ``freshness="footer"``) is always synced by them: every file's footer is read and compared, so
+    a file rewritten with the same size and its mtime set back is re-read; new files' checksums are
+    recorded. ``"footer"`` on an index without them rebuilds it with them (``action="build"``).
+    ``"stat"`` (or None, the default, on an index without checksums) compares paths, sizes and
+    mtimes. ``"names"``/``"none"`` are for lookups only: a sync always checks at least ``"stat"``.
+
+    With a SparkSession, the files read here follow its read settings as a build's do
+    (:class:`.files.ReadConf`: ``spark.sql.caseSensitive``, the rebase modes, the time zone).
 
     Only added/rewritten files are read (pyarrow); removed files are dropped without reading.
     The index is checked first, and a corrupt, truncated or old-format one is rebuilt (with a warning,
@@ -591,11 +605,21 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
     cost follows the files added, not the size of the index. ``build_options`` apply only to such
     builds. A folder that cannot be written raises IndexNotWritable before any work.
     """
+    if freshness is not None:
+        check_freshness(freshness)
     t0 = time.monotonic()
     ref = resolve_table(table, spark)
     require_root(ref)
     store = IndexStore(index_location(ref, column, index_path))
     store.check_writable()
+    if freshness == "footer":
+        build_options["freshness"] = "footer"
+    with reading_as(spark_read_conf(spark)):  # files read as the session reads them (as a build's)
+        return _sync(spark, table, column, ref, store, freshness, build_options, t0)
+
+
+def _sync(spark: Any, table: str, column: str, ref: TableRef, store: IndexStore, freshness: str | None,
+          build_options: dict[str, Any], t0: float) -> SyncReport:
     for attempt in commit_attempts(f"sync of {table}.{column}", store.path):
         with attempt:
             params: dict[str, Any] = {}
@@ -603,8 +627,10 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
                 base = store.load_manifest()
                 params = _params(base)
                 store.verify(base, hashed_pages=False)  # a corrupt segment or delta: every read a full read
+                if freshness == "footer" and not records_footers(base):
+                    raise IndexUnavailable("it records no footer checksums and freshness='footer' asks for them")
             except IndexUnavailable as exc:
-                if store.latest_version() is not None:
+                if store.latest_version() is not None and "records no footer checksums" not in exc.reason:
                     warnings.warn(f"Sieve index at {store.path} is unusable ({exc.reason}); rebuilding it",
                                   stacklevel=2)
                 params.update(build_options)
@@ -613,7 +639,9 @@ def sync(spark: Any, table: str, column: str, *, index_path: str | None = None, 
                                   action="build", files_added=stats.files, reason=exc.reason,
                                   seconds=round(time.monotonic() - t0, 3))
             listing = list_table_files(base.table)
-            added, removed, changed = diff_files(base, listing)
+            # an index with footer checksums: every file's footer compared, new files' recorded (before
+            # their keys are read: a rewrite after that is a changed checksum at the next check)
+            added, removed, changed = diff_files(base, listing, "footer" if records_footers(base) else "stat")
             changed_entries = {base.files[fid].path for fid in changed}
             report = _report(base, "sync")
             report.files_added = len(added)
@@ -639,6 +667,11 @@ def compact(table: str, column: str, *, index_path: str | None = None, spark: An
     """
     t0 = time.monotonic()
     store = IndexStore(index_location(table, column, index_path, spark))
+    with reading_as(spark_read_conf(spark)):  # keys re-read as the session reads them
+        return _compact(table, column, store, t0)
+
+
+def _compact(table: str, column: str, store: IndexStore, t0: float) -> SyncReport:
     for attempt in commit_attempts(f"compact of {table}.{column}", store.path):
         with attempt:
             base = store.load_manifest()

@@ -10,8 +10,11 @@ location is one of those.
 """
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -22,7 +25,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import SieveError
-from .files import DEFAULT as DEFAULT_CONF
 from .files import (
     HIVE_NULL,  # noqa: F401 - re-exported (spark.schema, callers)
     ReadConf,
@@ -33,7 +35,17 @@ from .files import (
     skipped_file,
 )
 from .files import partition_values as _partition_values
-from .fs import is_catalog_name, is_dir, is_local, normalize, open_input, resolve, scheme_of, store_error
+from .fs import (
+    is_catalog_name,
+    is_dir,
+    is_local,
+    normalize,
+    open_input,
+    read_bytes,
+    resolve,
+    scheme_of,
+    store_error,
+)
 from .keys import KeyType
 
 
@@ -58,6 +70,7 @@ class FileEntry:
     mtime_ns: int
     partition: dict[str, str] = field(default_factory=dict)
     num_rows: int | None = None
+    footer: int | None = None  # checksum of the Parquet footer (:func:`footer_checksum`), when recorded
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -380,10 +393,98 @@ def num_rows(path: str) -> int | None:
         return None
 
 
-def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf = DEFAULT_CONF) -> tuple[np.ndarray, int, int]:
+FOOTER_TAIL = 64 * 1024  # bytes read from a file's end at once: most footers fit, so one read per file
+FOOTER_THREADS = 16  # footers read at once (I/O: a store's latency, not CPU)
+
+
+def footer_checksum(path: str) -> int:
+    """A 62-bit checksum (BLAKE2b) of a Parquet file's footer: its ``FileMetaData`` (schema, row
+    groups, every column chunk's offsets, sizes, encodings and statistics, the writer's key-value
+    metadata) with the file's size, read from the end of the file (one read on a local disk, one or two
+    ranged GETs on a store). A rewrite changes it unless it keeps the row layout, every column
+    chunk's byte size and every statistic (``freshness="footer"``). A file that is no Parquet file
+    is checksummed over its last bytes. FileNotFoundError when the file is gone."""
+    size, body = _local_footer(path) if is_local(path) else _store_footer(path)
+    h = hashlib.blake2b(body, digest_size=8)
+    h.update(size.to_bytes(8, "little"))
+    return int.from_bytes(h.digest(), "little") >> 2  # 62 bits: + 1 (0 = none) stays an int64 in the file table
+
+
+def _local_footer(path: str) -> tuple[int, bytes]:
+    """(size, footer bytes) of a local file (one read, two for a footer over :data:`FOOTER_TAIL`)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - FOOTER_TAIL))
+        tail = fh.read(FOOTER_TAIL)
+        body = _footer_of(tail, size)
+        if body is None:  # a footer longer than the tail read
+            n = int.from_bytes(tail[-8:-4], "little") + 8
+            fh.seek(size - n)
+            body = fh.read(n)
+    return size, body
+
+
+def _store_footer(path: str) -> tuple[int, bytes]:
+    """(size, footer bytes) of a file on a store (:mod:`.fs`), the same bytes as :func:`_local_footer`."""
+    got = _store_tail(path)
+    size, tail = int.from_bytes(got[:8], "little"), got[8:]
+    body = _footer_of(tail, size)
+    if body is None:
+        n = int.from_bytes(tail[-8:-4], "little") + 8
+        body = read_bytes(path, size - n, n)
+    return size, body
+
+
+def _store_tail(path: str) -> bytes:
+    """The size of a file on a store (8 bytes, little-endian) and its last :data:`FOOTER_TAIL` bytes."""
+    filesystem, inner = resolve(path)
+    try:
+        with filesystem.open_input_file(inner) as fh:
+            size = fh.size()
+            start = max(0, size - FOOTER_TAIL)
+            return size.to_bytes(8, "little") + fh.read_at(size - start, start)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise store_error(path, exc) from exc
+
+
+def _footer_of(tail: bytes, size: int) -> bytes | None:
+    """The footer (metadata, its length and the magic) from a file's last bytes; None when the footer
+    is longer than ``tail``; ``tail`` itself when the file does not end like a Parquet file."""
+    if len(tail) < 8 or tail[-4:] not in (b"PAR1", b"PARE"):
+        return tail
+    n = int.from_bytes(tail[-8:-4], "little") + 8
+    if n > size:
+        return tail
+    return tail[-n:] if n <= len(tail) else None
+
+
+def stamp_footers(files: Iterable[FileEntry]) -> None:
+    """Set every file's :attr:`FileEntry.footer` (read in a few threads: it is I/O); a file gone
+    meanwhile gets None (a lookup then treats it as rewritten; a sync no longer lists it)."""
+    files = list(files)
+    if not files:
+        return
+    ctx = contextvars.copy_context()  # each read in a copy: the caller's storage options hold
+
+    def one(path: str) -> int | None:
+        try:
+            return ctx.copy().run(footer_checksum, path)
+        except FileNotFoundError:
+            return None
+
+    with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files))) as pool:
+        for f, sum_ in zip(files, pool.map(one, [f.path for f in files])):
+            f.footer = sum_
+
+
+def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf | None = None
+                   ) -> tuple[np.ndarray, int, int]:
     """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column), the
     column's values as Spark reads them (:func:`.files.read_spark_column`: the name matched under
-    ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased)."""
+    ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased; ``conf``
+    default: :func:`.files.current_conf`, the session's settings inside a build or sync)."""
     pf = open_parquet(open_input(path))
     col = read_spark_column(pf, column, conf)
     if col is None:

@@ -69,6 +69,7 @@ class TestArguments:
             ({"table": "/t", "columns": "c", "indexes": []}, "not both"),
             ({}, "say what to index"),
             ({"table": "/t", "columns": "c", "application": "x.py"}, "submits its own job script"),
+            ({"table": "/t", "columns": "c", "freshness": "crc"}, "'crc' is unknown: use one of stat, footer"),
         ],
     )
     def test_bad_arguments_name_the_fix(self, kwargs: dict[str, Any], match: str) -> None:

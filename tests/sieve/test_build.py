@@ -249,3 +249,49 @@ def test_a_failed_build_leaves_no_folder_behind(tmp_path) -> None:
     with pytest.raises(S.UnsupportedKeyType):
         S.build(None, str(root), "f")
     assert sorted(os.listdir(root / "_sieve")) == ["k"]  # the other index and its folder stay
+
+
+# ---- the session's read settings (issue 48: build and sync read files as the session's Spark does) ----------
+@pytest.mark.parametrize("structure", ["segments", "hashed"])
+def test_build_and_sync_read_files_with_the_sessions_rebase_mode(spark, tmp_path, structure) -> None:
+    """A file written by pyarrow (no Spark metadata) with dates before 1582: Spark's reader follows
+    ``spark.sql.parquet.datetimeRebaseModeInRead``; under LEGACY it shifts them from the hybrid calendar.
+    The index built and synced with that session maps the keys Spark reads, not the stored days."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    root = str(tmp_path / "t")
+    os.makedirs(root)
+
+    def write(name: str, days: list[dt.date]) -> str:
+        path = f"{root}/{name}"
+        pq.write_table(pa.table({"d": pa.array(days, pa.date32()), "v": pa.array(range(len(days)), pa.int64())}), path)
+        return path
+
+    a = write("a.parquet", [dt.date(1000, 1, 5), dt.date(1000, 3, 1)])
+    write("b.parquet", [dt.date(2000, 1, 1), dt.date(2000, 1, 2)])
+    key = "spark.sql.parquet.datetimeRebaseModeInRead"
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, "LEGACY")
+    try:
+        S.build(spark, root, "d", engine="pyarrow", structure=structure)
+        full = spark.read.parquet(root)
+        ancient = sorted(r.d for r in full.where("d < date'1500-01-01'").collect())
+        assert len(ancient) == 2 and dt.date(1000, 1, 5) not in ancient  # Spark shifted the stored days
+        idx = S.open_index(root, "d")
+        for value in ancient:
+            assert idx.candidates(S.Eq(value)) == [a], value
+            assert sorted(S.read(spark, root, "d", S.Eq(value)).collect()) == \
+                sorted(full.where(f"d = date'{value.isoformat()}'").collect())
+        c = write("c.parquet", [dt.date(1200, 6, 1)])
+        S.sync(spark, root, "d")
+        full = spark.read.parquet(root)
+        (shifted,) = [r.d for r in full.where(F.input_file_name().endswith("c.parquet")).collect()]
+        assert shifted != dt.date(1200, 6, 1)
+        assert S.open_index(root, "d").candidates(S.Eq(shifted), assume_fresh=True) == [c]
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from airflow_provider_lineage import sieve as S
 
 from .helpers import write_file
@@ -67,3 +69,26 @@ def test_drift_reasons_are_true_arithmetic(tmp_path) -> None:
     assert st.recommendation == "rebuild"
     assert st.reason == "1 added + 2 removed + 0 rewritten files against 4 indexed files (drift 0.75 >= 0.5)"
     assert (st.files_added + st.files_removed + st.files_changed) / 4 == st.drift
+
+
+def test_status_and_maintain_follow_footer_checksums(tmp_path) -> None:
+    from airflow_provider_lineage.sieve.maintain import maintain
+
+    from .test_stale import _plain_table, _same_size_rewrite
+
+    root = _plain_table(tmp_path)
+    _same_size_rewrite(f"{root}/p=1/b.parquet", list(range(100, 199)) + [5000])
+    st = S.maintenance_status(root, "k")  # the index records footers: the status compares them
+    assert (st.recommendation, st.files_changed) == ("sync", 1)
+    old = _plain_table(tmp_path / "old", freshness="stat")
+    _same_size_rewrite(f"{old}/p=1/b.parquet", list(range(100, 199)) + [5000])
+    assert S.maintenance_status(old, "k").recommendation == "none"  # stat cannot see it
+    st = S.maintenance_status(old, "k", freshness="footer")
+    assert st.recommendation == "rebuild" and "records none" in st.reason
+    res = maintain(None, old, "k", freshness="footer")  # what SieveIndexOperator(freshness="footer") runs
+    assert res.action == "rebuild" and res.status != "error", res
+    assert S.open_index(old, "k").candidates(S.Eq(5000), freshness="footer") == [f"{old}/p=1/b.parquet"]
+    with pytest.raises(S.SieveError, match="freshness='often' is unknown"):
+        S.maintenance_status(old, "k", freshness="often")
+    with pytest.raises(S.SieveError, match="freshness='often' is unknown"):
+        maintain(None, old, "k", freshness="often")

@@ -139,3 +139,93 @@ def test_stale_answers_superset_of_exact_without_sync(initial, ops, mode, preds)
                 assert exact(layout, pred) <= set(idx.candidates(pred, freshness="names")) <= set(layout)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- freshness="footer": a rewrite that kept size and mtime ---------------------------------------------
+def _plain_file(path: str, keys: list[int]) -> None:
+    """Columns ``k`` and ``v``, uncompressed and without dictionaries: the size follows the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path,
+                   compression="none", use_dictionary=False)
+
+
+def _same_size_rewrite(path: str, keys: list[int]) -> None:
+    """Rewrite a file with other keys, the same size and its old mtime (what ``stat`` cannot see)."""
+    st = os.stat(path)
+    _plain_file(path, keys)
+    assert os.stat(path).st_size == st.st_size  # the premise: size unchanged
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _plain_table(tmp_path, freshness: str = "footer", structure: str = "auto") -> str:
+    root = str(tmp_path / "t")
+    for i, name in enumerate(("a", "b", "c")):
+        _plain_file(f"{root}/p={i % 2}/{name}.parquet", list(range(i * 100, i * 100 + 100)))
+    S.build(None, root, "k", freshness=freshness, structure=structure)
+    return root
+
+
+@pytest.mark.parametrize("structure", ["segments", "hashed"])
+def test_footer_freshness_sees_a_same_size_rewrite_with_its_mtime_restored(tmp_path, structure) -> None:
+    root = _plain_table(tmp_path, structure=structure)
+    b = f"{root}/p=1/b.parquet"
+    _same_size_rewrite(b, list(range(100, 199)) + [5000])
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(5000)) == []  # the documented blind spot of "stat"
+    ans = idx.lookup(S.Eq(5000), freshness="footer")
+    assert ans.files == (b,) and (ans.from_index, ans.unindexed, ans.stale, ans.table_files) == (0, 1, True, 3)
+    assert idx.candidates(S.Eq(5), freshness="footer") == [f"{root}/p=0/a.parquet", b]
+    assert idx.is_stale(freshness="footer") and not idx.is_stale()
+    listing = S.list_table_files(root)  # a listing the caller has: its footers are read too
+    assert idx.candidates(S.Eq(5000), listing=listing, freshness="footer") == [b]
+    # untouched table: the footer check finds nothing
+    fresh = _plain_table(tmp_path / "fresh", structure=structure)
+    ans = S.open_index(fresh, "k").lookup(S.Eq(150), freshness="footer")
+    assert ans.files == (f"{fresh}/p=1/b.parquet",) and not ans.stale
+
+
+def test_footer_freshness_on_an_index_without_checksums_is_a_clear_error(tmp_path) -> None:
+    root = _plain_table(tmp_path, freshness="stat")
+    idx = S.open_index(root, "k")
+    with pytest.raises(S.SieveError, match="records no footer checksums .*sync\\(\\.\\.\\., freshness='footer'\\)"):
+        idx.lookup(S.Eq(1), freshness="footer")
+    with pytest.raises(S.SieveError, match="'stat' .*'footer' .*'names' .*'none'"):
+        idx.lookup(S.Eq(1), freshness="crc")
+    with pytest.raises(S.SieveError, match="freshness='crc' is unknown"):
+        S.build(None, root, "k", freshness="crc")
+    with pytest.raises(S.SieveError, match="freshness='crc' is unknown"):
+        S.sync(None, root, "k", freshness="crc")
+
+
+def test_cli_footer_freshness(tmp_path) -> None:
+    root = str(tmp_path / "t")
+    _plain_file(f"{root}/a.parquet", list(range(100)))
+    r = run("build", root, "k", "--no-spark", "--freshness", "footer")
+    assert r.returncode == 0, r.stderr
+    _same_size_rewrite(f"{root}/a.parquet", list(range(99)) + [5000])
+    assert run("query", root, "k", "--eq", "5000").stdout == ""  # stat: not seen
+    r = run("query", root, "k", "--eq", "5000", "--freshness", "footer")
+    assert [json.loads(x)["file"] for x in r.stdout.splitlines()] == [f"{root}/a.parquet"], r.stderr
+    assert r.stderr.startswith("sieve: 1 of 1 files (0 from the index, 1 unindexed)")
+    r = run("sync", root, "k", "--no-spark")
+    assert json.loads(r.stdout)["files_changed"] == 1, r.stderr
+
+
+def test_footer_freshness_answers_equal_sparks(spark, tmp_path) -> None:
+    """S.read and format("sieve") with freshness="footer" after the rewrite: Spark's rows."""
+    from airflow_provider_lineage.sieve import spark as sieve_spark
+
+    root = _plain_table(tmp_path)
+    _same_size_rewrite(f"{root}/p=1/b.parquet", list(range(100, 199)) + [5000])
+    sieve_spark.register(spark)
+    full = spark.read.parquet(root)
+    for pred, cond in ((S.Eq(5000), "k = 5000"), (S.Range(150, 250), "k between 150 and 250")):
+        want = sorted(full.filter(cond).collect())
+        assert want  # the rewritten file holds rows the index does not know
+        assert sorted(S.read(spark, root, "k", pred, freshness="footer", full_read_share=1.0).collect()) == want
+        df = spark.read.format("sieve").option("freshness", "footer").load(root).where(cond)
+        assert sorted(df.select(*full.columns).collect()) == want
+    assert S.read(spark, root, "k", S.Eq(5000)).count() == 0  # stat: the blind spot the footer closes

@@ -470,3 +470,60 @@ def test_a_forked_child_commits_with_its_own_fsync_threads(table: str) -> None:
     child.join(60)
     assert child.exitcode == 0
     assert f"{table}/more2.parquet" in S.open_index(table, "k").candidates(S.Eq(9))
+
+
+# ---- file table formats: SVF1 (no footer checksums) and SVF2 ----------------------------------------------
+def _file_table_magic(store: IndexStore) -> bytes:
+    m = store.load_manifest()
+    with open(os.path.join(store.path, m.file_table.name), "rb") as fh:
+        return fh.read(4)
+
+
+def test_file_table_v1_still_written_and_read_v2_records_footer_checksums(tmp_path) -> None:
+    from airflow_provider_lineage.sieve.storage.files import FILE_TABLE_V1, FILE_TABLE_V2
+    from airflow_provider_lineage.sieve.table import footer_checksum
+
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    for root in (old, new):
+        write_file(f"{root}/p=1/a.parquet", [1, 2, 3])
+        write_file(f"{root}/p=2/b.parquet", [4, 5])
+    S.build(None, old, "k")  # an index without checksums: the format every earlier version wrote and reads
+    S.build(None, new, "k", freshness="footer")
+    old_store, new_store = IndexStore(f"{old}/_sieve/k"), IndexStore(f"{new}/_sieve/k")
+    assert _file_table_magic(old_store) == FILE_TABLE_V1 and _file_table_magic(new_store) == FILE_TABLE_V2
+    files = old_store.load_manifest().files
+    assert not files.records_footers and all(files[f].footer is None for f in files)
+    assert [(e.path, e.partition, e.num_rows) for e in files.values()] == \
+        [(f"{old}/p=1/a.parquet", {"p": "1"}, 3), (f"{old}/p=2/b.parquet", {"p": "2"}, 2)]
+    files = new_store.load_manifest().files
+    assert files.records_footers
+    assert [files.footer_of(f) for f in files] == [files[f].footer for f in files] == \
+        [footer_checksum(f"{new}/p=1/a.parquet"), footer_checksum(f"{new}/p=2/b.parquet")]
+    # syncs keep each format: the stat index stays SVF1, the footer index records the added file's checksum
+    for root in (old, new):
+        write_file(f"{root}/p=3/c.parquet", [6])
+        S.sync(None, root, "k")
+    assert _file_table_magic(old_store) == FILE_TABLE_V1 and _file_table_magic(new_store) == FILE_TABLE_V2
+    files = new_store.load_manifest().files
+    assert sorted(files[f].footer for f in files) == sorted(
+        footer_checksum(f"{new}/p={i}/{n}.parquet") for i, n in ((1, "a"), (2, "b"), (3, "c")))
+    os.remove(f"{new}/p=1/a.parquet")  # a removal (rows dropped from the decoded columns) keeps them too
+    S.sync(None, new, "k")
+    files = new_store.load_manifest().files
+    assert [files[f].path for f in files] == [f"{new}/p=2/b.parquet", f"{new}/p=3/c.parquet"]
+    assert [files[f].footer for f in files] == [footer_checksum(files[f].path) for f in files]
+
+
+def test_corrupt_v2_file_table_is_unavailable(tmp_path) -> None:
+    root = str(tmp_path / "t")
+    write_file(f"{root}/a.parquet", [1, 2, 3])
+    S.build(None, root, "k", freshness="footer")
+    store = IndexStore(f"{root}/_sieve/k")
+    path = os.path.join(store.path, store.load_manifest().file_table.name)
+    with open(path, "rb") as fh:
+        data = bytearray(fh.read())
+    data[-6] ^= 0xFF
+    with open(path, "wb") as fh:
+        fh.write(bytes(data))
+    with pytest.raises(S.IndexUnavailable):
+        _ = IndexStore(store.path).load_manifest().files

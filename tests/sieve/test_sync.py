@@ -315,3 +315,32 @@ def test_recurring_values_stay_a_superset_of_exact(initial, ops, preds) -> None:
             assert exact(layout, pred) <= got <= set(layout), (pred, layout)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_sync_of_a_footer_index_rereads_a_same_size_rewrite(tmp_path) -> None:
+    from .test_stale import _plain_table, _same_size_rewrite
+
+    root = _plain_table(tmp_path)
+    b = f"{root}/p=1/b.parquet"
+    _same_size_rewrite(b, list(range(100, 199)) + [5000])
+    rep = S.sync(None, root, "k")  # the index records footers: the sync compares them
+    assert (rep.action, rep.files_changed, rep.files_added) == ("sync", 1, 0)
+    idx = S.open_index(root, "k")
+    assert idx.candidates(S.Eq(5000), freshness="footer") == [b]
+    assert idx.lookup(S.Eq(199), freshness="footer").files == () and not idx.is_stale(freshness="footer")
+    assert S.sync(None, root, "k").action == "none"
+
+
+def test_sync_with_footer_freshness_rebuilds_an_index_without_checksums(tmp_path) -> None:
+    from .test_stale import _plain_table, _same_size_rewrite
+
+    root = _plain_table(tmp_path, freshness="stat")
+    _same_size_rewrite(f"{root}/p=1/b.parquet", list(range(100, 199)) + [5000])
+    assert S.sync(None, root, "k").action == "none"  # stat cannot see it
+    rep = S.sync(None, root, "k", freshness="footer")
+    assert rep.action == "build" and "records no footer checksums" in rep.reason
+    idx = S.open_index(root, "k")
+    assert idx.manifest.files.records_footers and idx.candidates(S.Eq(5000), freshness="footer") == \
+        [f"{root}/p=1/b.parquet"]
+    assert S.rebuild(None, root, "k").files == 3
+    assert S.open_index(root, "k").manifest.files.records_footers  # a rebuild keeps the index's freshness

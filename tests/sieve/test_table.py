@@ -106,3 +106,51 @@ def test_symbolic_links_are_followed_and_a_loop_is_walked_once(tmp_path: Path) -
     assert rel == ["p=1/x.parquet", "p=2/y.parquet", "p=3/z.parquet"]
     assert sorted(os.path.relpath(p, root) for p in T.list_table_paths(str(root))) == rel
     assert sorted(os.path.relpath(p, root) for p, _, _ in T.list_table_versions(str(root))) == rel
+
+
+# ---- footer checksums (freshness="footer") ------------------------------------------------------------
+def _plain(path: str, keys: list[int], **extra: list[int]) -> None:
+    """A Parquet file whose size depends on the row count only (no compression, no dictionary)."""
+    cols = {"k": pa.array(keys, pa.int64()), **{n: pa.array(v, pa.int64()) for n, v in extra.items()}}
+    pq.write_table(pa.table(cols), path, compression="none", use_dictionary=False)
+
+
+def test_footer_checksum_sees_a_same_size_rewrite_not_a_touch(tmp_path) -> None:
+    path = str(tmp_path / "f.parquet")
+    _plain(path, list(range(100)))
+    before, size = T.footer_checksum(path), os.path.getsize(path)
+    assert 0 <= before < 1 << 62
+    os.utime(path, ns=(1, 2))  # only the mtime: same footer
+    assert T.footer_checksum(path) == before
+    _plain(path, list(range(99)) + [5000])  # same size, another max in the footer's statistics
+    assert os.path.getsize(path) == size
+    assert T.footer_checksum(path) != before
+    (tmp_path / "x.bin").write_bytes(b"not parquet at all")  # checksummed over its bytes, no error
+    assert T.footer_checksum(str(tmp_path / "x.bin")) != T.footer_checksum(path)
+    with pytest.raises(FileNotFoundError):
+        T.footer_checksum(str(tmp_path / "gone.parquet"))
+
+
+def test_footer_checksum_of_a_footer_longer_than_one_read(tmp_path) -> None:
+    path = str(tmp_path / "wide.parquet")
+    wide = {f"c{i:04d}": [i] for i in range(1500)}
+    _plain(path, [1], **wide)
+    n = int.from_bytes(Path(path).read_bytes()[-8:-4], "little")
+    assert n > T.FOOTER_TAIL  # the second read of the local path is taken
+    first = T.footer_checksum(path)
+    _plain(path, [2], **wide)
+    assert T.footer_checksum(path) != first
+    # the object-store reads (pyarrow's file system, here the local one) give the local reads' bytes
+    narrow = str(tmp_path / "narrow.parquet")
+    _plain(narrow, [1, 2, 3])
+    for p in (path, narrow):
+        assert T._store_footer(p) == T._local_footer(p)
+
+
+def test_stamp_footers_sets_each_entry_and_none_for_a_vanished_file(tmp_path) -> None:
+    _plain(str(tmp_path / "a.parquet"), [1, 2])
+    _plain(str(tmp_path / "b.parquet"), [3])
+    entries = T.list_table_files(str(tmp_path))
+    os.remove(tmp_path / "b.parquet")
+    T.stamp_footers(entries)
+    assert entries[0].footer == T.footer_checksum(str(tmp_path / "a.parquet")) and entries[1].footer is None

@@ -1,4 +1,12 @@
-"""The file table of one version: the live data files by file id (binary, checksummed)."""
+"""The file table of one version: the live data files by file id (binary, checksummed).
+
+Formats (the file's magic names its version; both are read):
+
+* ``SVF1``: ids, paths, sizes, mtimes, row counts, partition values.
+* ``SVF2``: the same and a column of Parquet footer checksums (:func:`..table.footer_checksum`),
+  written when the index records them (``build(..., freshness="footer")``), for
+  ``freshness="footer"`` checks. An index without them keeps writing ``SVF1``, which older code reads.
+"""
 from __future__ import annotations
 
 import bisect
@@ -7,11 +15,14 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..codec import Reader, Writer, seal
+from ..codec import Reader, Writer, seal, unseal
 from ..errors import IndexUnavailable
 from ..fs import join, relative
 from ..table import FileEntry
 from .folder import FileRef, Folder
+
+FILE_TABLE_V1 = b"SVF1"  # no footer checksums
+FILE_TABLE_V2 = b"SVF2"  # with a footer checksum per file (0 = none recorded, else checksum + 1)
 
 
 class FileTable(Mapping[int, FileEntry]):
@@ -19,8 +30,9 @@ class FileTable(Mapping[int, FileEntry]):
     (once) when an id is looked up, so a point lookup builds only its candidates' entries."""
 
     def __init__(self, ids: list[int], base: str, paths: list[bytes], sizes: list[int], mtimes: list[int],
-                 rows: list[int], parts: list[dict[str, str]] | bytes) -> None:
+                 rows: list[int], parts: list[dict[str, str]] | bytes, footers: list[int] | None = None) -> None:
         self._ids = ids
+        self._footers = footers  # checksum + 1 per row (0: none), or None (an SVF1 table)
         self._pos_map: dict[int, int] | None = None
         self._base, self._paths, self._sizes, self._mtimes = base, paths, sizes, mtimes
         self._rows, self._parts_data = rows, parts
@@ -58,8 +70,21 @@ class FileTable(Mapping[int, FileEntry]):
     def _entry(self, i: int) -> FileEntry:
         """A new entry of row ``i``."""
         r = self._rows[i]
+        footer = None if self._footers is None or self._footers[i] == 0 else self._footers[i] - 1
         return FileEntry(self._base + self._paths[i].decode(), self._sizes[i], self._mtimes[i], self._parts[i],
-                         None if r == 0 else r - 1)
+                         None if r == 0 else r - 1, footer)
+
+    @property
+    def records_footers(self) -> bool:
+        """True for a table written with footer checksums (``SVF2``)."""
+        return self._footers is not None
+
+    def footer_of(self, fid: int) -> int | None:
+        """The recorded footer checksum of file ``fid`` (None: none recorded); no FileEntry made."""
+        if self._footers is None:
+            return None
+        v = self._footers[self._pos[fid]]
+        return None if v == 0 else v - 1
 
     def __contains__(self, fid: object) -> bool:
         return fid in self._pos
@@ -148,12 +173,13 @@ class FileTableFiles(Folder):
         if cols is None:
             items = sorted(files.items())
             cols = _entry_columns([fid for fid, _ in items], [f for _, f in items], root)
-        ids, paths, sizes, mtimes, rows, parts = cols
+        ids, paths, sizes, mtimes, rows, parts, footers = cols
         order = np.argsort(ids, kind="stable")
         if bool((order[1:] < order[:-1]).any()):
             if isinstance(parts, bytes):
                 parts = json.loads(parts)
             ids, sizes, mtimes, rows = ids[order], sizes[order], mtimes[order], rows[order]
+            footers = None if footers is None else footers[order]
             paths, parts = [paths[i] for i in order.tolist()], [parts[i] for i in order.tolist()]
         dm = np.diff(mtimes, prepend=np.int64(0))
         w = Writer()
@@ -164,10 +190,15 @@ class FileTableFiles(Folder):
         w.uints(((dm << 1) ^ (dm >> 63)).view(np.uint64))  # zigzag mtime deltas
         w.uints(rows)
         w.blob(parts if isinstance(parts, bytes) else json.dumps(parts, separators=(",", ":")).encode())
-        return self._write("files", ".svf", seal(b"SVF1", bytes(w.buf)), len(ids))
+        if footers is None:
+            return self._write("files", ".svf", seal(FILE_TABLE_V1, bytes(w.buf)), len(ids))
+        w.uints(footers)
+        return self._write("files", ".svf", seal(FILE_TABLE_V2, bytes(w.buf)), len(ids))
 
     def read_file_table(self, ref: FileRef, root: str) -> FileTable:
-        r = Reader(self._read(ref, b"SVF1"))
+        raw = self._read_checked(ref)
+        magic = FILE_TABLE_V2 if raw[:4] == FILE_TABLE_V2 else FILE_TABLE_V1
+        r = Reader(unseal(magic, raw, self._full(ref.name)))
         n = r.uvarint()
         ids = np.cumsum(r.uints() + 1, dtype=np.int64) - 1
         blob = r.blob()
@@ -177,15 +208,20 @@ class FileTableFiles(Folder):
         mtimes = np.cumsum(((z >> np.uint64(1)) ^ (np.uint64(0) - (z & np.uint64(1)))).view(np.int64))
         rows = r.uints()
         parts = r.blob()  # partition values: JSON, parsed when an entry is first made
-        if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == n:
+        footers = r.uints() if magic == FILE_TABLE_V2 else None
+        if not len(ids) == len(paths) == len(sizes) == len(mtimes) == len(rows) == n or (
+                footers is not None and len(footers) != n):
             raise IndexUnavailable(f"file table {ref.name} has columns of different lengths (corrupt): "
                                    "rebuild the index")
-        return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts)
+        return FileTable(ids.tolist(), join(root, ""), paths, sizes.tolist(), mtimes.tolist(), rows.tolist(), parts,
+                         None if footers is None else footers.tolist())
 
 
 
-# (ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions: a list, or a JSON array's bytes)
-_Columns = tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray, list[dict[str, str]] | bytes]
+# (ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions: a list, or a JSON array's bytes,
+#  footer checksums + 1 or 0, or None when no file has one: an SVF1 table)
+_Columns = tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray, list[dict[str, str]] | bytes,
+                 np.ndarray | None]
 
 
 def _has(files: Mapping[int, FileEntry], fid: int) -> bool:
@@ -197,12 +233,15 @@ def _has(files: Mapping[int, FileEntry], fid: int) -> bool:
 
 
 def _entry_columns(ids: list[int], entries: list[FileEntry], root: str) -> _Columns:
-    """(ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions) of entries."""
+    """(ids, relative paths, sizes, mtimes, rows + 1 or 0, partitions, footers + 1 or 0 / None) of entries."""
     n = len(ids)
+    footers = None
+    if any(f.footer is not None for f in entries):
+        footers = np.fromiter((0 if f.footer is None else f.footer + 1 for f in entries), np.int64, n)
     return (np.asarray(ids, np.int64).reshape(n), [relative(f.path, root).encode() for f in entries],
             np.fromiter((f.size for f in entries), np.int64, n), np.fromiter((f.mtime_ns for f in entries), np.int64, n),
             np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for f in entries), np.int64, n),
-            [f.partition for f in entries])
+            [f.partition for f in entries], footers)
 
 
 def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
@@ -217,17 +256,23 @@ def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
     keep = [i for i, fid in enumerate(base._ids) if fid not in files.gone] if files.gone else None
     ids, paths, sizes = base._ids, base._paths, base._sizes
     mtimes, rows = base._mtimes, base._rows
+    old_footers: list[int] = base._footers if base._footers is not None else [0] * len(ids)
     new = _entry_columns(list(files.added), list(files.added.values()), root)
     parts: list[dict[str, str]] | bytes
     if keep is not None:
         ids, paths, sizes = [ids[i] for i in keep], [paths[i] for i in keep], [sizes[i] for i in keep]
         mtimes, rows, parts = [mtimes[i] for i in keep], [rows[i] for i in keep], [base._parts[i] for i in keep]
+        old_footers = [old_footers[i] for i in keep]
         parts = parts + list(new[5])
     else:  # nothing removed: the partition column's JSON as read, with the new rows appended (not parsed)
         parts = _append_json(base, list(new[5]))
+    footers = None
+    if base._footers is not None or new[6] is not None:  # an SVF2 table stays one (even when no file is left)
+        added = new[6] if new[6] is not None else np.zeros(len(new[0]), np.int64)
+        footers = np.concatenate([np.asarray(old_footers, np.int64), added])
     return (np.concatenate([np.asarray(ids, np.int64), new[0]]), list(paths) + new[1],
             np.concatenate([np.asarray(sizes, np.int64), new[2]]), np.concatenate([np.asarray(mtimes, np.int64), new[3]]),
-            np.concatenate([np.asarray(rows, np.int64), new[4]]), parts)
+            np.concatenate([np.asarray(rows, np.int64), new[4]]), parts, footers)
 
 
 def _append_json(base: FileTable, more: list[dict[str, str]]) -> list[dict[str, str]] | bytes:

@@ -73,8 +73,6 @@ def _rule_class(gateway: Any) -> Any:
 
     The same few lines as ``capture.plan_walk.walker_class`` (the cores import each other nothing).
     """
-    from .prune_rule_source import SOURCE
-
     key = id(gateway)
     with _lock:
         hit = _classes.get(key)
@@ -84,12 +82,23 @@ def _rule_class(gateway: Any) -> Any:
         loader = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.rules.Rule").getClassLoader()
         compiler = jvm.org.codehaus.janino.SimpleCompiler()
         compiler.setParentClassLoader(loader)
-        compiler.cook(SOURCE)
+        compiler.cook(rule_source(jvm))
         cls = compiler.getClassLoader().loadClass(_CLASS)
         gateway.detach(compiler)
         gateway.detach(loader)
         _classes[key] = cls
         return cls
+
+
+def rule_source(jvm: Any) -> str:
+    """The rule's Java source for this JVM's Scala: Spark 3.5 (Scala 2.12) declares ``FileIndex``'s sequences as
+    ``scala.collection.Seq``, Spark 4 (Scala 2.13) as ``scala.collection.immutable.Seq``; Janino compiles against
+    the classes on the driver's classpath, so the source names the one they use."""
+    from .prune_rule_source import SOURCE
+
+    if str(jvm.scala.util.Properties.versionNumberString()).startswith("2.12"):
+        return SOURCE.replace("scala.collection.immutable.Seq", "scala.collection.Seq")
+    return SOURCE
 
 
 def enable(spark: Any) -> None:

@@ -281,6 +281,39 @@ def _index_folders(root: str) -> dict[str, str]:
     }
 
 
+#: Spark conf key: indexes kept outside ``<table root>/_sieve/`` (``S.build(..., index_path=...)``), a JSON object
+#: ``{"<table root or catalog table name>": {"<column>": "<index folder>"}}``
+INDEX_PATHS_CONF = "spark.airflow_lineage.sieveIndexPaths"
+
+
+def configured_index_folders(req: dict[str, Any], root: str) -> dict[str, str]:
+    """Indexed column -> index folder for this scan's table from the session's ``spark.airflow_lineage.
+    sieveIndexPaths`` (the rule sends it with the request): a key is a table root (spelled as Sieve or Spark
+    spells paths) or a catalog table name (``sales``, ``db.sales``, ``spark_catalog.db.sales``)."""
+    text = req.get("indexPaths")
+    if not text:
+        return {}
+    try:
+        mapping = json.loads(text)
+        if not isinstance(mapping, dict):
+            raise TypeError("not an object")
+    except (ValueError, TypeError) as exc:
+        _warn_once(root, f"{INDEX_PATHS_CONF} is not a JSON object of table -> {{column: index folder}} ({exc}), "
+                         'e.g. {"/data/sales": {"customer_id": "/indexes/sales/customer_id"}}')
+        return {}
+    table = str(req.get("table") or "").lower()
+    out: dict[str, str] = {}
+    for key, columns in mapping.items():
+        key = str(key)
+        if "/" in key or ":" in key:
+            hit = _norm(key).rstrip("/") == root.rstrip("/")
+        else:
+            hit = bool(table) and (table == key.lower() or table.endswith("." + key.lower()))
+        if hit and isinstance(columns, dict):
+            out.update({str(c): normalize(str(p)) if "://" in str(p) else _norm(str(p)) for c, p in columns.items()})
+    return out
+
+
 def _leaf_columns(node: dict[str, Any]) -> set[str]:
     if node["op"] in ("and", "or"):
         out: set[str] = set()
@@ -316,7 +349,8 @@ def plan(req: dict[str, Any]) -> Scan | None:
     untranslated = [u for u in req.get("untranslated") or [] if u.get("columns")]
     if not (filtered or untranslated):
         return None
-    indexes = {c: p for c, p in _index_folders(root).items() if c not in partition}
+    indexes = {c: p for c, p in {**_index_folders(root), **configured_index_folders(req, root)}.items()
+               if c not in partition}
     if not indexes:
         return None
     for u in untranslated:

@@ -4,7 +4,7 @@ Usage::
 
     python -m airflow_provider_lineage.connect_server --port 15002 --capture-dir s3://bucket/lineage \\
         [--master local[4] | spark://host:7077 | yarn] [--host 127.0.0.1] [--token-file PATH]
-        [--conf spark.executor.memory=4g ...]
+        [--conf spark.executor.memory=4g ...] [--sieve-pruning]
 
 Locked by default: it listens on 127.0.0.1 unless ``--host`` names another address, and refuses to listen off
 loopback without a token (``--token-file PATH``, or Spark's own ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` in the
@@ -25,7 +25,9 @@ that says which Airflow task run it is (``PySparkLineageOperator`` / ``@task.pys
 Runs in the foreground until SIGTERM or SIGINT, then stops cleanly: Spark's listener bus is drained, the
 queued records are written, every open run gets its status, the server and the SparkContext stop.
 Sessions see ``spark.airflow_lineage.connectServer`` (the capture location), by which a client knows the
-server captures. Spark 4.0 or later.
+server captures. With ``--sieve-pruning`` every client session's Parquet scans of tables with Sieve indexes read
+only the files the indexes cannot exclude (:mod:`airflow_provider_lineage.sieve.spark.prune_sessions`; the
+sessions' answers are unchanged). Spark 4.0 or later.
 """
 from __future__ import annotations
 
@@ -47,6 +49,8 @@ APP_NAME = "airflow-lineage-connect-server"
 TOKEN_PROPERTY = "spark.connect.authenticate.token"
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
+#: the Spark property of ``--sieve-pruning`` (the same key the lineage launcher reads)
+SIEVE_PRUNING_CONF = "spark.airflow_lineage.sievePruning"
 
 UNSECURED = (
     "connect_server: refusing to listen on {host} (not a loopback address) without a token: any client that reaches "
@@ -159,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property (repeatable)")
     parser.add_argument("--record-limit", type=int, default=None,
                         help="bound (bytes) on one capture record (default 32 MiB); a bigger one is reported, not written")
+    parser.add_argument("--sieve-pruning", action="store_true",
+                        help="every client session's Parquet scans of tables with Sieve indexes read only the files "
+                             "the indexes cannot exclude (sieve.spark.enable for each session; also "
+                             "--conf spark.airflow_lineage.sievePruning=true)")
     parser.add_argument("--stop-timeout", type=float, default=60.0,
                         help="seconds to wait at stop for Spark's listener bus and the queued records")
     return parser
@@ -195,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("airflow_provider_lineage.connect_server")
     capture_dir = normalized_capture_dir(args.capture_dir)
     props = spark_conf(port=args.port, capture_dir=capture_dir, host=host, conf=conf)
+    sieve_pruning = args.sieve_pruning or props.get(SIEVE_PRUNING_CONF, "").strip().lower() in ("true", "1", "yes")
+    if sieve_pruning:
+        props[SIEVE_PRUNING_CONF] = "true"
     if args.master:
         props["spark.master"] = args.master
     props.setdefault("spark.master", "local[*]")
@@ -227,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     capture = ConnectCapture(spark, capture_dir, record_limit=args.record_limit)
     try:
         capture.register()
+        pruning = _enable_sieve_pruning(spark, log) if sieve_pruning else False
         jvm_handler = _jvm_sigterm_to(stop, spark, log)  # noqa: F841 - kept alive while the server runs
         bound_host, bound_port = _bound_address(spark, host, args.port)
         where = f"sc://{url_host(bound_host)}:{bound_port}"
@@ -239,8 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if token_source and not is_loopback(bound_host):
             log.warning("listening on %s: the token travels in clear text unless clients reach the server through a "
                         "TLS-terminating proxy (docs/lineage.md, 'Securing the Connect server')", bound_host)
-        log.info("Spark Connect server %s (Spark %s, master %s; %s) ready; capture records go to %s", where,
-                 spark.version, spark.sparkContext.master, access, capture_dir)
+        log.info("Spark Connect server %s (Spark %s, master %s; %s%s) ready; capture records go to %s", where,
+                 spark.version, spark.sparkContext.master, access, "; Sieve pruning on" if pruning else "",
+                 capture_dir)
         while not stop.wait(1.0):
             if report.is_set():
                 report.clear()
@@ -265,6 +278,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("stopped (%d records written, %d runs ended, %d events dropped)", capture.captured,
                  capture.statuses, capture.dropped)
     return 0
+
+
+def _enable_sieve_pruning(spark: Any, log: logging.Logger) -> bool:
+    """Sieve pruning for every client session (``--sieve-pruning``); a failure is logged and the server serves
+    unpruned reads (pruning never changes an answer, only how many files a scan reads)."""
+    try:
+        from airflow_provider_lineage.sieve.spark.prune_sessions import enable_for_new_sessions
+
+        enable_for_new_sessions(spark)
+        return True
+    except Exception as exc:  # noqa: BLE001 - an optimisation: clients are served without it
+        log.warning("--sieve-pruning: Sieve pruning could not be enabled (%s); client sessions read every file "
+                    "Spark lists", str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc))
+        return False
 
 
 def _bound_address(spark: Any, host: str, port: int) -> tuple[str, int]:

@@ -54,12 +54,18 @@ Scheduling -- why these Airflow 3 mechanisms:
   too: index commits are atomic; a concurrent loser fails with ``CommitConflict`` and leaves the
   winner's version intact.
 
+``read_first_day`` is an ordinary reader (``spark.read.parquet(...).where("txn_date = DATE'2024-01-01'")``) run
+with ``sieve_pruning=True``: Sieve's planner rule is enabled in its driver, so the scan reads only the files the
+``txn_date`` index (kept in ``indexes/``, named by ``spark.airflow_lineage.sieveIndexPaths``) cannot exclude; the
+read itself is unchanged.
+
 Run it after ``lineage_etl``::
 
     ./dev.sh airflow dags test sieve_maintenance
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -87,6 +93,12 @@ INDEXES = [
     {"table": f"{D}/marts/customer_monthly", "column": "customer_id",
      "index_path": f"{D}/indexes/customer_monthly/customer_id"},
 ]
+
+#: Where the reader finds the indexes kept outside the tables' own ``_sieve/`` folders (Spark conf
+#: ``spark.airflow_lineage.sieveIndexPaths``: table root -> column -> index folder).
+INDEX_PATHS_CONF = "spark.airflow_lineage.sieveIndexPaths"
+INDEX_PATHS = json.dumps({f"{D}/warehouse/transactions": {"customer_id": f"{D}/indexes/transactions/customer_id",
+                                                          "txn_date": f"{D}/indexes/transactions/txn_date"}})
 
 #: The asset ``lineage_etl.index`` publishes after each sync (same URI as ``lineage_etl.INDEXES_SYNCED``).
 INDEXES_SYNCED = Asset(f"{DEFAULT_DATA_DIR}/indexes" if "://" in DEFAULT_DATA_DIR
@@ -164,4 +176,20 @@ with DAG(
         retry_delay=pendulum.duration(seconds=30),
     )
 
-    external_write(D, "{{ params.external_write }}") >> wait >> pipeline_idle() >> maintain
+    @task.pyspark_lineage(
+        conn_id="spark_default",
+        sieve_pruning=True,  # enable once: the unchanged read below is pruned by the indexes maintain keeps
+        config_kwargs={**SPARK_CONF, INDEX_PATHS_CONF: INDEX_PATHS},
+        trigger_rule="none_failed",  # also when there was nothing to maintain (wait/maintain skipped)
+    )
+    def read_first_day(data_dir: str, spark: Any = None) -> dict[str, int]:
+        """An ordinary reader, written as any team writes one: ``spark.read.parquet`` and a filter. With
+        ``sieve_pruning=True`` its scan reads only the files the ``txn_date`` index cannot exclude."""
+        table = f"{str(data_dir).rstrip('/')}/warehouse/transactions"
+        df = spark.read.parquet(table).where("txn_date = DATE'2024-01-01'")
+        files, total = len(df.inputFiles()), len(spark.read.parquet(table).inputFiles())
+        rows = df.count()
+        print(f"2024-01-01: {rows} transactions, read from {files} of {total} files")
+        return {"rows": rows, "files_read": files, "files": total}
+
+    external_write(D, "{{ params.external_write }}") >> wait >> pipeline_idle() >> maintain >> read_first_day(D)

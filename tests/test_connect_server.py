@@ -147,3 +147,52 @@ class TestWithAToken:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.settimeout(5)
             assert s.connect_ex((address, token_server.port)) != 0
+
+
+# -- --sieve-pruning: every client session's Parquet scans read the Sieve candidates only ---------------------
+def test_sieve_pruning_flag_is_in_the_command_line() -> None:
+    parser = cs.build_parser()
+    assert parser.parse_args(["--port", "1", "--capture-dir", "c", "--sieve-pruning"]).sieve_pruning is True
+    assert parser.parse_args(["--port", "1", "--capture-dir", "c"]).sieve_pruning is False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_sieve_pruning_server_narrows_every_client_session(tmp_path: Path) -> None:
+    """``--sieve-pruning``: two Connect clients (two server-side sessions) read an indexed table with a filter; each
+    reads only the index's candidates (``inputFiles()``) and gets the table's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_lineage import sieve as S
+    from airflow_provider_lineage.operators.pyspark import _CONNECT_ENV, _restore_environ
+    from tests.support.connect import connect_server
+
+    root = tmp_path / "sales"
+    root.mkdir()
+    for i in range(8):
+        keys = list(range(i * 50, i * 50 + 50))
+        pq.write_table(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([k * 2 for k in keys], pa.int64())}),
+                       root / f"part-{i}.parquet")
+    S.build(None, str(root), "k")
+    candidates = {os.path.normpath(p) for p in S.open_index(str(root), "k").candidates(S.In([7, 333]))}
+    assert len(candidates) == 2
+    saved = {k: os.environ.get(k) for k in _CONNECT_ENV}  # pyspark leaves Connect mode set in os.environ
+    try:
+        with connect_server(tmp_path / "srv", args=("--sieve-pruning",)) as srv:
+            assert "Sieve pruning on" in srv.log_text()
+            for _client in range(2):
+                spark = SparkSession.builder.remote(srv.url).create()
+                try:
+                    df = spark.read.parquet(str(root)).where("k IN (7, 333)")
+                    files = {os.path.normpath(p.removeprefix("file:")) for p in df.inputFiles()}
+                    rows = sorted(tuple(r) for r in df.collect())
+                    unindexed = len(spark.read.parquet(str(root)).where("v = 14").inputFiles())
+                finally:
+                    spark.stop()
+                assert files == candidates
+                assert rows == [(7, 14), (333, 666)]
+                assert unindexed == 8  # a filter on a column without an index reads every file
+    finally:
+        _restore_environ(saved)

@@ -115,6 +115,9 @@ class TestAssetDrivenMaintenance:
         assert dag.max_active_runs == 2 and dag.get_task("maintain").max_active_tis_per_dag == 1
         assert dag.get_task("pipeline_idle").mode == "reschedule"
         assert wait.retries == 1 and dag.get_task("maintain").retries == 1
+        reader = dag.get_task("read_first_day")  # an ordinary read, pruned through sieve_pruning=True
+        assert reader.sieve_pruning and reader.upstream_task_ids == {"maintain"}
+        assert reader.trigger_rule == "none_failed"
 
 
 class TestLineageEtl:
@@ -181,6 +184,14 @@ class TestLineageEtl:
         assert inputs == {str(data_dir / t) for t, _ in INDEXED}
 
 
+def rows_of_first_day(table: str) -> int:
+    """The transactions of 2024-01-01, counted without Spark or Sieve."""
+    import datetime as dt
+
+    return sum(pq.read_table(f.path, columns=["txn_date"]).column("txn_date").to_pylist().count(dt.date(2024, 1, 1))
+               for f in S.list_table_files(table))
+
+
 class TestSieveMaintenance:
     def test_notices_an_external_write_and_syncs(self, etl_runs: dict[str, Any]) -> None:
         data_dir = etl_runs["data_dir"]
@@ -199,3 +210,7 @@ class TestSieveMaintenance:
 
         idx = S.open_index(txn, "txn_date", index_path=_index_path(data_dir, "warehouse/transactions", "txn_date"))
         assert [Path(p).name for p in idx.candidates(S.Eq(dt.date(2023, 12, 31)))] == ["manual-fix-0000.parquet"]
+        # the ordinary reader after it (sieve_pruning=True) read only the txn_date index's candidates
+        read = _xcom("sieve_maintenance", dr.run_id, "read_first_day")
+        assert read["files_read"] == len(idx.candidates(S.Eq(dt.date(2024, 1, 1)))) < read["files"]
+        assert read["rows"] == rows_of_first_day(txn)

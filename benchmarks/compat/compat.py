@@ -19,6 +19,7 @@ types, schema field types).
 
     python benchmarks/compat/compat.py                     # the full table (~25 min, downloads once)
     python benchmarks/compat/compat.py --airflow 3.0.6 --spark 3.5.9 --pipelines c1   # one cell
+    python benchmarks/compat/compat.py --sieve-prune --spark 3.5.9,4.0.5 --report benchmarks/compat/SIEVE_PRUNE.md
 
 Writes ``benchmarks/compat/out/compat.json`` and ``REPORT.md`` (``--report``) and, with ``--readme``,
 the table between the ``compat-table`` markers of README.md and docs/compatibility.md. Needs ``uv``
@@ -239,6 +240,57 @@ def pipeline_cell(airflow: str, spark: str, cache: Path, pipelines: list[str]) -
     return cell
 
 
+#: What ``sieve_prune.py`` needs in a Spark release's venv besides pyspark: the Sieve core's own dependencies.
+SIEVE_PRUNE_PACKAGES = ("pyarrow>=15", "numpy>=1.26", "tenacity>=8.3")
+
+
+def sieve_prune_cell(spark: str, cache: Path) -> dict[str, Any]:
+    """``sieve.spark.enable`` under Spark ``spark`` (its own venv, the project's source on PYTHONPATH): the
+    rule compiles against that release's classes (Scala 2.12 or 2.13) and every case reads the candidates only."""
+    sv = spark_venv(spark, cache)
+    py = sv / "bin" / "python"
+    run([uv_bin(), "pip", "install", "-q", "--python", str(py), *SIEVE_PRUNE_PACKAGES])
+    out = cache / "runs" / f"sieve-prune-{spark}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_HOME": str(spark_home(sv)), "PYSPARK_PYTHON": str(py),
+           "PYSPARK_DRIVER_PYTHON": str(py), "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    t0 = time.monotonic()
+    res = run([str(py), str(HERE / "sieve_prune.py"), str(out)], env=env, check=False, timeout=1800)
+    try:
+        cell: dict[str, Any] = json.loads(out.read_text())
+    except (OSError, json.JSONDecodeError):
+        cell = {"spark": spark, "ok": False, "cases": [], "error": (res.stdout + res.stderr)[-2000:]}
+    cell["seconds"] = round(time.monotonic() - t0, 1)
+    log(f"Sieve pruning under Spark {spark}: {'ok' if cell.get('ok') else 'FAILED'} in {cell['seconds']} s")
+    return cell
+
+
+def sieve_prune_report(cells: list[dict[str, Any]], commit: str) -> str:
+    lines = ["# Transparent Sieve pruning under each Spark release", "",
+             (f"Written by `benchmarks/compat/compat.py --sieve-prune` on {time.strftime('%Y-%m-%d')} at {commit}: "
+             "`sieve.spark.enable(spark)` in a driver of `pyspark==Y` (its own venv), on a 12-file table "
+             "(keys sorted across files), a partitioned table and a catalog table (`saveAsTable`), each indexed "
+             "on `k`. A case passes when the rows equal the same query without `enable` and the files read "
+             "(`inputFiles()`) are the index's candidates."), "",
+             "| Spark | Scala | cases | result |", "|---|---|---|---|"]
+    for c in cells:
+        passed = sum(1 for x in c.get("cases", []) if x.get("same_rows") and x.get("same_files"))
+        lines.append(f"| {c.get('spark')} | {c.get('scala', '?')} | {passed} of {len(c.get('cases', []))} | "
+                     f"{'✅' if c.get('ok') else '❌'} ({c.get('seconds', 0):.0f} s) |")
+    lines += ["", "## Cases", ""]
+    for c in cells:
+        lines.append(f"* Spark {c.get('spark')}:")
+        for x in c.get("cases", []):
+            what = x.get("error") or (f"{x.get('files')} files read, {x.get('candidates')} candidates, "
+                                      f"rows {'equal' if x.get('same_rows') else 'DIFFERENT'}; "
+                                      f"{', '.join(x.get('narrowing') or []) or 'not narrowed'}")
+            lines.append(f"  * {x.get('case')}: {what}")
+        if c.get("error"):
+            lines.append(f"  * error: {c['error'][-800:]}")
+    return "\n".join(lines) + "\n"
+
+
 def compare(sig: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     """Differences between two lineage signatures (empty: the same datasets, edges and types)."""
     diffs = []
@@ -348,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only write the report/tables from a compat.json of an earlier run")
     ap.add_argument("--commit", default="", help="the commit to name in the report (default: git's HEAD)")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md and docs/compatibility.md")
+    ap.add_argument("--sieve-prune", action="store_true",
+                    help="only check sieve.spark.enable under each --spark release (writes out/sieve_prune.json "
+                         "and, with --report, that Markdown report)")
     args = ap.parse_args(argv)
 
     def write_outputs(result: dict[str, Any]) -> None:
@@ -365,6 +420,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     airflows = [v for v in args.airflow.split(",") if v]
     sparks = [v for v in args.spark.split(",") if v]
+    if args.sieve_prune:
+        args.cache.mkdir(parents=True, exist_ok=True)
+        cells = [sieve_prune_cell(s, args.cache) for s in sparks]
+        commit = args.commit or run(["git", "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "?"
+        (HERE / "out").mkdir(parents=True, exist_ok=True)
+        (HERE / "out" / "sieve_prune.json").write_text(json.dumps(cells, indent=1))
+        text = sieve_prune_report(cells, commit)
+        if args.report:
+            args.report.write_text(text)
+        print(text)
+        return 0 if all(c.get("ok") for c in cells) else 1
     pipelines = [p for p in args.pipelines.split(",") if p]
     t0 = time.monotonic()
     args.cache.mkdir(parents=True, exist_ok=True)

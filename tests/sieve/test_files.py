@@ -408,8 +408,18 @@ def test_a_variant_column_reads_as_spark_reads_it(registered, tmp_path) -> None:
     assert _strings(sieve.where("k = 2")) == _strings(truth.where("k = 2")) == [("2", '{"a":2}')]
     # shredded: no Python decoder, so load() reads natively and the source's error says so
     assert _strings(sieve_spark.load(spark, shredded, "k = 2")) == [("2", '{"a":2}')]
-    with pytest.raises(Exception, match=r"stored shredded.*sieve\.spark\.load"):
+    with pytest.raises(Exception, match=r"stored shredded.*spark\.read\.parquet after .*sieve\.spark\.enable\(spark\)"
+                                         r".*sieve\.spark\.load"):
         spark.read.format("sieve").load(shredded).where("k = 2").collect()
+    # the fix the error names: Spark's own reader, narrowed to the index's candidates
+    sieve_spark.enable(spark)
+    try:
+        df = spark.read.parquet(shredded).where("k = 2")
+        assert _strings(df) == [("2", '{"a":2}')]
+        files = {os.path.normpath(p.removeprefix("file:")) for p in df.inputFiles()}
+        assert files == set(S.open_index(shredded, "k").candidates(S.Eq(2)))
+    finally:
+        sieve_spark.disable(spark)
 
 
 def test_session_settings_case_sensitive_and_no_partition_inference(spark, tmp_path) -> None:

@@ -549,3 +549,116 @@ def test_launcher_property_prunes_an_unchanged_application(tmp_path) -> None:
         assert reads == {root}, reads
     assert results[True] == {"files": 1, "rows": 1}
     assert results[False] == {"files": N_FILES, "rows": 1}
+
+
+# ---- an object store: s3a:// on a moto server, Hadoop's S3A connector -----------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_s3a_table_reads_the_candidates(tmp_path) -> None:
+    """An index built for ``s3://bucket/sales`` (partitioned, one file added after the build): in a driver with
+    Hadoop's S3A connector, ``spark.read.parquet("s3a://...")`` reads the index's candidates plus the unindexed
+    file, and answers as the same session without ``enable``. The S3A jars come from PyPI (once, 181 MB)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
+    from tests.support.s3 import new_bucket, put_parquet, s3_server, s3a_jars, s3a_spark_conf
+
+    jars = s3a_jars()
+    conditions = {"k = 17": Eq(17), "k IN (3, 55, 1000)": In([3, 55, 1000]), "k BETWEEN 21 AND 34": Range(21, 34),
+                  "k > 900": Range(900, None, False)}
+    with s3_server() as endpoint:
+        root = f"s3://{new_bucket()}/sales"
+        for i in range(6):
+            put_parquet(f"{root}/day=2024-01-0{i % 2 + 1}/part-{i}.parquet", list(range(i * 10, i * 10 + 10)))
+        S.build(None, root, "k")
+        candidates = {c: {p.replace("s3://", "s3a://", 1) for p in _candidates(root, "k", pred)}
+                      for c, pred in conditions.items()}
+        late = f"{root}/day=2024-01-02/late.parquet"  # after the build: the index does not know it
+        put_parquet(late, [17, 1000])
+        spec, out = tmp_path / "spec.json", tmp_path / "out.json"
+        table = root.replace("s3://", "s3a://", 1)
+        spec.write_text(json.dumps({"conf": s3a_spark_conf(endpoint, jars), "table": table,
+                                    "conditions": list(conditions)}))
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+        run = subprocess.run([sys.executable, str(Path(__file__).parent / "prune_s3_app.py"), str(spec), str(out)],
+                             env=env, capture_output=True, text=True, timeout=800, check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(out.read_text())
+    for condition, want in candidates.items():
+        got = results[condition]
+        assert set(got["pruned"]["files"]) == want | {late.replace("s3://", "s3a://", 1)}, condition
+        assert len(got["plain"]["files"]) == 7, condition
+        assert got["pruned"]["rows"] == got["plain"]["rows"], condition
+        assert got["pruned"]["narrowings"] == [f"Sieve: {len(want) + 1} of 7 files by k"], condition
+    assert len(results["k = 17"]["pruned"]["rows"]) == 2  # one from the indexed file, one from the late one
+
+
+# ---- indexes kept outside <root>/_sieve/ (S.build(..., index_path=...)) -----------------------------------
+def test_index_at_a_custom_path_is_found_through_the_session_conf(pruning, tmp_path, caplog) -> None:
+    """``spark.airflow_lineage.sieveIndexPaths`` names the folders of indexes built with ``index_path``: keyed by
+    the table's root, or by its catalog name; without it the table has no index (every file)."""
+    spark = pruning
+    root = str(tmp_path / "t")
+    rng = random.Random(3)
+    for i in range(N_FILES):
+        ks: list[int | None] = [i * ROWS + j for j in range(ROWS)]
+        _write(os.path.join(root, f"part-{i:03d}.parquet"), ks, [rng.randrange(100) for _ in range(ROWS)])
+    folder = str(tmp_path / "indexes" / "t_k")
+    S.build(None, root, "k", index_path=folder)
+    assert not os.path.exists(os.path.join(root, "_sieve"))
+    want = set(S.open_index(root, "k", index_path=folder).candidates(Eq(17)))
+    assert len(want) == 1
+
+    def query() -> Any:
+        return spark.read.parquet(root).where("k = 17")
+
+    assert len(_files_read(query())) == N_FILES  # not configured: no index known
+    try:
+        spark.conf.set(prune.INDEX_PATHS_CONF, json.dumps({f"file:{root}": {"k": folder}}))
+        df = query()
+        assert _files_read(df) == want
+        assert prune.narrowings(df) == [f"Sieve: 1 of {N_FILES} files by k"]
+        assert _rows(df) == _without(spark, query)
+        # a catalog table over the same files, keyed by its name
+        spark.sql("DROP TABLE IF EXISTS sieve_prune_custom")
+        spark.sql(f"CREATE TABLE sieve_prune_custom USING parquet LOCATION '{root}'")
+        spark.conf.set(prune.INDEX_PATHS_CONF, json.dumps({"sieve_prune_custom": {"k": folder}}))
+        df = spark.sql("SELECT k, v FROM sieve_prune_custom WHERE k = 17")
+        assert _files_read(df) == want
+        # an index of another table at the configured folder: one warning, every file
+        spark.conf.set(prune.INDEX_PATHS_CONF, json.dumps({"sieve_prune_custom": {"k": str(tmp_path / "nothing")}}))
+        with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
+            assert len(_files_read(spark.sql("SELECT k FROM sieve_prune_custom WHERE k = 17"))) == N_FILES
+        assert "the index of column k cannot be used" in caplog.text
+        spark.conf.set(prune.INDEX_PATHS_CONF, "[not json")
+        assert len(_files_read(query())) == N_FILES
+    finally:
+        spark.conf.unset(prune.INDEX_PATHS_CONF)
+        spark.sql("DROP TABLE IF EXISTS sieve_prune_custom")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_hive_format_table_and_a_custom_index_path(tmp_path) -> None:
+    """``CREATE TABLE ... STORED AS PARQUET`` in a session with Hive support (pip's pyspark ships the Hive jars;
+    embedded Derby metastore): Spark converts the Hive relation to its Parquet reader, so SQL reads only the
+    candidates: of the index under the table's ``_sieve/`` and of one at a custom ``index_path`` named by
+    ``spark.airflow_lineage.sieveIndexPaths``. Answers as without ``enable``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "out.json"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    run = subprocess.run([sys.executable, str(Path(__file__).parent / "prune_hive_app.py"), str(tmp_path), str(out)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=800, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["serde"] and "parquet" in result["serde"].lower()  # a Hive-format table, not a datasource one
+    for condition, case in result["cases"].items():
+        assert case["pruned"]["files"] == case["candidates"], condition
+        assert 0 < len(case["candidates"]) < case["plain"]["files"], condition
+        assert case["pruned"]["rows"] == case["plain"]["rows"], condition
+        assert case["pruned"]["narrowings"], (condition, case["pruned"]["plan"])

@@ -45,10 +45,21 @@ def part_table(tmp_path) -> str:
     return root
 
 
+def register_one_file_per_task(spark: Any) -> None:
+    """Register the source with ``openCostInBytes`` above ``maxPartitionBytes``: Spark's packing (and the source's)
+    then gives every file its own task, so a scan's ``getNumPartitions()`` counts the files it reads."""
+    spark.conf.set("spark.sql.files.openCostInBytes", "256m")
+    try:
+        sieve_spark.register(spark)
+    finally:
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
 @pytest.fixture()
 def registered(spark):
-    sieve_spark.register(spark)
-    return spark
+    register_one_file_per_task(spark)
+    yield spark
+    sieve_spark.register(spark)  # the session's own packing again
 
 
 # ---- Spark versions ----------------------------------------------------------------------------------
@@ -153,7 +164,7 @@ def test_damaged_index_reads_every_file_and_logs_why(registered, part_table, cap
     reader = _reader(part_table)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.source"):
         reader.pushFilters([D.EqualTo(("k",), 2)])
-        assert len(reader.partitions()) == 3
+        assert len(reader.candidate_files()) == 3
     assert "Sieve: full read of" in caplog.text and "for k" in caplog.text
 
 
@@ -228,12 +239,12 @@ def _reader(root: str, shared: bool = False, **options: str) -> SieveReader:
 
 def _scan(reader: SieveReader, filters: list[Any]) -> tuple[list[tuple], list[Any], list[str]]:
     kept = list(reader.pushFilters(filters))
-    parts = reader.partitions()
+    parts = reader.partitions()  # packed as Spark packs (small files: a few tasks of several files)
     rows: list[tuple] = []
     for p in parts or [None]:
         for batch in reader.read(p):
             rows.extend(tuple(r.values()) for r in batch.to_pylist())
-    return rows, kept, [p.path for p in parts]
+    return rows, kept, [f.path for p in parts for f in p.files]
 
 
 def _holds(f: Any, row: dict[str, Any]) -> bool:
@@ -338,7 +349,7 @@ def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
         try:
             # Spark's Python workers get the session's environment (spark.executorEnv.* on a cluster)
             sc.environment.update(ENV, AWS_ENDPOINT_URL=endpoint)
-            sieve_spark.register(spark)
+            register_one_file_per_task(spark)
             root = f"s3://{new_bucket()}/sales"
             layout = {}
             for i in range(4):
@@ -384,7 +395,7 @@ def test_reader_worker_imports_no_planner_modules_and_keeps_no_zip_importers(par
 
     reader = _reader(part_table)
     reader.pushFilters([D.EqualTo(("k",), 2)])
-    part = next(p for p in reader.partitions() if p.path.endswith("a.parquet"))
+    part = next(p for p in reader.candidate_files() if p.path.endswith("a.parquet"))
     archive = tmp_path / "lib.zip"  # a package imported from a zip, as Spark's workers import pyspark
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("zipped_pkg/__init__.py", "")
@@ -444,9 +455,9 @@ def test_plans_of_one_relation_read_each_others_files(wide_table) -> None:
     assert first.shared and second.shared
     one = D.EqualTo(("k",), 6)
     assert first.pushFilters([one]) == [one]  # claimed none: Spark filters every row again
-    assert [p.path.rsplit("/", 1)[1] for p in first.partitions()] == ["f0.parquet"]
+    assert [p.path.rsplit("/", 1)[1] for p in first.candidate_files()] == ["f0.parquet"]
     second.pushFilters([D.EqualTo(("k",), 1203)])
-    parts = second.partitions()
+    parts = second.candidate_files()
     assert [p.path.rsplit("/", 1)[1] for p in parts] == ["f0.parquet", "f1.parquet"]
     assert not any(p.filter_rows for p in parts)
     rows = [r for p in parts for batch in second.read(p) for r in batch.to_pylist()]
@@ -454,7 +465,7 @@ def test_plans_of_one_relation_read_each_others_files(wide_table) -> None:
     other = SieveDataSource({"path": wide_table})
     alone = other.reader(other.schema())
     alone.pushFilters([D.EqualTo(("k",), 1203)])
-    assert [(p.path.rsplit("/", 1)[1], p.filter_rows) for p in alone.partitions()] == [("f1.parquet", True)]
+    assert [(p.path.rsplit("/", 1)[1], p.filter_rows) for p in alone.candidate_files()] == [("f1.parquet", True)]
 
 
 def test_underscore_columns_are_indexed_and_folders_without_an_index_are_not(registered, tmp_path) -> None:
@@ -477,3 +488,75 @@ def test_underscore_columns_are_indexed_and_folders_without_an_index_are_not(reg
     assert kept == [D.EqualTo(("k",), 1)]  # not an index: Spark filters k
     assert _rows(spark.read.format("sieve").load(root).where("k = 1")) == \
         _rows(spark.read.parquet(root).where("k = 1"))
+
+
+# ---- candidate files packed into tasks as Spark's file sources pack them (issue 49 item 7) ---------------
+def _sized_table(root: str, n: int = 14) -> None:
+    """``n`` files of distinct sizes (``i * 37 + 5`` rows each); ``k`` indexed."""
+    os.makedirs(root)
+    for i in range(n):
+        rows = i * 37 + 5
+        pq.write_table(pa.table({"k": pa.array(range(i * 1000, i * 1000 + rows), pa.int64()),
+                                 "v": pa.array([i] * rows, pa.int64())}), f"{root}/f{i:02d}.parquet")
+    sizes = [os.path.getsize(f"{root}/f{i:02d}.parquet") for i in range(n)]
+    assert len(set(sizes)) == n  # no ties: Spark's order among equal sizes is its listing's
+    S.build(None, root, "k")
+
+
+def _spark_groups(spark: Any, root: str) -> set[frozenset[str]]:
+    """The files of each input partition of ``spark.read.parquet(root)`` (Spark's own packing)."""
+    from pyspark.sql import functions as fn
+
+    rows = spark.read.parquet(root).select(fn.input_file_name().alias("f"), fn.spark_partition_id().alias("p"))
+    groups: dict[int, set[str]] = {}
+    for r in rows.distinct().collect():
+        groups.setdefault(r.p, set()).add(os.path.basename(r.f))
+    return {frozenset(g) for g in groups.values()}
+
+
+@pytest.mark.parametrize("conf", [{}, {"spark.sql.files.maxPartitionBytes": "9m"},
+                                  {"spark.sql.files.maxPartitionBytes": "12MB",
+                                   "spark.sql.files.openCostInBytes": "3m"},
+                                  {"spark.sql.files.minPartitionNum": "5"}])
+def test_files_are_packed_into_tasks_as_spark_packs_them(spark, tmp_path, conf) -> None:
+    """The source's tasks hold the same files as ``spark.read.parquet``'s under the session's settings (Spark itself
+    is the reference: ``input_file_name()`` and ``spark_partition_id()`` of its scan)."""
+    from airflow_provider_lineage.sieve.spark.source import packing_options
+
+    root = str(tmp_path / "sized")
+    _sized_table(root)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        want = _spark_groups(spark, root)
+        reader = _reader(root, **packing_options(spark))
+        reader.pushFilters([])
+        got = {frozenset(os.path.basename(f.path) for f in p.files) for p in reader.partitions()}
+        assert got == want
+        sieve_spark.register(spark)
+        df = spark.read.format("sieve").load(root)
+        assert df.rdd.getNumPartitions() == len(want) == spark.read.parquet(root).rdd.getNumPartitions()
+        assert _rows(df) == _rows(spark.read.parquet(root))
+        picked = spark.read.format("sieve").load(root).where("k IN (4, 13040)")
+        assert _rows(picked) == [(13040, 13), (4, 0)]  # sorted by repr
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+        sieve_spark.register(spark)
+
+
+def test_byte_sizes_and_packing_options_are_read_as_spark_reads_them() -> None:
+    from airflow_provider_lineage.sieve.spark.source import FilePartition, _byte_size, pack
+
+    assert [_byte_size(v) for v in ("134217728", "128m", "128MB", "4k", "1g", " 2 mb ")] == [
+        134217728, 128 << 20, 128 << 20, 4096, 1 << 30, 2 << 20]
+    with pytest.raises(SieveError, match="not a byte size.*128MB"):
+        _byte_size("lots")
+    files = [FilePartition(f"/t/f{i}") for i in range(4)]
+    sizes = {"/t/f0": 10, "/t/f1": 40, "/t/f2": 30, "/t/f3": 20}
+    # split = min(100, max(5, (100 + 20) // 1)) = 100: f1+f2+f3 (105 with open costs) then f0
+    packed = pack(files, sizes, {"maxPartitionBytes": "100", "openCostInBytes": "5"})
+    assert [[f.path for f in p.files] for p in packed] == [["/t/f1", "/t/f2", "/t/f3"], ["/t/f0"]]
+    # an open cost at the split size: every file its own task
+    packed = pack(files, sizes, {"maxPartitionBytes": "100", "openCostInBytes": "100"})
+    assert len(packed) == 4

@@ -56,9 +56,10 @@ class ConnectServer:
 
 @contextlib.contextmanager
 def connect_server(base: Path, timeout: float = 300, *, token: bool = False,
-                   conf: dict[str, str] | None = None) -> Iterator[ConnectServer]:
+                   conf: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> Iterator[ConnectServer]:
     """A started lineage Connect server writing to ``base/capture`` (its log: ``base/connect-server.log``); with
-    ``token``, clients must present a generated one (``server.token``, in ``server.url``)."""
+    ``token``, clients must present a generated one (``server.token``, in ``server.url``); ``args``: more
+    command-line flags (e.g. ``--sieve-pruning``)."""
     base.mkdir(parents=True, exist_ok=True)
     capture = base / "capture"
     port = free_port()
@@ -72,6 +73,7 @@ def connect_server(base: Path, timeout: float = 300, *, token: bool = False,
                                      token_file=str(token_file) if token_file else None)
     for key, value in (conf or {}).items():
         command += ["--conf", f"{key}={value}"]
+    command += list(args)
     with open(log, "ab") as out:
         proc = subprocess.Popen(command, env=env, cwd=base, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)

@@ -16,7 +16,7 @@ Or read through the ``sieve`` data source explicitly:
 
     sieve_spark.register(spark)
     df = spark.read.format("sieve").load("/data/sales").where("customer_id = 42")
-    df.rdd.getNumPartitions()          # the files read: one input partition per candidate file
+    df.rdd.getNumPartitions()          # the candidate files, packed into tasks as spark.read.parquet packs
 
 Conditions on indexed columns (``=``, ``IN``, ``<``/``<=``/``>``/``>=``, ``BETWEEN``, ``IS NULL``,
 ``<=>``, ``LIKE 'prefix%'`` on strings, and their conjunctions, on any column with an index under
@@ -137,13 +137,13 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
     """
     from ..files import ReadConf
     from ..table import list_table_paths, spark_path
-    from .source import NATIVE_SHARE, table_root
+    from .source import NATIVE_SHARE, packing_options, table_root
 
     share = NATIVE_SHARE if native_share is None else native_share
     root = table_root({"path": table})
     given = {k.lower() for k in options}  # the session's settings, now (the caller's options win)
-    options = {**{k: v for k, v in ReadConf.from_spark(spark).to_options().items() if k.lower() not in given},
-               **options}
+    session = {**ReadConf.from_spark(spark).to_options(), **packing_options(spark)}
+    options = {**{k: v for k, v in session.items() if k.lower() not in given}, **options}
 
     def native() -> Any:
         df = spark.read.parquet(spark_path(root))
@@ -157,7 +157,10 @@ def load(spark: Any, table: str, where: Any = None, *, native_share: float | Non
     if any(type(f.dataType).__name__ == "VariantType" for f in df.schema.fields):
         return native()  # the sieve reader cannot decode shredded VARIANT values; Spark's reader can
     df = df.where(where)
-    files = df.rdd.getNumPartitions()
+    # the files the scan reads: planned once with one file per task (an open cost above any split size)
+    one_each = {k: v for k, v in options.items() if k.lower() not in ("opencostinbytes", "maxpartitionbytes")}
+    files = spark.read.format("sieve").options(**one_each, openCostInBytes=str(1 << 62), maxPartitionBytes="1") \
+        .load(table).where(where).rdd.getNumPartitions()
     total = len(list_table_paths(root))
     if total and files >= share * total:
         return native()

@@ -73,8 +73,6 @@ def _rule_class(gateway: Any) -> Any:
 
     The same few lines as ``capture.plan_walk.walker_class`` (the cores import each other nothing).
     """
-    from .prune_rule_source import SOURCE
-
     key = id(gateway)
     with _lock:
         hit = _classes.get(key)
@@ -84,12 +82,23 @@ def _rule_class(gateway: Any) -> Any:
         loader = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.rules.Rule").getClassLoader()
         compiler = jvm.org.codehaus.janino.SimpleCompiler()
         compiler.setParentClassLoader(loader)
-        compiler.cook(SOURCE)
+        compiler.cook(rule_source(jvm))
         cls = compiler.getClassLoader().loadClass(_CLASS)
         gateway.detach(compiler)
         gateway.detach(loader)
         _classes[key] = cls
         return cls
+
+
+def rule_source(jvm: Any) -> str:
+    """The rule's Java source for this JVM's Scala: Spark 3.5 (Scala 2.12) declares ``FileIndex``'s sequences as
+    ``scala.collection.Seq``, Spark 4 (Scala 2.13) as ``scala.collection.immutable.Seq``; Janino compiles against
+    the classes on the driver's classpath, so the source names the one they use."""
+    from .prune_rule_source import SOURCE
+
+    if str(jvm.scala.util.Properties.versionNumberString()).startswith("2.12"):
+        return SOURCE.replace("scala.collection.immutable.Seq", "scala.collection.Seq")
+    return SOURCE
 
 
 def enable(spark: Any) -> None:
@@ -272,6 +281,39 @@ def _index_folders(root: str) -> dict[str, str]:
     }
 
 
+#: Spark conf key: indexes kept outside ``<table root>/_sieve/`` (``S.build(..., index_path=...)``), a JSON object
+#: ``{"<table root or catalog table name>": {"<column>": "<index folder>"}}``
+INDEX_PATHS_CONF = "spark.airflow_lineage.sieveIndexPaths"
+
+
+def configured_index_folders(req: dict[str, Any], root: str) -> dict[str, str]:
+    """Indexed column -> index folder for this scan's table from the session's ``spark.airflow_lineage.
+    sieveIndexPaths`` (the rule sends it with the request): a key is a table root (spelled as Sieve or Spark
+    spells paths) or a catalog table name (``sales``, ``db.sales``, ``spark_catalog.db.sales``)."""
+    text = req.get("indexPaths")
+    if not text:
+        return {}
+    try:
+        mapping = json.loads(text)
+        if not isinstance(mapping, dict):
+            raise TypeError("not an object")
+    except (ValueError, TypeError) as exc:
+        _warn_once(root, f"{INDEX_PATHS_CONF} is not a JSON object of table -> {{column: index folder}} ({exc}), "
+                         'e.g. {"/data/sales": {"customer_id": "/indexes/sales/customer_id"}}')
+        return {}
+    table = str(req.get("table") or "").lower()
+    out: dict[str, str] = {}
+    for key, columns in mapping.items():
+        key = str(key)
+        if "/" in key or ":" in key:
+            hit = _norm(key).rstrip("/") == root.rstrip("/")
+        else:
+            hit = bool(table) and (table == key.lower() or table.endswith("." + key.lower()))
+        if hit and isinstance(columns, dict):
+            out.update({str(c): normalize(str(p)) if "://" in str(p) else _norm(str(p)) for c, p in columns.items()})
+    return out
+
+
 def _leaf_columns(node: dict[str, Any]) -> set[str]:
     if node["op"] in ("and", "or"):
         out: set[str] = set()
@@ -307,7 +349,8 @@ def plan(req: dict[str, Any]) -> Scan | None:
     untranslated = [u for u in req.get("untranslated") or [] if u.get("columns")]
     if not (filtered or untranslated):
         return None
-    indexes = {c: p for c, p in _index_folders(root).items() if c not in partition}
+    indexes = {c: p for c, p in {**_index_folders(root), **configured_index_folders(req, root)}.items()
+               if c not in partition}
     if not indexes:
         return None
     for u in untranslated:

@@ -115,7 +115,8 @@ public class SievePrune extends Rule {
         if (!(r.fileFormat() instanceof ParquetFileFormat)) return null;
         FileIndex loc = r.location();
         if (loc instanceof SieveFileIndex) return null;
-        if (!mayHaveIndexes(lr, loc)) return null;
+        String indexPaths = configuredIndexPaths();
+        if (indexPaths.length() == 0 && !mayHaveIndexes(lr, loc)) return null;
         try {
             StringBuilder head = new StringBuilder();
             head.append("{\"roots\":[");
@@ -191,6 +192,10 @@ public class SievePrune extends Rule {
                 }
             }
             head.append("],\"untranslated\":[").append(untranslated).append(']');
+            if (indexPaths.length() > 0) {
+                head.append(",\"indexPaths\":");
+                Json.str(head, indexPaths);
+            }
             // A small listing that Spark has cached goes with the first call (one py4j round trip); otherwise
             // the listing is made and sent only once the Python side says an index may narrow the scan.
             boolean direct = loc instanceof PartitioningAwareFileIndex
@@ -235,6 +240,17 @@ public class SievePrune extends Rule {
         } catch (Throwable t) {
             report("a scan of " + loc.rootPaths() + " could not be narrowed: " + t);
             return null;
+        }
+    }
+
+    /** The session's spark.airflow_lineage.sieveIndexPaths (indexes kept outside <root>/_sieve/), or "". */
+    static String configuredIndexPaths() {
+        try {
+            String v = org.apache.spark.sql.internal.SQLConf$.MODULE$.get()
+                .getConfString("spark.airflow_lineage.sieveIndexPaths", "");
+            return v == null ? "" : v.trim();
+        } catch (Throwable t) {
+            return "";
         }
     }
 

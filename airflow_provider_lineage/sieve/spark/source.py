@@ -8,14 +8,16 @@ Planning (Spark's Python planner worker, on the driver):
   ``<root>/_sieve/``, or the ``indexPaths`` option) and on partition columns; the rest go back to Spark;
 * :meth:`SieveReader.partitions` asks each index for the files its conditions can match
   (:meth:`.query.SieveIndex.lookup`: stale-safe, ``freshness`` as in :func:`..reader.read`),
-  intersects the answers, drops files whose partition values fail a condition and returns **one
-  input partition per file**. An index that cannot be opened or read (missing, damaged, another
+  intersects the answers, drops files whose partition values fail a condition and packs the candidates
+  into input partitions as Spark's file sources do (:func:`pack`: ``spark.sql.files.maxPartitionBytes``,
+  ``openCostInBytes``, ``minPartitionNum``, the session's values or the read's options of the same names).
+  An index that cannot be opened or read (missing, damaged, another
   format) prunes nothing: every file is read, and the reason is logged.
 
 Listing, partition values and how a file's values are read follow Spark's Parquet source
 (:mod:`..files`, the one module the index build, sync and readers share).
 
-Reading (Spark's Python workers, one task per file): each file is read with :mod:`pyarrow.parquet`:
+Reading (Spark's Python workers, the files of a task one after another): each file is read with :mod:`pyarrow.parquet`:
 only the schema's columns (and those of the pushed conditions), only the row groups whose min/max
 statistics can satisfy them (integer and date columns), the conditions applied to the rows read
 (:func:`.filters.mask`), Arrow record batches cast to the schema's Arrow types, partition values added
@@ -75,6 +77,83 @@ class FilePartition(InputPartition):
         self.values = values
         # False: the plan read other scans' files too (.plans): the reader drops no row, Spark filters
         self.filter_rows = filter_rows
+
+
+class FilesPartition(InputPartition):
+    """Candidate files packed into one Spark task the way Spark's file sources pack them (:func:`pack`)."""
+
+    def __init__(self, files: list[FilePartition]) -> None:
+        super().__init__([f.path for f in files])
+        self.files = files
+
+
+#: Spark's file-source packing settings -> the source options that carry them to the planner (Spark's Python
+#: planner has no session to ask): ``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``, ``minPartitionNum``,
+#: and the parallelism ``minPartitionNum`` defaults to (``spark.sql.leafNodeDefaultParallelism``, else the
+#: SparkContext's ``defaultParallelism``).
+PACKING_CONF = {"maxPartitionBytes": "spark.sql.files.maxPartitionBytes",
+                "openCostInBytes": "spark.sql.files.openCostInBytes",
+                "minPartitionNum": "spark.sql.files.minPartitionNum",
+                "leafNodeDefaultParallelism": "spark.sql.leafNodeDefaultParallelism"}
+PACKING_DEFAULTS = {"maxpartitionbytes": 128 * 1024 * 1024, "opencostinbytes": 4 * 1024 * 1024}
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+
+
+def _byte_size(value: Any) -> int:
+    """A Spark byte size (``134217728``, ``128m``, ``128MB``; binary units as Spark's) as bytes."""
+    text = str(value).strip().lower()
+    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    unit = text[len(digits):].strip()
+    if not digits or unit not in _UNITS:
+        raise SieveError(f"{value!r} is not a byte size: write e.g. 134217728, 128m or 128MB")
+    return int(digits) * _UNITS[unit]
+
+
+def packing_options(spark: Any) -> dict[str, str]:
+    """The session's packing settings as source options (what is not set keeps Spark's default)."""
+    out: dict[str, str] = {}
+    for option, key in PACKING_CONF.items():
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001 - a setting this Spark does not know: its default
+            value = None
+        if value not in (None, ""):
+            out[option] = str(value)
+    if "leafNodeDefaultParallelism" not in out:
+        try:
+            out["leafNodeDefaultParallelism"] = str(int(spark.sparkContext.defaultParallelism))
+        except Exception:  # noqa: BLE001 - a Spark Connect client has no SparkContext: spark.default.parallelism
+            value = spark.conf.get("spark.default.parallelism", None)
+            if value:
+                out["leafNodeDefaultParallelism"] = str(value)
+    return out
+
+
+def pack(files: list[FilePartition], sizes: dict[str, int], options: dict[str, str]) -> list[FilesPartition]:
+    """Spark's ``FilePartition.maxSplitBytes`` and ``getFilePartitions`` over whole files: the split size is
+    ``min(maxPartitionBytes, max(openCostInBytes, total / minPartitionNum))`` with every file counted at its size
+    plus ``openCostInBytes``; files, largest first, fill a task until the next would pass the split size.
+    (Spark also splits a file larger than the split size; this reader reads a file in one task.)"""
+    opts = {str(k).lower(): v for k, v in options.items()}
+    max_bytes = _byte_size(opts.get("maxpartitionbytes", PACKING_DEFAULTS["maxpartitionbytes"]))
+    open_cost = _byte_size(opts.get("opencostinbytes", PACKING_DEFAULTS["opencostinbytes"]))
+    min_parts = int(opts.get("minpartitionnum") or opts.get("leafnodedefaultparallelism") or 1)
+    total = sum(sizes.get(f.path, 0) + open_cost for f in files)
+    split = min(max_bytes, max(open_cost, total // max(min_parts, 1)))
+    out: list[FilesPartition] = []
+    current: list[FilePartition] = []
+    size = 0
+    for f in sorted(files, key=lambda f: (-sizes.get(f.path, 0), f.path)):
+        length = sizes.get(f.path, 0)
+        if current and size + length > split:
+            out.append(FilesPartition(current))
+            current, size = [], 0
+        current.append(f)
+        size += length + open_cost
+    if current:
+        out.append(FilesPartition(current))
+    return out
 
 
 def _options(options: dict[str, str]) -> dict[str, str]:
@@ -224,7 +303,8 @@ def session_source(spark: Any) -> type[SieveDataSource]:
     from ..files import ReadConf
 
     class SessionSieveDataSource(SieveDataSource):
-        session_options = ReadConf.from_spark(spark).to_options()
+        session_options: ClassVar[dict[str, str]] = {**ReadConf.from_spark(spark).to_options(),
+                                                     **packing_options(spark)}
 
     SessionSieveDataSource.__qualname__ = "session_source.<locals>.SessionSieveDataSource"  # pickled by value
     return SessionSieveDataSource
@@ -325,13 +405,22 @@ class SieveReader(DataSourceReader):
                 used += 1
         return allowed, used
 
-    def partitions(self) -> list[FilePartition]:
+    def partitions(self) -> list[FilesPartition]:
+        """The candidate files (:meth:`candidate_files`) packed into Spark tasks as Spark's file sources pack
+        theirs (:func:`pack`, with the session's ``spark.sql.files.*`` settings or the read's options)."""
+        files = self.candidate_files()
+        sizes = getattr(self, "_sizes", {})
+        return pack(files, sizes, self.options) if files else []
+
+    def candidate_files(self) -> list[FilePartition]:
+        """Each file this scan reads, with its partition values."""
         from ..table import partition_values
         from .schema import partition_value
 
         with storage_options(options_from_env()):
             allowed, _ = self._candidates()
         listing = {f.path: f.partition for f in self._listing}
+        self._sizes = {f.path: int(f.size or 0) for f in self._listing}
         if allowed is None:
             paths = sorted(listing)
         else:
@@ -391,15 +480,22 @@ class SieveReader(DataSourceReader):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.pop("_listing", None)  # planning only: the workers get their file in the partition
+        state.pop("_listing", None)  # planning only: the workers get their files in the partition
+        state.pop("_sizes", None)
         return state
 
     # ---- reading -----------------------------------------------------------------------------------
-    def read(self, partition: FilePartition | None) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: FilesPartition | FilePartition | None) -> Iterator[pa.RecordBatch]:
         drop_zip_finders()
         if partition is None:  # Spark's one empty partition when no file can match
             return iter(())
+        if isinstance(partition, FilesPartition):
+            return self._read_files(partition.files)
         return self._read_and_drop(partition)
+
+    def _read_files(self, files: list[FilePartition]) -> Iterator[pa.RecordBatch]:
+        for f in files:
+            yield from self._read_and_drop(f)
 
     def _read_and_drop(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
         try:
@@ -557,9 +653,11 @@ def _variant(name: str, col: Any, target: pa.DataType) -> Any:
     names = [col.type.field(i).name for i in range(col.type.num_fields)]
     if "typed_value" in names or not {"value", "metadata"} <= set(names):
         raise SieveError(f"VARIANT column {name!r} is stored shredded in this file, which the sieve source "
-                         "cannot decode: read the table with airflow_provider_lineage.sieve.spark.load(...) "
-                         "(it reads tables with VARIANT columns through spark.read.parquet) or S.read(...), "
-                         "or leave the column out with .option('columns', ...)")
+                         "cannot decode: read the table with spark.read.parquet after "
+                         "airflow_provider_lineage.sieve.spark.enable(spark) (the same file skipping, through "
+                         "Spark's own reader), or with airflow_provider_lineage.sieve.spark.load(...) (it reads "
+                         "tables with VARIANT columns through spark.read.parquet), or leave the column out with "
+                         ".option('columns', ...)")
     return pa.StructArray.from_arrays([col.field("value"), col.field("metadata")],
                                       fields=[target.field(0), target.field(1)], mask=col.is_null())
 

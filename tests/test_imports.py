@@ -125,7 +125,8 @@ def test_the_scan_finds_the_documented_names() -> None:
 @pytest.mark.parametrize(("module", "name"), sorted(_documented_imports()))
 def test_documented_import_works(module: str, name: str) -> None:
     mod = importlib.import_module(module)
-    assert hasattr(mod, name) or importlib.util.find_spec(f"{module}.{name}") is not None, f"from {module} import {name}"
+    found = hasattr(mod, name) or importlib.util.find_spec(f"{module}.{name}") is not None
+    assert found, f"from {module} import {name}"
 
 
 @pytest.mark.parametrize("dotted", sorted(_documented_dotted() | _provider_info_names()))
@@ -134,8 +135,8 @@ def test_documented_dotted_name_resolves(dotted: str) -> None:
 
 
 #: The lineage arguments every lineage operator and ``@task.pyspark_lineage`` take (docs/lineage.md): public API.
-LINEAGE_ARGUMENTS = ("lineage_emission", "openlineage_config", "capture_dir", "capture_drain_timeout", "capture_conn_id",
-                     "keep_capture_records", "capture_record_limit", "lineage_xcom_key", "asset_alias",
+LINEAGE_ARGUMENTS = ("lineage_emission", "openlineage_config", "capture_dir", "capture_drain_timeout",
+                     "capture_conn_id", "keep_capture_records", "capture_record_limit", "lineage_xcom_key", "asset_alias",
                      "indirect_lineage", "udf_analysis", "on_lineage_change", "require_masked", "on_policy_violation",
                      "sieve_pruning")
 _PUBLIC_OPERATORS = (

@@ -137,8 +137,8 @@ def test_documented_dotted_name_resolves(dotted: str) -> None:
 #: The lineage arguments every lineage operator and ``@task.pyspark_lineage`` take (docs/lineage.md): public API.
 LINEAGE_ARGUMENTS = ("lineage_emission", "openlineage_config", "capture_dir", "capture_drain_timeout",
                      "capture_conn_id", "keep_capture_records", "capture_record_limit", "lineage_xcom_key",
-                     "asset_alias", "indirect_lineage", "udf_analysis", "on_lineage_change", "require_masked", "on_policy_violation",
-                     "sieve_pruning")
+                     "asset_alias", "indirect_lineage", "udf_analysis", "on_lineage_change", "require_masked",
+                     "on_policy_violation", "sieve_pruning")
 _PUBLIC_OPERATORS = (
     ("airflow_provider_lineage.operators.spark_lineage", "SparkLineageSubmitOperator"),
     ("airflow_provider_lineage.operators.pyspark", "PySparkLineageOperator"),

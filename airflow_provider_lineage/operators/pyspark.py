@@ -233,7 +233,7 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             streams.unregister()
 
     def _run_connect(self, spark: Any, url: str, capture_dir: str | None) -> Any:
-        from airflow_provider_lineage.operators.connect_run import ConnectRun
+        from airflow_provider_lineage.operators._lineage.connect_run import ConnectRun
 
         task_run = self._task_run
         run = ConnectRun(self, f"{task_run.namespace}/{task_run.name}/{task_run.run_id}" if task_run else "unknown")

@@ -428,7 +428,10 @@ class SieveIndexOperator(SparkSubmitOperator):
 
     def _self_emit_start(self, context: Context) -> tuple[Any, Any]:
         # Reuses the lineage operator's run identity helpers (same job names and run ids as the provider).
-        from airflow_provider_lineage.operators.openlineage_identity import dag_parent, task_run_identity
+        from airflow_provider_lineage.operators._lineage.openlineage_identity import (
+            dag_parent,
+            task_run_identity,
+        )
 
         try:
             task_run = task_run_identity(context.get("ti"), dag_id=self.dag_id if self.has_dag() else None,
@@ -446,7 +449,7 @@ class SieveIndexOperator(SparkSubmitOperator):
             return None, None
 
     def _self_emit_end(self, client: Any, task_run: Any, error: BaseException | None) -> None:
-        from airflow_provider_lineage.operators.openlineage_identity import dag_parent
+        from airflow_provider_lineage.operators._lineage.openlineage_identity import dag_parent
 
         try:
             inputs, outputs = self.openlineage_datasets()

@@ -12,10 +12,12 @@ runs the application unchanged and records every write (plans + schemas). Then:
   ``abfs://``, ``hdfs://``, a shared path): the operator ships the capture code with the job (a
   self-contained archive on ``--py-files``, :mod:`airflow_provider_lineage.capture.ship`), the driver
   writes its records there under this attempt's token, and the operator reads them back and does what
-  client mode does (:mod:`.remote_capture`);
+  client mode does (:mod:`._lineage.remote_capture`);
 * cluster deploy mode without one (fallback): the driver builds and emits the events itself, as a child
   run of this task (ParentRunFacet), with the same OpenLineage configuration; the task log says what
   this loses.
+
+The three are classes in :mod:`._lineage.capture_modes`, one chosen per run.
 
 Publishing follows one rule, *never both*: when Airflow's OpenLineage provider is installed and
 configured, the datasets go out through it (``get_openlineage_facets_on_complete``); otherwise the
@@ -27,8 +29,6 @@ A capture or lineage problem never fails the task: it is logged and reported as 
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +38,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow_provider_lineage import _compat
 from airflow_provider_lineage.capture import launcher as launcher_module
 from airflow_provider_lineage.capture.config import LauncherConfig
-from airflow_provider_lineage.lineage import events, transport
-from airflow_provider_lineage.operators import remote_capture
+from airflow_provider_lineage.operators._lineage import capture_modes, remote_capture
 from airflow_provider_lineage.operators._lineage.task import (
     DEFAULT_ASSET_ALIAS,
     EMISSION_MODES,
@@ -172,35 +171,17 @@ class SparkLineageSubmitOperator(LineageTaskMixin, SparkSubmitOperator):
         deploy_mode = self.resolved_deploy_mode()
         task_run = self.lineage_task_run(context)
         user_app, user_args = self.application, list(self.application_args or [])
-        created_dir: str | None = None
         launcher_cfg = LauncherConfig(drain_timeout_s=self.capture_drain_timeout, indirect=self.resolved_indirect(),
-                                      udf_analysis=self.udf_analysis,
-                                      sieve_pruning=self.sieve_pruning)
-        remote_cap = remote_capture.plan(self, task_run, deploy_mode, launcher_cfg)
-        if remote_cap is not None:
-            pass
-        elif deploy_mode == "cluster":
-            launcher_cfg.emit = emission != "off"
-            launcher_cfg.openlineage_config = self._driver_openlineage_config(emission)
-            launcher_cfg.job_namespace = task_run.namespace
-            launcher_cfg.job_name = f"{task_run.name}.spark"
-            launcher_cfg.parent = task_run
-        else:
-            if self.capture_dir:
-                capture_dir = self.capture_dir
-            else:
-                capture_dir = created_dir = tempfile.mkdtemp(prefix="apl-capture-")
-            launcher_cfg.capture_dir = str(Path(capture_dir).resolve())
-
-        client = None
-        if emission == "self":
-            client = self._self_emit_start(task_run)
+                                      udf_analysis=self.udf_analysis, sieve_pruning=self.sieve_pruning)
+        mode = capture_modes.choose(self, task_run, deploy_mode, emission)
+        mode.configure(launcher_cfg)
+        client = self._self_emit_start(task_run) if emission == "self" else None
 
         user_py_files, user_conf = self.py_files, self.conf
         self.application = launcher_path()
         self.application_args = [user_app, *user_args]
         self.conf = {**(self.conf or {}), **launcher_cfg.to_spark_conf()}
-        if remote_cap is not None or deploy_mode == "cluster":
+        if mode.ships_capture_code:
             remote_capture.ship(self, user_app, deploy_mode)
         _compat.reset_spark_submit_hook(self)
         error: BaseException | None = None
@@ -213,49 +194,13 @@ class SparkLineageSubmitOperator(LineageTaskMixin, SparkSubmitOperator):
             self.py_files, self.conf = user_py_files, user_conf
 
         try:
-            if remote_cap is not None:
-                fetched = remote_capture.fetch(self, remote_cap)
-                created_dir = fetched.folder
-                result = self.process_capture_dir(fetched.folder, error, extra_problems=fetched.problems,
-                                                  status_expected=fetched.status_expected)
-            elif deploy_mode == "cluster":
-                self.log.info(
-                    "cluster deploy mode: the Spark driver emitted the lineage events itself (job %s.spark, "
-                    "parent run %s); no datasets are pushed to XCom",
-                    task_run.name,
-                    task_run.run_id,
-                )
-                result = events.LineageResult()
-                self.lineage_result = result
-                self._ol_run_facets = events.run_facets(result)
-            else:
-                result = self.process_capture_dir(launcher_cfg.capture_dir or "", error)
-            self._publish(context, result, emission, client, task_run, error)
+            self._publish(context, mode.collect(error), emission, client, task_run, error)
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("lineage publication failed: %r (the task is not affected)", exc)
             self._policy_not_checked(f"the lineage publication failed: {exc!r}")
         finally:
-            if created_dir:
-                shutil.rmtree(created_dir, ignore_errors=True)
+            mode.cleanup()
         if error is not None:
             raise error
         if self.guard is not None and self.guard.failure:
             raise _compat.airflow_exception("AirflowFailException")(self.guard.failure)
-
-    def _driver_openlineage_config(self, emission: str) -> dict[str, Any] | None:
-        """The openlineage-python config the driver uses in cluster mode (same destination as ours)."""
-        if self.openlineage_config is not None:
-            return self.openlineage_config
-        if emission == "provider":
-            try:
-                from airflow.providers.openlineage import conf as ol_conf
-
-                provider_transport = ol_conf.transport()
-                if provider_transport:
-                    return {"transport": provider_transport}
-            except Exception:  # noqa: BLE001, S110 - lineage never fails the task
-                pass
-            return None
-        if not transport.environment_configured():
-            return transport.default_file_config()
-        return None  # the driver resolves OPENLINEAGE_* / openlineage.yml in its own environment

@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_lineage import _compat
+from airflow_provider_lineage import conf as settings
 from airflow_provider_lineage.capture.config import STATUS_FILE
 from airflow_provider_lineage.lineage import events, transport
 from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
 from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, INDIRECT_PLACEMENTS, ParentRun
 from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import CaptureRecord, read_records
-from airflow_provider_lineage.operators import guard
+from airflow_provider_lineage.operators._lineage import guard
+from airflow_provider_lineage.operators._lineage.openlineage_identity import dag_parent, task_run_identity
 from airflow_provider_lineage.operators._lineage.templating import is_template
-from airflow_provider_lineage.operators.openlineage_identity import dag_parent, task_run_identity
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -167,14 +168,9 @@ class LineageTaskMixin:
         facet's dataset-level list; else ``"dataset"``), said once in the task log."""
         if self.indirect_lineage is not None:
             return self.indirect_lineage
-        raw = _compat.airflow_conf().get("column_lineage", "indirect_lineage", fallback=None)
-        if raw is not None and str(raw).strip():
-            value = str(raw).strip().lower()
-            if value not in INDIRECT_PLACEMENTS:
-                raise ValueError(f"[column_lineage] indirect_lineage = {raw!r} is not one of {INDIRECT_PLACEMENTS}: "
-                                 "set it to 'dataset' (compact), 'fields' (what Marquez shows) or 'both', or unset it "
-                                 "(then chosen by where the events go)")
-            return value
+        configured = settings.indirect_lineage()  # raises naming the option when it is not a placement
+        if configured is not None:
+            return configured
         try:
             value, why = transport.auto_indirect(self._events_transport())
         except Exception as exc:  # noqa: BLE001 - an unreadable transport setting never fails the task

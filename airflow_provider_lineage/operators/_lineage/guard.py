@@ -24,6 +24,9 @@ clean: :func:`..lineage.tags.unproven`) fail the task like a violation, with the
 
 What the task shows (XComs, log, failure message, asset events) names only the datasets it reads or writes: a
 tag path's hops through any other dataset are a count (:func:`redact_result`; docs/guard.md, "Who sees what").
+
+Over 600 lines as one concern, the task's guard: its sources of tags are module functions that tests and the UI's
+estate reach by this module's name (``guard.asset_event_tags`` ...), so they stay together.
 """
 from __future__ import annotations
 

@@ -138,3 +138,12 @@ def test_the_one_seam_from_capture_to_sieve_is_by_name_and_optional() -> None:
     assert {name: n for name, n in mentions.items() if n} == {"launcher.py": 1}
     source = (ROOT / "capture" / "launcher.py").read_text(encoding="utf-8")
     assert f'importlib.import_module("{PACKAGE}.sieve.spark.prune")' in source
+
+
+def test_the_task_side_never_imports_the_ui() -> None:
+    # operators, decorators, sensors and triggers run in a task; plugins/ is the api-server's UI, one floor up:
+    # what both need (the path redaction rule, the settings) lives below them (lineage/, conf.py)
+    task_side = ("operators", "decorators", "sensors", "triggers")
+    offenders = sorted(f"{name} -> {target}" for name, targets in _graph().items() if _room(name) in task_side
+                       for target in targets if _room(target) == "plugins")
+    assert offenders == []

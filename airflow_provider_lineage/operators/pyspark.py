@@ -13,7 +13,7 @@ same way from ``conn_id`` (its host, port and extras) and ``config_kwargs``. The
 
 Either way the task ends like :class:`~.spark_lineage.SparkLineageSubmitOperator`: the column-lineage summary in
 the log, XCom ``column_lineage`` and ``lineage_outputs``, OpenLineage events with the task as parent, the guard
-and the asset events (:mod:`.lineage_task`). The function's return value is the task's, as before. A capture
+and the asset events (:mod:`._lineage.task`). The function's return value is the task's, as before. A capture
 or lineage problem never fails the task: it is logged and reported as an ``extractionError`` run facet.
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperat
 
 from airflow_provider_lineage import _compat
 from airflow_provider_lineage.lineage import events
-from airflow_provider_lineage.operators import guard
-from airflow_provider_lineage.operators.lineage_task import (
+from airflow_provider_lineage.operators._lineage.task import (
+    DEFAULT_ASSET_ALIAS,
     LINEAGE_TEMPLATE_FIELDS,
+    XCOM_OUTPUTS_KEY,
     LineageTaskMixin,
-    init_lineage_arguments,
 )
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         capture_conn_id: str | None = None,
         keep_capture_records: bool = False,
         capture_record_limit: int = 32 * 1024 * 1024,
-        lineage_xcom_key: str | None = "lineage_outputs",
-        asset_alias: str | None = "spark_lineage_writes",
+        lineage_xcom_key: str | None = XCOM_OUTPUTS_KEY,
+        asset_alias: str | None = DEFAULT_ASSET_ALIAS,
         indirect_lineage: str | None = None,
         udf_analysis: bool = True,
         on_lineage_change: str = "warn",
@@ -89,14 +89,16 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
         sieve_pruning: bool = False,
         **kwargs: Any,
     ) -> None:
-        super().__init__(python_callable=python_callable, conn_id=conn_id, config_kwargs=config_kwargs, **kwargs)
-        init_lineage_arguments(
-            self, lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
+        # the lineage arguments are LineageTaskMixin's (checked and set there); listed here for Airflow's
+        # default_args / partial() and IDE help, which read this class's own signature
+        super().__init__(
+            python_callable=python_callable, conn_id=conn_id, config_kwargs=config_kwargs,
+            lineage_emission=lineage_emission, openlineage_config=openlineage_config, capture_dir=capture_dir,
             capture_drain_timeout=capture_drain_timeout, capture_conn_id=capture_conn_id,
             keep_capture_records=keep_capture_records, capture_record_limit=capture_record_limit,
             lineage_xcom_key=lineage_xcom_key, asset_alias=asset_alias, indirect_lineage=indirect_lineage,
             udf_analysis=udf_analysis, on_lineage_change=on_lineage_change, require_masked=require_masked,
-            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning)
+            on_policy_violation=on_policy_violation, sieve_pruning=sieve_pruning, **kwargs)
         self._capture_records: list[Any] | None = None
         self._capture_problems: list[str] = []
         self._capture_folder: str | None = None
@@ -231,7 +233,7 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
             streams.unregister()
 
     def _run_connect(self, spark: Any, url: str, capture_dir: str | None) -> Any:
-        from airflow_provider_lineage.operators.connect_run import ConnectRun
+        from airflow_provider_lineage.operators._lineage.connect_run import ConnectRun
 
         task_run = self._task_run
         run = ConnectRun(self, f"{task_run.namespace}/{task_run.name}/{task_run.run_id}" if task_run else "unknown")
@@ -256,14 +258,9 @@ class PySparkLineageOperator(LineageTaskMixin, PySparkOperator):
 
     # -- the task -------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
-        from airflow_provider_lineage.operators.openlineage_identity import task_run_identity
-
-        # the guard's arguments as rendered: a bad one fails the task now, before Spark runs (never "no guard")
-        self.guard = guard.Guard(on_lineage_change=self.on_lineage_change, require_masked=self.require_masked,
-                                 on_policy_violation=self.on_policy_violation)
+        self.start_guard()
         emission = self.resolved_emission()
-        ti = context.get("ti") or context.get("task_instance")
-        task_run = task_run_identity(ti, dag_id=self.dag_id if self.has_dag() else None, task_id=self.task_id)
+        task_run = self.lineage_task_run(context)
         self._task_run = task_run
         client = self._self_emit_start(task_run) if emission == "self" else None
         error: BaseException | None = None

@@ -34,7 +34,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow_provider_lineage import _compat
 from airflow_provider_lineage.lineage import events, transport
 from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
-from airflow_provider_lineage.operators.spark_lineage import XCOM_OUTPUTS_KEY
+from airflow_provider_lineage.operators._lineage.task import EMISSION_MODES, XCOM_OUTPUTS_KEY
+from airflow_provider_lineage.operators._lineage.templating import is_template
 from airflow_provider_lineage.sieve import job as job_module
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.fs import STORAGE_OPTIONS_ENV
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
-EMISSION_MODES = ("auto", "self", "off")
 RESULT_FILE = "sieve-result.json"
 
 
@@ -56,10 +56,6 @@ def job_path() -> str:
 
 def _seconds(value: float | timedelta) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
-def _is_template(value: Any) -> bool:
-    return isinstance(value, str) and "{{" in value
 
 
 class SieveIndexOperator(SparkSubmitOperator):
@@ -170,9 +166,9 @@ class SieveIndexOperator(SparkSubmitOperator):
                                  "(use table/columns, indexes or index_columns to say what to index)")
         kwargs.setdefault("name", "sieve-index")
         super().__init__(application=job_path(), **kwargs)
-        if not _is_template(mode) and mode not in MODES:
+        if not is_template(mode) and mode not in MODES:
             raise ValueError(f"mode={mode!r} is unknown: use one of {', '.join(MODES)}")
-        if update_strategy is not None and not _is_template(update_strategy):
+        if update_strategy is not None and not is_template(update_strategy):
             try:
                 update_mode(update_strategy)
             except SieveError as exc:
@@ -443,13 +439,17 @@ class SieveIndexOperator(SparkSubmitOperator):
 
     def _self_emit_start(self, context: Context) -> tuple[Any, Any]:
         # Reuses the lineage operator's run identity helpers (same job names and run ids as the provider).
-        from airflow_provider_lineage.operators.spark_lineage import _dag_parent, _task_run_identity
+        from airflow_provider_lineage.operators._lineage.openlineage_identity import (
+            dag_parent,
+            task_run_identity,
+        )
 
         try:
-            task_run = _task_run_identity(context.get("ti"), self)  # type: ignore[arg-type]
+            task_run = task_run_identity(context.get("ti"), dag_id=self.dag_id if self.has_dag() else None,
+                                         task_id=self.task_id)
             client, where = transport.client_for(self.openlineage_config)
             event = events.build_event("START", job_namespace=task_run.namespace, job_name=task_run.name,
-                                     run_id=task_run.run_id, run_facets=events.run_facets(None, parent=_dag_parent(task_run)),
+                                     run_id=task_run.run_id, run_facets=events.run_facets(None, parent=dag_parent(task_run)),
                                      job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"))
             for msg in transport.emit_all(client, [event]):
                 self.lineage_log.warning("%s", msg)
@@ -460,13 +460,13 @@ class SieveIndexOperator(SparkSubmitOperator):
             return None, None
 
     def _self_emit_end(self, client: Any, task_run: Any, error: BaseException | None) -> None:
-        from airflow_provider_lineage.operators.spark_lineage import _dag_parent
+        from airflow_provider_lineage.operators._lineage.openlineage_identity import dag_parent
 
         try:
             inputs, outputs = self.openlineage_datasets()
             event = events.build_event("FAIL" if error is not None else "COMPLETE", job_namespace=task_run.namespace,
                                      job_name=task_run.name, run_id=task_run.run_id, inputs=inputs, outputs=outputs,
-                                     run_facets=events.run_facets(None, parent=_dag_parent(task_run), error=error),
+                                     run_facets=events.run_facets(None, parent=dag_parent(task_run), error=error),
                                      job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"))
             for msg in transport.emit_all(client, [event]):
                 self.lineage_log.warning("%s", msg)

@@ -29,10 +29,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_provider_lineage import conf
 from airflow_provider_lineage.lineage.naming import dataset_for_location
 from airflow_provider_lineage.plugins.graph import dataset_id
 
-SECTION = "column_lineage"
 #: defaults of ``[column_lineage] sieve_badge_max_files`` and ``sieve_badge_timeout``
 MAX_FILES = 10_000
 TIMEOUT_S = 5.0
@@ -56,16 +56,9 @@ def state_of(action: str, reason: str) -> str:
     return "rebuild"
 
 
-def _setting(key: str, fallback: str | None) -> str | None:
-    from airflow_provider_lineage import _compat
-
-    value = _compat.airflow_conf().get(SECTION, key, fallback=fallback)
-    return None if value is None else str(value)
-
-
 def roots() -> list[str]:
     """The configured roots (``[column_lineage] sieve_badge_roots``): absolute, normalised local folders."""
-    raw = _setting("sieve_badge_roots", "") or ""
+    raw = conf.sieve_badge_roots()
     out = []
     for part in raw.replace("\n", ",").split(","):
         part = part.strip()
@@ -77,11 +70,11 @@ def roots() -> list[str]:
 
 def _limits() -> tuple[int, float]:
     try:
-        files = max(1, int(_setting("sieve_badge_max_files", str(MAX_FILES)) or MAX_FILES))
+        files = max(1, int(conf.sieve_badge_max_files(MAX_FILES) or MAX_FILES))
     except ValueError:
         files = MAX_FILES
     try:
-        seconds = max(0.1, float(_setting("sieve_badge_timeout", str(TIMEOUT_S)) or TIMEOUT_S))
+        seconds = max(0.1, float(conf.sieve_badge_timeout(TIMEOUT_S) or TIMEOUT_S))
     except ValueError:
         seconds = TIMEOUT_S
     return files, seconds

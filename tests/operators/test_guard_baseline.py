@@ -1,4 +1,4 @@
-"""The lineage diff's baseline (operators/guard_baseline.py): the last successful run of the same task and
+"""The lineage diff's baseline (operators/_lineage/guard_baseline.py): the last successful run of the same task and
 map index before this one, ordered by ``run_after`` -- runs without a logical date included.
 
 Real ``dag.test()`` runs of ``tests/operators/dags/guard_baseline.py`` (cheap Python tasks that keep a
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lineage.operators import guard_baseline
+from airflow_provider_lineage.operators._lineage import guard_baseline
 from tests.support.pipelines import dagbag_class, migrate_db
 
 DAGS = Path(__file__).resolve().parent / "dags"

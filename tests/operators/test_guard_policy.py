@@ -159,7 +159,7 @@ def test_the_failure_message_and_log_count_other_dags_datasets(monkeypatch: pyte
     import logging
 
     from airflow_provider_lineage.lineage import run_record
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
     from tests.operators.test_guard_unit import FakeTI
 
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(dag_module.declaration()))

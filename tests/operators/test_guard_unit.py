@@ -1,4 +1,4 @@
-"""operators/guard.py without Spark: the previous run's record through the task SDK seam (a task-instance
+"""operators/_lineage/guard.py without Spark: the previous run's record through the task SDK seam (a task-instance
 stand-in with ``get_previous_ti`` and ``xcom_pull``: no template context, so the baseline takes its
 logical-date fallback; tests/operators/test_guard_baseline.py runs the real lookup), fail messages, bad
 tag declarations."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lineage.operators import guard
+from airflow_provider_lineage.operators._lineage import guard
 from tests.lineage.test_guard_core import DECL, TAGREC, V1, V2
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from airflow_provider_lineage.operators import openlineage_identity as oi
+from airflow_provider_lineage.operators._lineage import openlineage_identity as oi
 
 WHEN = dt.datetime(2026, 3, 1, 6, 0, tzinfo=dt.UTC)
 

@@ -33,20 +33,20 @@ class TestArguments:
         assert [a.name for a in op.outlets] == ["spark_lineage_writes"]
 
     def test_lineage_arguments_spelled_alike_in_every_entry_point(self) -> None:
-        """Both operators list the lineage arguments explicitly (keyword-only, for docs and IDEs) and pass them
-        to ``init_lineage_arguments``: same names, defaults and types in all three, so none drifts."""
+        """Both operators list the lineage arguments explicitly (keyword-only, for docs, IDEs and Airflow's
+        ``default_args``/``partial``) and pass them to ``LineageTaskMixin``, their one home: same names, defaults and
+        types in all three, so none drifts."""
         import inspect
 
-        from airflow_provider_lineage.operators.spark_lineage import (
-            SparkLineageSubmitOperator,
-            init_lineage_arguments,
-        )
+        from airflow_provider_lineage.operators._lineage.task import LineageTaskMixin
+        from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator
 
         def params(fn: Any, skip: set[str]) -> dict[str, tuple[Any, Any, Any]]:
             return {p.name: (p.kind, p.default, p.annotation) for p in inspect.signature(fn).parameters.values()
                     if p.name not in skip and p.kind is not inspect.Parameter.VAR_KEYWORD}
 
-        shared = params(init_lineage_arguments, {"op"})
+        shared = params(LineageTaskMixin.__init__, {"self"})
+        assert len(shared) == 15
         assert params(SparkLineageSubmitOperator.__init__, {"self"}) == shared
         own = {"python_callable", "conn_id", "config_kwargs"}
         assert params(PySparkLineageOperator.__init__, {"self", *own}) == shared

@@ -14,7 +14,7 @@ import pytest
 from airflow_provider_lineage.capture import remote
 from airflow_provider_lineage.capture.config import STATUS_FILE
 from airflow_provider_lineage.lineage.record import CaptureRecord, OutputInfo
-from airflow_provider_lineage.operators import remote_capture as rc
+from airflow_provider_lineage.operators._lineage import remote_capture as rc
 from airflow_provider_lineage.operators.spark_lineage import SparkLineageSubmitOperator, launcher_path
 
 

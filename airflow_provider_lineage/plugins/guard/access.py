@@ -10,47 +10,20 @@ Columns are ``(namespace, name, column)`` as the estate index keys them (:func:`
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable
 
-Column = tuple[str, str, str | None]
-#: what a hidden stretch of a path shows (``hidden``: how many hops it stands for)
-HIDDEN_NAME = "(hidden)"
+# the path rule itself is pure and shared with the task's guard (operators/_lineage/guard.py): the lineage core's
+from airflow_provider_lineage.lineage.redact import (
+    HIDDEN_NAME,
+    Column,
+    hops_visible,
+    is_marker,
+    marker,
+    redact,
+)
 
-
-def marker(n: int) -> dict[str, Any]:
-    """A stretch of ``n`` hops the user may not see."""
-    return {"namespace": "", "name": HIDDEN_NAME, "column": f"{n} hidden", "hidden": n}
-
-
-def is_marker(hop: Mapping[str, Any]) -> bool:
-    """A marker already in a path: a shortened path's middle (:func:`..lineage.tags._short_path`) or a
-    hidden stretch."""
-    return not hop.get("namespace")
-
-
-def hops_visible(path: list[Mapping[str, Any]], readable: Callable[[Column], bool],
-                 key: Callable[[Mapping[str, Any]], Column]) -> list[bool]:
-    """Which hops of ``path`` the user may see (``readable(column)``); markers stay."""
-    return [is_marker(h) or readable(key(h)) for h in path]
-
-
-def redact(path: list[Mapping[str, Any]], visible: list[bool]) -> tuple[list[dict[str, Any]], int]:
-    """``(path with every run of hidden hops replaced by one marker, hops hidden)``."""
-    out: list[dict[str, Any]] = []
-    hidden = run = 0
-    for hop, ok in zip(path, visible, strict=True):
-        if ok:
-            if run:
-                out.append(marker(run))
-                run = 0
-            out.append(dict(hop))
-        else:
-            run += 1
-            hidden += 1
-    if run:
-        out.append(marker(run))
-    return out, hidden
+__all__ = ["HIDDEN_NAME", "Column", "filter_problems", "hops_visible", "is_marker", "marker", "readable_source",
+           "redact"]
 
 
 def readable_source(source: str, allowed: Collection[str] | None) -> bool:

@@ -24,7 +24,7 @@ def _record(name: str) -> dict:
 
 
 def _keep(name: str, fail: bool) -> None:
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
 
     ti = get_current_context()["ti"]
     record = _record(name)

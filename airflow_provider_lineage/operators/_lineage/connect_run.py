@@ -31,7 +31,7 @@ from airflow_provider_lineage.capture.connect import (
     TOKEN_TAG_PREFIX,
 )
 from airflow_provider_lineage.capture.remote import STATUS_NAME
-from airflow_provider_lineage.operators import remote_capture
+from airflow_provider_lineage.operators._lineage import remote_capture
 
 NO_SERVER_CAPTURE = (
     "the Spark Connect server at {url} does not capture lineage (it is not a lineage Connect server): this task's "

@@ -24,6 +24,9 @@ clean: :func:`..lineage.tags.unproven`) fail the task like a violation, with the
 
 What the task shows (XComs, log, failure message, asset events) names only the datasets it reads or writes: a
 tag path's hops through any other dataset are a count (:func:`redact_result`; docs/guard.md, "Who sees what").
+
+Over 600 lines as one concern, the task's guard: its sources of tags are module functions that tests and the UI's
+estate reach by this module's name (``guard.asset_event_tags`` ...), so they stay together.
 """
 from __future__ import annotations
 
@@ -32,15 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_lineage import _compat
+from airflow_provider_lineage import conf as settings
 from airflow_provider_lineage.lineage import diff as diffs
 from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.lineage import tags as tagging
 from airflow_provider_lineage.lineage.naming import asset_uri
-from airflow_provider_lineage.operators import guard_baseline
+from airflow_provider_lineage.lineage.redact import is_marker, redact
+from airflow_provider_lineage.operators._lineage import guard_baseline
 
-#: Provider config section of the guard settings (``AIRFLOW__COLUMN_LINEAGE__TAGS_FILE`` ...).
-SECTION = "column_lineage"
+#: Provider config section of the guard settings (``AIRFLOW__COLUMN_LINEAGE__TAGS_FILE`` ...): :mod:`...conf`.
+SECTION = settings.SECTION
 CHANGE_MODES = ("ignore", "warn", "fail")
 POLICY_MODES = ("warn", "fail")
 #: Upper bound on the input datasets whose asset events are read for upstream tags.
@@ -55,15 +59,8 @@ SYNC_MARGIN_DAYS = 7
 VIEW_DIFF_ITEMS = 300
 
 
-def setting_list(option: str, default: list[str] | None) -> list[str] | None:
-    """A list setting of :data:`SECTION`: JSON list or comma-separated; ``default`` when unset."""
-    raw = _compat.airflow_conf().get(SECTION, option, fallback=None)
-    if raw is None or not str(raw).strip():
-        return default
-    try:
-        return tagging.parse_tag_list(str(raw), f"[{SECTION}] {option}")
-    except tagging.TagsError as exc:
-        raise ValueError(f"{exc} (provider setting, environment AIRFLOW__COLUMN_LINEAGE__{option.upper()})") from None
+#: A list setting of :data:`SECTION` (:func:`...conf.setting_list`; the UI's estate reads it through this name).
+setting_list = settings.setting_list
 
 
 def parse_mode(name: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -129,9 +126,7 @@ def variable_name() -> str | None:
     """The Airflow Variable the declaration is read from (``[column_lineage] tags_variable``, default
     ``lineage_column_tags``); ``None`` when the setting is empty or ``none``: no Variable is read, so no task
     can change the declaration (docs/guard.md, "Who can change the policy")."""
-    raw = _compat.airflow_conf().get(SECTION, "tags_variable", fallback=tagging.VARIABLE)
-    name = tagging.VARIABLE if raw is None else str(raw).strip()
-    return None if name.lower() in ("", "none", "off", "false") else name
+    return settings.tags_variable()
 
 
 def read_declaration(read_variable: Any = None) -> Declaration:
@@ -148,16 +143,15 @@ def read_declaration(read_variable: Any = None) -> Declaration:
     out = Declaration()
     found: list[tagging.Declared] = []
     texts: list[Any] = []
-    conf = _compat.airflow_conf()
-    inline = conf.get(SECTION, "tags", fallback=None)
-    if inline is not None and str(inline).strip():
+    inline = settings.tags()
+    if inline is not None:
         texts.append(("setting", str(inline)))
         try:
             found.append(tagging.parse_declaration(str(inline), f"[{SECTION}] tags"))
             out.by_source.append(("setting", found[-1]))
         except tagging.TagsError as exc:
             out.add("setting", exc)
-    path = conf.get(SECTION, "tags_file", fallback=None)
+    path = settings.tags_file()
     if path:
         where = f"tags file {path} ([{SECTION}] tags_file)"
         try:
@@ -226,18 +220,8 @@ def _identity(namespace: str, name: str) -> tuple[str, str]:
         return namespace, name
 
 
-def _key_setting(option: str) -> str | None:
-    """A key setting of :data:`SECTION`: the PEM text itself, or the path of a PEM file (``None``: unset)."""
-    raw = _compat.airflow_conf().get(SECTION, option, fallback=None)
-    if raw is None or not str(raw).strip():
-        return None
-    raw = str(raw).strip()
-    if raw.startswith("-----BEGIN"):
-        return raw
-    try:
-        return Path(raw).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"[{SECTION}] {option}: cannot read the key file {raw}: {exc}") from None
+#: A key setting of :data:`SECTION` (:func:`...conf.key_setting`; the scheduler's estate signs with it).
+_key_setting = settings.key_setting
 
 
 def _signed_bytes(value: dict[str, Any]) -> bytes:
@@ -285,7 +269,7 @@ def estate_tags(record: dict[str, Any], generated: list[str] | None = None) -> t
     receives the map's time (what :func:`asset_event_tags` reads events since).
     """
     try:
-        public = _key_setting("tag_map_public_key")
+        public = settings.key_setting("tag_map_public_key")
         raw = _sdk_variable(tagging.ESTATE_VARIABLE)
     except Exception as exc:  # noqa: BLE001 - reported; a policy fails closed on it
         return {}, [f"cannot read Variable {tagging.ESTATE_VARIABLE!r} (tags along the estate): {exc!r}"]
@@ -423,7 +407,7 @@ class Guard:
         self.on_policy_violation = parse_mode("on_policy_violation", on_policy_violation, POLICY_MODES)
         self.require_masked = parse_require_masked(require_masked)
         self.required: list[str] = list(self.require_masked if self.require_masked is not None
-                                        else setting_list("require_masked", None) or [])
+                                        else settings.require_masked())
         self.diff: dict[str, Any] | None = None
         self.tags: dict[str, Any] | None = None
         self.policy: dict[str, Any] | None = None
@@ -486,7 +470,7 @@ class Guard:
             incomplete += up_problems
             for p in up_problems:
                 lineage_log.warning("column tags: %s", p)
-            stopped = setting_list("stopped_by_masking", list(tagging.DEFAULT_STOPPED_BY_MASKING)) or []
+            stopped = settings.stopped_by_masking()
             result = tagging.propagate(record, declared, known, stopped)
             problems += tagging.unknown_columns(declared, record)
             _, outs = tagging.record_columns(record)
@@ -605,16 +589,14 @@ def own_datasets(record: dict[str, Any]) -> Any:
 
 
 def _redact_path(path: Any, visible: Any) -> tuple[Any, int]:
-    from airflow_provider_lineage.plugins.guard import access
-
     if not isinstance(path, list) or not path:
         return path, 0
-    return access.redact(path, [access.is_marker(h) or visible(h) for h in path])
+    return redact(path, [is_marker(h) or visible(h) for h in path])
 
 
 def redact_items(items: list[dict[str, Any]], visible: Any) -> tuple[list[dict[str, Any]], int]:
     """Copies of ``items`` (tag entries, violations, stopped tags) with each ``path`` redacted (a run of hops
-    ``visible`` refuses becomes one marker with its count: :func:`..plugins.guard.access.redact`)."""
+    ``visible`` refuses becomes one marker with its count: :func:`...lineage.redact.redact`)."""
     out, hidden = [], 0
     for item in items:
         path, n = _redact_path(item.get("path"), visible)

@@ -1,6 +1,6 @@
 """The Airflow side of a driver that runs elsewhere: plan the submission, then read back its capture records.
 
-:class:`RemoteCapture` is what :class:`~.spark_lineage.SparkLineageSubmitOperator` does when the driver
+:class:`RemoteCapture` is what :class:`~..spark_lineage.SparkLineageSubmitOperator` does when the driver
 cannot hand it a local folder (cluster deploy mode, or a ``capture_dir`` on an object store):
 
 * before the job: ships the capture archive (:mod:`airflow_provider_lineage.capture.ship`) and the
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_lineage.capture import remote
-from airflow_provider_lineage.capture.config import STATUS_FILE, LauncherConfig
+from airflow_provider_lineage.capture.config import STATUS_FILE
 
 if TYPE_CHECKING:
     from airflow_provider_lineage.lineage.model import ParentRun
@@ -284,9 +284,9 @@ def application_name(application: str) -> str:
 
 
 # -- the operator's hooks ---------------------------------------------------------------------------------
-def plan(op: Any, task_run: ParentRun, deploy_mode: str,
-         launcher_cfg: LauncherConfig) -> RemoteCapture | None:
-    """A :class:`RemoteCapture` when the driver must write to a shared location (configured into ``launcher_cfg``).
+def plan(op: Any, task_run: ParentRun, deploy_mode: str) -> RemoteCapture | None:
+    """A :class:`RemoteCapture` when the driver must write to a shared location, checked reachable from here
+    (:class:`.capture_modes.SharedDirCapture` configures the launcher with it).
 
     ``None``: client mode with a local folder (nothing to do here), or cluster mode without a reachable shared
     location (the self-emitting fallback; the task log says why and what it loses).
@@ -313,11 +313,6 @@ def plan(op: Any, task_run: ParentRun, deploy_mode: str,
             log.warning("%s; capturing into a local folder instead (client deploy mode)", exc)
             op.capture_dir = None
         return None
-    launcher_cfg.capture_dir = cap.capture_dir
-    launcher_cfg.capture_token = cap.token
-    launcher_cfg.task_run = cap.task_run
-    launcher_cfg.max_record_bytes = cap.limit
-    op.log.info("capture records of this run go to %s (token %s)", cap.capture_dir, cap.token)
     return cap
 
 

@@ -175,21 +175,6 @@ def test_the_decorator_takes_the_lineage_arguments() -> None:
     assert set(LINEAGE_ARGUMENTS) <= _accepted_arguments(_PySparkLineageDecoratedOperator)
 
 
-@pytest.mark.parametrize(("old", "new"), [("guard", "guard"), ("guard_baseline", "guard_baseline"),
-                                          ("openlineage_identity", "openlineage_identity"),
-                                          ("remote_capture", "remote_capture"), ("connect_run", "connect_run"),
-                                          ("lineage_task", "task")])
-def test_a_moved_helper_module_imports_by_its_old_name_as_the_same_module(old: str, new: str) -> None:
-    # operators/ lists operators; the helpers moved to operators/_lineage/ and the old names stay importable (both
-    # import forms), as the moved module itself: a setting or a test's monkeypatch on one is on the other
-    moved = importlib.import_module(f"airflow_provider_lineage.operators._lineage.{new}")
-    assert importlib.import_module(f"airflow_provider_lineage.operators.{old}") is moved
-    namespace: dict[str, object] = {}
-    exec(f"from airflow_provider_lineage.operators import {old} as m", namespace)  # noqa: S102 - a fixed import line
-    assert namespace["m"] is moved
-    assert not (ROOT / "airflow_provider_lineage" / "operators" / f"{old}.py").exists()
-
-
 def test_operators_lists_operators_only() -> None:
     import ast
 

@@ -25,7 +25,7 @@ TOKEN_TAG_PREFIX = "airflow_lineage_token:"
 SERVER_CONF = "spark.airflow_lineage.connectServer"
 #: The listener-bus queue of the capture listener (its own thread: never delays Spark's other listeners).
 BUS_QUEUE = "airflowLineage"
-#: The shape of the capture token the operators issue (:class:`~airflow_provider_lineage.operators.connect_run.
+#: The shape of the capture token the operators issue (:class:`~airflow_provider_lineage.operators._lineage.connect_run.
 #: ConnectRun`, ``RemoteCapture``): anything else is not a run of theirs, and never becomes a path.
 TOKEN_PATTERN = re.compile(r"run-[0-9a-f]{32}")
 

@@ -25,7 +25,7 @@ Shape (``version`` 1)::
 ``approximate`` lists the output columns whose inputs are not known exactly (:func:`approximate_columns`): their
 edges are a superset of the truth, never masking; a reason starting with ``"unknown input"``
 (:data:`.model.UNKNOWN_INPUT`) says some input could not be named at all. The guard fails a ``require_masked``
-policy closed on such a column unless its inputs prove it clean (operators/guard.py, docs/guard.md). ``status`` is
+policy closed on such a column unless its inputs prove it clean (operators/_lineage/guard.py, docs/guard.md). ``status`` is
 then ``"approximate"`` (the outputs are known; ``len(approximate)`` columns are approximated), never ``"ok"``;
 docs/engine.md, "What the capture cannot see".
 """
@@ -253,7 +253,7 @@ def cut(record: dict[str, Any], limit: int = LIMIT_BYTES) -> dict[str, Any]:
 
 
 def _shrink_guard(record: dict[str, Any], limit: int) -> None:
-    """The guard's sections (``diff``, ``tags``, ``guard_problems``; operators/guard.py) give way before the
+    """The guard's sections (``diff``, ``tags``, ``guard_problems``; operators/_lineage/guard.py) give way before the
     edges: the diff keeps ``previous_run_id``, ``changed`` and a ``cut`` marker (the XCom ``lineage_diff``
     keeps everything), tags keep a ``cut`` marker, notes are shortened."""
     from airflow_provider_lineage.lineage import diff as diffs

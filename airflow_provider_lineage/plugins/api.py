@@ -179,7 +179,7 @@ def create_app() -> Any:
 
         from airflow_provider_lineage import _compat
         from airflow_provider_lineage.lineage import tags as tagging
-        from airflow_provider_lineage.operators import guard
+        from airflow_provider_lineage.operators._lineage import guard
 
         manager = get_auth_manager()
         out: set[str] = set()

@@ -285,7 +285,7 @@ class TestOnARealServer:
         from types import SimpleNamespace
 
         from airflow_provider_lineage.lineage.logs import get_logger
-        from airflow_provider_lineage.operators.connect_run import ConnectRun
+        from airflow_provider_lineage.operators._lineage.connect_run import ConnectRun
 
         op = SimpleNamespace(capture_conn_id=None, capture_record_limit=32 << 20, keep_capture_records=True,
                              capture_drain_timeout=300, lineage_log=get_logger("test"), log=logging.getLogger("t"))

@@ -43,7 +43,7 @@ def test_untagged_folder_and_job_name() -> None:
 
 
 def test_token_shape_is_the_operators() -> None:
-    from airflow_provider_lineage.operators.connect_run import ConnectRun
+    from airflow_provider_lineage.operators._lineage.connect_run import ConnectRun
 
     assert valid_token(ConnectRun(None, "ns/d.t/r").token)
     assert not any(valid_token(t) for t in ("../escaped", "/etc", "run-abc", "run-" + "A" * 32, T1 + "/..", "", None))

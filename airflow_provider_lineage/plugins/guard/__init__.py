@@ -8,5 +8,5 @@ run view (:mod:`..api`).
 * :mod:`.access` the access rule on tag paths (pure Python): a hop through a dataset the user cannot read
   shows as a count, never a name.
 
-The operator side (diff, tags, policy in the task) is :mod:`airflow_provider_lineage.operators.guard`.
+The operator side (diff, tags, policy in the task) is :mod:`airflow_provider_lineage.operators._lineage.guard`.
 """

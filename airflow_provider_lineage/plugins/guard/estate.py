@@ -2,7 +2,7 @@
 
 The estate index holds, per task, the lineage of its last successful run, with datasets stitched by
 their identity (:func:`..estate.index.canonical`). Over its DIRECT column edges the declared tags
-(:func:`...operators.guard.read_declaration`: the setting ``[column_lineage] tags``, the file
+(:func:`...operators._lineage.guard.read_declaration`: the setting ``[column_lineage] tags``, the file
 ``tags_file``, the Variable ``lineage_column_tags``) propagate with the operator's rules
 (:func:`...lineage.tags.propagate_graph`: masking stops ``stopped_by_masking``, INDIRECT edges carry
 nothing), across tasks and DAGs, whatever order the tasks ran in and whichever task wrote a table last:
@@ -15,7 +15,7 @@ nothing), across tasks and DAGs, whatever order the tasks ran in and whichever t
 * :func:`publish`: the tag map (inherited tags of every tagged column) in the Airflow Variable
   :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..estate.listener`).
   Workers have no metadata-DB access; the operator reads this Variable for the tags of its inputs
-  (operators/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset left out
+  (operators/_lineage/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset left out
   is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".
 
 Metadata-DB side only (scheduler, api-server); reads the estate index, never writes it.
@@ -58,9 +58,9 @@ def _read_variable(key: str) -> Any:
 
 
 def read_declaration() -> Any:
-    """The declaration as the operator reads it (:func:`...operators.guard.read_declaration`), its Variable
+    """The declaration as the operator reads it (:func:`...operators._lineage.guard.read_declaration`), its Variable
     read from the metadata DB."""
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
 
     return guard.read_declaration(_read_variable)
 
@@ -215,7 +215,7 @@ def estate_edges(session: Session, state: tuple[Any, ...] | None = None) -> Esta
 
 
 def _stopped() -> list[str]:
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
 
     return guard.setting_list("stopped_by_masking", list(tagging.DEFAULT_STOPPED_BY_MASKING)) or []
 
@@ -389,7 +389,7 @@ def publish(session: Session) -> int | None:
     data and no key, the Variable is left as it is). Commits."""
     from airflow.models.variable import Variable
 
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
 
     found = read_declaration()
     for p in found.messages:

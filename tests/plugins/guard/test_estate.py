@@ -149,7 +149,7 @@ def test_nothing_declared_reads_no_edge(estate: None, monkeypatch: pytest.Monkey
 def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.models.variable import Variable
 
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
     from airflow_provider_lineage.plugins.estate import listener
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from tests.operators.test_guard_unit import FakeTI
@@ -211,7 +211,7 @@ def test_a_signed_published_map_cannot_be_forged_by_a_task(estate: None, monkeyp
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from airflow_provider_lineage.operators import guard
+    from airflow_provider_lineage.operators._lineage import guard
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from tests.operators.test_guard_unit import FakeTI
 

@@ -200,22 +200,28 @@ def write_report(cases: list[dict[str, Any]], path: Path, meta: dict[str, Any]) 
              f"said. {meta.get('note', '')}").rstrip(), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_fmt(c)) + " |" for c in cases]
-    lines += ["", ("How: the layout's files hard-linked into a scratch table; min/max = "
-              "`spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()`; build = "
-              "`sieve.build(spark, root, column)` (engine `auto`: pyarrow on the driver for tables up to 8 M "
-              "rows, else the Spark aggregation and the driver's ordered pass; then writing and committing "
-              "the index); *Spark-engine build* = the same with `engine=\"spark\"` where `auto` picked pyarrow; sync = `sieve.sync(spark, root, column)` after linking in the layout's "
-              "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
-              "Spark queries, both builds and a sync of an append and of a delete ran once untimed on a copy of "
-              "the smallest file first. *covered* segments took the "
-              "new file as a full file (it holds every key of their range): only the segment list changed; "
-              "*rewritten* segments keep "
-              "their blocks and gain the new (block, file) pairs (a file holding all or none of each block's "
-              "keys, or a budget that absorbs them); *re-segmented* segments are rebuilt from their own "
-              "triples plus the new keys (no data file is read again). *Compaction paid*: on the merge-on-read "
-              f"index, the append file linked in under {SERIES} names, each synced (one delta each), then "
-              "`sieve.compact` folds the deltas into the segments; the total over the "
-              f"{SERIES} appends: what merge-on-read costs per append once its deferred work is done.")]
+    lines += [
+        "",
+        (
+            "How: the layout's files hard-linked into a scratch table; min/max = "
+            "`spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()`; build = "
+            "`sieve.build(spark, root, column)` (engine `auto`: pyarrow on the driver for tables up to 8 M "
+            "rows, else the Spark aggregation and the driver's ordered pass; then writing and committing "
+            'the index); *Spark-engine build* = the same with `engine="spark"` where `auto` picked pyarrow; sync = '
+            '`sieve.sync(spark, root, column)` after linking in the layout\'s '
+            "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
+            "Spark queries, both builds and a sync of an append and of a delete ran once untimed on a copy of "
+            "the smallest file first. *covered* segments took the "
+            "new file as a full file (it holds every key of their range): only the segment list changed; "
+            "*rewritten* segments keep "
+            "their blocks and gain the new (block, file) pairs (a file holding all or none of each block's "
+            "keys, or a budget that absorbs them); *re-segmented* segments are rebuilt from their own "
+            "triples plus the new keys (no data file is read again). *Compaction paid*: on the merge-on-read "
+            f"index, the append file linked in under {SERIES} names, each synced (one delta each), then "
+            "`sieve.compact` folds the deltas into the segments; the total over the "
+            f"{SERIES} appends: what merge-on-read costs per append once its deferred work is done."
+        ),
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -14,7 +14,9 @@ _counter = [0]
 def write_file(path: str, keys: Sequence[Any], typ: pa.DataType | None = None) -> None:
     """Write one Parquet file with columns ``k`` (the key) and ``v`` (a payload); bump its mtime."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path)
+    pq.write_table(
+        pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path
+    )
     _counter[0] += 1
     # Distinct mtimes even within one clock tick, so rewrites are always detected.
     st = os.stat(path)
@@ -56,8 +58,9 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
     ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)``, ``("copy", i)``
     (append a file with the keys of file ``i``, or of every file with ``i`` < 0: values that recur
     in each new file), ``("span", lo, n)`` (append a file with every key of ``[lo, lo + n]``: full
-    files of the segments inside that range) or ``("compact",)`` (``i`` picks an existing file modulo their number). Returns what the caller must do next:
-    ``"sync"`` after a change of the table, ``"compact"`` to compact the index, ``"none"``.
+    files of the segments inside that range) or ``("compact",)`` (``i`` picks an existing file modulo their number).
+    Returns what the caller must do next: ``"sync"`` after a change of the table, ``"compact"`` to compact
+    the index, ``"none"``.
     """
     names = sorted(layout)
     if op[0] == "append":

@@ -62,8 +62,11 @@ TEXT = st.one_of(
     st.builds(lambda n, tail: f"Clerk#{n:09d}{tail}", st.integers(0, 2000), st.sampled_from(["", "x", "\x00"])),
 )
 # b"" = the byte window; else radix keys over a learned alphabet (decimal, phone, hex codes, any).
-ALPHABET = st.one_of(st.just(b""), st.sampled_from([b"0123456789", b"-0123456789", b"-0123456789abcdef", b"#0Cae"]),
-                     st.binary(min_size=2, max_size=6).map(lambda b: bytes(sorted(set(b)))).filter(lambda b: len(b) >= 2))
+ALPHABET = st.one_of(
+    st.just(b""),
+    st.sampled_from([b"0123456789", b"-0123456789", b"-0123456789abcdef", b"#0Cae"]),
+    st.binary(min_size=2, max_size=6).map(lambda b: bytes(sorted(set(b)))).filter(lambda b: len(b) >= 2),
+)
 PREFIX = st.one_of(st.just(""), st.sampled_from(["C", "Clerk#0000", "a", "é", "\uffff"]), st.text(max_size=4))
 
 
@@ -233,9 +236,11 @@ def test_spark_build_and_pruned_read_on_strings(spark, tmp_path) -> None:
     assert a.key_type.prefix == b.key_type.prefix == utf8("C-").hex()
     assert [(m.s_min, m.s_max, m.n_keys) for m in a.metas] == [(m.s_min, m.s_max, m.n_keys) for m in b.metas]
     full = spark.read.parquet(root)
-    for pred, cond in ((S.Eq("C-000013"), F.col("k") == "C-000013"),
-                       (S.In(["C-000001", "C-900005"]), F.col("k").isin("C-000001", "C-900005")),
-                       (S.Range("C-000010", "C-000020", False, True), (F.col("k") > "C-000010") & (F.col("k") <= "C-000020"))):
+    for pred, cond in (
+        (S.Eq("C-000013"), F.col("k") == "C-000013"),
+        (S.In(["C-000001", "C-900005"]), F.col("k").isin("C-000001", "C-900005")),
+        (S.Range("C-000010", "C-000020", False, True), (F.col("k") > "C-000010") & (F.col("k") <= "C-000020")),
+    ):
         assert set(a.candidates(pred)) == set(b.candidates(pred)) == exact_for(layout, pred)
         df = S.read(spark, root, "k", pred, index_path=str(tmp_path / "spark"), full_read_share=1.0)
         assert sorted(df.collect()) == sorted(full.filter(cond).collect()), pred
@@ -309,8 +314,12 @@ def test_radix_keys_only_for_codes() -> None:
     assert learn_alphabet(kt, codes).alphabet == b"0123456789".hex()
     clusters = pa.array([f"C-{n:06d}" for n in (*range(60), *range(900_000, 900_060, 6))])
     assert learn_alphabet(kt, clusters).alphabet == b"0123456789".hex()
-    phones = pa.array([f"{rnd.randint(10, 34)}-{rnd.randint(100, 999)}-{rnd.randint(100, 999)}-{rnd.randint(1000, 9999)}"
-                       for _ in range(5_000)])
+    phones = pa.array(
+        [
+            f"{rnd.randint(10, 34)}-{rnd.randint(100, 999)}-{rnd.randint(100, 999)}-{rnd.randint(1000, 9999)}"
+            for _ in range(5_000)
+        ]
+    )
     assert learn_alphabet(string_kt(""), phones).alphabet == ""
     assert learn_alphabet(string_kt(""), pa.array([str(uuid4()) for _ in range(2_000)])).alphabet == ""
 

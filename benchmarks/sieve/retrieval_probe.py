@@ -31,7 +31,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ARITY = 4  # 4-wise binary fuse: the smallest space factor of the family (1.075 in the paper)
+sys.path.insert(0, str(HERE.parents[1]))
+
+from airflow_provider_lineage.sieve import fuse  # after the checkout is on sys.path
+
+ARITY = fuse.ARITY  # 4-wise binary fuse: the smallest space factor of the family (1.075 in the paper)
 
 
 def mix(h: np.ndarray, seed: int) -> np.ndarray:
@@ -73,28 +77,11 @@ def build(h: np.ndarray, values: np.ndarray, factor: float, seed: int) -> tuple[
     first = np.flatnonzero(np.concatenate(([True], fs[1:] != fs[:-1])))
     keyx[fs[first]] = np.bitwise_xor.reduceat(ks, first)
     del order, fs, ks
-    rounds: list[tuple[np.ndarray, np.ndarray]] = []
-    cand = np.flatnonzero(count == 1)
-    peeled = 0
-    while len(cand):  # peel every slot of count 1 at once, then the slots those keys touched
-        cand = cand[count[cand] == 1]
-        if not len(cand):
-            break
-        keys, at = np.unique(keyx[cand], return_index=True)
-        rounds.append((keys, cand[at]))
-        peeled += len(keys)
-        touched = pos[:, keys].reshape(-1)
-        np.subtract.at(count, touched, 1)
-        np.bitwise_xor.at(keyx, touched, np.tile(keys, ARITY))
-        cand = np.unique(touched)
-    if peeled != n:
+    rounds = fuse.peel_rounds(pos, count, keyx)  # the package's peeling and assignment, on this probe's slots
+    if sum(len(keys) for keys, _slots in rounds) != n:
         return None, len(rounds), seg_len, starts
     table = np.zeros(m, np.uint64)
-    for keys, slot in reversed(rounds):  # a round's keys never write a slot another of them reads
-        v = values[keys].copy()
-        for i in range(ARITY):
-            v ^= table[pos[i, keys]]
-        table[slot] = v ^ table[slot]
+    fuse.assign_rounds(rounds, pos, values, table)
     return table, len(rounds), seg_len, starts
 
 

@@ -43,16 +43,12 @@ def optimized_classes(rec: Any) -> set[str]:
 
     root = plan_trees(rec)[0]
     out: set[str] = set()
-    if root is None:
-        return out
-    stack: list[TreeNode] = [root]
+    trees: list[TreeNode] = [root] if root is not None else []
     seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        out.add(node.cls)
-        stack.extend(node.children)
-        stack.extend(tree for _key, tree in node.nested_trees())
+    while trees:  # each tree's nodes (TreeNode.walk), then the trees nested in their fields, each node once
+        for node in trees.pop().walk():
+            if id(node) not in seen:
+                seen.add(id(node))
+                out.add(node.cls)
+                trees.extend(tree for _key, tree in node.nested_trees())
     return out

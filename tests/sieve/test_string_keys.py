@@ -4,8 +4,6 @@ contain the exact files after random appends, overwrites, deletes and compaction
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from uuid import uuid4
 
 import pyarrow as pa
@@ -33,7 +31,7 @@ from airflow_provider_lineage.sieve.maintain import check
 from airflow_provider_lineage.sieve.query import intervals_of
 from airflow_provider_lineage.sieve.table import list_table_files
 
-from .helpers import apply_op, exact_for, matches, write_file
+from .helpers import exact_for, matches, replay_ops, write_file
 from .test_cli import run
 
 
@@ -265,25 +263,12 @@ PRED = st.one_of(st.builds(S.Eq, VALUE), st.builds(S.In, st.lists(VALUE, max_siz
        mode=st.sampled_from(["cow", "mor"]), e=st.integers(0, 4), cap=st.integers(2, 30),
        preds=st.lists(PRED, min_size=3, max_size=8))
 def test_string_candidates_superset_of_exact_after_updates(initial, ops, mode, e, cap, preds) -> None:
-    root = tempfile.mkdtemp(prefix="sieve-strings-")
-    try:
-        layout: dict[str, list[str | None]] = {}
-        for i, keys in enumerate(initial):
-            layout[f"{root}/f{i}.parquet"] = keys
-            write_file(f"{root}/f{i}.parquet", keys, pa.string())
-        S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
-        for j, op in enumerate(ops):
-            todo = apply_op(root, layout, op, j, pa.string())
-            if todo == "compact":
-                S.compact(root, "k")
-            elif todo == "sync":
-                S.sync(None, root, "k")
-            idx = S.open_index(root, "k")
-            for pred in preds:
-                got = set(idx.candidates(pred))
-                assert exact_for(layout, pred) <= got <= set(layout), (pred, layout, idx.key_type.prefix)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    for root, layout in replay_ops(initial, ops, prefix="sieve-strings-", typ=pa.string(), every_step=True,
+                                   error_bound=e, max_segment_keys=cap, mode=mode):
+        idx = S.open_index(root, "k")
+        for pred in preds:
+            got = set(idx.candidates(pred))
+            assert exact_for(layout, pred) <= got <= set(layout), (pred, layout, idx.key_type.prefix)
 
 
 def test_binary_keys_build_query_and_pruned_read(spark, tmp_path) -> None:

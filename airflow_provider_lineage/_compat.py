@@ -145,7 +145,13 @@ def default_deferrable() -> bool:
 #: Exceptions a task raises, where each Airflow release has them: the task SDK's
 #: ``airflow.sdk.exceptions`` (all from 3.2; only ``AirflowException`` in 3.1; none in 3.0), else
 #: ``airflow.exceptions``, which the 3.0/3.1 task runner catches.
-EXCEPTIONS = ("AirflowException", "AirflowSensorTimeout", "AirflowSkipException", "AirflowFailException", "TaskDeferred")
+EXCEPTIONS = (
+    "AirflowException",
+    "AirflowSensorTimeout",
+    "AirflowSkipException",
+    "AirflowFailException",
+    "TaskDeferred",
+)
 
 
 def airflow_exception(name: str) -> type[BaseException]:

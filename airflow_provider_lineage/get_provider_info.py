@@ -50,15 +50,17 @@ def get_provider_info() -> dict[str, Any]:
                 "description": "Lineage as a guard (docs/guard.md): column tags and the masking policy.",
                 "options": {
                     "tags": {
-                        "description": "Column tags as JSON, same shape as the Variable lineage_column_tags; read by each "
-                                       "process from its own configuration, so no task can change it (docs/guard.md).",
+                        "description": "Column tags as JSON, same shape as the Variable lineage_column_tags; "
+                                       "read by each process from its own configuration, so no task can change it "
+                                       "(docs/guard.md).",
                         "version_added": "0.2.0", "type": "string", "default": None,
                         "example": '{"datasets": [{"namespace": "file", "name": "/data/customers", '
                                    '"columns": {"email": ["pii"]}}]}',
                     },
                     "tags_variable": {
-                        "description": "Airflow Variable the column tags are also read from; empty or none: no Variable "
-                                       "(any task may overwrite a Variable through the task execution API).",
+                        "description": "Airflow Variable the column tags are also read from; empty or none: "
+                                       "no Variable (any task may overwrite a Variable through the task execution "
+                                       "API).",
                         "version_added": "0.2.0", "type": "string", "example": "none",
                         "default": "lineage_column_tags",
                     },
@@ -69,8 +71,8 @@ def get_provider_info() -> dict[str, Any]:
                         "default": None, "sensitive": True,
                     },
                     "tag_map_public_key": {
-                        "description": "Workers: the matching public key (PEM file path or text); when set, a published "
-                                       "tag map without a valid signature fails require_masked closed.",
+                        "description": "Workers: the matching public key (PEM file path or text); when set, a "
+                                       "published tag map without a valid signature fails require_masked closed.",
                         "version_added": "0.2.0", "type": "string", "example": "/etc/airflow/tag_map.pub",
                         "default": None,
                     },

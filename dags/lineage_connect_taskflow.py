@@ -73,8 +73,10 @@ def lineage_connect_taskflow() -> None:
         """The same in SQL: a temp view over the mart and ``INSERT OVERWRITE DIRECTORY``."""
         out = f"{data_dir}/mart/channel_summary_connect"
         spark.read.parquet(mart).createOrReplaceTempView("customer_totals")
-        spark.sql(f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet "
-                  "SELECT channel, SUM(total_eur) AS total_eur, SUM(txns) AS txns FROM customer_totals GROUP BY channel")
+        spark.sql(
+            f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet "
+            "SELECT channel, SUM(total_eur) AS total_eur, SUM(txns) AS txns FROM customer_totals GROUP BY channel"
+        )
         return out
 
     mart = customer_totals(make_transactions("{{ params.data_dir }}", "{{ params.rows }}"), "{{ params.data_dir }}")

@@ -39,7 +39,9 @@ with DAG(
     @task
     def prepare(data_dir: str, rows: int) -> str:
         """The input table and the pipeline project (its storage and data folder are absolute paths)."""
-        spec = importlib.util.spec_from_file_location("generate_transactions", HERE / "apps" / "generate_transactions.py")
+        spec = importlib.util.spec_from_file_location(
+            "generate_transactions", HERE / "apps" / "generate_transactions.py"
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

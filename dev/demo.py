@@ -61,7 +61,8 @@ def load_dag(path: Path = DAG_FILE) -> Any:
     """Import the example DAG file and return its ``dag``."""
     if not path.is_file():
         raise SystemExit(
-            f"demo: example DAG {path} not found: run the demo from a checkout of airflow-provider-lineage (dags/ folder)"
+            f"demo: example DAG {path} not found: run the demo from a checkout of airflow-provider-lineage (dags/ "
+            f"folder)"
         )
     spec = importlib.util.spec_from_file_location("lineage_c1_transactions_mart", path)
     assert spec is not None and spec.loader is not None
@@ -91,7 +92,10 @@ def format_column_lineage(event: dict[str, Any]) -> str:
             lines.append(f"  {col:<16} <- " + (", ".join(parts) if parts else "(no input column)"))
         for src in facet.get("dataset") or []:
             for tr in src.get("transformations") or [{}]:
-                lines.append(f"  (all rows)       <- {Path(src['name']).name}.{src['field']} [{tr.get('type')}/{tr.get('subtype')}]")
+                lines.append(
+                    f"  (all rows)       <- {Path(src['name']).name}.{src['field']} "
+                    f"[{tr.get('type')}/{tr.get('subtype')}]"
+                )
     return "\n".join(lines)
 
 

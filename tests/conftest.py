@@ -48,8 +48,8 @@ _EXAMPLES_SCOPE = "example-pipelines"
 # once, while the other modules keep their one-scope-per-file (and module-scoped fixtures).
 # The controller schedules by node ids alone (it collects nothing), so the groups are named by module
 # here; the autouse fixture ``_xdist_group_listed`` fails a test where this table and the marks
-# disagree, so a new module with the mark cannot silently start a second deployment on the other worker. (Suffixing node ids
-# with ``@group``, as xdist's own ``--dist loadgroup`` does, stopped working under pytest 9.2, whose
+# disagree, so a new module with the mark cannot silently start a second deployment on the other worker. (Suffixing node
+# ids with ``@group``, as xdist's own ``--dist loadgroup`` does, stopped working under pytest 9.2, whose
 # node ids no longer come from ``Node._nodeid``; ``--dist loadgroup`` would also spread the tests of
 # unmarked modules one by one over the workers and start their module fixtures twice.)
 DEPLOYMENT_GROUP = "deployment"

@@ -92,7 +92,9 @@ def test_cores_import_only_what_they_may(core: str) -> None:
 def test_no_import_cycle() -> None:
     graph = _graph()
     # a package's __init__ that re-exports its own modules is not a cycle of rooms
-    edges = {m: {t for t in ts if not (t == m.rpartition(".")[0] and graph.get(t, set()) >= {m})} for m, ts in graph.items()}
+    edges = {
+        m: {t for t in ts if not (t == m.rpartition(".")[0] and graph.get(t, set()) >= {m})} for m, ts in graph.items()
+    }
     state: dict[str, int] = {}
     stack: list[str] = []
 

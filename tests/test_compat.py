@@ -16,11 +16,15 @@ from airflow_provider_lineage import _compat
     ("conn", "deploy_mode", "expected"),
     [
         ({"conn_type": "spark", "host": "local[2]"}, None, "client"),
-        ({"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "extra": {"deploy-mode": "cluster"}}, None, "cluster"),
-        ({"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "extra": {"deploy-mode": "cluster"}}, "client", "client"),
+        ({"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "extra": {"deploy-mode": "cluster"}}, None,
+         "cluster"),
+        ({"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "extra": {"deploy-mode": "cluster"}},
+         "client", "client"),
     ],
 )
-def test_spark_submit_deploy_mode(monkeypatch: pytest.MonkeyPatch, conn: dict, deploy_mode: str | None, expected: str) -> None:
+def test_spark_submit_deploy_mode(
+    monkeypatch: pytest.MonkeyPatch, conn: dict, deploy_mode: str | None, expected: str
+) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_COMPAT_SPARK", json.dumps(conn))
     op = SparkSubmitOperator(task_id="t", application="app.py", conn_id="compat_spark", deploy_mode=deploy_mode)
     assert _compat.spark_submit_deploy_mode(op) == expected

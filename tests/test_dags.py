@@ -190,7 +190,9 @@ class TestExampleDagSelfEmission:
 
 
 class TestExampleDagThroughOpenLineageProvider:
-    def test_provider_emits_and_operator_does_not(self, provider_run: subprocess.Popen[str], self_emit_run: dict[str, Any]) -> None:
+    def test_provider_emits_and_operator_does_not(
+        self, provider_run: subprocess.Popen[str], self_emit_run: dict[str, Any]
+    ) -> None:
         output, _ = provider_run.communicate(timeout=900)
         assert provider_run.returncode == 0, output[-5000:]
         base: Path = provider_run.base  # type: ignore[attr-defined]

@@ -55,7 +55,8 @@ def _mounts(svc: dict[str, Any]) -> dict[str, str]:
 
 
 def test_services(config: dict[str, Any]) -> None:
-    assert set(config["services"]) >= {"postgres", *AIRFLOW_SERVICES, "spark-master", "spark-worker", "marquez", "marquez-web"}
+    assert set(config["services"]) >= {"postgres", *AIRFLOW_SERVICES, "spark-master", "spark-worker", "marquez",
+                                       "marquez-web"}
     for name, command in AIRFLOW_SERVICES.items():
         assert config["services"][name]["command"] == [command], name
 

@@ -85,7 +85,8 @@ def test_udfs_over_a_table_through_the_launcher(tmp_path: Path) -> None:
     out, cap = tmp_path / "out", tmp_path / "cap"
     out.mkdir()
     cmd = ["spark-submit", "--master", "local[2]", "--driver-memory", "512m",
-           "--conf", f"spark.airflow_lineage.captureDir={cap}", launcher_path(), str(APPS / "udfs_over_table.py"), str(out)]
+           "--conf", f"spark.airflow_lineage.captureDir={cap}", launcher_path(), str(APPS / "udfs_over_table.py"),
+           str(out)]
     try:
         proc = subprocess.run(cmd, check=False, env=_submit_env(), capture_output=True, text=True,
                               timeout=4 * UDF_WAIT_SECONDS)

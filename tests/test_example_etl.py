@@ -139,7 +139,9 @@ class TestLineageEtl:
         mart = by_key[(str(data_dir / "marts/customer_monthly"), "customer_id")]
         assert mart["action"] == "sync" and mart["files_removed"] > 0  # the overwrite replaced its files
         for r in second:
-            assert r["status"] == "ok" and r["index_path"] == _index_path(data_dir, r["table"].split(str(data_dir) + "/")[1], r["column"])
+            assert r["status"] == "ok" and r["index_path"] == _index_path(
+                data_dir, r["table"].split(str(data_dir) + "/")[1], r["column"]
+            )
             assert r["index_bytes"] > 0 and r["bytes_per_key"] > 0
 
     def test_every_index_matches_its_table(self, etl_runs: dict[str, Any]) -> None:
@@ -202,7 +204,10 @@ class TestSieveMaintenance:
         assert {(n["table"], n["column"], n["action"]) for n in needs} == {
             (txn, "txn_date", "sync"), (txn, "customer_id", "sync")}
         done = _xcom("sieve_maintenance", dr.run_id, "maintain")
-        assert {(r["column"], r["action"], r["files_added"]) for r in done} == {("txn_date", "sync", 1), ("customer_id", "sync", 1)}
+        assert {(r["column"], r["action"], r["files_added"]) for r in done} == {
+            ("txn_date", "sync", 1),
+            ("customer_id", "sync", 1),
+        }
         for table, column in INDEXED:
             idx = S.open_index(str(data_dir / table), column, index_path=_index_path(data_dir, table, column))
             assert not idx.is_stale()

@@ -29,8 +29,13 @@ AIRFLOW_LAYER = (
 
 
 def _heavy_after(code: str) -> list[str]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
-    out = subprocess.run([sys.executable, "-c", probe], check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=False, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

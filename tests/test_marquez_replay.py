@@ -197,7 +197,11 @@ def _inp(field: str, subtype: str = "IDENTITY") -> dict[str, Any]:
     return {"namespace": "file", "name": "/in", "field": field, "transformations": [{"type": kind, "subtype": subtype}]}
 
 
-FIELD = {"inputFields": [_inp("a")], "transformationType": "IDENTITY", "transformationDescription": "DIRECT/IDENTITY: a"}
+FIELD = {
+    "inputFields": [_inp("a")],
+    "transformationType": "IDENTITY",
+    "transformationDescription": "DIRECT/IDENTITY: a",
+}
 
 
 class TestMarquezRulesChecker:
@@ -233,7 +237,13 @@ class TestMarquezRulesChecker:
         reasons = {(d.output[2], d.reason.split(" ")[0] + " " + d.reason.split(" ")[1]) for d in m.dropped}
         assert reasons == {("x", "input field"), ("y", "output column")}
         text = "\n".join(m.violations)
-        for needle in ("eventTime", "'my namespace'", "lacks _producer", "has no type", "no field-level transformationType"):
+        for needle in (
+            "eventTime",
+            "'my namespace'",
+            "lacks _producer",
+            "has no type",
+            "no field-level transformationType",
+        ):
             assert needle in text
 
     def test_input_of_another_run_is_not_enough_but_a_symlink_alias_is(self) -> None:

@@ -5,27 +5,44 @@ deploy mode alike. A launcher started by hand (``spark-submit launcher.py app.py
 ``python launcher.py app.py``) can use the same properties or the ``AIRFLOW_LINEAGE_*`` environment
 variables; a Spark property wins over the environment.
 
-=================================================  ==========================================  =====================================================
-Spark property                                     environment variable                        meaning
-=================================================  ==========================================  =====================================================
-``spark.airflow_lineage.captureDir``               ``AIRFLOW_LINEAGE_CAPTURE_DIR``             write one capture record per write into this folder
-``spark.airflow_lineage.emit``                     ``AIRFLOW_LINEAGE_EMIT``                    ``true``: the driver emits OpenLineage events itself
-``spark.airflow_lineage.openlineageConfig``        ``AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG``      openlineage-python client config as JSON (``{"transport": {...}}``)
-``spark.airflow_lineage.jobNamespace``             ``AIRFLOW_LINEAGE_JOB_NAMESPACE``           job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
-``spark.airflow_lineage.jobName``                  ``AIRFLOW_LINEAGE_JOB_NAME``                job name of the driver's events (default: the Spark app name)
-``spark.airflow_lineage.drainTimeoutSeconds``      ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``    bound on waiting for Spark's listener bus at stop/exit (default 60)
-``spark.airflow_lineage.indirectLineage``          ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``         where dataset-wide INDIRECT edges go: ``dataset`` (default), ``fields``, ``both``; unset: ``both`` when emitting to Marquez
-``spark.airflow_lineage.udfAnalysis``             ``AIRFLOW_LINEAGE_UDF_ANALYSIS``             ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
-``spark.airflow_lineage.captureToken``            ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``           the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
-``spark.airflow_lineage.taskRun``                 ``AIRFLOW_LINEAGE_TASK_RUN``                the task run (``namespace/name/runId``) written into each envelope
-``spark.airflow_lineage.maxRecordBytes``          ``AIRFLOW_LINEAGE_MAX_RECORD_BYTES``        bound on one record written with a token (default 32 MiB); a bigger one is reported, not written
-``spark.airflow_lineage.writeBudgetSeconds``     ``AIRFLOW_LINEAGE_WRITE_BUDGET_SECONDS``     capture time one write may take (default 30); past it the write is published incomplete
-``spark.airflow_lineage.totalBudgetSeconds``     ``AIRFLOW_LINEAGE_TOTAL_BUDGET_SECONDS``     capture time the whole application may take (default 600); later writes are published incomplete
-``spark.airflow_lineage.minFreeHeap``            ``AIRFLOW_LINEAGE_MIN_FREE_HEAP``            memory guard: stop reading a plan when the driver heap's free share falls below this (default 0.10)
-``spark.airflow_lineage.planJson``               ``AIRFLOW_LINEAGE_PLAN_JSON``               ``true``: also keep the whole plans as ``toJSON()`` in each record (debugging only: costly on big plans)
-``spark.airflow_lineage.sievePruning``          ``AIRFLOW_LINEAGE_SIEVE_PRUNING``           ``true``: Parquet scans of tables with Sieve indexes read only the index's candidate files (``sieve.spark.enable``)
-``spark.openlineage.parentJobNamespace`` etc.      ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)  parent run (the Airflow task), as injected by Airflow's OpenLineage provider
-=================================================  ==========================================  =====================================================
+Each setting: the Spark property, the environment variable, then what it means.
+
+``spark.airflow_lineage.captureDir`` / ``AIRFLOW_LINEAGE_CAPTURE_DIR``
+    write one capture record per write into this folder
+``spark.airflow_lineage.emit`` / ``AIRFLOW_LINEAGE_EMIT``
+    ``true``: the driver emits OpenLineage events itself
+``spark.airflow_lineage.openlineageConfig`` / ``AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG``
+    openlineage-python client config as JSON (``{"transport": {...}}``)
+``spark.airflow_lineage.jobNamespace`` / ``AIRFLOW_LINEAGE_JOB_NAMESPACE``
+    job namespace of the driver's events (default ``OPENLINEAGE_NAMESPACE`` or ``default``)
+``spark.airflow_lineage.jobName`` / ``AIRFLOW_LINEAGE_JOB_NAME``
+    job name of the driver's events (default: the Spark app name)
+``spark.airflow_lineage.drainTimeoutSeconds`` / ``AIRFLOW_LINEAGE_DRAIN_TIMEOUT_SECONDS``
+    bound on waiting for Spark's listener bus at stop/exit (default 60)
+``spark.airflow_lineage.indirectLineage`` / ``AIRFLOW_LINEAGE_INDIRECT_LINEAGE``
+    where dataset-wide INDIRECT edges go: ``dataset`` (default), ``fields``, ``both``; unset: ``both`` when
+    emitting to Marquez
+``spark.airflow_lineage.udfAnalysis`` / ``AIRFLOW_LINEAGE_UDF_ANALYSIS``
+    ``false``: Python UDFs stay black boxes (every argument DIRECT), no body analysis
+``spark.airflow_lineage.captureToken`` / ``AIRFLOW_LINEAGE_CAPTURE_TOKEN``
+    the task run's token: records go to ``captureDir/<token>/`` as envelopes (:mod:`.remote`)
+``spark.airflow_lineage.taskRun`` / ``AIRFLOW_LINEAGE_TASK_RUN``
+    the task run (``namespace/name/runId``) written into each envelope
+``spark.airflow_lineage.maxRecordBytes`` / ``AIRFLOW_LINEAGE_MAX_RECORD_BYTES``
+    bound on one record written with a token (default 32 MiB); a bigger one is reported, not written
+``spark.airflow_lineage.writeBudgetSeconds`` / ``AIRFLOW_LINEAGE_WRITE_BUDGET_SECONDS``
+    capture time one write may take (default 30); past it the write is published incomplete
+``spark.airflow_lineage.totalBudgetSeconds`` / ``AIRFLOW_LINEAGE_TOTAL_BUDGET_SECONDS``
+    capture time the whole application may take (default 600); later writes are published incomplete
+``spark.airflow_lineage.minFreeHeap`` / ``AIRFLOW_LINEAGE_MIN_FREE_HEAP``
+    memory guard: stop reading a plan when the driver heap's free share falls below this (default 0.10)
+``spark.airflow_lineage.planJson`` / ``AIRFLOW_LINEAGE_PLAN_JSON``
+    ``true``: also keep the whole plans as ``toJSON()`` in each record (debugging only: costly on big plans)
+``spark.airflow_lineage.sievePruning`` / ``AIRFLOW_LINEAGE_SIEVE_PRUNING``
+    ``true``: Parquet scans of tables with Sieve indexes read only the index's candidate files
+    (``sieve.spark.enable``)
+``spark.openlineage.parentJobNamespace`` etc. / ``OPENLINEAGE_PARENT_ID`` (``ns/name/runId``)
+    parent run (the Airflow task), as injected by Airflow's OpenLineage provider
 
 No Airflow and no Spark imports: the operator and the launcher share this module.
 """
@@ -198,7 +215,8 @@ class LauncherConfig:
             except json.JSONDecodeError as exc:
                 raise ValueError(
                     f"{PREFIX}openlineageConfig is not valid JSON ({exc}): pass the openlineage-python client "
-                    'config as JSON, e.g. {"transport": {"type": "file", "log_file_path": "/tmp/ol.jsonl", "append": true}}'
+                    'config as JSON, e.g. {"transport": {"type": "file", "log_file_path": "/tmp/ol.jsonl", "append": '
+                    'true}}'
                 ) from exc
             if not isinstance(ol_config, dict):
                 raise ValueError(f"{PREFIX}openlineageConfig must be a JSON object, got {type(ol_config).__name__}")
@@ -210,7 +228,8 @@ class LauncherConfig:
         emit = (get("emit") or "").strip().lower() in ("1", "true", "yes")
         indirect = (get("indirectLineage") or "").strip().lower()
         indirect_reason = None
-        if not indirect:  # nobody chose: follow the consumer the driver's events go to (lineage.transport.auto_indirect)
+        # nobody chose: follow the consumer the driver's events go to (lineage.transport.auto_indirect)
+        if not indirect:
             indirect, indirect_reason = DEFAULT_INDIRECT, None
             if emit:
                 from airflow_provider_lineage.lineage import transport
@@ -218,7 +237,9 @@ class LauncherConfig:
                 if ol_config is not None:  # the same order as the launcher's client (Launcher._new_client)
                     target = ol_config.get("transport")
                 else:
-                    target = transport_from_spark_properties(spark_openlineage or {}) or transport.environment_transport()
+                    target = (
+                        transport_from_spark_properties(spark_openlineage or {}) or transport.environment_transport()
+                    )
                 indirect, indirect_reason = transport.auto_indirect(target)
         if indirect not in INDIRECT_PLACEMENTS:
             raise ValueError(f"{PREFIX}indirectLineage must be one of {INDIRECT_PLACEMENTS}, got {indirect!r}")

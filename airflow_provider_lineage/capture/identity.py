@@ -103,7 +103,10 @@ def v2_table(spark: Any, catalog: Any, ident: Any) -> dict[str, Any]:
         try:
             from airflow_provider_lineage.lineage.naming import iceberg_symlink_namespace
 
-            conf = {k: str(spark.conf.get(f"spark.sql.catalog.{cat_name}.{k}", "") or "") for k in ("type", "uri", "warehouse")}
+            conf = {
+                k: str(spark.conf.get(f"spark.sql.catalog.{cat_name}.{k}", "") or "")
+                for k in ("type", "uri", "warehouse")
+            }
             ns = iceberg_symlink_namespace(conf)
             if ns:
                 out["table_namespace"] = ns
@@ -197,7 +200,9 @@ def rdd_trace(spark: Any, rdd: Any) -> RddTrace:
             elif cls == "FileScanRDD":
                 for part in _iter(r.filePartitions()):
                     for f in list(part.files()):
-                        paths.append(_parent(str(f.filePath().toString() if hasattr(f.filePath(), "toString") else f.filePath())))
+                        paths.append(
+                            _parent(str(f.filePath().toString() if hasattr(f.filePath(), "toString") else f.filePath()))
+                        )
                 try:
                     columns += [str(n) for n in r.readSchema().fieldNames()]
                 except Exception:
@@ -231,5 +236,5 @@ def _iter(scala_seq: Any) -> list[Any]:
 def _class_name(obj: Any) -> str:
     try:
         return str(obj.getClass().getSimpleName())
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a released or foreign py4j object: no name, never fail the capture
         return ""

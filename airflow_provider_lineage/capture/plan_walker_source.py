@@ -169,8 +169,8 @@ public class PlanWalker {
         return id;
     }
 
-    /** Walk everything reachable from the roots, as a JSON DAG, into a UTF-8 file (the driver's heap holds 64 KiB of it at a
-     * time, and no large string crosses py4j); the number of nodes written. */
+    /** Walk everything reachable from the roots, as a JSON DAG, into a UTF-8 file (the driver's heap holds
+     * 64 KiB of it at a time, and no large string crosses py4j); the number of nodes written. */
     public int walkToFile(String path) throws Exception {
         java.io.Writer out = new java.io.BufferedWriter(
             new java.io.OutputStreamWriter(new java.io.FileOutputStream(path), "UTF-8"), 1 << 16);
@@ -237,7 +237,8 @@ public class PlanWalker {
             } else {
                 double free = freeHeap();
                 if (free < minFreeHeap) {
-                    stopped = "driver heap low (" + Math.round(free * 100) + " % free, floor " + Math.round(minFreeHeap * 100) + " %)";
+                    stopped = "driver heap low (" + Math.round(free * 100) + " % free, floor "
+                        + Math.round(minFreeHeap * 100) + " %)";
                 }
             }
         }
@@ -405,7 +406,8 @@ public class PlanWalker {
         inMemory(node, plan, cls);
     }
 
-    /** Whether a constructor field of node holds a tree that is not one of its children (as itself, in a Seq or an Option). */
+    /** Whether a constructor field of node holds a tree that is not one of its children (as itself, in a Seq
+     * or an Option). */
     private boolean nestsTrees(Object node, Object[] children) throws Exception {
         scala.collection.Iterator it = ((scala.Product) node).productIterator();
         while (it.hasNext()) {
@@ -439,7 +441,8 @@ public class PlanWalker {
         if (plan && cls.endsWith(".InMemoryRelation")) {
             try {  // the cached plan is not a field: walk it too (its relations are this write's inputs)
                 Object builder = node.getClass().getMethod("cacheBuilder", new Class[0]).invoke(node, new Object[0]);
-                Object cached = builder.getClass().getMethod("logicalPlan", new Class[0]).invoke(builder, new Object[0]);
+                Object cached = builder.getClass().getMethod("logicalPlan", new Class[0])
+                    .invoke(builder, new Object[0]);
                 idOf(cached);
             } catch (Throwable t) {
                 // no cached plan to walk: the engine says the cache could not be traced

@@ -171,7 +171,9 @@ class S3Store:
         if self.session_token:
             headers["x-amz-security-token"] = self.session_token
         signed = ";".join(sorted(headers))
-        canonical = "\n".join(["PUT", path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", signed, payload_hash])
+        canonical = "\n".join(
+            ["PUT", path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", signed, payload_hash]
+        )
         scope = f"{day}/{self.region}/s3/aws4_request"
         to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
         k = hmac.new(("AWS4" + str(self.secret_key)).encode(), day.encode(), hashlib.sha256).digest()

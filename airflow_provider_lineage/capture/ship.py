@@ -73,7 +73,9 @@ def capture_archive(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     data = archive_bytes()
     digest = hashlib.sha256(data).hexdigest()[:16]
     name = f"{ARCHIVE_PREFIX}{digest}.zip"
-    candidates = [Path(cache_dir)] if cache_dir else [default_cache_dir(), Path(tempfile.gettempdir()) / f"apl-{os.getuid()}"]
+    candidates = (
+        [Path(cache_dir)] if cache_dir else [default_cache_dir(), Path(tempfile.gettempdir()) / f"apl-{os.getuid()}"]
+    )
     last: OSError | None = None
     for folder in candidates:
         target = folder / name

@@ -46,7 +46,9 @@ from airflow_provider_lineage.lineage.record import FOREACH_BATCH_SINK, CaptureR
 log = get_logger(__name__)
 
 #: Logical roots of a micro-batch (``IncrementalExecution.logical``) that write.
-STREAM_WRITES = frozenset({"WriteToMicroBatchDataSourceV1", "WriteToMicroBatchDataSource", "WriteToContinuousDataSource"})
+STREAM_WRITES = frozenset(
+    {"WriteToMicroBatchDataSourceV1", "WriteToMicroBatchDataSource", "WriteToContinuousDataSource"}
+)
 _END = "SparkListenerSQLExecutionEnd"
 _TERMINATED = "QueryTerminatedEvent"
 _STARTED = "QueryStartedEvent"

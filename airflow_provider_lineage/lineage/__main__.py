@@ -95,7 +95,12 @@ def _outputs_with_lineage(events: list[dict[str, Any]]) -> list[tuple[str, str, 
 
 def _kinds(inp: dict[str, Any]) -> str:
     ts = inp.get("transformations") or []
-    return ", ".join(sorted({f"{t.get('type')}/{t.get('subtype')}" + (", masked" if t.get("masking") else "") for t in ts})) or "?"
+    return (
+        ", ".join(
+            sorted({f"{t.get('type')}/{t.get('subtype')}" + (", masked" if t.get("masking") else "") for t in ts})
+        )
+        or "?"
+    )
 
 
 def _field_lines(spec: dict[str, Any], indent: str, all_rows: list[dict[str, Any]] | None = None) -> list[str]:
@@ -237,7 +242,11 @@ def _explain(args: argparse.Namespace) -> int:
         blocks.append(f"{head}\n{text}" if head else text)
     if not blocks:
         close = difflib.get_close_matches(args.column, sorted(c for c in columns if c), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else (f"; columns are: {', '.join(sorted(columns))}" if columns else "")
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else (f"; columns are: {', '.join(sorted(columns))}" if columns else "")
+        )
         raise UsageError(f"no output column {args.column!r} in {args.record}{hint}")
     print("\n\n".join(blocks))
     return 0
@@ -270,7 +279,9 @@ def _prog() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog=_prog(), description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    a = sub.add_parser("analyze", help="column lineage of capture records (a file or a run folder) or of an events file")
+    a = sub.add_parser(
+        "analyze", help="column lineage of capture records (a file or a run folder) or of an events file"
+    )
     a.add_argument("path")
     a.add_argument("--json", action="store_true", help="print the OpenLineage datasets (or the events' facets) as JSON")
     e = sub.add_parser("explain", help="derivation tree of one output column (every write of a run folder)")

@@ -98,7 +98,9 @@ def empty(previous_run_id: str | None = None) -> dict[str, Any]:
             "edges_added": [], "edges_removed": [], "edges_changed": [], "datasets_added": [], "datasets_removed": []}
 
 
-def diff(previous: dict[str, Any] | None, current: dict[str, Any], previous_run_id: str | None = None) -> dict[str, Any]:
+def diff(
+    previous: dict[str, Any] | None, current: dict[str, Any], previous_run_id: str | None = None
+) -> dict[str, Any]:
     """The ``lineage_diff`` of ``current`` against ``previous`` (``None``: first run, no change)."""
     if previous is None:
         return empty(None)

@@ -83,7 +83,9 @@ def analyze(records: Iterable[CaptureRecord], problems: Iterable[Problem] = ()) 
         try:
             lineage = analyze_record(rec)
         except Exception as exc:  # noqa: BLE001 - one write's analysis never costs the others or the job
-            result.problems.append(Problem(f"lineage analysis failed: {exc!r}", task=label, stack=traceback.format_exc()))
+            result.problems.append(
+                Problem(f"lineage analysis failed: {exc!r}", task=label, stack=traceback.format_exc())
+            )
             continue
         _guard_identities(lineage, label, result.problems)
         result.lineages.append(lineage)
@@ -245,7 +247,9 @@ def run_facets(
         ]
         errors += [
             extraction_error_run.Error(
-                errorMessage=f"write failed: {rec.error}"[:10_000], task=f"{rec.command} #{rec.sequence}", taskNumber=rec.sequence
+                errorMessage=f"write failed: {rec.error}"[:10_000],
+                task=f"{rec.command} #{rec.sequence}",
+                taskNumber=rec.sequence,
             )
             for rec in result.failed_writes
         ]

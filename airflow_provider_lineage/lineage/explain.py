@@ -27,7 +27,9 @@ def _vertex_text(ctx: Analysis, names: dict[int, str], v: Vertex) -> str:
     if isinstance(v, str):
         if not v.startswith("scope:"):  # a vertex of what the plan cannot see (lineage/approximate.py)
             srcs = ctx.graph.sources.get(v, [])
-            where = ", ".join(f"{ds}.{f}" for ds, f in srcs[:8]) + (f" ... {len(srcs) - 8} more" if len(srcs) > 8 else "")
+            where = ", ".join(f"{ds}.{f}" for ds, f in srcs[:8]) + (
+                f" ... {len(srcs) - 8} more" if len(srcs) > 8 else ""
+            )
             why = "; ".join(ctx.marks.by_vertex.get(v, [])) or v
             return f"({why}) = {where or 'no input column'}"
         return "(rows of a sub-query)" if v != "scope:0" else "(rows of the output)"

@@ -221,9 +221,15 @@ def walk_expression(
             if node.expr_id() is not None and node.cls not in ("Alias",):
                 on_attr(node, trans)
             continue
-        if on_field is not None and node.cls == "GetStructField" and len(node.children) == 1 \
-                and not node.children[0].children and node.children[0].expr_id() is not None \
-                and isinstance(node.fields.get("ordinal"), int) and on_field(node.children[0], node.fields["ordinal"], trans):
+        if (
+            on_field is not None
+            and node.cls == "GetStructField"
+            and len(node.children) == 1
+            and not node.children[0].children
+            and node.children[0].expr_id() is not None
+            and isinstance(node.fields.get("ordinal"), int)
+            and on_field(node.children[0], node.fields["ordinal"], trans)
+        ):
             continue
         if udf_steps is not None and node.cls == "GetStructField" and node.children \
                 and node.children[0].cls == "PythonUDF" and isinstance(node.fields.get("ordinal"), int):

@@ -132,7 +132,9 @@ def _symlinks(ref: DatasetRef) -> sy.SymlinksDatasetFacet | None:
     if not ref.table:
         return None
     return sy.SymlinksDatasetFacet(
-        identifiers=[sy.Identifier(namespace=symlink_namespace(ref), name=table_name_without_catalog(ref.table), type="TABLE")],
+        identifiers=[
+            sy.Identifier(namespace=symlink_namespace(ref), name=table_name_without_catalog(ref.table), type="TABLE")
+        ],
         producer=PRODUCER,
     )
 

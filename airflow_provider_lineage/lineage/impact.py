@@ -95,12 +95,16 @@ class LineageGraph:
             facet = (out.get("facets") or {}).get("columnLineage") or {}
             # either form (dataset-level list or per field): a ``dataset`` entry applies to every field
             kinds_of: dict[tuple[FieldKey, FieldKey], set[str]] = {}
-            for col, ins, inn, inf, typ, sub, _mask, _rows in column_facet.edges(facet, self.fields.get((ns, name), ())):
+            for col, ins, inn, inf, typ, sub, _mask, _rows in column_facet.edges(
+                facet, self.fields.get((ns, name), ())
+            ):
                 kinds_of.setdefault(((ins, inn, inf), (ns, name, col)), set()).add(f"{typ}/{sub or '?'}")
             for (src, dst), kinds in kinds_of.items():
                 self._edge(src, dst, kinds)
 
-    def _walk(self, adj: dict[FieldKey, dict[FieldKey, set[str]]], start: FieldKey, include_indirect: bool) -> list[Hop]:
+    def _walk(
+        self, adj: dict[FieldKey, dict[FieldKey, set[str]]], start: FieldKey, include_indirect: bool
+    ) -> list[Hop]:
         seen: dict[FieldKey, Hop] = {}
         queue: deque[tuple[FieldKey, int]] = deque([(start, 0)])
         visited = {start}
@@ -129,7 +133,9 @@ class LineageGraph:
         dataset or field raises ``KeyError`` with a message naming close matches."""
         head, sep, fld = ref.rpartition(":")
         if not sep or not head:
-            raise ValueError(f"{ref!r} is not namespace:name:field (e.g. file:/data/orders:amount, or default.orders:amount)")
+            raise ValueError(
+                f"{ref!r} is not namespace:name:field (e.g. file:/data/orders:amount, or default.orders:amount)"
+            )
         key = next(((ns, nm) for ns, nm in self.fields if f"{ns}:{nm}" == head), None)
         if key is None:
             key = self.aliases.get(head)

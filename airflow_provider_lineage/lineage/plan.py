@@ -10,8 +10,9 @@ Everything here is iterative: plans and expressions can be thousands of levels d
 ``withColumn`` chain), far beyond Python's recursion limit.
 
 Records of format 2 hold the plans as a DAG instead (:func:`load_dag`, written by
-``capture/plan_walk.py``): one entry per distinct JVM node, nested trees as ``{"$t": id}`` (a list of them as ``{"$ts": [...]}``). Loaded,
-fields hold :class:`TreeNode` objects where ``toJSON()`` has flat lists, and a node shared by several
+``capture/plan_walk.py``): one entry per distinct JVM node, nested trees as ``{"$t": id}`` (a list of them as ``{"$ts":
+[...]}``). Loaded, fields hold :class:`TreeNode` objects where ``toJSON()`` has flat lists, and a node shared
+by several
 parents is one object. Every walk here visits a node once (``walk``/``postorder`` are DAG walks), so a
 200-step chain that uses the previous step twice costs 200 visits, not 2^200.
 """
@@ -312,7 +313,11 @@ def pretty(expr: TreeNode, limit: int = 160) -> str:
             text = f"{node.name}#{node.expr_id()}"
         elif cls == "Literal":
             val = node.fields.get("value")
-            text = "null" if val is None else (repr(val) if isinstance(val, str) and str(node.fields.get("dataType")) == "string" else str(val))
+            text = (
+                "null"
+                if val is None
+                else (repr(val) if isinstance(val, str) and str(node.fields.get("dataType")) == "string" else str(val))
+            )
         elif cls == "Alias":
             text = f"{kids[0] if kids else '?'} AS {node.name}#{node.expr_id()}"
         elif cls in _BINARY and len(kids) == 2:

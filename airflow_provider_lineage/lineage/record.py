@@ -304,7 +304,9 @@ def append_collapsed(kept: list[CaptureRecord], rec: CaptureRecord) -> None:
         kept.append(rec)
         return
     inner = kept[-1]
-    prev = replace(inner, output=replace(inner.output) if inner.output else None, wrappers=[*inner.wrappers, rec.command])
+    prev = replace(
+        inner, output=replace(inner.output) if inner.output else None, wrappers=[*inner.wrappers, rec.command]
+    )
     if prev.output and rec.output:
         if rec.command in CREATE_WRAPPERS and not prev.output.table:
             # the inner write went to a path with no catalog table yet: this write created the table

@@ -168,7 +168,9 @@ def approximate_columns(lin: Any) -> dict[str, list[str]]:
         elif text.startswith(UNKNOWN_INPUT):
             whole.append(text)
         else:
-            whole.append(f"approximate: no rule for {text} (the conservative rule: all its inputs feed all its outputs)")
+            whole.append(
+                f"approximate: no rule for {text} (the conservative rule: all its inputs feed all its outputs)"
+            )
     for n in getattr(lin, "notes", None) or []:
         text = str(n)
         if any(m in text for m in _UNKNOWN_MARKS[:2]):

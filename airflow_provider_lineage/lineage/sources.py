@@ -132,7 +132,9 @@ def dataset_for_output(out: OutputInfo | None, env: Mapping[str, str] | None = N
         return found[0] if len(found) == 1 else None
     if out.location:
         tns = opts.get("table_namespace") or table_namespace(out.table, env, out.format)
-        return dataset_for_location(out.location, table=out.table, default_fs=env.get("default_fs"), table_namespace=tns)
+        return dataset_for_location(
+            out.location, table=out.table, default_fs=env.get("default_fs"), table_namespace=tns
+        )
     if out.table:
         return dataset_for_table(out.table)
     return None

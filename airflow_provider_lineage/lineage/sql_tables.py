@@ -38,8 +38,12 @@ def parse_query(sql: str, dialect: str | None = None) -> ParsedQuery:
             tables = [t.qualified_name for t in meta.in_tables]
             cols: dict[str, list[tuple[str, str]]] = {}
             for cl in meta.column_lineage:
-                cols[cl.descendant.name] = [(c.origin.qualified_name, c.name) for c in cl.lineage if c.origin is not None]
-            return ParsedQuery(tables, cols or None, None if cols else "openlineage-sql mapped no column", "openlineage-sql")
+                cols[cl.descendant.name] = [
+                    (c.origin.qualified_name, c.name) for c in cl.lineage if c.origin is not None
+                ]
+            return ParsedQuery(
+                tables, cols or None, None if cols else "openlineage-sql mapped no column", "openlineage-sql"
+            )
         if err:
             return ParsedQuery([], None, f"openlineage-sql: {err[:200]}", "openlineage-sql")
     return _sqlglot(sql, dialect)
@@ -55,7 +59,7 @@ def _sqlglot(sql: str, dialect: str | None) -> ParsedQuery:
     dia = {"postgresql": "postgres", "sqlserver": "tsql"}.get((dialect or "").lower(), (dialect or "").lower() or None)
     try:
         tree = sqlglot.parse_one(sql, read=dia if dia in sqlglot.Dialect.classes else None)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any parse failure is reported as the query's reason
         return ParsedQuery([], None, f"sqlglot: {str(exc)[:200]}", "sqlglot")
     ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
     tables = []
@@ -77,6 +81,6 @@ def _sqlglot(sql: str, dialect: str | None) -> ParsedQuery:
                     t = leaf.expression
                     origins.append((".".join(p for p in (t.catalog, t.db, t.name) if p), leaf.name.split(".")[-1]))
             cols[out] = origins
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - tables kept, the column lineage failure becomes the reason
         return ParsedQuery(tables, None, f"sqlglot column lineage: {str(exc)[:200]}", "sqlglot")
     return ParsedQuery(tables, cols or None, None, "sqlglot")

@@ -259,7 +259,9 @@ def entry_key(e: Mapping[str, Any]) -> tuple[str, Column, bool]:
     return (normalize_tag(e["tag"]), _key(e["path"][0]), bool(e.get("masked")))
 
 
-def violations(result: Mapping[str, Any], outputs: Iterable[Column], require_masked: Iterable[str]) -> list[dict[str, Any]]:
+def violations(
+    result: Mapping[str, Any], outputs: Iterable[Column], require_masked: Iterable[str]
+) -> list[dict[str, Any]]:
     """Output columns that received a ``require_masked`` tag through a path with no masking step."""
     required = {normalize_tag(t) for t in require_masked}
     out = []
@@ -353,7 +355,9 @@ def hop_label(hop: Mapping[str, Any], short: bool = True) -> str:
     return f"{name.rstrip('/').rsplit('/', 1)[-1] if short else name}.{hop.get('column')}"
 
 
-def unproven(record: Mapping[str, Any], result: Mapping[str, Any], require_masked: Iterable[str]) -> list[dict[str, Any]]:
+def unproven(
+    record: Mapping[str, Any], result: Mapping[str, Any], require_masked: Iterable[str]
+) -> list[dict[str, Any]]:
     """The record's approximate output columns (its ``approximate`` list: :mod:`.run_record`) that a
     ``require_masked`` policy cannot prove clean: ``[{"column", "reasons", "why"}]``.
 
@@ -518,8 +522,10 @@ def published_known(value: Any, columns: Mapping[tuple[str, str], tuple[str, str
     if omitted is not None and not (isinstance(omitted, list) and all(isinstance(o, str) for o in omitted)):
         raise TagsError(f"{where}: \"omitted\" is not a list of dataset digests")
     if value.get("cut") and omitted is None:
-        raise TagsError(f"{where} is cut (an older version bounded it by columns) and does not say which datasets it "
-                        "left out: the tags of this task's inputs may be missing; it is rewritten after the next DAG run")
+        raise TagsError(
+            f"{where} is cut (an older version bounded it by columns) and does not say which datasets it "
+            "left out: the tags of this task's inputs may be missing; it is rewritten after the next DAG run"
+        )
     left_out = set(omitted or ())
     for key, want in columns.items():
         if identity_digest(*key) in left_out:

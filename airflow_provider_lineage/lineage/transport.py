@@ -149,7 +149,11 @@ def fit_retries(client: OpenLineageClient) -> None:
     from openlineage.client.transport.http_common import DEFAULT_RETRY_CONFIG
 
     cfg = getattr(client.transport, "config", None)
-    if getattr(client.transport, "kind", None) != "http" or cfg is None or getattr(cfg, "retry", None) != DEFAULT_RETRY_CONFIG:
+    if (
+        getattr(client.transport, "kind", None) != "http"
+        or cfg is None
+        or getattr(cfg, "retry", None) != DEFAULT_RETRY_CONFIG
+    ):
         return
     cfg.retry = {
         **DEFAULT_RETRY_CONFIG,

@@ -228,7 +228,9 @@ def path(graph: dict[str, Any], dataset: str, column: str, depth: int = 3) -> di
             "datasets": list(hit_datasets)}
 
 
-def search(records: Iterable[tuple[dict[str, Any], dict[str, Any]]], query: str, limit: int = 50) -> list[dict[str, Any]]:
+def search(
+    records: Iterable[tuple[dict[str, Any], dict[str, Any]]], query: str, limit: int = 50
+) -> list[dict[str, Any]]:
     """Datasets and columns whose name contains ``query`` (case-insensitive), newest records first.
 
     :param records: ``(where, record)`` pairs; ``where`` (dag_id, run_id, task_id, ...) is copied into each hit.

@@ -130,9 +130,16 @@ def _live(table: str, column: str, index_path: str | None, max_files: int) -> di
         return {"skip": f"the table holds over {max_files:,} files: not checked from the api-server "
                         "(the maintenance sensor checks it)"}
     need = check(table, column, index_path=index_path)
-    return {"checked": datetime.now(UTC).isoformat(timespec="seconds"), "state": state_of(need.action, need.reason), "action": need.action, "reason": need.reason,
-            "version": need.version, "files_added": need.files_added, "files_removed": need.files_removed,
-            "files_changed": need.files_changed}
+    return {
+        "checked": datetime.now(UTC).isoformat(timespec="seconds"),
+        "state": state_of(need.action, need.reason),
+        "action": need.action,
+        "reason": need.reason,
+        "version": need.version,
+        "files_added": need.files_added,
+        "files_removed": need.files_removed,
+        "files_changed": need.files_changed,
+    }
 
 
 def _submit(key: tuple[str, str, str | None], max_files: int) -> Future:
@@ -202,7 +209,9 @@ def badges(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             badge["reason"] = (f"not checked: the check took over {seconds:g} s; " + badge["reason"])
             continue
         except Exception:  # noqa: BLE001 - a badge never breaks the view, and shows no error text
-            badge["reason"] = "not checked: the check failed (the maintenance sensor's log says why); " + badge["reason"]
+            badge["reason"] = (
+                "not checked: the check failed (the maintenance sensor's log says why); " + badge["reason"]
+            )
             continue
         if "skip" in live:
             badge["reason"] = live["skip"] + "; " + badge["reason"]

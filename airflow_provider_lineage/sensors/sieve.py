@@ -169,5 +169,7 @@ class SieveMaintenanceSensor(BaseSensorOperator):
             raise AirflowSensorTimeout(msg)
         indexes = list(event.get("indexes") or [])
         for n in indexes:
-            self.log.info("Sieve: %s.%s needs %s (%s)", n.get("table"), n.get("column"), n.get("action"), n.get("reason"))
+            self.log.info(
+                "Sieve: %s.%s needs %s (%s)", n.get("table"), n.get("column"), n.get("action"), n.get("reason")
+            )
         return indexes

@@ -40,9 +40,9 @@ _HOMES = {
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
-    "Candidates", "CommitConflict", "Eq", "FileEntry", "In", "IndexNotWritable", "IndexStats", "IndexUnavailable", "IsNull", "KeyType",
-    "MaintenanceStatus", "Predicate", "Range", "SieveError", "SieveFallbackWarning", "SieveIndex",
-    "SyncReport", "TableRef", "UnsupportedKeyType", "build", "compact", "list_table_files",
+    "Candidates", "CommitConflict", "Eq", "FileEntry", "In", "IndexNotWritable", "IndexStats", "IndexUnavailable",
+    "IsNull", "KeyType", "MaintenanceStatus", "Predicate", "Range", "SieveError", "SieveFallbackWarning",
+    "SieveIndex", "SyncReport", "TableRef", "UnsupportedKeyType", "build", "compact", "list_table_files",
     "maintenance_status", "open_index", "read", "rebuild", "sync",
 ]
 

@@ -99,8 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build a new index version from the table's files")
     common(b)
     sparky(b)
-    b.add_argument("--error-bound", type=int, default=DEFAULT_ERROR_BOUND,
-                   help=f"segment error bound e (default {DEFAULT_ERROR_BOUND}; larger = cheaper syncs, more files read)")
+    b.add_argument(
+        "--error-bound",
+        type=int,
+        default=DEFAULT_ERROR_BOUND,
+        help=f"segment error bound e (default {DEFAULT_ERROR_BOUND}; larger = cheaper syncs, more files read)",
+    )
     b.add_argument("--max-segment-keys", type=int, default=65536, help="segment size cap (default 65536)")
     b.add_argument("--mode", choices=("cow", "mor"), default="cow",
                    help="update mode: cow = copy-on-write, mor = merge-on-read (default cow)")

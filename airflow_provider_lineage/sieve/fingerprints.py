@@ -27,7 +27,8 @@ from .codec import Reader, Writer
 from .errors import IndexUnavailable
 
 PAGE_KEYS = 2048  # fingerprints per page, about: a lookup decodes one page
-DEFAULT_FPP = 0.008  # share of absent keys that read any file, at most: under 1 % with room for sampling noise and appends
+# share of absent keys that read any file, at most: under 1 % with room for sampling noise and appends
+DEFAULT_FPP = 0.008
 
 
 def fingerprint_bits(n_keys: int, fpp: float) -> int:

@@ -161,28 +161,41 @@ def _peel_numpy(pos: np.ndarray, values: np.ndarray, table: np.ndarray) -> bool:
     count = np.bincount(flat, minlength=m)
     keyx = np.zeros(m, np.int64)  # XOR of the key numbers in each slot: a slot of count 1 names its key
     np.bitwise_xor.at(keyx, flat, np.tile(np.arange(n, dtype=np.int64), ARITY))
+    rounds = peel_rounds(pos, count, keyx)
+    if sum(len(ks) for ks, _slots in rounds) != n:
+        return False
+    assign_rounds(rounds, pos, values, table)
+    return True
+
+
+def peel_rounds(pos: np.ndarray, count: np.ndarray, keyx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Peels every slot of count 1 at once, then the slots those keys touched, until none is left:
+    ``(keys, their slots)`` per round (``count`` and ``keyx``, the XOR of each slot's key numbers, are used up).
+    Every key peeled when the rounds hold them all."""
     rounds: list[tuple[np.ndarray, np.ndarray]] = []
     cand = np.flatnonzero(count == 1)
-    peeled = 0
     while len(cand):
         cand = cand[count[cand] == 1]
         if not len(cand):
             break
         ks, at = np.unique(keyx[cand], return_index=True)
         rounds.append((ks, cand[at]))
-        peeled += len(ks)
         touched = pos[:, ks].reshape(-1)
         np.subtract.at(count, touched, 1)
         np.bitwise_xor.at(keyx, touched, np.tile(ks, ARITY))
         cand = np.unique(touched)
-    if peeled != n:
-        return False
-    for ks, slot in reversed(rounds):  # a round's keys never write a slot another of them reads
+    return rounds
+
+
+def assign_rounds(rounds: list[tuple[np.ndarray, np.ndarray]], pos: np.ndarray, values: np.ndarray,
+                  table: np.ndarray) -> None:
+    """Fills ``table`` so that each key's slots XOR to its value: the rounds in reverse (a round's keys never
+    write a slot another of them reads)."""
+    for ks, slot in reversed(rounds):
         v = values[ks].copy()
         for i in range(ARITY):
             v ^= table[pos[i, ks]]
         table[slot] = v ^ table[slot]
-    return True
 
 
 @functools.cache

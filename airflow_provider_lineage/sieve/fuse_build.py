@@ -31,9 +31,10 @@ _warm_up_started = threading.Event()
 
 
 def warm_up() -> None:
-    """Starts numba's import and the load of the compiled build (0.6-0.9 s in a new process: benchmarks/sieve/numba_load.py) in a
-    thread, once a process: when a build plans the structure (or is told to build it). Not sooner: which
-    keys are in one file is known only once every file is read, and builds without it should not pay."""
+    """Starts numba's import and the load of the compiled build (0.6-0.9 s in a new process:
+    benchmarks/sieve/numba_load.py) in a thread, once a process: when a build plans the structure (or is told
+    to build it). Not sooner: which keys are in one file is known only once every file is read, and builds
+    without it should not pay."""
     if not _warm_up_started.is_set():
         _warm_up_started.set()
         threading.Thread(target=load_compiled, name="sieve-fuse-warm-up", daemon=True).start()

@@ -100,8 +100,12 @@ def _xxh64_matrix(m: np.ndarray, seed: int = SEED) -> np.ndarray:
             tmp, tmp2 = np.empty(b, np.uint64), np.empty(b, np.uint64)
             pos = 0
             if length >= 32:
-                v = [np.full(b, _U((s + int(P1) + int(P2)) & _MASK64), np.uint64), np.full(b, _U((s + int(P2)) & _MASK64),
-                     np.uint64), np.full(b, _U(s & _MASK64), np.uint64), np.full(b, _U((s - int(P1)) & _MASK64), np.uint64)]
+                v = [
+                    np.full(b, _U((s + int(P1) + int(P2)) & _MASK64), np.uint64),
+                    np.full(b, _U((s + int(P2)) & _MASK64), np.uint64),
+                    np.full(b, _U(s & _MASK64), np.uint64),
+                    np.full(b, _U((s - int(P1)) & _MASK64), np.uint64),
+                ]
                 while pos + 32 <= length:
                     for i in range(4):
                         _round(v[i], _lanes(blk, pos + 8 * i, 8), tmp)

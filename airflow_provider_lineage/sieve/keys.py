@@ -306,12 +306,17 @@ def window_keys(arr: pa.Array, prefix: bytes) -> np.ndarray:
     p = len(prefix)
     rest = pc.binary_slice(raw, p, p + WINDOW) if p else pc.binary_slice(raw, 0, WINDOW)
     keys = 1 + (_big_endian(rest) << LEN_BITS | _lengths(rest))
-    if p:
-        pre = pa.scalar(prefix, pa.large_binary())
-        starts = pc.equal(pc.binary_slice(raw, 0, p), pre).to_numpy(zero_copy_only=False)
-        below = pc.less(raw, pre).to_numpy(zero_copy_only=False)
-        keys = np.where(starts, keys, np.where(below, LOW_KEY, HIGH_KEY))
-    return keys.astype(np.int64)
+    return _outside_prefix(raw, prefix, keys).astype(np.int64)
+
+
+def _outside_prefix(raw: pa.Array, prefix: bytes, keys: np.ndarray) -> np.ndarray:
+    """``keys`` where the value starts with ``prefix``, else :data:`LOW_KEY`/:data:`HIGH_KEY` (below/above it)."""
+    if not prefix:
+        return keys
+    pre = pa.scalar(prefix, pa.large_binary())
+    starts = pc.equal(pc.binary_slice(raw, 0, len(prefix)), pre).to_numpy(zero_copy_only=False)
+    below = pc.less(raw, pre).to_numpy(zero_copy_only=False)
+    return np.where(starts, keys, np.where(below, LOW_KEY, HIGH_KEY))
 
 
 def _lengths(arr: pa.Array) -> np.ndarray:
@@ -421,12 +426,7 @@ def radix_keys(arr: pa.Array, prefix: bytes, alphabet: bytes) -> np.ndarray:
     digit = np.where(col > first[:, None], tail[:, None], digit)
     powers = np.asarray([r ** (w - 1 - j) for j in range(w)], np.int64)
     keys = 1 + digit.astype(np.int64) @ powers
-    if p:
-        pre = pa.scalar(prefix, pa.large_binary())
-        starts = pc.equal(pc.binary_slice(raw, 0, p), pre).to_numpy(zero_copy_only=False)
-        below = pc.less(raw, pre).to_numpy(zero_copy_only=False)
-        keys = np.where(starts, keys, np.where(below, LOW_KEY, HIGH_KEY))
-    return keys.astype(np.int64)
+    return _outside_prefix(raw, prefix, keys).astype(np.int64)
 
 
 def _byte_matrix(arr: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -479,8 +479,9 @@ def stamp_footers(files: Iterable[FileEntry]) -> None:
             f.footer = sum_
 
 
-def read_file_keys(path: str, column: str, key_type: KeyType, conf: ReadConf | None = None
-                   ) -> tuple[np.ndarray, int, int]:
+def read_file_keys(
+    path: str, column: str, key_type: KeyType, conf: ReadConf | None = None
+) -> tuple[np.ndarray, int, int]:
     """Sorted unique keys, NULL count and row count of one Parquet file (pyarrow, one column), the
     column's values as Spark reads them (:func:`.files.read_spark_column`: the name matched under
     ``spark.sql.caseSensitive``, INT96 in microseconds, legacy dates and timestamps rebased; ``conf``

@@ -1,4 +1,5 @@
-"""``SieveMaintenanceTrigger``: the deferrable half of :class:`~airflow_provider_lineage.sensors.sieve.SieveMaintenanceSensor`.
+"""``SieveMaintenanceTrigger``: the deferrable half of
+:class:`~airflow_provider_lineage.sensors.sieve.SieveMaintenanceSensor`.
 
 Runs in the triggerer. Every ``poke_interval`` seconds it checks each index the way the sensor's
 ``poke`` does -- a listing of the table's files and the index manifest, no Spark -- in a child

@@ -301,8 +301,12 @@ def compare(sig: dict[str, Any], ref: dict[str, Any]) -> list[str]:
             continue
         for part in sorted(set(a) | set(b)):
             if a.get(part) != b.get(part):
-                extra = sorted(map(str, set(map(json.dumps, a.get(part) or [])) - set(map(json.dumps, b.get(part) or []))))
-                lack = sorted(map(str, set(map(json.dumps, b.get(part) or [])) - set(map(json.dumps, a.get(part) or []))))
+                extra = sorted(
+                    map(str, set(map(json.dumps, a.get(part) or [])) - set(map(json.dumps, b.get(part) or [])))
+                )
+                lack = sorted(
+                    map(str, set(map(json.dumps, b.get(part) or [])) - set(map(json.dumps, a.get(part) or [])))
+                )
                 diffs.append(f"{key} {part}: +{extra[:3]} -{lack[:3]}")
     return diffs
 

@@ -87,9 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         f"| then the provider's operator, sensor and trigger modules add | {added:.3f} | {added_cpu:.3f} |\n\n"
         "On a busy machine the wall times stretch with the load; the CPU times (what the imports cost the "
         "parsing process) much less so.\n\n"
-        f"Budget: at most {BUDGET_S} s added: CPU {verdict(added_cpu)}, wall {verdict(added)}. Heavy modules imported: {', '.join(heavy) or 'none'} "
+        f"Budget: at most {BUDGET_S} s added: CPU {verdict(added_cpu)}, wall {verdict(added)}. Heavy modules "
+        f"imported: {', '.join(heavy) or 'none'} "
         f"(checked: {', '.join(HEAVY)}; `tests/test_imports.py` asserts the module set in CI).\n\n"
-        "Runs (base s, added s): " + ", ".join(f"({r['base_s']:.3f}, {r['added_s']:.3f})" for r in runs) + "\n")
+        "Runs (base s, added s): " + ", ".join(f"({r['base_s']:.3f}, {r['added_s']:.3f})" for r in runs) + "\n"
+    )
     args.report.write_text(text)
     print(text)
     return 0 if added_cpu <= BUDGET_S and not heavy else 1

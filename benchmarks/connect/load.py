@@ -112,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.connect_load import run_sessions
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    report: dict[str, Any] = {"sessions": args.sessions, "tables": args.tables,
-                              "uptime": subprocess.run(["uptime"], check=False, capture_output=True, text=True).stdout.strip()}
+    report: dict[str, Any] = {
+        "sessions": args.sessions,
+        "tables": args.tables,
+        "uptime": subprocess.run(["uptime"], check=False, capture_output=True, text=True).stdout.strip(),
+    }
     with tempfile.TemporaryDirectory(prefix="apl-connect-load-") as tmp:
         base = Path(tmp)
         with connect_server(base / "server") as server:

@@ -117,7 +117,9 @@ def real_deployment(home: Path) -> dict[str, Any]:
         out["sieve_maintenance"].append({"state": state,
                                          "trigger_to_run_end_s": round(_epoch(run["end_date"]) - t_trigger, 1)})
         print("sieve_maintenance", out["sieve_maintenance"][-1], flush=True)
-        out["triggerer_block_warnings"] = sum("async thread was blocked" in x for x in dep.log("triggerer").splitlines())
+        out["triggerer_block_warnings"] = sum(
+            "async thread was blocked" in x for x in dep.log("triggerer").splitlines()
+        )
         env = dict(dep.env)
     out["dags_test"] = {}
     for dag_id, conf in (("lineage_etl", None), ("sieve_maintenance", {"external_write": True})):

@@ -24,8 +24,10 @@ API of ``plugins/estate/api.py``) mounted under the plugin prefix on the benchma
 are overridden (an admin; a session on the benchmark DB) and the auth manager is a stand-in whose admin may
 read every DAG of the estate. The index's catch-up with XCom is switched off in that server (the estate was
 loaded into the index directly); Airflow's own DB connection is the benchmark DB, with empty ``variable``
-and ``xcom`` tables, so that the page's other request (``api/tags/unmasked``) answers as in a deployment. The page is opened from a column at depth 1 and
-depth 3 (``?namespace=&name=&column=&depth=``, a table of the first tenth of the DAGs) and its own timings are read: ``window.estate.timings``
+and ``xcom`` tables, so that the page's other request (``api/tags/unmasked``) answers as in a deployment. The page is
+opened from a column at depth 1 and
+depth 3 (``?namespace=&name=&column=&depth=``, a table of the first tenth of the DAGs) and its own timings are read:
+``window.estate.timings``
 ``fetchMs`` (the graph request), ``drawMs`` (layout + SVG) and ``readyMs`` (navigation start until
 ``body[data-state=ready]``), medians of ``--page-repeats`` loads, target < 1.5 s for ``readyMs``.
 
@@ -348,7 +350,9 @@ def measure_page(url: str, size: str, repeats: int) -> dict[str, Any]:
                         "return document.getElementById('notices').textContent"))
                 tm = driver.execute_script(
                     "var g = window.estate.state.graph; return {t: window.estate.timings, "
-                    "datasets: g.datasets.length, edges: g.edges.length, depth: document.getElementById('depth').value};")
+                    "datasets: g.datasets.length, edges: g.edges.length, depth: "
+                    "document.getElementById('depth').value};"
+                )
                 if tm["depth"] != str(depth):
                     raise RuntimeError(f"the page opened at depth {tm['depth']}, not {depth}")
                 if k == 0:
@@ -416,8 +420,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--one-by-one", action="store_true",
                    help="load every record through index.ingest (slow at the large size) instead of in bulk")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
-    p.add_argument("--page", action=argparse.BooleanOptionalAction, default=None,
-                   help="open each SQLite size's estate page in headless Chromium (default: when Chromium is installed)")
+    p.add_argument(
+        "--page",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="open each SQLite size's estate page in headless Chromium (default: when Chromium is installed)",
+    )
     p.add_argument("--page-repeats", type=int, default=5, help="page loads per start depth (default 5)")
     p.add_argument("--serve-page", help=argparse.SUPPRESS)
     p.add_argument("--serve-dags", type=int, help=argparse.SUPPRESS)
@@ -473,24 +481,32 @@ def page_section(pages: list[dict[str, Any]], skip: str | None, load: tuple[floa
         return lines + [f"Not measured: {skip}.", ""]
     version = subprocess.run(["chromium", "--version"], check=False, capture_output=True, text=True).stdout.strip()
     lines += [
-        (f"SQLite; {version} headless; the plugin's real app (`plugins/api.py` `create_app()`: the estate page, its "
-         "scripts and vendored dagre under `/column-lineage/`, the estate API of `plugins/estate/api.py`) served by "
-         "uvicorn on loopback, Airflow's user/session dependencies overridden (an admin who may read every DAG), "
-         f"the index's XCom catch-up off. Load average (1/5/15 min) at the end: {load[0]:.1f} / {load[1]:.1f} / "
-         f"{load[2]:.1f}. Opened from a column of a random table of the first tenth of the DAGs (many readers downstream) "
-         "(`?namespace=&name=&column=col_2&depth=`), medians of the loads after a first, uncounted one; "
-         "`fetch`: the graph request; `draw`: layout (dagre) + SVG; `ready`: navigation start until "
-         "`body[data-state=ready]` (page, scripts, request, drawing): the target is < 1.5 s."),
+        (
+            f"SQLite; {version} headless; the plugin's real app (`plugins/api.py` `create_app()`: the estate page, its "
+            "scripts and vendored dagre under `/column-lineage/`, the estate API of `plugins/estate/api.py`) served by "
+            "uvicorn on loopback, Airflow's user/session dependencies overridden (an admin who may read every DAG), "
+            f"the index's XCom catch-up off. Load average (1/5/15 min) at the end: {load[0]:.1f} / {load[1]:.1f} / "
+            f"{load[2]:.1f}. Opened from a column of a random table of the first tenth of the DAGs (many readers "
+            f"downstream) "
+            "(`?namespace=&name=&column=col_2&depth=`), medians of the loads after a first, uncounted one; "
+            "`fetch`: the graph request; `draw`: layout (dagre) + SVG; `ready`: navigation start until "
+            "`body[data-state=ready]` (page, scripts, request, drawing): the target is < 1.5 s."
+        ),
         "",
-        ("| size | dags | datasets | edges | records | depth | datasets shown | column edges shown | fetch ms | draw ms "
-         "| ready ms (median) | ready ms (max) |"),
+        (
+            "| size | dags | datasets | edges | records | depth | datasets shown | column edges shown | fetch ms | "
+            "draw ms "
+            "| ready ms (median) | ready ms (max) |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in pages:
         for d in (1, 3):
-            lines.append(f"| {r['size']} | {r['dags']:,} | {r['datasets']:,} | {r['edges']:,} | {r['records']:,} | {d} | "
-                         f"{r[f'd{d}_datasets']} | {r[f'd{d}_edges']} | {r[f'd{d}_fetch_ms']:.0f} | "
-                         f"{r[f'd{d}_draw_ms']:.0f} | {r[f'd{d}_ready_ms']:.0f} | {r[f'd{d}_max_ready_ms']:.0f} |")
+            lines.append(
+                f"| {r['size']} | {r['dags']:,} | {r['datasets']:,} | {r['edges']:,} | {r['records']:,} | {d} | "
+                f"{r[f'd{d}_datasets']} | {r[f'd{d}_edges']} | {r[f'd{d}_fetch_ms']:.0f} | "
+                f"{r[f'd{d}_draw_ms']:.0f} | {r[f'd{d}_ready_ms']:.0f} | {r[f'd{d}_max_ready_ms']:.0f} |"
+            )
     over = [f"- {r['size']} depth {d}: ready {r[f'd{d}_ready_ms']:.0f} ms > {TARGETS['page_ms']} ms"
             for r in pages for d in (1, 3) if r[f"d{d}_ready_ms"] > TARGETS["page_ms"]]
     errors = sorted({e for r in pages for e in r["console_errors"]})
@@ -537,7 +553,9 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
         cells = [f"{r[c]:.1f}" if isinstance(r[c], float) else f"{r[c]:,}" if isinstance(r[c], int) else str(r[c])
                  for c in cols]
         rows = r["rows"]
-        cells.append(" / ".join(f"{rows[k]:,}" for k in ("task_run", "edge_set", "edge", "dataset", "field", "set_field")))
+        cells.append(
+            " / ".join(f"{rows[k]:,}" for k in ("task_run", "edge_set", "edge", "dataset", "field", "set_field"))
+        )
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Over target:"]
     over = [f"- {r['db']} {r['size']}: {k} {r[k]:.0f} ms > {v} ms" for r in results for k, v in TARGETS.items()

@@ -1,4 +1,5 @@
-"""``/api/tags/unmasked`` cached per estate index state: ``python benchmarks/guard/unmasked_cache.py [--sizes small,medium]``.
+"""``/api/tags/unmasked`` cached per estate index state: ``python benchmarks/guard/unmasked_cache.py [--sizes
+small,medium]``.
 
 Builds the synthetic estate of ``benchmarks/estate/run.py`` (same sizes, same generator, written through the
 index's own ``_edge_set``) on SQLite in a temporary folder, declares ``pii`` on one column of every landing
@@ -103,16 +104,28 @@ def main(argv: list[str]) -> int:
             print(json.dumps(r))
             results.append(r)
     after = subprocess.run(["uptime"], check=False, capture_output=True, text=True).stdout.strip()
-    lines = ["# `/api/tags/unmasked`: cached per estate index state (issue 37)", "",
-             ("`python benchmarks/guard/unmasked_cache.py` (SQLite, the synthetic estate of `benchmarks/estate/run.py`, "
-             "one current run per DAG, `pii` on one column of every landing table). The machine is shared: "
-             f"`uptime` before: `{load}`; after: `{after}`."), "",
-             ("| size | current edges | unmasked entries | first request (ms) | another user's first (ms) | next requests (ms) | "
-             "before issue 37, every request (ms) | a half-DAGs user: listed / hidden |"),
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# `/api/tags/unmasked`: cached per estate index state (issue 37)",
+        "",
+        (
+            "`python benchmarks/guard/unmasked_cache.py` (SQLite, the synthetic estate of `benchmarks/estate/run.py`, "
+            "one current run per DAG, `pii` on one column of every landing table). The machine is shared: "
+            f"`uptime` before: `{load}`; after: `{after}`."
+        ),
+        "",
+        (
+            "| size | current edges | unmasked entries | first request (ms) | another user's first (ms) | next "
+            "requests (ms) | "
+            "before issue 37, every request (ms) | a half-DAGs user: listed / hidden |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['size']} | {r['current_edges']:,} | {r['entries']:,} | {r['first_ms']:.0f} | "
-                     f"{r['other_user_ms']:.0f} | {r['cached_ms']:.1f} | {r['before_ms']:.0f} | {r['half_user_entries']:,} / {r['half_user_hidden']:,} |")
+        lines.append(
+            f"| {r['size']} | {r['current_edges']:,} | {r['entries']:,} | {r['first_ms']:.0f} | "
+            f"{r['other_user_ms']:.0f} | {r['cached_ms']:.1f} | {r['before_ms']:.0f} | {r['half_user_entries']:,} / "
+            f"{r['half_user_hidden']:,} |"
+        )
     Path(args.report).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

@@ -1,8 +1,9 @@
 """Lineage cost: engine time against plan size, and against sqlglot on the 22 TPC-H queries.
 
 * Generated plans (a long withColumn chain, a wide union, a deep join tree) are captured from real
-  writes to Parquet of empty copies of the inputs (the plan does not depend on row counts); their size is counted as plan nodes + expression nodes of the
-  optimized plan JSON. The engine's ``analyze_record`` is timed on each (median of repeats) and
+  writes to Parquet of empty copies of the inputs (the plan does not depend on row counts); their size is counted as
+  plan nodes + expression nodes of the optimized plan JSON. The engine's ``analyze_record`` is timed on each
+  (median of repeats) and
   reported as milliseconds per 1,000 nodes; a flat ms/1k-nodes across sizes means linear cost.
 * TPC-H (scale 0.01 from ``tpchgen-cli``): each query's result is written to Parquet under capture;
   ``analyze_record`` is timed against ``sqlglot.lineage.lineage`` called for every output column with
@@ -194,7 +195,8 @@ def _capture_one(spark: SparkSession, write: Callable[[], None]) -> Any:
     if len(recs) != 1:
         errors = cap.listener.errors if cap.listener else []
         raise RuntimeError(
-            f"expected one captured write, got {len(recs)}: {[r.command for r in cap.records]}; listener errors {errors}"
+            f"expected one captured write, got {len(recs)}: {[r.command for r in cap.records]}; listener errors "
+            f"{errors}"
         )
     return recs[0]
 
@@ -210,7 +212,9 @@ def _empty_copy(spark: SparkSession, path: str, target: Path) -> DataFrame:
 
 def measure_generated(spark: SparkSession, inputs: dict[str, str], out_root: Path, analyze: Callable[[Any], Any],
                       sizes: dict[str, list[int]] | None = None, log: Callable[[str], None] = print) -> list[CostPoint]:
-    base, other = (_empty_copy(spark, inputs[name], out_root / f"cost_input_{name}") for name in ("transactions", "customers"))
+    base, other = (
+        _empty_copy(spark, inputs[name], out_root / f"cost_input_{name}") for name in ("transactions", "customers")
+    )
     builders: dict[str, Callable[[int], DataFrame]] = {
         "withColumn chain": lambda n: withcolumn_chain(base, n),
         "wide union": lambda n: wide_union(base, n),

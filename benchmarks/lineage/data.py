@@ -100,7 +100,10 @@ def _baskets() -> list[tuple]:
 
 
 def _merchants() -> list[tuple]:
-    return [(500 + i, f"merchant{i}", ["5411", "5812", "4111"][i % 3], ["Berlin", "Paris", "Amsterdam"][i % 3]) for i in range(6)]
+    return [
+        (500 + i, f"merchant{i}", ["5411", "5812", "4111"][i % 3], ["Berlin", "Paris", "Amsterdam"][i % 3])
+        for i in range(6)
+    ]
 
 
 DATASETS: dict[str, tuple[str, callable]] = {

@@ -94,11 +94,16 @@ def main() -> int:
     lines = [
         "# Driver round trips: cost of the rule",
         "",
-        (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, Python {platform.python_version()}, "
-        "local[1] (shared machine: times are indicative)."),
+        (
+            f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, Python {platform.python_version()}, "
+            "local[1] (shared machine: times are indicative)."
+        ),
         "",
-        ("A config table of 8 rows (`key`, `value`) is `collect()`ed; then five writes from a 1,000-row `orders` table. "
-        "Edges added = edges of the write after the collect minus the same write's edges without it."),
+        (
+            "A config table of 8 rows (`key`, `value`) is `collect()`ed; then five writes from a 1,000-row `orders` "
+            "table. "
+            "Edges added = edges of the write after the collect minus the same write's edges without it."
+        ),
         "",
         "| write | edges added | columns marked `driver round trip` |",
         "|---|---|---|",
@@ -106,8 +111,14 @@ def main() -> int:
     for name, (added, marked) in results.items():
         shown = ", ".join(f"{c} <- {d}.{f}" for c, d, f in sorted(added)) or "none"
         lines.append(f"| {name} | {len(added)}: {shown} | {', '.join(marked) or 'none'} |")
-    lines += ["", (f"Capture time of the `collect()` (plan walk + engine pass, worker thread): "
-                  f"{collect_capture_s * 1000:.0f} ms; the action's wall time with the drain: {wall * 1000:.0f} ms."), ""]
+    lines += [
+        "",
+        (
+            f"Capture time of the `collect()` (plan walk + engine pass, worker thread): "
+            f"{collect_capture_s * 1000:.0f} ms; the action's wall time with the drain: {wall * 1000:.0f} ms."
+        ),
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     (HERE / "DRIVER.md").write_text(text)

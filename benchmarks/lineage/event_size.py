@@ -139,13 +139,17 @@ def report(results: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for placement, p in r["placements"].items():
-            lines.append(f"| {r['columns']:,} | {r['keys']} | {placement} | {p['event_bytes']:,} | {p['gzip_bytes']:,} | "
-                         f"{p['field_edges']:,} | {p['dataset_edges']:,} | {'yes' if p['fits_1mb'] else 'no'} | "
-                         f"{p['http_events']} | {p['http_largest']:,} |")
+            lines.append(
+                f"| {r['columns']:,} | {r['keys']} | {placement} | {p['event_bytes']:,} | {p['gzip_bytes']:,} | "
+                f"{p['field_edges']:,} | {p['dataset_edges']:,} | {'yes' if p['fits_1mb'] else 'no'} | "
+                f"{p['http_events']} | {p['http_largest']:,} |"
+            )
     lines += ["", "Run record kept for the UI (XCom, bounded at 512 KiB; dataset-wide edges always apart):", "",
               "| columns | record bytes | cut |", "|---|---|---|"]
     for r in results:
-        lines.append(f"| {r['columns']:,} | {r['run_record_bytes']:,} | {'yes' if r['run_record_truncated'] else 'no'} |")
+        lines.append(
+            f"| {r['columns']:,} | {r['run_record_bytes']:,} | {'yes' if r['run_record_truncated'] else 'no'} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -61,7 +61,10 @@ def render(results: list[ScenarioResult], cost: CostResults | None, meta: dict[s
     tot = totals(results)
     add("## Summary")
     add("")
-    add("| set | scenarios | DIRECT P / R | INDIRECT P / R | DIRECT subtype agree | INDIRECT subtype agree | masking agree |")
+    add(
+        "| set | scenarios | DIRECT P / R | INDIRECT P / R | DIRECT subtype agree | INDIRECT subtype agree | masking "
+        "agree |"
+    )
     add("|---|---|---|---|---|---|---|")
     for label, group in (
         ("C1–C3 (paper)", paper),
@@ -84,8 +87,11 @@ def render(results: list[ScenarioResult], cost: CostResults | None, meta: dict[s
     for r in paper:
         s = r.score
         pp = r.scenario.paper
-        add(f"| {r.scenario.sid} | {r.scenario.covers} | {pp[0]} / {pp[1]} | {_pr(s.direct)} | {_pr(s.indirect)} | "
-            f"{_agree(s.direct)} / {_agree(s.indirect)} | {s.direct.tp + s.direct.fn} / {s.indirect.tp + s.indirect.fn} |")
+        add(
+            f"| {r.scenario.sid} | {r.scenario.covers} | {pp[0]} / {pp[1]} | {_pr(s.direct)} | {_pr(s.indirect)} | "
+            f"{_agree(s.direct)} / {_agree(s.indirect)} | {s.direct.tp + s.direct.fn} / "
+            f"{s.indirect.tp + s.indirect.fn} |"
+        )
     add("")
     add("The paper compares one kind of edge (input column -> output column); here DIRECT and INDIRECT are "
         "scored separately, so each of our two figures is at least as strict as the paper's single one.")
@@ -136,11 +142,15 @@ def render_cost(cost: CostResults) -> list[str]:
     add = out.append
     add("## Cost: engine time against plan size")
     add("")
-    add("Plans captured from real Parquet writes of empty copies of the inputs (the plan does not depend on row counts); size = plan nodes + expression nodes of the optimized "
+    add(
+        "Plans captured from real Parquet writes of empty copies of the inputs (the plan does not depend on row "
+        "counts); size = plan nodes + expression nodes of the optimized "
         "plan JSON (the write command's duplicate `analyzedQuery` excluded). Time = best of 7–15 "
-        "`analyze_record` calls (GC off, as `timeit` does; the machine is shared) on the captured record (JSON already parsed; capture itself runs in the driver "
+        "`analyze_record` calls (GC off, as `timeit` does; the machine is shared) on the captured record (JSON "
+        "already parsed; capture itself runs in the driver "
         "and is not included). Linear cost shows as a flat ms / 1k nodes; the last column is ms / 1k nodes "
-        "divided by the smallest size's.")
+        "divided by the smallest size's."
+    )
     add("")
     add("| plan shape | n | plan nodes | expr nodes | total nodes | analyze ms | ms / 1k nodes | vs smallest |")
     add("|---|---|---|---|---|---|---|---|")
@@ -186,14 +196,22 @@ def render_cost(cost: CostResults) -> list[str]:
             add(f"| Q{p.query} | {p.nodes} | {p.columns} | {p.engine_ms:.2f} | {p.sqlglot_ms:.2f} | "
                 f"{p.engine_ms / p.sqlglot_ms:.3f} | {allc} |")
         else:
-            add(f"| Q{p.query} | {p.nodes} | {p.columns} | {p.engine_ms:.2f} | failed: {p.sqlglot_error} | – | {allc} |")
+            add(
+                f"| Q{p.query} | {p.nodes} | {p.columns} | {p.engine_ms:.2f} | failed: {p.sqlglot_error} | – | {allc} |"
+            )
     if s_tot:
         last = f"{a_tot:.1f} | **{e_tot / a_tot:.3f}**" if all_ok and a_tot else "– | –"
         add(f"| **total** | {sum(p.nodes for p in cost.tpch)} | {sum(p.columns for p in cost.tpch)} | {e_tot:.1f} | "
             f"{s_tot:.1f} | **{e_tot / s_tot:.3f}** | {last} |")
         add("")
-        add(f"Over the 22 queries the engine takes {e_tot / s_tot * 100:.1f}% of sqlglot's per-column time "
+        add(
+            f"Over the 22 queries the engine takes {e_tot / s_tot * 100:.1f}% of sqlglot's per-column time "
             f"({s_tot / e_tot:.0f}x faster)"
-            + (f" and {e_tot / a_tot * 100:.1f}% of its one-call time ({a_tot / e_tot:.0f}x faster)." if all_ok and a_tot else "."))
+            + (
+                f" and {e_tot / a_tot * 100:.1f}% of its one-call time ({a_tot / e_tot:.0f}x faster)."
+                if all_ok and a_tot
+                else "."
+            )
+        )
     add("")
     return out

@@ -417,10 +417,17 @@ _add(
 )
 
 _add(
-    "posexplode_sql", "sql", "Generate (posexplode)",
+    "posexplode_sql",
+    "sql",
+    "Generate (posexplode)",
     _sql("posexplode_sql", "SELECT basket_id, posexplode(skus) AS (pos, sku) FROM baskets"),
-    [Expect("posexplode_sql", {"basket_id": [I("baskets.basket_id")], "pos": [T("baskets.skus")], "sku": [T("baskets.skus")]},
-            {"FILTER": ["baskets.skus"]})],
+    [
+        Expect(
+            "posexplode_sql",
+            {"basket_id": [I("baskets.basket_id")], "pos": [T("baskets.skus")], "sku": [T("baskets.skus")]},
+            {"FILTER": ["baskets.skus"]},
+        )
+    ],
 )
 
 _add(
@@ -460,8 +467,16 @@ def _python_udf_df(ctx: Ctx) -> None:
 
 
 _add(
-    "python_udf_df", "df", "Python UDF (BatchEvalPython)", _python_udf_df,
-    [Expect("python_udf_df", {"txn_id": [I("transactions.txn_id")], "band": [T("transactions.amount"), T("transactions.fee")]})],
+    "python_udf_df",
+    "df",
+    "Python UDF (BatchEvalPython)",
+    _python_udf_df,
+    [
+        Expect(
+            "python_udf_df",
+            {"txn_id": [I("transactions.txn_id")], "band": [T("transactions.amount"), T("transactions.fee")]},
+        )
+    ],
     notes="A UDF is a black box: its output is a TRANSFORMATION of every argument.",
 )
 
@@ -480,8 +495,16 @@ def _pandas_udf_df(ctx: Ctx) -> None:
 
 
 _add(
-    "pandas_udf_df", "df", "pandas UDF (ArrowEvalPython)", _pandas_udf_df,
-    [Expect("pandas_udf_df", {"txn_id": [I("transactions.txn_id")], "tax": [T("transactions.amount"), T("transactions.tax_rate")]})],
+    "pandas_udf_df",
+    "df",
+    "pandas UDF (ArrowEvalPython)",
+    _pandas_udf_df,
+    [
+        Expect(
+            "pandas_udf_df",
+            {"txn_id": [I("transactions.txn_id")], "tax": [T("transactions.amount"), T("transactions.tax_rate")]},
+        )
+    ],
 )
 
 # --- Sub-queries -----------------------------------------------------------------------------
@@ -562,9 +585,15 @@ _add(
 )
 
 _add(
-    "distinct_sql", "sql", "Deduplicate (SELECT DISTINCT)",
+    "distinct_sql",
+    "sql",
+    "Deduplicate (SELECT DISTINCT)",
     _sql("distinct_sql", "SELECT DISTINCT customer_id, currency FROM transactions"),
-    [Expect("distinct_sql", identity(TX, "customer_id", "currency"), {"GROUP_BY": cols(TX, "customer_id", "currency")})],
+    [
+        Expect(
+            "distinct_sql", identity(TX, "customer_id", "currency"), {"GROUP_BY": cols(TX, "customer_id", "currency")}
+        )
+    ],
 )
 
 # --- Cache / temp views / CTEs / local data ---------------------------------------------------
@@ -726,9 +755,17 @@ def _write_ctas_sql(ctx: Ctx) -> None:
 
 
 _add(
-    "write_ctas_sql", "sql", "Write: CTAS", _write_ctas_sql,
-    [Expect("write_ctas_sql", {"customer_id": [I("transactions.customer_id")], "max_amount": [A("transactions.amount")]},
-            {"GROUP_BY": ["transactions.customer_id"]})],
+    "write_ctas_sql",
+    "sql",
+    "Write: CTAS",
+    _write_ctas_sql,
+    [
+        Expect(
+            "write_ctas_sql",
+            {"customer_id": [I("transactions.customer_id")], "max_amount": [A("transactions.amount")]},
+            {"GROUP_BY": ["transactions.customer_id"]},
+        )
+    ],
     setup=_drop("write_ctas_sql"),
     teardown=_drop("write_ctas_sql"),
 )

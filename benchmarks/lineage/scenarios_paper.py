@@ -53,7 +53,8 @@ C1 = Scenario(
         Expect(
             "c1_mart",
             {
-                **identity("transactions", "txn_id", "customer_id", "account_id", "txn_date", "currency", "channel", "merchant_id"),
+                **identity("transactions", "txn_id", "customer_id", "account_id", "txn_date", "currency", "channel",
+                           "merchant_id"),
                 "net_amount": [T("transactions.amount"), T("transactions.fee")],
                 "tax_amount": [T("transactions.amount"), T("transactions.tax_rate")],
                 "gross_amount": [T("transactions.amount"), T("transactions.fee"), T("transactions.tax_rate")],

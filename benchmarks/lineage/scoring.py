@@ -68,7 +68,8 @@ def facet_edges(output: dict[str, Any], output_name: str | None = None) -> Engin
 
     DIRECT transformations under ``fields`` are DIRECT edges; INDIRECT ones under ``fields`` and every
     entry of the top-level ``dataset`` list are ``(input column, output dataset)`` INDIRECT edges, so the
-    ``"both"``, ``"fields"`` and ``"dataset"`` placements of :func:`~airflow_provider_lineage.lineage.facets.datasets_for`
+    ``"both"``, ``"fields"`` and ``"dataset"`` placements of
+    :func:`~airflow_provider_lineage.lineage.facets.datasets_for`
     score the same. Datasets are named by the last segment of their name (the facet's inputs carry no table).
     """
     def key(ns_name: dict[str, Any]) -> str:
@@ -175,11 +176,15 @@ def score_direct(ref: DirectMap, got: DirectMap) -> PR:
             if r_sub == g_sub:
                 pr.subtype_ok += 1
             else:
-                pr.misses.append(f"subtype {inp} -> {out}: expected {'/'.join(sorted(r_sub))}, got {'/'.join(sorted(g_sub))}")
+                pr.misses.append(
+                    f"subtype {inp} -> {out}: expected {'/'.join(sorted(r_sub))}, got {'/'.join(sorted(g_sub))}"
+                )
             if any(m for _, m in ref[key]) == any(m for _, m in got[key]):
                 pr.masking_ok += 1
             else:
-                pr.misses.append(f"masking {inp} -> {out}: expected {_fmt_direct(ref[key])}, got {_fmt_direct(got[key])}")
+                pr.misses.append(
+                    f"masking {inp} -> {out}: expected {_fmt_direct(ref[key])}, got {_fmt_direct(got[key])}"
+                )
         elif key in got:
             pr.fp += 1
             pr.misses.append(f"extra DIRECT {inp} -> {out} ({_fmt_direct(got[key])})")

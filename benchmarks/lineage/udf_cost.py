@@ -169,25 +169,33 @@ def main(argv: list[str] | None = None) -> int:
     colds = [float(r["cold_ms"]) for r in cost]  # type: ignore[arg-type]
     lines += [
         "",
-        (f"Cold analysis: median {statistics.median(colds):.3f} ms, worst UDF {max(colds):.3f} ms "
-        f"({'within' if max(colds) < TARGET_MS else 'ABOVE'} the {TARGET_MS:g} ms target)."),
+        (
+            f"Cold analysis: median {statistics.median(colds):.3f} ms, worst UDF {max(colds):.3f} ms "
+            f"({'within' if max(colds) < TARGET_MS else 'ABOVE'} the {TARGET_MS:g} ms target)."
+        ),
         "",
         "## Capture cost in the driver (scenario application through the launcher)",
         "",
         f"- writes captured: {status['captured']}, UDF analyses handed over: {len(per_udf)}",  # type: ignore[index]
-        (f"- UDF hand-over (find the plan's UDFs, analyse, JSON), all writes: {timings['udf_s'] * 1000:.1f} ms "
-        f"= {timings['udf_s'] * 1000 / max(1, len(per_udf)):.2f} ms per UDF use"),
-        (f"- all capture callbacks (plan JSON, relations, records, UDFs): {timings['callbacks_s']:.2f} s; "
-        f"application wall time {wall:.1f} s"),
-        (f"- first analysis of each function inside the driver: median {statistics.median(per_udf):.3f} ms, "
-        f"max {max(per_udf):.3f} ms (the first UDF of a source file reads that file)"),
+        (
+            f"- UDF hand-over (find the plan's UDFs, analyse, JSON), all writes: {timings['udf_s'] * 1000:.1f} ms "
+            f"= {timings['udf_s'] * 1000 / max(1, len(per_udf)):.2f} ms per UDF use"
+        ),
+        (
+            f"- all capture callbacks (plan JSON, relations, records, UDFs): {timings['callbacks_s']:.2f} s; "
+            f"application wall time {wall:.1f} s"
+        ),
+        (
+            f"- first analysis of each function inside the driver: median {statistics.median(per_udf):.3f} ms, "
+            f"max {max(per_udf):.3f} ms (the first UDF of a source file reads that file)"
+        ),
         "",
         "The hand-over runs on Spark's listener thread after the write finished: it never delays a query.",
         "",
         f"## Accuracy on the {len(records) - 1} UDF writes (hand labels in `tests/lineage/apps/udf_labels.py`)",
         "",
-        "| | DIRECT precision % | DIRECT recall % | exact typed edges % | DIRECT edges | CONDITIONAL | IDENTITY | masking |",
-        "|---|---|---|---|---|---|---|---|",
+        ("| | DIRECT precision % | DIRECT recall % | exact typed edges % | DIRECT edges | CONDITIONAL | IDENTITY | "
+         "masking |"), "|---|---|---|---|---|---|---|---|",
     ]
     for side, m in acc.items():
         lines.append(f"| {side} | {m['direct_precision']:.1f} | {m['direct_recall']:.1f} | {m['typed_exact']:.1f} | "

@@ -41,6 +41,10 @@ for name, column in [x.split("/") for x in sys.argv[2:]]:
         assert {pos[x] for x in c} >= set(e.tolist()), q
         got += len(c); want += len(e)
         g, w = per.get(q.kind, (0, 0)); per[q.kind] = (g + len(c), w + len(e))
-    print(f"{name}/{column}: files/exact {got}/{want} = {got/want:.3f}x; per kind "
-          + ", ".join(f"{k} {g}/{w}" for k, (g, w) in per.items())
-          + f"; index {st.index_bytes:,} B = {st.index_bytes/(lay.rows*8)*100:.3f}% of rows x 8 B; build {time.time()-t0:.0f}s", flush=True)
+    print(
+        f"{name}/{column}: files/exact {got}/{want} = {got / want:.3f}x; per kind "
+        + ", ".join(f"{k} {g}/{w}" for k, (g, w) in per.items())
+        + f"; index {st.index_bytes:,} B = {st.index_bytes / (lay.rows * 8) * 100:.3f}% of rows x 8 B"
+        + f"; build {time.time() - t0:.0f}s",
+        flush=True,
+    )

@@ -33,7 +33,8 @@ CHILD = """
 import json, sys, time
 import airflow_provider_lineage.sieve as S
 t0 = time.perf_counter()
-S.build(None, sys.argv[1], "k", index_path=sys.argv[2], engine="pyarrow", **({"structure": sys.argv[3]} if len(sys.argv) > 3 else {}))
+structure = {"structure": sys.argv[3]} if len(sys.argv) > 3 else {}
+S.build(None, sys.argv[1], "k", index_path=sys.argv[2], engine="pyarrow", **structure)
 secs = time.perf_counter() - t0
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"seconds": secs, "peak_rss_mb": hwm / 1024, "code": S.__file__}))

@@ -92,8 +92,16 @@ def write_plain(root: Path, files: list[np.ndarray], u: np.ndarray, k: np.ndarra
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     for i, ids in enumerate(files):
-        pq.write_table(pa.table({"u": pa.array(u[ids], pa.binary(36)).cast(pa.string()), "k": pa.array(k[ids], pa.int64()),
-                                 "v": pa.array(ids, pa.int64())}), root / f"part-{i:05d}.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "u": pa.array(u[ids], pa.binary(36)).cast(pa.string()),
+                    "k": pa.array(k[ids], pa.int64()),
+                    "v": pa.array(ids, pa.int64()),
+                }
+            ),
+            root / f"part-{i:05d}.parquet",
+        )
 
 
 def _py(v: Any) -> Any:
@@ -243,8 +251,8 @@ def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.rand
     repeat from the same built index (its folder restored, untimed); then compact the synced index
     (the build's structure and the sync's), compare with the build time, and remove the new files.
 
-    Before each timed sync (and the compact and the build) the disk is flushed (``os.sync``, untimed): the appended files and a
-    restored index are otherwise still being written back when the sync's own fsyncs run, and a
+    Before each timed sync (and the compact and the build) the disk is flushed (``os.sync``, untimed): the appended
+    files and a restored index are otherwise still being written back when the sync's own fsyncs run, and a
     table's new files have usually reached the disk long before the sync that indexes them.
     ``append(j, n, rng)``: the rows of appended file ``j`` (default: the ``u``/``k``/``v`` layout's)."""
     n_new = max(1, n_files // 100)
@@ -296,7 +304,8 @@ def sync_case(root: Path, column: str, per_file: int, n_files: int, rng: np.rand
             "sync_runs_s": syncs, "compact_s": compact_s, "build_s": build_s, "sync_vs_build": sync_s / build_s}
 
 
-SYNC_REPEATS = 7  # syncs of the append, each from the built index (median: one fsync stall of this disk takes tens of ms)
+# syncs of the append, each from the built index (median: one fsync stall of this disk takes tens of ms)
+SYNC_REPEATS = 7
 
 
 # ---- Spark ---------------------------------------------------------------------------------------
@@ -426,19 +435,31 @@ def fmt_bytes(n: float) -> str:
 
 
 def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, Any]], load: str, wall: float) -> None:
-    lines = ["# Random keys: Sieve's hashed structure vs Parquet bloom filters (issue 30)", "",
-             (f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
-             f"{os.cpu_count()} CPUs, load average at start {load}; wall {wall:.0f} s. Machine shared with "
-             "other engineers' jobs: timings are noisy, ratios less so."), "",
-             (f"Layout: {args.files} Parquet files, K distinct keys per file, every key in 1-3 random files; "
-             "columns `u` (UUID strings) and `k` (random int64) with the same layout. Sieve: pyarrow build "
-             f"with the defaults (`structure=\"auto\"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the "
-             "retrieval structure). Exact = the files holding the key."), "",
-             "## Sieve (no Spark)", "",
-             ("| K/file | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
-             "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
-             "| build ÷ min/max | footer pass s | build ÷ footers |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Random keys: Sieve's hashed structure vs Parquet bloom filters (issue 30)",
+        "",
+        (
+            f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, load average at start {load}; wall {wall:.0f} s. Machine shared with "
+            "other engineers' jobs: timings are noisy, ratios less so."
+        ),
+        "",
+        (
+            f"Layout: {args.files} Parquet files, K distinct keys per file, every key in 1-3 random files; "
+            "columns `u` (UUID strings) and `k` (random int64) with the same layout. Sieve: pyarrow build "
+            f'with the defaults (`structure="auto"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the '
+            "retrieval structure). Exact = the files holding the key."
+        ),
+        "",
+        "## Sieve (no Spark)",
+        "",
+        (
+            "| K/file | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
+            "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
+            "| build ÷ min/max | footer pass s | build ÷ footers |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         for c in r["sieve"]:
             lines.append(f"| {r['per_file']:,} | {c['column']} | {c['structure']} | {c['pairs']:,} | "
@@ -475,17 +496,26 @@ def write_report(path: Path, args: argparse.Namespace, results: list[dict[str, A
                          f"{c['sync_first_s']:.3f} | "
                          f"{c['compact_s']:.3f} | {c['build_s']:.2f} | {c['sync_vs_build']:.1%} |")
     if any(r.get("spark") for r in results):
-        lines += ["", "## Through Spark: `WHERE col = X` on present keys (medians)", "",
-                  ("Bloom-filter bytes: the Spark-written table's size minus the same rows written without "
-                  "bloom filters, per (key, file) pair. Files opened: bloom filters and a full scan open every "
-                  "file's footer; Sieve opens the candidates only. Row groups read: rows the scan read ÷ rows "
-                  "per file (one row group per file here). Bytes read: what the reader must fetch, from the "
-                  "files' metadata: the footers of the files it opens, the bloom filters (bloom) or the index "
-                  "header and one page (Sieve), and the column chunks of the row groups it reads; Spark's own "
-                  "stage input bytes beside it."), "",
-                  ("| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
-                  "| Spark input bytes |"),
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Through Spark: `WHERE col = X` on present keys (medians)",
+            "",
+            (
+                "Bloom-filter bytes: the Spark-written table's size minus the same rows written without "
+                "bloom filters, per (key, file) pair. Files opened: bloom filters and a full scan open every "
+                "file's footer; Sieve opens the candidates only. Row groups read: rows the scan read ÷ rows "
+                "per file (one row group per file here). Bytes read: what the reader must fetch, from the "
+                "files' metadata: the footers of the files it opens, the bloom filters (bloom) or the index "
+                "header and one page (Sieve), and the column chunks of the row groups it reads; Spark's own "
+                "stage input bytes beside it."
+            ),
+            "",
+            (
+                "| K/file | column | method | extra bytes/pair | wall s | files opened | row groups read | bytes read "
+                "| Spark input bytes |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         lines += spark_rows([r for r in results if r.get("spark")])
     if len(results) > 1:
         a, b = results[0], results[-1]
@@ -683,29 +713,44 @@ def _mark(value: float, target: float) -> str:
 def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any], load: tuple[str, str],
                       wall: float) -> None:
     scale = res["scale"]
-    lines = [f"# Random keys on TPC-H SF{scale:g}: `o_orderkey` shuffled, a UUID column, `c_phone` (issue 30)", "",
-             (f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
-              f"{os.cpu_count()} CPUs; `uptime` at the start: {load[0]}; at the end: {load[1]}; wall {wall:.0f} s. "
-              "Timed under `flock /work/wt/bench.lock` (no other benchmark at the same time), but the machine "
-              "is shared: timings follow its load, ratios less so."), "",
-             (f"Data: `tpchgen-cli parquet -s {scale:g} --tables orders,customer`, string columns as plain "
-              f"strings; each table's rows in a random order cut into {res['files']} Parquet files of equal "
-              "size (one row group each), so no file's min/max prunes anything. `orders` gets a column "
-              "`o_uuid` (a random UUID string per row). Every key is in one file (`o_orderkey` and "
-              "`o_uuid` are unique). Sieve: pyarrow build with the defaults "
-              f"(`structure=\"auto\"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the retrieval structure), "
-              "the benchmark's `sieve_case` and `sync_case` (see `RANDOM_KEYS.md` for what they measure). "
-              "Absent keys: order keys inside the column's range that TPC-H leaves unused (8 in every 32 are "
-              "used), random UUIDs, phone numbers of TPC-H's format that no customer has."), ""]
+    lines = [
+        f"# Random keys on TPC-H SF{scale:g}: `o_orderkey` shuffled, a UUID column, `c_phone` (issue 30)",
+        "",
+        (
+            f"`benchmarks/sieve/random_keys.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+            f"{os.cpu_count()} CPUs; `uptime` at the start: {load[0]}; at the end: {load[1]}; wall {wall:.0f} s. "
+            "Timed under `flock /work/wt/bench.lock` (no other benchmark at the same time), but the machine "
+            "is shared: timings follow its load, ratios less so."
+        ),
+        "",
+        (
+            f"Data: `tpchgen-cli parquet -s {scale:g} --tables orders,customer`, string columns as plain "
+            f"strings; each table's rows in a random order cut into {res['files']} Parquet files of equal "
+            "size (one row group each), so no file's min/max prunes anything. `orders` gets a column "
+            "`o_uuid` (a random UUID string per row). Every key is in one file (`o_orderkey` and "
+            "`o_uuid` are unique). Sieve: pyarrow build with the defaults "
+            f'(`structure="auto"`, fpp {DEFAULT_FPP}; hashed + fuse: the one-file keys in the retrieval structure), '
+            "the benchmark's `sieve_case` and `sync_case` (see `RANDOM_KEYS.md` for what they measure). "
+            "Absent keys: order keys inside the column's range that TPC-H leaves unused (8 in every 32 are "
+            "used), random UUIDs, phone numbers of TPC-H's format that no customer has."
+        ),
+        "",
+    ]
     if "orders_rows" in res:
         lines.append(f"`orders`: {res['orders_rows']:,} rows, {fmt_bytes(res['orders_bytes'])} of Parquet.")
     if "phone_rows" in res:
         lines.append(f"`customer`: {res['phone_rows']:,} rows, {res['phone_distinct']:,} distinct `c_phone` values.")
-    lines += ["", "## Sieve", "",
-              ("| table | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
-               "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
-               "| build ÷ min/max | footer pass s | build ÷ footers |"),
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Sieve",
+        "",
+        (
+            "| table | column | structure | (key, file) pairs | index | B/pair | point ÷ exact (max) | IN(10) ÷ exact "
+            "| absent keys reading a file | lookup ms (first / warm) | open + lookup ms | build s | min/max pass s "
+            "| build ÷ min/max | footer pass s | build ÷ footers |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in res["cases"]:
         name = c["column"] + (" (forced hashed)" if c.get("asked") == "hashed" else "")
         lines.append(f"| {c['table']} | {name} | {c['structure']} | {c['pairs']:,} | {fmt_bytes(c['index_bytes'])} | "
@@ -715,13 +760,22 @@ def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any],
                      f"{c['minmax_s']:.2f} | {c['build_vs_minmax']:.2f} | {c['footers_s']:.3f} | "
                      f"{c['build_vs_footers']:.1f} |")
     if any("spark_minmax_s" in c for c in res["cases"]):
-        lines += ["", "## Build against each min/max pass", "",
-                  ("Spark min/max scan: `sync_cost.minmax_scan` (the project's min/max pass: a Spark "
-                   "`groupBy(input_file_name()).agg(min, max)`); default build: `sieve.build(spark, root, col)` "
-                   f"with that session (engine auto); medians of {BASELINE_RUNS} runs (a build over 60 s runs once)."), "",
-                  ("| column | build s (no Spark) | default build s (engine) | Spark min/max s | column read s | "
-                   "footer pass s | build ÷ Spark min/max | default build ÷ Spark min/max | build ÷ column read |"),
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Build against each min/max pass",
+            "",
+            (
+                "Spark min/max scan: `sync_cost.minmax_scan` (the project's min/max pass: a Spark "
+                "`groupBy(input_file_name()).agg(min, max)`); default build: `sieve.build(spark, root, col)` "
+                f"with that session (engine auto); medians of {BASELINE_RUNS} runs (a build over 60 s runs once)."
+            ),
+            "",
+            (
+                "| column | build s (no Spark) | default build s (engine) | Spark min/max s | column read s | "
+                "footer pass s | build ÷ Spark min/max | default build ÷ Spark min/max | build ÷ column read |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for c in res["cases"]:
             if "spark_minmax_s" in c:
                 lines.append(f"| {c['column']} | {c['build_s']:.2f} | {c['default_build_s']:.2f} "
@@ -730,9 +784,13 @@ def write_tpch_report(path: Path, args: argparse.Namespace, res: dict[str, Any],
                              f"{c['default_build_vs_spark_minmax']:.2f} | {c['build_vs_minmax']:.1f} |")
     if res["sync"]:
         n = len(res["sync"][0].get("sync_runs_s", [0]))
-        lines += ["", "## Sync of a 1 % append (2 new files of random existing orders with fresh keys and UUIDs)", "",
-                  f"| column | files added | sync s (median of {n}) | first sync s | compact s | build s | sync ÷ build |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Sync of a 1 % append (2 new files of random existing orders with fresh keys and UUIDs)",
+            "",
+            f"| column | files added | sync s (median of {n}) | first sync s | compact s | build s | sync ÷ build |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in res["sync"]:
             lines.append(f"| {c['column']} | {c['files_added']} | {c['sync_s']:.3f} | "
                          f"{c.get('sync_first_s', c['sync_s']):.3f} | {c['compact_s']:.3f} | "

@@ -31,7 +31,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ARITY = 4  # 4-wise binary fuse: the smallest space factor of the family (1.075 in the paper)
+sys.path.insert(0, str(HERE.parents[1]))
+
+from airflow_provider_lineage.sieve import fuse  # after the checkout is on sys.path
+
+ARITY = fuse.ARITY  # 4-wise binary fuse: the smallest space factor of the family (1.075 in the paper)
 
 
 def mix(h: np.ndarray, seed: int) -> np.ndarray:
@@ -73,28 +77,11 @@ def build(h: np.ndarray, values: np.ndarray, factor: float, seed: int) -> tuple[
     first = np.flatnonzero(np.concatenate(([True], fs[1:] != fs[:-1])))
     keyx[fs[first]] = np.bitwise_xor.reduceat(ks, first)
     del order, fs, ks
-    rounds: list[tuple[np.ndarray, np.ndarray]] = []
-    cand = np.flatnonzero(count == 1)
-    peeled = 0
-    while len(cand):  # peel every slot of count 1 at once, then the slots those keys touched
-        cand = cand[count[cand] == 1]
-        if not len(cand):
-            break
-        keys, at = np.unique(keyx[cand], return_index=True)
-        rounds.append((keys, cand[at]))
-        peeled += len(keys)
-        touched = pos[:, keys].reshape(-1)
-        np.subtract.at(count, touched, 1)
-        np.bitwise_xor.at(keyx, touched, np.tile(keys, ARITY))
-        cand = np.unique(touched)
-    if peeled != n:
+    rounds = fuse.peel_rounds(pos, count, keyx)  # the package's peeling and assignment, on this probe's slots
+    if sum(len(keys) for keys, _slots in rounds) != n:
         return None, len(rounds), seg_len, starts
     table = np.zeros(m, np.uint64)
-    for keys, slot in reversed(rounds):  # a round's keys never write a slot another of them reads
-        v = values[keys].copy()
-        for i in range(ARITY):
-            v ^= table[pos[i, keys]]
-        table[slot] = v ^ table[slot]
+    fuse.assign_rounds(rounds, pos, values, table)
     return table, len(rounds), seg_len, starts
 
 
@@ -310,33 +297,61 @@ def main() -> int:
     fid_bits, fid_mixed = math.ceil(math.log2(files)), math.log2(files)
     ef = math.log2(1 / f) + 2 + fid_bits
     entropy = math.log2(1 / f) + math.log2(math.e) + fid_mixed
-    lines = ["# Unique keys under 2 B per pair? A retrieval probe (issue 30)", "",
-             (f"`benchmarks/sieve/retrieval_probe.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
-              f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start (shared machine: build seconds "
-              "follow it). Random 64-bit hashes stand for the keys, each in one of "
-              f"{files} files; absent-key share from 200,000 other hashes."), "",
-             f"## What each structure needs per key ({files} files, absent keys reading a file ≤ {f:.0%})", "",
-             "| structure | bits per key | B per pair |", "|---|---|---|",
-             (f"| sorted fingerprints, Elias-Fano + {fid_bits}-bit file id (the hashed structure) | ≈ {ef:.1f} | "
-             f"≈ {ef / 8:.2f} |"),
-             (f"| sorted fingerprints, entropy-coded gaps + file id in {fid_mixed:.2f} bits (a lower bound for any "
-             f"set of fingerprints) | {entropy:.2f} | {entropy / 8:.3f} |"),
-             (f"| retrieval, {rows[0]['slot_bits']}-bit slots (file id and check bits), ideal (1 slot per key) | "
-             f"{rows[0]['slot_bits']} | {rows[0]['slot_bits'] / 8:.3f} |"), "",
-             ("The hashed structure measured 2.40 B (19.2 bits) per pair at TPC-H SF10, with fpp 0.005 "
-              "(32-bit fingerprints for 15 M keys); the first row is its shape at this fpp. No encoding of a "
-              "fingerprint set gets under 16 bits with a margin: the second row is the bound. A retrieval "
-              "structure pays its slot width times its slots per key."), "",
-             "## 4-wise binary fuse retrieval: numpy peeling in rounds (and numba with `--numba`)", "",
-             ("Build s: the slots (numpy) and the peeling and assignment; rounds: numpy's peeling rounds (0 for "
-              "numba, which peels one slot at a time)."), "",
-             ("| keys | builder | slots per key | seed | peeled | rounds | segment | bits per key | B per pair | "
-              "false negatives | absent keys reading a file | build s |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Unique keys under 2 B per pair? A retrieval probe (issue 30)",
+        "",
+        (
+            f"`benchmarks/sieve/retrieval_probe.py {' '.join(sys.argv[1:])}` — {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start (shared machine: build seconds "
+            "follow it). Random 64-bit hashes stand for the keys, each in one of "
+            f"{files} files; absent-key share from 200,000 other hashes."
+        ),
+        "",
+        f"## What each structure needs per key ({files} files, absent keys reading a file ≤ {f:.0%})",
+        "",
+        "| structure | bits per key | B per pair |",
+        "|---|---|---|",
+        (
+            f"| sorted fingerprints, Elias-Fano + {fid_bits}-bit file id (the hashed structure) | ≈ {ef:.1f} | "
+            f"≈ {ef / 8:.2f} |"
+        ),
+        (
+            f"| sorted fingerprints, entropy-coded gaps + file id in {fid_mixed:.2f} bits (a lower bound for any "
+            f"set of fingerprints) | {entropy:.2f} | {entropy / 8:.3f} |"
+        ),
+        (
+            f"| retrieval, {rows[0]['slot_bits']}-bit slots (file id and check bits), ideal (1 slot per key) | "
+            f"{rows[0]['slot_bits']} | {rows[0]['slot_bits'] / 8:.3f} |"
+        ),
+        "",
+        (
+            "The hashed structure measured 2.40 B (19.2 bits) per pair at TPC-H SF10, with fpp 0.005 "
+            "(32-bit fingerprints for 15 M keys); the first row is its shape at this fpp. No encoding of a "
+            "fingerprint set gets under 16 bits with a margin: the second row is the bound. A retrieval "
+            "structure pays its slot width times its slots per key."
+        ),
+        "",
+        "## 4-wise binary fuse retrieval: numpy peeling in rounds (and numba with `--numba`)",
+        "",
+        (
+            "Build s: the slots (numpy) and the peeling and assignment; rounds: numpy's peeling rounds (0 for "
+            "numba, which peels one slot at a time)."
+        ),
+        "",
+        (
+            "| keys | builder | slots per key | seed | peeled | rounds | segment | bits per key | B per pair | "
+            "false negatives | absent keys reading a file | build s |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['keys']:,} | {r['builder']} | {r['factor']} | {r['seed']} | {'yes' if r['ok'] else 'no'} | {r['rounds']:,} | "
-                     f"{r['segment']:,} | {r['bits_per_key']:.2f} | {r['bits_per_key'] / 8:.3f} | "
-                     f"{r.get('false_negatives', '')} | "
-                     f"{'' if 'absent_share' not in r else format(r['absent_share'], '.2%')} | {r['build_s']:.1f} |")
+        lines.append(
+            f"| {r['keys']:,} | {r['builder']} | {r['factor']} | {r['seed']} | {'yes' if r['ok'] else 'no'} | "
+            f"{r['rounds']:,} | "
+            f"{r['segment']:,} | {r['bits_per_key']:.2f} | {r['bits_per_key'] / 8:.3f} | "
+            f"{r.get('false_negatives', '')} | "
+            f"{'' if 'absent_share' not in r else format(r['absent_share'], '.2%')} | {r['build_s']:.1f} |"
+        )
     lines += ["", "False negatives must be 0 wherever peeling succeeded.", ""]
     Path(args.report).write_text("\n".join(lines))
     print(f"wrote {args.report}")

@@ -53,7 +53,7 @@ def sieve_available() -> str:
     """Empty string when ``airflow_provider_lineage.sieve`` can be used, else why not."""
     try:
         from airflow_provider_lineage.sieve import build, open_index, read  # noqa: F401
-    except Exception as exc:  # ImportError or a half-written module  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - ImportError or a half-written module
         return f"{type(exc).__name__}: {exc}"
     return ""
 
@@ -295,11 +295,16 @@ def summarize(out: dict[str, Any]) -> None:
     """Medians, spreads, file/byte ratios per (kind, group, method); speedups vs full."""
     qs = out.get("queries", [])
     summary: dict[str, Any] = {}
-    subsets = {"point": lambda r: r["kind"] == "point", "point/in-data": lambda r: r["kind"] == "point" and r["group"] == "in-data",
-               "point/gap": lambda r: r["kind"] == "point" and r["group"] == "gap",
-               "range": lambda r: r["kind"] == "range", "range/in-data": lambda r: r["kind"] == "range" and r["group"] == "in-data",
-               "range/gap": lambda r: r["kind"] == "range" and r["group"] != "in-data",
-               "sweep": lambda r: r["kind"] == "sweep", "all-files-needed": lambda r: r["all_files_needed"]}
+    subsets = {
+        "point": lambda r: r["kind"] == "point",
+        "point/in-data": lambda r: r["kind"] == "point" and r["group"] == "in-data",
+        "point/gap": lambda r: r["kind"] == "point" and r["group"] == "gap",
+        "range": lambda r: r["kind"] == "range",
+        "range/in-data": lambda r: r["kind"] == "range" and r["group"] == "in-data",
+        "range/gap": lambda r: r["kind"] == "range" and r["group"] != "in-data",
+        "sweep": lambda r: r["kind"] == "sweep",
+        "all-files-needed": lambda r: r["all_files_needed"],
+    }
     for name, pick in subsets.items():
         rows = [r for r in qs if pick(r)]
         if not rows:
@@ -424,7 +429,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                 case.run_queries()
                 case.sync_test()
                 case.floor()
-            except Exception as exc:  # noqa: BLE001  # keep the other cases; the report shows what broke
+            except Exception as exc:  # noqa: BLE001 - keep the other cases; the report shows what broke
                 case.violation(f"case aborted: {type(exc).__name__}: {str(exc)[:500]}")
             case.out["methods"] = case.methods
             case.out["sieve_error"] = case.sieve_error

@@ -219,13 +219,15 @@ def explain_misses(results: dict[str, Any]) -> str:
                 full = s.get(kind, {}).get("full", {}).get("median_s")
                 ex = s.get(kind, {}).get("exact", {})
                 ceiling = full / fl["one_file_read"] if full and fl.get("one_file_read") else None
-                why = (f"the full read takes {_f(full, 2)} s at the median, while any Spark job that reads even one "
-                       f"small file costs ≈ {_f(fl.get('one_file_read'), 2)} s here and an empty DataFrame's "
-                       f"aggregate ≈ {_f(fl.get('empty_df_agg'), 2)} s, so that fixed cost alone caps a pruned "
-                       f"Spark read's speed-up near {_f(ceiling, 1)}× on this data size for keys with matches; even the "
-                       f"exact file set reaches only {_f(ex.get('speedup_vs_full'), 1)}×. The issue's 100×/10× "
-                       "(the thesis's figures) assume reads that dominate the fixed per-query cost: larger files, "
-                       "remote storage or a larger scale factor.")
+                why = (
+                    f"the full read takes {_f(full, 2)} s at the median, while any Spark job that reads even one "
+                    f"small file costs ≈ {_f(fl.get('one_file_read'), 2)} s here and an empty DataFrame's "
+                    f"aggregate ≈ {_f(fl.get('empty_df_agg'), 2)} s, so that fixed cost alone caps a pruned "
+                    f"Spark read's speed-up near {_f(ceiling, 1)}× on this data size for keys with matches; even the "
+                    f"exact file set reaches only {_f(ex.get('speedup_vs_full'), 1)}×. The issue's 100×/10× "
+                    "(the thesis's figures) assume reads that dominate the fixed per-query cost: larger files, "
+                    "remote storage or a larger scale factor."
+                )
             elif "files read" in t["target"]:
                 why = ("Sieve's blocks hold the union of locations of all keys in their range: where a location "
                        "set changes faster than the error bound allows, neighbouring keys share a block and add "
@@ -258,7 +260,10 @@ def write_case(w: Any, c: dict[str, Any]) -> None:
         w(_fmt_target(t))
     w("")
     s = c.get("summary", {})
-    w("| queries | n | method | median s | p10–p90 s | files/query | files × exact | bytes × exact | speed-up vs full |")
+    w(
+        "| queries | n | method | median s | p10–p90 s | files/query | files × exact | bytes × exact | speed-up vs "
+        "full |"
+    )
     w("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name, sub in s.items():
         for m in METHODS:
@@ -335,8 +340,13 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
         for j, m in enumerate(METHODS):
             vals = [c["summary"].get(kind, {}).get(m, {}).get(field) for c in cases]
             xs = [i + (j - 1.5) * width for i in range(len(cases))]
-            ax.bar(xs, [(max(v, 0.1) if field == "mean_files" else v) if v is not None else 0 for v in vals], width, label=LABEL[m],
-                   color=colors[m])
+            ax.bar(
+                xs,
+                [(max(v, 0.1) if field == "mean_files" else v) if v is not None else 0 for v in vals],
+                width,
+                label=LABEL[m],
+                color=colors[m],
+            )
         ax.set_yscale("log")
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels(names, fontsize=8)

@@ -255,19 +255,34 @@ def maintenance(case: dict[str, Any] | None) -> dict[str, Any]:
     sy = c.get("sync", {})
     lk = c.get("lookup_latency", {})
     mem = c.get("build_memory", {})
-    return {"build": build, "engine": c.get("build_engine") or build_engine(c.get("index_path")),
-            "minmax": mm, "build_ratio": _ratio(build, mm),
-            "sync": sy.get("sync_append_seconds"), "sync_ratio": _ratio(sy.get("sync_append_seconds"), build),
-            "sync_report": sy.get("sync_append_report", {}), "keys_read": sy.get("sync_append_report", {}).get("keys_read"),
-            "cold": lk.get("cold_wall_ms"), "warm": lk.get("warm_wall_ms"), "cold_cpu": lk.get("cold_cpu_ms"),
-            "warm_cpu": lk.get("warm_cpu_ms"), "fresh_cold": lk.get("fresh_cold_wall_ms"),
-            "fresh_warm": lk.get("fresh_warm_wall_ms"), "fresh_cold_cpu": lk.get("fresh_cold_cpu_ms"),
-            "names_cold": lk.get("names_cold_wall_ms"), "names_warm": lk.get("names_warm_wall_ms"),
-            "names_cold_cpu": lk.get("names_cold_cpu_ms"),
-            "listing": lk.get("listing_ms"), "stat_loop": lk.get("stat_loop_ms"), "listed": lk.get("listed_files"),
-            "names_listing": lk.get("names_listing_ms"), "c_floor": lk.get("c_stat_floor_ms"),
-            "memory": mem, "index_bytes": c.get("index", {}).get("index_bytes"),
-            "segments": c.get("index", {}).get("stats", {}).get("segments")}
+    return {
+        "build": build,
+        "engine": c.get("build_engine") or build_engine(c.get("index_path")),
+        "minmax": mm,
+        "build_ratio": _ratio(build, mm),
+        "sync": sy.get("sync_append_seconds"),
+        "sync_ratio": _ratio(sy.get("sync_append_seconds"), build),
+        "sync_report": sy.get("sync_append_report", {}),
+        "keys_read": sy.get("sync_append_report", {}).get("keys_read"),
+        "cold": lk.get("cold_wall_ms"),
+        "warm": lk.get("warm_wall_ms"),
+        "cold_cpu": lk.get("cold_cpu_ms"),
+        "warm_cpu": lk.get("warm_cpu_ms"),
+        "fresh_cold": lk.get("fresh_cold_wall_ms"),
+        "fresh_warm": lk.get("fresh_warm_wall_ms"),
+        "fresh_cold_cpu": lk.get("fresh_cold_cpu_ms"),
+        "names_cold": lk.get("names_cold_wall_ms"),
+        "names_warm": lk.get("names_warm_wall_ms"),
+        "names_cold_cpu": lk.get("names_cold_cpu_ms"),
+        "listing": lk.get("listing_ms"),
+        "stat_loop": lk.get("stat_loop_ms"),
+        "listed": lk.get("listed_files"),
+        "names_listing": lk.get("names_listing_ms"),
+        "c_floor": lk.get("c_stat_floor_ms"),
+        "memory": mem,
+        "index_bytes": c.get("index", {}).get("index_bytes"),
+        "segments": c.get("index", {}).get("stats", {}).get("segments"),
+    }
 
 
 def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: Path, note: str = "") -> None:
@@ -311,7 +326,8 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         for c, r in ((cs_case, small), (cb_case, big)):
             if c:
                 sm = c.get("summary", {})
-                nq = f"{sm.get('point', {}).get('queries', 0)} point + {sm.get('range', {}).get('queries', 0)} range queries"
+                nq = (f"{sm.get('point', {}).get('queries', 0)} point + "
+                      f"{sm.get('range', {}).get('queries', 0)} range queries")
                 sizes.append(f"SF{r['config']['scale']:g}: {c['files']:,} files, {c['rows']:,} rows, "
                              f"{_gb(c['bytes'])}, {nq}")
         w("; ".join(sizes) + ".")
@@ -323,7 +339,8 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
             sep = "|---|"
             for r in (small, big):
                 if r and _case(r, layout):
-                    head += f" SF{r['config']['scale']:g} files | SF{r['config']['scale']:g} bytes | SF{r['config']['scale']:g} s |"
+                    sf = f"SF{r['config']['scale']:g}"
+                    head += f" {sf} files | {sf} bytes | {sf} s |"
                     sep += "---:|---:|---:|"
             w(head)
             w(sep)
@@ -371,7 +388,15 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         row("Sieve build (engine: `auto` picks pyarrow up to 8 M rows, else Spark)",
             [f"{_f(x['build'])} s ({x['engine'] or '?'})" for x in ms], "")
         row("min/max build (Spark scan, `groupBy(input_file_name())`)", [f"{_f(x['minmax'])} s" for x in ms], "")
-        row("build ÷ min/max build", [f"{_f(x['build_ratio'])}× {_verdict(x['build_ratio'] is not None and x['build_ratio'] <= BUILD_TARGET) if x['build_ratio'] else ''}" for x in ms], f"≤ {BUILD_TARGET:g}×")
+        row(
+            "build ÷ min/max build",
+            [
+                f"{_f(x['build_ratio'])}× "
+                f"{_verdict(x['build_ratio'] <= BUILD_TARGET) if x['build_ratio'] else ''}"
+                for x in ms
+            ],
+            f"≤ {BUILD_TARGET:g}×",
+        )
         row("sync after a 1 % append", [f"{_f(x['sync'])} s (read {_f(x['keys_read'], 0)} keys; "
                                         f"{x['sync_report'].get('segments_covered', 0)} covered, "
                                         f"{x['sync_report'].get('segments_rewritten', 0)} rewritten, "
@@ -380,12 +405,24 @@ def write_scale_report(big: dict[str, Any], small: dict[str, Any] | None, path: 
         row("sync ÷ full build", [f"{_f(x['sync_ratio'] * 100 if x['sync_ratio'] is not None else None, 1)} % "
                                   f"{_verdict(x['sync_ratio'] <= SYNC_TARGET) if x['sync_ratio'] is not None else ''}"
                                   for x in ms], f"≤ {SYNC_TARGET * 100:g} %")
-        row("lookup, cold: open + candidates (median wall / CPU)",
-            [f"{_f(x['cold'])} / {_f(x['cold_cpu'])} ms {_verdict(x['cold'] < LOOKUP_TARGET_MS) if x['cold'] is not None else ''}"
-             for x in ms], f"< {LOOKUP_TARGET_MS:g} ms")
-        row("lookup, warm: candidates on the open index (median wall / CPU)",
-            [f"{_f(x['warm'])} / {_f(x['warm_cpu'])} ms {_verdict(x['warm'] < LOOKUP_TARGET_MS) if x['warm'] is not None else ''}"
-             for x in ms], f"< {LOOKUP_TARGET_MS:g} ms")
+        row(
+            "lookup, cold: open + candidates (median wall / CPU)",
+            [
+                f"{_f(x['cold'])} / {_f(x['cold_cpu'])} ms "
+                f"{_verdict(x['cold'] < LOOKUP_TARGET_MS) if x['cold'] is not None else ''}"
+                for x in ms
+            ],
+            f"< {LOOKUP_TARGET_MS:g} ms",
+        )
+        row(
+            "lookup, warm: candidates on the open index (median wall / CPU)",
+            [
+                f"{_f(x['warm'])} / {_f(x['warm_cpu'])} ms "
+                f"{_verdict(x['warm'] < LOOKUP_TARGET_MS) if x['warm'] is not None else ''}"
+                for x in ms
+            ],
+            f"< {LOOKUP_TARGET_MS:g} ms",
+        )
         row("lookup checking file names only (`freshness=\"names\"`: no stat per file; blind to files "
             "rewritten in place), cold: wall / CPU; warm: wall",
             [f"{_f(x['names_cold'])} / {_f(x['names_cold_cpu'])} ms; {_f(x['names_warm'])} ms "

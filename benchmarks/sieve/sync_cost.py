@@ -41,6 +41,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT), str(HERE)]
 
+from sync_file_table import timed  # a sibling script, found through HERE on sys.path
+
 COLUMNS = {"generated": ["l_orderkey", "l_shipdate"], "sparse": ["l_orderkey"]}  # as run.py
 DEFAULT_COLUMN = "l_shipdate"
 SYNC_TARGET = 0.05
@@ -51,15 +53,6 @@ def _link_table(src: Path, dst: Path) -> None:
     dst.mkdir(parents=True)
     for f in sorted(src.glob("*.parquet")):
         os.link(f, dst / f.name)
-
-
-def _median(f: Any, repeats: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def minmax_scan(spark: Any, root: Path | str, column: str) -> list[Any]:
@@ -92,12 +85,12 @@ def measure(spark: Any, layout_dir: Path, append: Path, column: str, repeats: in
     root = scratch / "t"
     _link_table(layout_dir, root)
     out: dict[str, Any] = {"files": len(files), "column": column}
-    out["minmax_s"], _ = _median(lambda: minmax(root), repeats)
+    out["minmax_s"], _ = timed(lambda: minmax(root), repeats)
     builds = []
     for mode in ("cow", "mor"):
         idx = str(scratch / f"idx-{mode}")
         with MemoryProbe(spark) as probe:
-            t, stats = _median(lambda: (shutil.rmtree(idx, ignore_errors=True),  # noqa: B023
+            t, stats = timed(lambda: (shutil.rmtree(idx, ignore_errors=True),  # noqa: B023
                                         S.build(spark, str(root), column, index_path=idx, mode=mode))[1], repeats)  # noqa: B023
         builds.append(t)
         added = root / "zz-append.parquet"
@@ -124,7 +117,7 @@ def measure(spark: Any, layout_dir: Path, append: Path, column: str, repeats: in
     if out["engine"] != "spark":
         idx = str(scratch / "idx-spark")
         with MemoryProbe(spark) as probe:
-            out["spark_build_s"], _ = _median(lambda: (shutil.rmtree(idx, ignore_errors=True),
+            out["spark_build_s"], _ = timed(lambda: (shutil.rmtree(idx, ignore_errors=True),
                                                        S.build(spark, str(root), column, index_path=idx,
                                                                engine="spark")), repeats)
         out["spark_memory"] = probe.result
@@ -200,22 +193,28 @@ def write_report(cases: list[dict[str, Any]], path: Path, meta: dict[str, Any]) 
              f"said. {meta.get('note', '')}").rstrip(), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_fmt(c)) + " |" for c in cases]
-    lines += ["", ("How: the layout's files hard-linked into a scratch table; min/max = "
-              "`spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()`; build = "
-              "`sieve.build(spark, root, column)` (engine `auto`: pyarrow on the driver for tables up to 8 M "
-              "rows, else the Spark aggregation and the driver's ordered pass; then writing and committing "
-              "the index); *Spark-engine build* = the same with `engine=\"spark\"` where `auto` picked pyarrow; sync = `sieve.sync(spark, root, column)` after linking in the layout's "
-              "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
-              "Spark queries, both builds and a sync of an append and of a delete ran once untimed on a copy of "
-              "the smallest file first. *covered* segments took the "
-              "new file as a full file (it holds every key of their range): only the segment list changed; "
-              "*rewritten* segments keep "
-              "their blocks and gain the new (block, file) pairs (a file holding all or none of each block's "
-              "keys, or a budget that absorbs them); *re-segmented* segments are rebuilt from their own "
-              "triples plus the new keys (no data file is read again). *Compaction paid*: on the merge-on-read "
-              f"index, the append file linked in under {SERIES} names, each synced (one delta each), then "
-              "`sieve.compact` folds the deltas into the segments; the total over the "
-              f"{SERIES} appends: what merge-on-read costs per append once its deferred work is done.")]
+    lines += [
+        "",
+        (
+            "How: the layout's files hard-linked into a scratch table; min/max = "
+            "`spark.read.parquet(root).groupBy(input_file_name()).agg(min, max).collect()`; build = "
+            "`sieve.build(spark, root, column)` (engine `auto`: pyarrow on the driver for tables up to 8 M "
+            "rows, else the Spark aggregation and the driver's ordered pass; then writing and committing "
+            'the index); *Spark-engine build* = the same with `engine="spark"` where `auto` picked pyarrow; sync = '
+            '`sieve.sync(spark, root, column)` after linking in the layout\'s '
+            "1 % append file (one file; the keys of a 1 % sample of the rows), then after deleting it. Both "
+            "Spark queries, both builds and a sync of an append and of a delete ran once untimed on a copy of "
+            "the smallest file first. *covered* segments took the "
+            "new file as a full file (it holds every key of their range): only the segment list changed; "
+            "*rewritten* segments keep "
+            "their blocks and gain the new (block, file) pairs (a file holding all or none of each block's "
+            "keys, or a budget that absorbs them); *re-segmented* segments are rebuilt from their own "
+            "triples plus the new keys (no data file is read again). *Compaction paid*: on the merge-on-read "
+            f"index, the append file linked in under {SERIES} names, each synced (one delta each), then "
+            "`sieve.compact` folds the deltas into the segments; the total over the "
+            f"{SERIES} appends: what merge-on-read costs per append once its deferred work is done."
+        ),
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -130,7 +130,9 @@ def _click_time(driver: Any) -> float:
     driver.execute_script("window.columnLineage.path = null; "
                           "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", row)
     wait_state(driver, ("ready",), timeout=30)
-    WebDriverWait(driver, 30, poll_frequency=0.05).until(lambda d: d.execute_script("return !!window.columnLineage.path"))
+    WebDriverWait(driver, 30, poll_frequency=0.05).until(
+        lambda d: d.execute_script("return !!window.columnLineage.path")
+    )
     return driver.execute_script("return window.columnLineage.timings.pathMs")
 
 
@@ -171,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                     page, counts = _page_times(driver, f"{base}/column-lineage/?dag_id=ui_bench&run_id="
                                                f"{quote(run.run_id, safe='')}", args.page_repeats)
                     assert counts["nodes"] == len(graph["datasets"])
-                    assert counts["edges"] == len(graph["edges"]) and counts["datasetEdges"] == len(graph["dataset_edges"])
+                    assert counts["edges"] == len(graph["edges"])
+                    assert counts["datasetEdges"] == len(graph["dataset_edges"])
                     click = [_click_time(driver) for _ in range(3)]
                     rows.append({
                         "label": label, "tasks": len(graph["tasks"]), "datasets": len(graph["datasets"]),
@@ -193,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
 def _report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     import airflow
 
-    chromium_version = subprocess.run(["chromium", "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    chromium_version = subprocess.run(
+        ["chromium", "--version"], check=False, capture_output=True, text=True
+    ).stdout.strip()
     lines = [
         "# Column-lineage view benchmark",
         "",
@@ -224,14 +229,24 @@ def _report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "",
         "Targets (issue 23):",
         "",
-        (f"* run graph of a 10-task run with 200 columns and 500 edges answered < 200 ms (median): "
-        f"**{statistics.median(small['api']):.1f} ms** ({'met' if statistics.median(small['api']) < 200 else 'MISSED'});"),
-        (f"* that graph laid out + drawn < 1 s in headless Chromium: **{statistics.median(small['layout_draw']):.0f} ms** "
-        f"({statistics.median(small['to_ready']):.0f} ms from navigation start) "
-        f"({'met' if statistics.median(small['layout_draw']) < 1000 else 'MISSED'});"),
-        (f"* 2,000 columns usable with collapsed boxes < 3 s: **{statistics.median(big['to_ready']):.0f} ms** to a drawn "
-        f"graph, {big['collapsed']} boxes collapsed, a click highlights a path in {statistics.median(big['click']):.0f} ms "
-        f"({'met' if statistics.median(big['to_ready']) < 3000 else 'MISSED'})."),
+        (
+            f"* run graph of a 10-task run with 200 columns and 500 edges answered < 200 ms (median): "
+            f"**{statistics.median(small['api']):.1f} ms** "
+            f"({'met' if statistics.median(small['api']) < 200 else 'MISSED'});"
+        ),
+        (
+            f"* that graph laid out + drawn < 1 s in headless Chromium: "
+            f"**{statistics.median(small['layout_draw']):.0f} ms** "
+            f"({statistics.median(small['to_ready']):.0f} ms from navigation start) "
+            f"({'met' if statistics.median(small['layout_draw']) < 1000 else 'MISSED'});"
+        ),
+        (
+            f"* 2,000 columns usable with collapsed boxes < 3 s: **{statistics.median(big['to_ready']):.0f} ms** to a "
+            f"drawn "
+            f"graph, {big['collapsed']} boxes collapsed, a click highlights a path in "
+            f"{statistics.median(big['click']):.0f} ms "
+            f"({'met' if statistics.median(big['to_ready']) < 3000 else 'MISSED'})."
+        ),
         "",
     ]
     text = "\n".join(lines)

@@ -34,8 +34,10 @@ def generate(out_dir: str | Path, rows: int = 5000, seed: int = 7) -> Path:
             "customer_id": pa.array(rng.integers(1, 500, rows, dtype=np.int64)),
             "txn_date": pa.array([start + dt.timedelta(days=int(d)) for d in day], pa.date32()),
             "txn_ts": pa.array(
-                [dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(d), seconds=int(s))
-                 for d, s in zip(day, seconds)],
+                [
+                    dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(d), seconds=int(s))
+                    for d, s in zip(day, seconds)
+                ],
                 pa.timestamp("us", tz="UTC"),
             ),
             "amount": pa.array(np.round(rng.gamma(2.0, 150.0, rows), 2)),
@@ -46,7 +48,9 @@ def generate(out_dir: str | Path, rows: int = 5000, seed: int = 7) -> Path:
             "merchant_id": pa.array(rng.integers(1, 2000, rows, dtype=np.int64)),
             "mcc": pa.array(np.array(["5411", "5812", "5999", "4111", "6011"])[rng.integers(0, 5, rows)]),
             "country": pa.array(np.array(["NL", "DE", "BE", "FR", "US"])[rng.integers(0, 5, rows)]),
-            "status": pa.array(np.array(["BOOKED", "BOOKED", "BOOKED", "PENDING", "REVERSED"])[rng.integers(0, 5, rows)]),
+            "status": pa.array(
+                np.array(["BOOKED", "BOOKED", "BOOKED", "PENDING", "REVERSED"])[rng.integers(0, 5, rows)]
+            ),
             "is_refund": pa.array(rng.random(rows) < 0.05),
         }
     )

@@ -1,6 +1,7 @@
 """An incremental load as Structured Streaming run to completion: every new file of the transactions folder
-since the last run, booked ones converted to EUR, appended to the mart. ``trigger(availableNow=True)``: the query reads what
-is there now (in micro-batches of at most two files) and stops, so Airflow schedules it like a batch job; the
+since the last run, booked ones converted to EUR, appended to the mart. ``trigger(availableNow=True)``: the query reads
+what is there now (in micro-batches of at most two files) and stops, so Airflow schedules it like a batch
+job; the
 checkpoint remembers what was read.
 
 Usage: streaming_increment.py TRANSACTIONS_DIR MART_DIR CHECKPOINT_DIR

@@ -31,7 +31,9 @@ def _lineage_like(exp: Expect, drop: int = 0, extra: bool = False, subtype: str 
         for c in cs
     ]
     if extra:
-        dataset_edges.append(SimpleNamespace(dataset=ds("t"), field="zzz", type="INDIRECT", subtype="SORT", masking=False))
+        dataset_edges.append(
+            SimpleNamespace(dataset=ds("t"), field="zzz", type="INDIRECT", subtype="SORT", masking=False)
+        )
     return SimpleNamespace(output=ds(exp.output), columns=columns, dataset_edges=dataset_edges, approximate=False)
 
 

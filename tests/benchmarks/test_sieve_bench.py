@@ -32,9 +32,9 @@ def test_quick_run_writes_report_without_violations(spark, tmp_path: Path) -> No
         pytest.skip("tpchgen-cli is not installed (it is in pyproject.toml's dev extra)")
     run = _load_run()
     report, chart, out = tmp_path / "REPORT.md", tmp_path / "chart.png", tmp_path / "results.json"
-    rc = run.main(["--quick", "--scale", "0.01", "--layouts", "adversarial", "--points", "3", "--ranges", "1", "--warmup", "0",
-                   "--data-dir", str(tmp_path / "data"), "--report", str(report), "--chart", str(chart),
-                   "--json", str(out)], spark=spark)
+    rc = run.main(["--quick", "--scale", "0.01", "--layouts", "adversarial", "--points", "3", "--ranges", "1",
+                   "--warmup", "0", "--data-dir", str(tmp_path / "data"), "--report", str(report),
+                   "--chart", str(chart), "--json", str(out)], spark=spark)
     results = json.loads(out.read_text())
     assert results["violations"] == [], results["violations"]
     assert rc == 0

@@ -152,7 +152,9 @@ def test_a_worker_killed_mid_task_the_retry_on_the_other_worker_succeeds(celery:
     def driver() -> Any:
         for w in CELERY_WORKERS:
             for pid in _descendants(celery.procs[w].pid):
-                if any("SparkSubmit" in a for a in cmdline(pid)) and any(a.endswith("etl_load.py") for a in cmdline(pid)):
+                if any("SparkSubmit" in a for a in cmdline(pid)) and any(
+                    a.endswith("etl_load.py") for a in cmdline(pid)
+                ):
                     return w
         return None
 

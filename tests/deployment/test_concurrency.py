@@ -21,7 +21,12 @@ from airflow_provider_lineage import sieve as S
 from tests.support.deployment import AirflowDeployment
 
 # The timeout covers the shared deployment's start and first lineage_etl run (setup of the first test).
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [
+    pytest.mark.xdist_group("deployment"),
+    pytest.mark.deployment,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+]
 
 DAGS = Path(__file__).resolve().parent / "dags"
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,8 @@
 """The Spark Connect example DAG on a real deployment (issue 38): api-server, scheduler, dag-processor and
 triggerer (the shared ``deployment`` fixture) with a lineage Connect server on loopback that requires a token, as
-``./dev.sh up`` runs them (the connection's password is the token). The connection ``spark_connect_default`` is added through the REST API, as a user would; the tasks'
-sessions are remote, the server captures their writes, and each task reads its record back from the
+``./dev.sh up`` runs them (the connection's password is the token). The connection ``spark_connect_default`` is added
+through the REST API, as a user would; the tasks' sessions are remote, the server captures their writes, and
+each task reads its record back from the
 connection's ``capture_dir``: XCom, OpenLineage events with the task as parent, the run's lineage graph.
 """
 from __future__ import annotations

@@ -35,7 +35,12 @@ from tests.deployment.helpers import (
 from tests.support.deployment import read_events
 
 # The timeout covers the shared deployment's start and first lineage_etl run (setup of the first test).
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [
+    pytest.mark.xdist_group("deployment"),
+    pytest.mark.deployment,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+]
 
 SPARK_JOBS = ("lineage_etl.load", "lineage_etl.build_marts")
 
@@ -90,7 +95,9 @@ def test_lineage_etl_twice(dep: Any) -> None:
     assert dep.run_state("lineage_etl", first) == "success"
     events = read_events(dep.events_path)
     for run_events in (events[:mark], events[mark:]):
-        complete = [e for e in run_events if e["eventType"] == "COMPLETE" and e["job"]["name"].startswith("lineage_etl.")]
+        complete = [
+            e for e in run_events if e["eventType"] == "COMPLETE" and e["job"]["name"].startswith("lineage_etl.")
+        ]
         assert {e["job"]["name"] for e in complete} >= set(SPARK_JOBS)
         for e in complete:
             assert e["outputs"], e["job"]["name"]

@@ -72,7 +72,9 @@ def env(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lineag
         "id", "id % 3 AS cust_id", "CAST(id * 1.5 AS DOUBLE) AS amount", "CONCAT('o', id) AS note",
         "DATE_ADD(DATE'2024-01-01', CAST(id AS INT)) AS day", "ARRAY(id, id + 1) AS tags",
     ).write.parquet(orders)
-    spark.range(3).selectExpr("id AS cust_id", "CONCAT('c', id) AS name", "CONCAT('x', id, '@m') AS email").write.parquet(customers)
+    spark.range(3).selectExpr(
+        "id AS cust_id", "CONCAT('c', id) AS name", "CONCAT('x', id, '@m') AS email"
+    ).write.parquet(customers)
     spark.read.parquet(orders).createOrReplaceTempView("orders")
     spark.read.parquet(customers).createOrReplaceTempView("customers")
     with CaptureSession(spark) as session:

@@ -1,6 +1,7 @@
 """Assertion helpers shared by the lineage tests."""
 from __future__ import annotations
 
+import json
 import posixpath
 from typing import Any
 
@@ -43,16 +44,29 @@ def optimized_classes(rec: Any) -> set[str]:
 
     root = plan_trees(rec)[0]
     out: set[str] = set()
-    if root is None:
-        return out
-    stack: list[TreeNode] = [root]
+    trees: list[TreeNode] = [root] if root is not None else []
     seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        out.add(node.cls)
-        stack.extend(node.children)
-        stack.extend(tree for _key, tree in node.nested_trees())
+    while trees:  # each tree's nodes (TreeNode.walk), then the trees nested in their fields, each node once
+        for node in trees.pop().walk():
+            if id(node) not in seen:
+                seen.add(id(node))
+                out.add(node.cls)
+                trees.extend(tree for _key, tree in node.nested_trees())
     return out
+
+
+def lineage_summary(rec: Any) -> dict[str, Any]:
+    """The engine's whole answer for one capture record as plain JSON data, edges sorted: what a plan
+    fixture stores as its expected lineage (dev/record_plan_fixtures.py) and test_plan_fixtures compares."""
+    from dataclasses import asdict
+
+    from airflow_provider_lineage.lineage.engine import analyze_record
+
+    lin = asdict(analyze_record(rec))
+
+    def ordered(edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(edges, key=lambda e: json.dumps(e, sort_keys=True, default=str))
+
+    lin["columns"] = {col: ordered(es) for col, es in lin["columns"].items()}
+    lin["dataset_edges"] = ordered(lin["dataset_edges"])
+    return json.loads(json.dumps(lin, default=str))

@@ -46,7 +46,9 @@ def test_readme_capture_session_example(env, sales, kind):
             writes[kind]()
         assert len(cap.records) == 1, [r.command for r in cap.records]
         lin = analyze_record(cap.records[-1])
-        assert {(e.field, e.type, e.subtype) for e in lin.columns["net_amount"]} == {("amount", "DIRECT", "TRANSFORMATION")}
+        assert {(e.field, e.type, e.subtype) for e in lin.columns["net_amount"]} == {
+            ("amount", "DIRECT", "TRANSFORMATION")
+        }
         text = explain(cap.records[-1], "net_amount")
         assert text.startswith("net_amount: ") and "amount#" in text
         assert len(cap.events) >= len(cap.records)
@@ -62,8 +64,11 @@ def test_bare_wrapper_record_names_the_merged_record():
 
 
 def test_collapse_nested_does_not_modify_its_input_and_is_idempotent():
-    inner = CaptureRecord("InsertIntoHadoopFsRelationCommand", "success",
-                          output=OutputInfo("InsertIntoHadoopFsRelationCommand", location="file:/wh/t", mode="Overwrite"))
+    inner = CaptureRecord(
+        "InsertIntoHadoopFsRelationCommand",
+        "success",
+        output=OutputInfo("InsertIntoHadoopFsRelationCommand", location="file:/wh/t", mode="Overwrite"),
+    )
     wrap = CaptureRecord("CreateDataSourceTableAsSelectCommand", "success",
                          output=OutputInfo("CreateDataSourceTableAsSelectCommand", location="file:/wh/t",
                                            table="spark_catalog.default.t", mode="ErrorIfExists"))
@@ -96,7 +101,8 @@ def test_lifecycle_of_each_write_kind(env, sales):
         ("CTAS IF NOT EXISTS", lambda: spark.sql(
             "CREATE TABLE IF NOT EXISTS lin_lc2 USING parquet AS SELECT * FROM lin_lc_sales"), "CREATE"),
         ("INSERT INTO", lambda: spark.sql("INSERT INTO lin_lc SELECT * FROM lin_lc_sales"), None),
-        ("INSERT OVERWRITE", lambda: spark.sql("INSERT OVERWRITE TABLE lin_lc SELECT * FROM lin_lc_sales"), "OVERWRITE"),
+        ("INSERT OVERWRITE", lambda: spark.sql("INSERT OVERWRITE TABLE lin_lc SELECT * FROM lin_lc_sales"),
+         "OVERWRITE"),
         ("insertInto", lambda: sales.write.insertInto("lin_lc"), None),
         ("insertInto overwrite", lambda: sales.write.insertInto("lin_lc", overwrite=True), "OVERWRITE"),
         ("saveAsTable new", lambda: sales.write.saveAsTable("lin_lc3"), "CREATE"),
@@ -111,7 +117,9 @@ def test_lifecycle_of_each_write_kind(env, sales):
 def test_lifecycle_of_jdbc_and_merge(env, sales):
     opts = {"url": "jdbc:derby:memory:lifecycle;create=true", "driver": "org.apache.derby.jdbc.EmbeddedDriver"}
     assert _lifecycle(env, lambda: sales.write.format("jdbc").options(dbtable="LC", **opts).save()) == "CREATE"
-    assert _lifecycle(env, lambda: sales.write.format("jdbc").options(dbtable="LC", **opts).mode("append").save()) is None
+    assert (
+        _lifecycle(env, lambda: sales.write.format("jdbc").options(dbtable="LC", **opts).mode("append").save()) is None
+    )
     spark = env.spark
     spark.sql("DROP TABLE IF EXISTS lin_lc_merge")
     spark.sql("CREATE TABLE lin_lc_merge (id BIGINT, net_amount DOUBLE) USING parquet")

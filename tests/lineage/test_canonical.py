@@ -19,7 +19,7 @@ CASES = [
     (("sqlserver://h:1433;databaseName=sales", "dbo.orders"), ("sqlserver://h:1433", "sales.dbo.orders")),
     # already current: unchanged
     (("s3://bucket", "data/events"), ("s3://bucket", "data/events")),
-    (("postgres://db.example.com:5432", "shop.public.orders"), ("postgres://db.example.com:5432", "shop.public.orders")),
+    (("postgres://db.example:5432", "shop.public.orders"), ("postgres://db.example:5432", "shop.public.orders")),
     (("hdfs://nn:8020", "/data/t"), ("hdfs://nn:8020", "/data/t")),
     (("dbfs", "/mnt/t"), ("dbfs", "/mnt/t")),
     # nothing the rules can read: unchanged

@@ -18,9 +18,17 @@ from tests.lineage.test_facets import event
 def test_two_jobs_explain_summary_impact_and_cli(env, tmp_path, capsys):
     mid = env.out("mid")
     o = env.spark.read.parquet(env.orders)
-    r1 = env.capture(lambda: o.where("amount > 1").select("id", F.substring(F.col("note").cast("string"), 1, 2).alias("n2"))
-                     .write.mode("overwrite").parquet(mid))
-    r2 = env.write_parquet(env.spark.read.parquet(mid).select((F.col("id") + 1).alias("id1"), F.upper("n2").alias("up")))
+    r1 = env.capture(
+        lambda: (
+            o.where("amount > 1")
+            .select("id", F.substring(F.col("note").cast("string"), 1, 2).alias("n2"))
+            .write.mode("overwrite")
+            .parquet(mid)
+        )
+    )
+    r2 = env.write_parquet(
+        env.spark.read.parquet(mid).select((F.col("id") + 1).alias("id1"), F.upper("n2").alias("up"))
+    )
 
     text = explain(r1, "n2")
     assert text.splitlines()[0].startswith("n2: n2#") and "substring(" in text
@@ -34,7 +42,10 @@ def test_two_jobs_explain_summary_impact_and_cli(env, tmp_path, capsys):
     events.write_text("\n".join(json.dumps(event(*datasets_for([lin]))) for lin in (lin1, lin2)) + "\n")
     g = LineageGraph.from_events(events)
     up = g.upstream(lin2.output.namespace, lin2.output.name, "up")
-    assert [(h.name.rsplit("/", 1)[-1], h.field, h.distance) for h in up] == [("mid_" + mid.rsplit("_", 1)[-1], "n2", 1), ("orders", "note", 2)]
+    assert [(h.name.rsplit("/", 1)[-1], h.field, h.distance) for h in up] == [
+        ("mid_" + mid.rsplit("_", 1)[-1], "n2", 1),
+        ("orders", "note", 2),
+    ]
     down = g.downstream("file", env.orders, "note")
     assert {h.field for h in down} == {"n2", "up"}
     assert any(h.field == "id1" for h in g.downstream("file", env.orders, "amount", include_indirect=True))

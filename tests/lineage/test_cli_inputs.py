@@ -21,7 +21,9 @@ def run(env, tmp_path_factory):
     spark.sql("DROP TABLE IF EXISTS lin_cli_t")
     o = spark.read.parquet(env.orders)
     r1 = env.write_parquet(o.where("id > 1").select("id", (F.col("amount") * 2).alias("a2")))
-    r2 = env.capture(lambda: o.select((F.col("amount") + 1).alias("a2"), "note").write.mode("overwrite").saveAsTable("lin_cli_t"))
+    r2 = env.capture(
+        lambda: o.select((F.col("amount") + 1).alias("a2"), "note").write.mode("overwrite").saveAsTable("lin_cli_t")
+    )
     base = tmp_path_factory.mktemp("cli")
     sink = RecordSink(base / "run")
     for i, r in enumerate((r1, r2), 1):
@@ -45,7 +47,11 @@ def test_analyze_and_explain_read_the_operators_events_file(run, capsys):
     base, lins = run
     assert main(["analyze", str(base / "events.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert f"column lineage of file:{lins[0].output.name}" in out and "a2 <-" in out and ".amount (DIRECT/TRANSFORMATION)" in out
+    assert (
+        f"column lineage of file:{lins[0].output.name}" in out
+        and "a2 <-" in out
+        and ".amount (DIRECT/TRANSFORMATION)" in out
+    )
     assert "[all rows]" in out and ".id (INDIRECT/FILTER)" in out
     assert main(["analyze", str(base / "events.jsonl"), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 2

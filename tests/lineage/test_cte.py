@@ -39,7 +39,8 @@ def _lin(env, sql: str):
         "with C as (select COL1 from LIN_CTE_SRC) insert into Lin_Cte_Dst select c.Col1 from c",
         "WITH c AS (SELECT col1 FROM lin_cte_src) INSERT OVERWRITE TABLE lin_cte_dst SELECT col1 FROM c",
         "INSERT INTO lin_cte_dst SELECT col1 FROM (WITH c AS (SELECT col1 FROM lin_cte_src) SELECT col1 FROM c) t",
-        "WITH a AS (SELECT col1 FROM lin_cte_src), b AS (SELECT x.col1 FROM a x) INSERT INTO lin_cte_dst SELECT col1 FROM b",
+        ("WITH a AS (SELECT col1 FROM lin_cte_src), b AS (SELECT x.col1 FROM a x) INSERT INTO lin_cte_dst "
+         "SELECT col1 FROM b"),
     ],
 )
 def test_cte_before_or_inside_insert_traces_like_the_inlined_query(tables, sql):
@@ -48,8 +49,11 @@ def test_cte_before_or_inside_insert_traces_like_the_inlined_query(tables, sql):
 
 
 def test_cte_column_aliases_and_join_between_ctes(tables):
-    lin = _lin(tables, "WITH a(k, v) AS (SELECT col1, col2 FROM lin_cte_src), b AS (SELECT col1, col3 FROM lin_cte_src2) "
-                       "INSERT INTO lin_cte_dst2 SELECT a.v, B.col3 FROM a JOIN b ON a.k = b.col1")
+    lin = _lin(
+        tables,
+        "WITH a(k, v) AS (SELECT col1, col2 FROM lin_cte_src), b AS (SELECT col1, col3 FROM lin_cte_src2) "
+        "INSERT INTO lin_cte_dst2 SELECT a.v, B.col3 FROM a JOIN b ON a.k = b.col1",
+    )
     assert direct(lin, "a") == {("lin_cte_src", "col2", "IDENTITY")}
     assert direct(lin, "b") == {("lin_cte_src2", "col3", "IDENTITY")}
     assert ds_edges(lin) == {("lin_cte_src", "col1", "JOIN"), ("lin_cte_src2", "col1", "JOIN")}

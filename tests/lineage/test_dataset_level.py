@@ -38,7 +38,9 @@ def filter_lineage() -> WriteLineage:
                         dataset_edges=[FieldEdge(IN, "b", "INDIRECT", "FILTER")])
 
 
-def event_dict(lineages: list[WriteLineage], indirect: str = DEFAULT_INDIRECT, run_id: str | None = None) -> dict[str, Any]:
+def event_dict(
+    lineages: list[WriteLineage], indirect: str = DEFAULT_INDIRECT, run_id: str | None = None
+) -> dict[str, Any]:
     """The COMPLETE event (JSON form) the operator emits for ``lineages`` with this placement."""
     ins, outs = datasets_for(lineages, indirect=indirect)
     ev = build_event("COMPLETE", job_namespace="airflow", job_name="wide.build",
@@ -78,8 +80,9 @@ def test_column_facet_reads_the_same_edges_from_every_form(wide: WriteLineage) -
         got[placement] = {e[:7] for e in edges}
         assert len(edges) == len(got[placement])  # the ``both`` form's copies are not counted twice
         per_field = column_facet.column_inputs(facet, fields)
-        assert {(c, i["field"], t["subtype"]) for c, ins in per_field.items() for i in ins for t in i["transformations"]} \
-            == {(e[0], e[3], e[5]) for e in got[placement]}
+        assert {
+            (c, i["field"], t["subtype"]) for c, ins in per_field.items() for i in ins for t in i["transformations"]
+        } == {(e[0], e[3], e[5]) for e in got[placement]}
     assert got["dataset"] == got["fields"] == got["both"]
     assert ("feature_0003", "file", "/data/lake/customers", "customer_id", "INDIRECT", "JOIN", False) in got["dataset"]
     assert len(got["dataset"]) == sum(len(es) for es in wide.columns.values()) + 40 * 6
@@ -87,8 +90,9 @@ def test_column_facet_reads_the_same_edges_from_every_form(wide: WriteLineage) -
 
 def test_a_malformed_or_absent_dataset_list_reads_as_none() -> None:
     assert column_facet.dataset_inputs({"dataset": "x"}) == [] and column_facet.form(None) == "empty"
-    assert list(column_facet.edges({"fields": {"c": {"inputFields": [{"namespace": "n", "name": "d", "field": "f"}]}}})) \
-        == [("c", "n", "d", "f", "DIRECT", "", False, False)]
+    assert list(
+        column_facet.edges({"fields": {"c": {"inputFields": [{"namespace": "n", "name": "d", "field": "f"}]}}})
+    ) == [("c", "n", "d", "f", "DIRECT", "", False, False)]
 
 
 def test_impact_answers_alike_in_every_form(wide: WriteLineage) -> None:
@@ -105,7 +109,9 @@ def test_impact_answers_alike_in_every_form(wide: WriteLineage) -> None:
     assert down == {name for name, _ in wide.output_fields}
 
 
-def test_cli_prints_dataset_wide_edges_once(wide: WriteLineage, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_dataset_wide_edges_once(
+    wide: WriteLineage, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text(json.dumps(event_dict([wide])) + "\n")
     assert main(["analyze", str(path)]) == 0

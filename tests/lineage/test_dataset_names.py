@@ -73,7 +73,9 @@ def test_readers_name_datasets_as_their_writers(env, spark):
     opts = {"url": DERBY, "driver": DRIVER}
     by_options = spark.read.format("jdbc").options(dbtable='"app"."t5"', **opts).load()
     assert _in(env.write_parquet(by_options)) == [jdbc_ds]
-    by_query = spark.read.format("jdbc").options(query='SELECT "id", "amount" * 2 AS "a2" FROM "app"."t5"', **opts).load()
+    by_query = (
+        spark.read.format("jdbc").options(query='SELECT "id", "amount" * 2 AS "a2" FROM "app"."t5"', **opts).load()
+    )
     q = analyze_record(env.write_parquet(by_query))
     assert [ref.key for ref, _ in q.inputs] == [jdbc_ds]
     assert {(e.dataset.name, e.field) for e in q.columns["a2"]} == {("app.t5", "amount")}

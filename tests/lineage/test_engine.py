@@ -31,7 +31,12 @@ def test_project_chain_of_2000_nodes_is_linear():
     prev = 1
     for i in range(2000):  # the un-collapsed shape: one Project per withColumn
         eid = 100 + i
-        plan = node("Project", [plan], projectList=[alias(call("Add", attr("a", prev), attr("b", 2)), "a", eid), attr("b", 2)], child=0)
+        plan = node(
+            "Project",
+            [plan],
+            projectList=[alias(call("Add", attr("a", prev), attr("b", 2)), "a", eid), attr("b", 2)],
+            child=0,
+        )
         prev = eid
     t0 = time.perf_counter()
     lin = analyze_record(record(write(plan), ["a", "b"]))
@@ -51,8 +56,15 @@ def test_expression_2000_levels_deep():
 
 
 def test_union_of_500_branches():
-    branches = [node("Project", [relation([("a", 1), ("b", 2)])],
-                     projectList=[alias(call("Add", attr("a", 1), lit(i)), "a", 1000 + i)], child=0) for i in range(500)]
+    branches = [
+        node(
+            "Project",
+            [relation([("a", 1), ("b", 2)])],
+            projectList=[alias(call("Add", attr("a", 1), lit(i)), "a", 1000 + i)],
+            child=0,
+        )
+        for i in range(500)
+    ]
     plan = write(node("Union", branches, byName=False, allowMissingCol=False))
     lin = analyze_record(record(plan, ["a"]))
     assert direct(lin, "a") == {("src", "a", "TRANSFORMATION")}
@@ -76,7 +88,9 @@ def test_unknown_passthrough_node_keeps_child_columns():
 
 
 def test_record_without_plan_raises_lineage_error_naming_the_fix():
-    rec = CaptureRecord(command="InsertIntoHadoopFsRelationCommand", status="failure", capture_error="optimized plan unavailable")
+    rec = CaptureRecord(
+        command="InsertIntoHadoopFsRelationCommand", status="failure", capture_error="optimized plan unavailable"
+    )
     with pytest.raises(LineageError, match="no plan"):
         analyze_record(rec)
 
@@ -99,7 +113,12 @@ def hive_relation():
 
 
 def test_insert_into_hive_table_from_hive_table_relation():
-    q = node("Project", [hive_relation()], projectList=[alias(call("Multiply", attr("a", 1), lit(2)), "a2", 10), attr("p", 2, "string")], child=0)
+    q = node(
+        "Project",
+        [hive_relation()],
+        projectList=[alias(call("Multiply", attr("a", 1), lit(2)), "a2", 10), attr("p", 2, "string")],
+        child=0,
+    )
     plan = node("InsertIntoHiveTable", [q], pkg="org.apache.spark.sql.hive.execution.", table=None, partition=None,
                 query=0, overwrite=True, ifPartitionNotExists=False, outputColumnNames=["a2", "p"])
     lin = analyze_record(record(plan, ["a2", "p"], command="InsertIntoHiveTable", rels=(HIVE_REL,),
@@ -130,15 +149,34 @@ def test_v2_create_table_as_select_reads_the_query_child():
 
 
 def test_merge_into_table_assignments_and_conditions():
-    tgt_rel = RelationInfo("DataSourceV2Relation", [1, 2], [{"name": "id", "type": "bigint"}, {"name": "v", "type": "bigint"}],
-                           table="cat.db.tgt", format="v2")
-    src_rel = RelationInfo("LogicalRelation", [11, 12], [{"name": "id", "type": "bigint"}, {"name": "nv", "type": "bigint"}],
-                           locations=["file:/data/updates"], format="parquet")
-    target = node("DataSourceV2Relation", [], pkg="org.apache.spark.sql.execution.datasources.v2.", output=[attr("id", 1), attr("v", 2)])
+    tgt_rel = RelationInfo(
+        "DataSourceV2Relation",
+        [1, 2],
+        [{"name": "id", "type": "bigint"}, {"name": "v", "type": "bigint"}],
+        table="cat.db.tgt",
+        format="v2",
+    )
+    src_rel = RelationInfo(
+        "LogicalRelation",
+        [11, 12],
+        [{"name": "id", "type": "bigint"}, {"name": "nv", "type": "bigint"}],
+        locations=["file:/data/updates"],
+        format="parquet",
+    )
+    target = node(
+        "DataSourceV2Relation",
+        [],
+        pkg="org.apache.spark.sql.execution.datasources.v2.",
+        output=[attr("id", 1), attr("v", 2)],
+    )
     source = relation([("id", 11), ("nv", 12)])
     upd = call("UpdateAction", call("GreaterThan", attr("nv", 12), lit(0)),
                call("Assignment", attr("v", 2), call("Add", attr("nv", 12), lit(1))), condition=0)
-    ins = call("InsertAction", call("Assignment", attr("id", 1), attr("id", 11)), call("Assignment", attr("v", 2), attr("nv", 12)))
+    ins = call(
+        "InsertAction",
+        call("Assignment", attr("id", 1), attr("id", 11)),
+        call("Assignment", attr("v", 2), attr("nv", 12)),
+    )
     plan = node("MergeIntoTable", [target, source], targetTable=0, sourceTable=1,
                 mergeCondition=call("EqualTo", attr("id", 1), attr("id", 11)),
                 matchedActions=[upd], notMatchedActions=[ins], notMatchedBySourceActions=[])
@@ -158,7 +196,9 @@ def test_cte_kept_by_the_optimizer_is_followed_from_reference_to_definition():
                                            projectList=[alias(call("Add", attr("a", 1), lit(1)), "x", 30)], child=0)],
                    child=0, id=7, originalPlanWithPredicates=None, underSubquery=False)
     ref = node("CTERelationRef", [], cteId=7, _resolved=True, output=[attr("x", 31)], isStreaming=False)
-    plan = write(node("WithCTE", [cte_def, node("Project", [ref], projectList=[attr("x", 31)], child=0)], plan=1, cteDefs=[0]))
+    plan = write(
+        node("WithCTE", [cte_def, node("Project", [ref], projectList=[attr("x", 31)], child=0)], plan=1, cteDefs=[0])
+    )
     lin = analyze_record(record(plan, ["x"]))
     assert not lin.approximate
     assert direct(lin, "x") == {("src", "a", "TRANSFORMATION")}

@@ -96,7 +96,9 @@ def test_one_output_over_the_limit_is_split_by_columns(tmp_path: Path, monkeypat
     notes: list[str] = []
     parts = transport.fit_events(client, [ev], notes)
     assert len(parts) >= 4 and all(transport.wire_bytes(client, p) <= limit for p in parts)
-    assert [p.eventType.value for p in parts][-1] == "COMPLETE" and "over the limit" not in notes[0].split("(no edge")[1]
+    assert [p.eventType.value for p in parts][-1] == "COMPLETE" and "over the limit" not in notes[0].split("(no edge")[
+        1
+    ]
     docs = [_dict(p) for p in parts]
     assert _edges(docs) == _edges([_dict(ev)]) and all(validate_event(d) == [] for d in docs)
     # every part names the same output with its whole schema; the dataset-level list is stated once

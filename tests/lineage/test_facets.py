@@ -45,7 +45,12 @@ def test_real_writes_give_schema_valid_marquez_safe_events(env):
     spec_or_skip()
     o, c = env.spark.read.parquet(env.orders), env.spark.read.parquet(env.customers)
     env.spark.sql("DROP TABLE IF EXISTS lin_facets")
-    df = o.join(c, "cust_id").where("amount > 2").groupBy("name").agg(F.sum("amount").alias("total"), F.count("*").alias("n"))
+    df = (
+        o.join(c, "cust_id")
+        .where("amount > 2")
+        .groupBy("name")
+        .agg(F.sum("amount").alias("total"), F.count("*").alias("n"))
+    )
     lins = [analyze_record(env.capture(lambda: df.write.mode("overwrite").saveAsTable("lin_facets"))),
             analyze_record(env.write_parquet(o.select(F.md5("note").alias("h"))))]
     ins, outs = datasets_for(lins)
@@ -61,7 +66,14 @@ def test_real_writes_give_schema_valid_marquez_safe_events(env):
 
 def test_two_writes_of_one_output_are_merged():
     p1 = write(node("Project", [relation([("a", 1), ("b", 2)])], projectList=[attr("a", 1)], child=0))
-    p2 = write(node("Project", [relation([("a", 1), ("b", 2)])], projectList=[alias(call("Add", attr("b", 2), lit(1)), "a", 9)], child=0))
+    p2 = write(
+        node(
+            "Project",
+            [relation([("a", 1), ("b", 2)])],
+            projectList=[alias(call("Add", attr("b", 2), lit(1)), "a", 9)],
+            child=0,
+        )
+    )
     lins = [analyze_record(record(p1, ["a"], mode="Append")), analyze_record(record(p2, ["a"], mode="Append"))]
     ins, outs = datasets_for(lins)
     assert len(outs) == 1 and len(ins) == 1
@@ -135,5 +147,7 @@ def test_field_summary_kinds():
     agg = {FieldEdge(t, "x", "DIRECT", "AGGREGATION"), FieldEdge(t, "y", "DIRECT", "TRANSFORMATION")}
     assert field_summary(agg)[0] == "AGGREGATION"
     assert field_summary({FieldEdge(t, "x", "DIRECT", "TRANSFORMATION", True)})[0] == "MASKED"
-    kind, text = field_summary({FieldEdge(t, "k", "INDIRECT", "JOIN"), FieldEdge(u, "k", "INDIRECT", "JOIN")}, "approximate: x")
+    kind, text = field_summary(
+        {FieldEdge(t, "k", "INDIRECT", "JOIN"), FieldEdge(u, "k", "INDIRECT", "JOIN")}, "approximate: x"
+    )
     assert kind == "INDIRECT" and text == "approximate: x; INDIRECT/JOIN: t.k, u.k"

@@ -13,21 +13,42 @@ CUST, ORD, MART = "/w/customers", "/w/orders", "/w/mart"
 
 
 def record(fields_mart: list[str], edges: list[list], dataset_edges: list[list]) -> dict:
-    return {"format": "airflow-provider-lineage/column-lineage", "version": 1, "status": "ok",
-            "datasets": [{"namespace": "file", "name": CUST, "table": None, "fields": [["id", "int"], ["email", "string"]]},
-                         {"namespace": "file", "name": ORD, "table": None, "fields": [["cid", "int"], ["amount", "int"]]},
-                         {"namespace": "file", "name": MART, "table": None, "fields": [[f, "string"] for f in fields_mart]}],
-            "inputs": [0, 1], "outputs": [2], "edges": edges, "dataset_edges": dataset_edges, "problems": []}
+    return {
+        "format": "airflow-provider-lineage/column-lineage",
+        "version": 1,
+        "status": "ok",
+        "datasets": [
+            {"namespace": "file", "name": CUST, "table": None, "fields": [["id", "int"], ["email", "string"]]},
+            {"namespace": "file", "name": ORD, "table": None, "fields": [["cid", "int"], ["amount", "int"]]},
+            {"namespace": "file", "name": MART, "table": None, "fields": [[f, "string"] for f in fields_mart]},
+        ],
+        "inputs": [0, 1],
+        "outputs": [2],
+        "edges": edges,
+        "dataset_edges": dataset_edges,
+        "problems": [],
+    }
 
 
-V1 = record(["id", "email_h", "amount"],
-            [[2, "id", 0, "id", "DIRECT", "IDENTITY", 0], [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 1],
-             [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0]],
-            [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0], [2, 0, "email", "INDIRECT", "JOIN", 0]])
-V2 = record(["id", "email_h", "amount", "segment"],
-            [[2, "id", 0, "id", "DIRECT", "IDENTITY", 0], [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 0],
-             [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0], [2, "segment", 0, "id", "DIRECT", "TRANSFORMATION", 0]],
-            [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0]])
+V1 = record(
+    ["id", "email_h", "amount"],
+    [
+        [2, "id", 0, "id", "DIRECT", "IDENTITY", 0],
+        [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 1],
+        [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0],
+    ],
+    [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0], [2, 0, "email", "INDIRECT", "JOIN", 0]],
+)
+V2 = record(
+    ["id", "email_h", "amount", "segment"],
+    [
+        [2, "id", 0, "id", "DIRECT", "IDENTITY", 0],
+        [2, "email_h", 0, "email", "DIRECT", "TRANSFORMATION", 0],
+        [2, "amount", 1, "amount", "DIRECT", "IDENTITY", 0],
+        [2, "segment", 0, "id", "DIRECT", "TRANSFORMATION", 0],
+    ],
+    [[2, 0, "id", "INDIRECT", "JOIN", 0], [2, 1, "cid", "INDIRECT", "JOIN", 0]],
+)
 
 
 def col(name: str, column: str | None) -> dict:
@@ -87,8 +108,14 @@ class TestTags:
         (lower,) = cols[("file", MART, "email_lower")]
         assert lower["source"] == "inherited" and lower["path"] == [col(CUST, "email"), col(MART, "email_lower")]
         assert ("file", MART, "n") not in cols  # INDIRECT FILTER carries no tag
-        assert res["stopped"] == [{"column": col(MART, "email_hash"), "tag": "pii",
-                                   "path": [col(CUST, "email"), col(MART, "email_hash")], "at": col(MART, "email_hash")}]
+        assert res["stopped"] == [
+            {
+                "column": col(MART, "email_hash"),
+                "tag": "pii",
+                "path": [col(CUST, "email"), col(MART, "email_hash")],
+                "at": col(MART, "email_hash"),
+            }
+        ]
         _, outs = tagging.record_columns(TAGREC)
         v = tagging.violations(res, outs, ["pii"])
         assert v == [{"column": col(MART, "email_lower"), "tag": "pii", "path": lower["path"]}]
@@ -130,7 +157,9 @@ class TestTags:
         assert words in str(info.value)
 
     def test_unknown_declared_column_is_reported(self) -> None:
-        decl = tagging.parse_declaration({"datasets": [{"namespace": "file", "name": CUST, "columns": {"mail": "pii"}}]})
+        decl = tagging.parse_declaration(
+            {"datasets": [{"namespace": "file", "name": CUST, "columns": {"mail": "pii"}}]}
+        )
         (msg,) = tagging.unknown_columns(decl, TAGREC)
         assert "'mail'" in msg and CUST in msg
 
@@ -159,7 +188,9 @@ class TestGraphTags:
         decl = tagging.parse_declaration({"datasets": [{"namespace": "file", "name": "/w/landing",
                                                         "columns": {"email": ["pii", "contact"]}}]})
         res = tagging.propagate_graph(self.edges(), decl)
-        tags = {(c[1], c[2]): sorted((e["tag"], e["source"], e["masked"]) for e in es) for c, es in res["columns"].items()}
+        tags = {
+            (c[1], c[2]): sorted((e["tag"], e["source"], e["masked"]) for e in es) for c, es in res["columns"].items()
+        }
         assert tags[("/w/report", "contact")] == [("contact", "inherited", False), ("pii", "inherited", False)]
         assert tags[(MART, "email_h")] == [("contact", "inherited", True)]  # pii stopped, the other tag masked
         assert tags[("/w/report", "key")] == [("contact", "inherited", True)]
@@ -183,9 +214,29 @@ class TestGraphTags:
         assert e["masked"] is False and [p["name"] for p in e["path"]] == ["/w/s", "/w/u", "/w/t"]
 
     def test_published_map_gives_known_tags_of_the_inputs_only(self) -> None:
-        value = {"datasets": [{"namespace": "file", "name": MART, "columns": {"email_l": [
-            {"tag": "pii", "source": "inherited", "masked": False, "path": [col(CUST, "email"), col(MART, "email_l")]}]}},
-            {"namespace": "file", "name": "/w/other", "columns": {"z": [{"tag": "pii", "path": [col("/w/o", "z")]}]}}]}
+        value = {
+            "datasets": [
+                {
+                    "namespace": "file",
+                    "name": MART,
+                    "columns": {
+                        "email_l": [
+                            {
+                                "tag": "pii",
+                                "source": "inherited",
+                                "masked": False,
+                                "path": [col(CUST, "email"), col(MART, "email_l")],
+                            }
+                        ]
+                    },
+                },
+                {
+                    "namespace": "file",
+                    "name": "/w/other",
+                    "columns": {"z": [{"tag": "pii", "path": [col("/w/o", "z")]}]},
+                },
+            ]
+        }
         known = tagging.published_known(json.dumps(value), {("file", MART): ("file", MART)})
         assert list(known) == [("file", MART, "email_l")] and known[("file", MART, "email_l")][0]["tag"] == "pii"
         with pytest.raises(tagging.TagsError, match="datasets"):
@@ -225,7 +276,9 @@ class TestPolicyInput:
         assert tagging.published_known(json.dumps(value), {("file", CUST): ("file", CUST)}) == {}
 
     def test_no_column_tags_in_an_extra_is_no_tags(self) -> None:
-        assert tagging.known_from_extra("file", MART, {"table": "t"}) == {} == tagging.known_from_extra("file", MART, None)
+        assert (
+            tagging.known_from_extra("file", MART, {"table": "t"}) == {} == tagging.known_from_extra("file", MART, None)
+        )
 
     def test_a_published_map_that_leaves_an_input_out_says_so(self) -> None:
         good = {"tag": "pii", "source": "inherited", "masked": False, "path": [col(CUST, "email"), col(MART, "e")]}

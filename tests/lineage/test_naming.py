@@ -37,7 +37,10 @@ def test_dataset_for_location(uri, namespace, name):
 
 
 def test_jdbc_urls():
-    assert dataset_for_jdbc("jdbc:postgresql://db:5432/shop?ssl=true", "public.orders").key == ("postgres://db:5432", "shop.public.orders")
+    assert dataset_for_jdbc("jdbc:postgresql://db:5432/shop?ssl=true", "public.orders").key == (
+        "postgres://db:5432",
+        "shop.public.orders",
+    )
     assert dataset_for_jdbc("jdbc:mysql://h:3306/app", "t").key == ("mysql://h:3306", "app.t")
     assert dataset_for_location("jdbc:postgresql://db:5432/shop").namespace == "postgres://db:5432"
 

@@ -36,9 +36,12 @@ def test_pivot_column_is_conditional_and_not_a_grouping_key(env, how):
 
 def test_pivot_with_several_aggregates_and_a_non_numeric_one(env):
     o = env.spark.read.parquet(env.orders)
-    lin = _lin(env, o.groupBy("cust_id").pivot("note", ["o1", "o2"]).agg(F.sum("amount").alias("s"), F.first("day").alias("d")))
-    assert edges(lin, "o1_s") == {("orders", "amount", "DIRECT", "AGGREGATION"), ("orders", "note", "INDIRECT", "CONDITIONAL")}
-    assert edges(lin, "o2_d") == {("orders", "day", "DIRECT", "AGGREGATION"), ("orders", "note", "INDIRECT", "CONDITIONAL")}
+    lin = _lin(env, o.groupBy("cust_id").pivot("note", ["o1", "o2"])
+               .agg(F.sum("amount").alias("s"), F.first("day").alias("d")))
+    assert edges(lin, "o1_s") == {("orders", "amount", "DIRECT", "AGGREGATION"),
+                                  ("orders", "note", "INDIRECT", "CONDITIONAL")}
+    assert edges(lin, "o2_d") == {("orders", "day", "DIRECT", "AGGREGATION"),
+                                  ("orders", "note", "INDIRECT", "CONDITIONAL")}
     assert ds_edges(lin) == {("orders", "cust_id", "GROUP_BY")}
 
 

@@ -40,14 +40,25 @@ def _chain_record(steps: int) -> CaptureRecord:
     zero = add({"class": E + "Literal", "num-children": 0, "value": "0", "dataType": "long"})
     for _ in range(steps):
         gt = add({"class": E + "GreaterThan", "num-children": 2, "left": 0, "right": 1}, [prev, zero])
-        prev = add({"class": E + "If", "num-children": 3, "predicate": 0, "trueValue": 1, "falseValue": 2}, [gt, prev, zero])
+        prev = add(
+            {"class": E + "If", "num-children": 3, "predicate": 0, "trueValue": 1, "falseValue": 2}, [gt, prev, zero]
+        )
     nodes[alias]["$c"] = [prev]
     assert (project, rel) == (1, 2)
     dag = {"format": "dag-1", "nodes": nodes, "roots": [0, -1]}
     return CaptureRecord(
-        command="InsertIntoHadoopFsRelationCommand", status="success", plans=dag,
-        relations=[RelationInfo("LogicalRelation", [1], [{"name": "id", "type": "bigint"}], locations=["file:/data/src"],
-                                format="parquet")],
+        command="InsertIntoHadoopFsRelationCommand",
+        status="success",
+        plans=dag,
+        relations=[
+            RelationInfo(
+                "LogicalRelation",
+                [1],
+                [{"name": "id", "type": "bigint"}],
+                locations=["file:/data/src"],
+                format="parquet",
+            )
+        ],
         output=OutputInfo(command="InsertIntoHadoopFsRelationCommand", location="file:/data/out", columns=["out"]),
     )
 

@@ -53,7 +53,8 @@ def test_in_subquery_becomes_left_semi_join(env):
     lin = lin_of(env, env.write_parquet(env.spark.sql(
         "SELECT id FROM orders WHERE cust_id IN (SELECT cust_id FROM customers WHERE name <> 'c1')")))
     assert edges(lin, "id") == {("orders", "id", "DIRECT", "IDENTITY")}
-    assert {("customers", "cust_id", "JOIN"), ("orders", "cust_id", "JOIN"), ("customers", "name", "FILTER")} <= ds_edges(lin)
+    assert {("customers", "cust_id", "JOIN"), ("orders", "cust_id", "JOIN"),
+            ("customers", "name", "FILTER")} <= ds_edges(lin)
 
 
 def test_not_exists_becomes_left_anti_join(env):
@@ -65,7 +66,8 @@ def test_not_exists_becomes_left_anti_join(env):
 
 def test_exists_in_a_disjunction_becomes_existence_join(env):
     lin = lin_of(env, env.write_parquet(env.spark.sql(
-        "SELECT id FROM orders o WHERE o.amount > 10 OR EXISTS (SELECT 1 FROM customers c WHERE c.cust_id = o.cust_id)")))
+        "SELECT id FROM orders o WHERE o.amount > 10 OR EXISTS (SELECT 1 FROM customers c WHERE c.cust_id = o.cust_id)"
+    )))
     assert edges(lin, "id") == {("orders", "id", "DIRECT", "IDENTITY")}
     assert {("orders", "amount", "FILTER"), ("customers", "cust_id", "FILTER")} <= ds_edges(lin)
 
@@ -90,10 +92,13 @@ def test_aggregate_filter_clause_is_indirect(env):
 def test_case_when_if_coalesce_conditions(env):
     o = env.spark.read.parquet(env.orders)
     df = o.select(F.when(F.col("cust_id") == 1, F.col("amount")).otherwise(F.lit(0.0)).alias("cw"),
-                  F.expr("IF(id > 3, note, 'x')").alias("i"), F.coalesce("note", F.col("id").cast("string")).alias("co"))
+                  F.expr("IF(id > 3, note, 'x')").alias("i"),
+                  F.coalesce("note", F.col("id").cast("string")).alias("co"))
     lin = lin_of(env, env.write_parquet(df))
-    assert edges(lin, "cw") == {("orders", "amount", "DIRECT", "TRANSFORMATION"), ("orders", "cust_id", "INDIRECT", "CONDITIONAL")}
-    assert edges(lin, "i") == {("orders", "note", "DIRECT", "TRANSFORMATION"), ("orders", "id", "INDIRECT", "CONDITIONAL")}
+    assert edges(lin, "cw") == {("orders", "amount", "DIRECT", "TRANSFORMATION"),
+                                ("orders", "cust_id", "INDIRECT", "CONDITIONAL")}
+    assert edges(lin, "i") == {("orders", "note", "DIRECT", "TRANSFORMATION"),
+                               ("orders", "id", "INDIRECT", "CONDITIONAL")}
     assert ("orders", "note", "INDIRECT", "CONDITIONAL") in edges(lin, "co")
     assert ("orders", "id", "DIRECT", "TRANSFORMATION") in edges(lin, "co")
 
@@ -258,7 +263,11 @@ def test_with_column_chain_collapses_into_one_project(env):
     o = env.spark.read.parquet(env.orders).select("id", "amount")
     df = o
     for i in range(200):
-        df = df.withColumn("amount", F.col("amount") + 1) if i % 2 else df.withColumn("id", F.col("id") + F.col("amount"))
+        df = (
+            df.withColumn("amount", F.col("amount") + 1)
+            if i % 2
+            else df.withColumn("id", F.col("id") + F.col("amount"))
+        )
     lin = lin_of(env, env.plan_only(df))
     assert direct(lin, "id") == {("orders", "id", "TRANSFORMATION"), ("orders", "amount", "TRANSFORMATION")}
     assert direct(lin, "amount") == {("orders", "amount", "TRANSFORMATION")}

@@ -91,7 +91,9 @@ def run_bounded(fn: Any) -> Any:
 CAUSES = {"down": "ConnectionError", "5xx": "503", "hang": "timeout"}
 
 
-def test_failing_endpoint_is_reported_once_with_the_cause(endpoint: tuple[str, str], caplog: pytest.LogCaptureFixture) -> None:
+def test_failing_endpoint_is_reported_once_with_the_cause(
+    endpoint: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     mode, url = endpoint
     client, _ = transport.client_for(http_config(url))
     caplog.set_level(logging.WARNING)

@@ -13,7 +13,9 @@ from tests.lineage.helpers import check_properties, direct, ds_edges, edges, opt
 
 def test_partitioned_file_write_has_no_sort_edge_from_the_writer(env):
     o = env.spark.read.parquet(env.orders)
-    rec = env.capture(lambda: o.select("id", "cust_id").write.partitionBy("cust_id").mode("overwrite").parquet(env.out()))
+    rec = env.capture(
+        lambda: o.select("id", "cust_id").write.partitionBy("cust_id").mode("overwrite").parquet(env.out())
+    )
     lin = analyze_record(rec)
     check_properties(lin)
     assert [n for n, _ in lin.output_fields] == ["id", "cust_id"]
@@ -39,7 +41,9 @@ def test_save_as_table_then_sql_insert_and_ctas(env):
     lin = analyze_record(env.capture(lambda: o.write.mode("overwrite").saveAsTable("lin_t")))
     assert lin.output.table == "spark_catalog.default.lin_t" and lin.output.name.endswith("/lin_t")
     assert direct(lin, "amount") == {("orders", "amount", "IDENTITY")}
-    lin = analyze_record(env.capture(lambda: spark.sql("INSERT INTO lin_t SELECT id + 1, amount * 2 FROM lin_t WHERE id < 5")))
+    lin = analyze_record(
+        env.capture(lambda: spark.sql("INSERT INTO lin_t SELECT id + 1, amount * 2 FROM lin_t WHERE id < 5"))
+    )
     check_properties(lin)
     assert direct(lin, "amount") == {("lin_t", "amount", "TRANSFORMATION")}
     assert ("lin_t", "id", "FILTER") in ds_edges(lin)

@@ -214,8 +214,12 @@ def _ti_row(dag_id: str) -> Any:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        return session.query(TaskInstance.state, TaskInstance.trigger_id, TaskInstance.id).filter(
-            TaskInstance.dag_id == dag_id, TaskInstance.task_id == "wait").order_by(TaskInstance.start_date.desc()).first()
+        return (
+            session.query(TaskInstance.state, TaskInstance.trigger_id, TaskInstance.id)
+            .filter(TaskInstance.dag_id == dag_id, TaskInstance.task_id == "wait")
+            .order_by(TaskInstance.start_date.desc())
+            .first()
+        )
 
 
 def _reschedules(dag_id: str) -> int:

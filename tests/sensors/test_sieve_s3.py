@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 
 import pytest
 
 from airflow_provider_lineage.sensors.sieve import SieveMaintenanceSensor
 from airflow_provider_lineage.sieve.maintain import maintain
 from airflow_provider_lineage.triggers.sieve import SieveMaintenanceTrigger
-from tests.support.s3 import new_bucket, put_parquet, s3_server
+from tests.support import s3 as s3_support
+from tests.support.s3 import new_bucket, put_parquet
 
 pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
 pytest.importorskip("boto3")
 
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    with s3_server() as endpoint:
-        yield endpoint
+s3_endpoint = s3_support.s3_endpoint  # the module's moto S3 server (a module-scoped fixture)
 
 
 @pytest.fixture()

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -14,7 +17,9 @@ _counter = [0]
 def write_file(path: str, keys: Sequence[Any], typ: pa.DataType | None = None) -> None:
     """Write one Parquet file with columns ``k`` (the key) and ``v`` (a payload); bump its mtime."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path)
+    pq.write_table(
+        pa.table({"k": pa.array(list(keys), typ or pa.int64()), "v": pa.array(range(len(keys)), pa.int64())}), path
+    )
     _counter[0] += 1
     # Distinct mtimes even within one clock tick, so rewrites are always detected.
     st = os.stat(path)
@@ -56,8 +61,9 @@ def apply_op(root: str, layout: dict[str, list[Any]], op: tuple[Any, ...], step:
     ``op`` is ``("append", keys)``, ``("overwrite", i, keys)``, ``("delete", i)``, ``("copy", i)``
     (append a file with the keys of file ``i``, or of every file with ``i`` < 0: values that recur
     in each new file), ``("span", lo, n)`` (append a file with every key of ``[lo, lo + n]``: full
-    files of the segments inside that range) or ``("compact",)`` (``i`` picks an existing file modulo their number). Returns what the caller must do next:
-    ``"sync"`` after a change of the table, ``"compact"`` to compact the index, ``"none"``.
+    files of the segments inside that range) or ``("compact",)`` (``i`` picks an existing file modulo their number).
+    Returns what the caller must do next: ``"sync"`` after a change of the table, ``"compact"`` to compact
+    the index, ``"none"``.
     """
     names = sorted(layout)
     if op[0] == "append":
@@ -90,3 +96,56 @@ def write_layout(root: str, files: Sequence[Sequence[Any]], typ: pa.DataType | N
         layout[f"{root}/f{i}.parquet"] = list(keys)
         write_file(f"{root}/f{i}.parquet", keys, typ)
     return layout
+
+
+def race_two_commits(path: str, version: int) -> list[object]:
+    """Two writers, each with its own store on ``path``, load manifest ``version`` and commit it on that base at
+    once (a barrier lines them up); what each ``commit`` returned (the new version) or raised (CommitConflict)."""
+    from airflow_provider_lineage.sieve.errors import CommitConflict
+    from airflow_provider_lineage.sieve.storage import IndexStore
+
+    results: list[object] = []
+    barrier = threading.Barrier(2)
+
+    def writer() -> None:
+        mine = IndexStore(path)
+        m = mine.load_manifest(version)
+        barrier.wait()
+        try:
+            results.append(mine.commit(m, version))
+        except CommitConflict as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def replay_ops(initial: Sequence[Sequence[Any]], ops: Sequence[tuple[Any, ...]], *, prefix: str,
+               typ: pa.DataType | None = None, every_step: bool = False,
+               **build_kwargs: Any) -> Iterator[tuple[str, dict[str, list[Any]]]]:
+    """The body of the property tests: a table of files ``initial`` in a new temporary folder, indexed on ``k``
+    (``build_kwargs``), then each op applied (:func:`apply_op`) and the index brought up to date, compacted
+    after a ``compact`` op, synced otherwise. Yields ``(root, layout)`` after each synced step (with
+    ``every_step``: after every step, synced only when the table changed); removes the table at the end."""
+    from airflow_provider_lineage import sieve as S
+
+    root = tempfile.mkdtemp(prefix=prefix)
+    try:
+        layout = write_layout(root, initial, typ)
+        S.build(None, root, "k", **build_kwargs)
+        for step, op in enumerate(ops):
+            todo = apply_op(root, layout, op, step, typ)
+            if todo == "compact":
+                S.compact(root, "k")
+                if not every_step:
+                    continue
+            elif todo == "sync" or not every_step:
+                S.sync(None, root, "k")
+            yield root, layout
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+

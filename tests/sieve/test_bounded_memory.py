@@ -12,7 +12,8 @@ the default 0 this layout closes a segment every 16 keys, and the driver's segme
 Measured (2 cores, idle, 2026-11-23): 8 M keys, 161 segments, JVM max heap 512 MB, Python peak RSS
 193 MB, build 33 s. The hashed structure (issue 30, random 64-bit keys, ``structure="hashed"``),
 measured 2026-11-25 under load 12 on the shared machine: 8 M keys (7,985,073 distinct 29-bit
-fingerprints), index 15.1 MB, Python peak RSS 213 MB, JVM max heap 512 MB, build 373 s. Run with ``SIEVE_RUN_SLOW=1 ./dev.sh test tests/sieve/test_bounded_memory.py -s``.
+fingerprints), index 15.1 MB, Python peak RSS 213 MB, JVM max heap 512 MB, build 373 s. Run with ``SIEVE_RUN_SLOW=1
+./dev.sh test tests/sieve/test_bounded_memory.py -s``.
 """
 from __future__ import annotations
 
@@ -32,8 +33,14 @@ N_KEYS = int(os.environ.get("SIEVE_BOUNDED_KEYS", "8000000"))
 def test_build_streams_more_keys_than_driver_memory(tmp_path) -> None:
     script = os.path.join(os.path.dirname(__file__), "bounded_build_script.py")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    r = subprocess.run([sys.executable, script, str(tmp_path), str(N_KEYS)], capture_output=True, text=True, check=False,
-                       timeout=1500, env=env)
+    r = subprocess.run(
+        [sys.executable, script, str(tmp_path), str(N_KEYS)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1500,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     print(out)

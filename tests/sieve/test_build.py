@@ -78,7 +78,9 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
     b = S.open_index(typed_table, "kn", index_path=str(tmp_path / "j"))
     for m0, m1 in zip(a.metas, a.metas[1:]):
         assert m0.s_max < m1.s_min
-    layout = {f.path: pq.read_table(f.path, columns=["kn"]).column(0).to_pylist() for f in S.list_table_files(typed_table)}
+    layout = {
+        f.path: pq.read_table(f.path, columns=["kn"]).column(0).to_pylist() for f in S.list_table_files(typed_table)
+    }
     for pred in [S.IsNull(), S.Eq(0), S.Eq(96), S.Eq(1234), S.In([7, 2999]), S.Range(90, 400), S.Range(None, 5)]:
         exact = exact_for(layout, pred)
         got = set(a.candidates(pred))

@@ -137,7 +137,9 @@ def test_cli_conf_is_applied_and_checked(spark, tmp_path) -> None:
     key = "spark.sql.files.openCostInBytes"
     before = spark.conf.get(key)
     try:
-        assert cli_mod.main(["build", root, "k", "--conf", f"{key}=1234", "--conf", "spark.sql.shuffle.partitions=2"]) == 0
+        assert (
+            cli_mod.main(["build", root, "k", "--conf", f"{key}=1234", "--conf", "spark.sql.shuffle.partitions=2"]) == 0
+        )
         assert spark.conf.get(key) == "1234"  # the CLI's session got the setting
     finally:
         spark.conf.set(key, before)

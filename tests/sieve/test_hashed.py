@@ -287,7 +287,9 @@ def test_corrupt_or_truncated_structure_is_never_a_wrong_answer(tmp_path, damage
         if damage == "truncate":
             fh.truncate(size - 100)
         else:
-            fh.seek({"flip-page": size - 50, "flip-middle-page": (int(starts[0]) + int(starts[1])) // 2}.get(damage, 12))
+            fh.seek(
+                {"flip-page": size - 50, "flip-middle-page": (int(starts[0]) + int(starts[1])) // 2}.get(damage, 12)
+            )
             b = fh.read(1)
             fh.seek(-1, 1)
             fh.write(bytes([b[0] ^ 0xFF]))

@@ -181,7 +181,13 @@ def test_push_many_segments_exactly_like_push(error_bound: int) -> None:
         assert n_got == n_want == len(pairs)
         assert len(got) == len(want), trial
         for a, b in zip(got, want):
-            assert (a.s_min, a.s_max, a.b_size, a.b_count, a.n_keys) == (b.s_min, b.s_max, b.b_size, b.b_count, b.n_keys)
+            assert (a.s_min, a.s_max, a.b_size, a.b_count, a.n_keys) == (
+                b.s_min,
+                b.s_max,
+                b.b_size,
+                b.b_count,
+                b.n_keys,
+            )
             for f in ("blk", "fid", "cnt", "hole_at", "hole_len"):
                 assert np.array_equal(getattr(a, f), getattr(b, f)), (trial, f)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import threading
 from collections.abc import Iterator
 
 import pyarrow.fs as pafs
@@ -21,20 +20,16 @@ from airflow_provider_lineage.sieve import storage as storage_mod
 from airflow_provider_lineage.sieve.errors import CommitConflict
 from airflow_provider_lineage.sieve.maintain import check, maintain
 from airflow_provider_lineage.sieve.storage import IndexStore
+from tests.support import s3 as s3_support
 from tests.support.s3 import free_port as _free_port
-from tests.support.s3 import new_bucket, put_parquet, s3_server
+from tests.support.s3 import new_bucket, put_parquet
 
-from .helpers import exact_files
+from .helpers import exact_files, race_two_commits
 
 pytest.importorskip("moto.server", reason="moto[server] is in the dev extra: ./dev.sh setup")
 boto3 = pytest.importorskip("boto3")
 
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """A moto S3 server on 127.0.0.1 and the AWS_* environment pointing at it (restored after)."""
-    with s3_server() as endpoint:
-        yield endpoint
+s3_endpoint = s3_support.s3_endpoint  # the module's moto S3 server (a module-scoped fixture)
 
 
 @pytest.fixture()
@@ -138,24 +133,7 @@ def test_sync_after_appends_and_deletes(bucket: str, mode: str) -> None:
 def test_two_writers_same_base_one_wins_on_s3(table: tuple[str, dict[str, list[int | None]]]) -> None:
     root, _ = table
     store = IndexStore(f"{root}/_sieve/k")
-    base = store.load_manifest()
-    results: list[object] = []
-    barrier = threading.Barrier(2)
-
-    def writer() -> None:
-        mine = IndexStore(store.path)
-        m = mine.load_manifest(base.version)
-        barrier.wait()
-        try:
-            results.append(mine.commit(m, base.version))
-        except CommitConflict as exc:
-            results.append(exc)
-
-    threads = [threading.Thread(target=writer) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = race_two_commits(store.path, store.load_manifest().version)
     assert sorted(r for r in results if isinstance(r, int)) == [2]
     conflicts = [r for r in results if isinstance(r, CommitConflict)]
     assert len(conflicts) == 1 and "retry" in str(conflicts[0])

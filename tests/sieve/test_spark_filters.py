@@ -203,18 +203,36 @@ def test_spark_answers_what_the_index_cannot_decide(spark, tmp_path) -> None:
     near = Decimal(1234567890123456789012345678900)  # rounds to big's 28 digits, as does big
     tables = {
         "u8": ([pa.array([1, 200], pa.uint8()), pa.array([3, 4], pa.uint8())], "x > -1", S.Range(-1, None, False)),
-        "u64": ([pa.array([1, 2**64 - 1], pa.uint64()), pa.array([3, 4], pa.uint64())],
-                "x = 18446744073709551615", S.Eq(2**64 - 1)),
-        "mixed": ([pa.array([1, 2**40], pa.int64()), pa.array([3, 4], pa.int32())], "x IN (3, 1099511627776)",
-                  S.In([3, 2**40])),
-        "dec": ([pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
-                f"x = {big}", S.Eq(big)),
-        "dec_in": ([pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
-                   f"x IN ({near}, 7)", S.In([near, 7])),
-        "date": ([pa.array([dt.date(2020, 1, 1), dt.date(1, 1, 1)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
-                 "x > date'-0001-01-01'", S.Range(dt.date(1, 1, 1), None)),
-        "date_hi": ([pa.array([dt.date(2020, 1, 1), dt.date(9999, 12, 31)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
-                    "x < date'+10000-01-01'", S.Range(None, dt.date(9999, 12, 31))),
+        "u64": (
+            [pa.array([1, 2**64 - 1], pa.uint64()), pa.array([3, 4], pa.uint64())],
+            "x = 18446744073709551615",
+            S.Eq(2**64 - 1),
+        ),
+        "mixed": (
+            [pa.array([1, 2**40], pa.int64()), pa.array([3, 4], pa.int32())],
+            "x IN (3, 1099511627776)",
+            S.In([3, 2**40]),
+        ),
+        "dec": (
+            [pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
+            f"x = {big}",
+            S.Eq(big),
+        ),
+        "dec_in": (
+            [pa.array([big, Decimal(5)], pa.decimal128(38, 0)), pa.array([near], pa.decimal128(38, 0))],
+            f"x IN ({near}, 7)",
+            S.In([near, 7]),
+        ),
+        "date": (
+            [pa.array([dt.date(2020, 1, 1), dt.date(1, 1, 1)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
+            "x > date'-0001-01-01'",
+            S.Range(dt.date(1, 1, 1), None),
+        ),
+        "date_hi": (
+            [pa.array([dt.date(2020, 1, 1), dt.date(9999, 12, 31)], pa.date32()), pa.array([dt.date(2021, 1, 1)])],
+            "x < date'+10000-01-01'",
+            S.Range(None, dt.date(9999, 12, 31)),
+        ),
     }
     for name, (arrays, where, pred) in tables.items():
         root = str(tmp_path / name)
@@ -229,7 +247,9 @@ def test_spark_answers_what_the_index_cannot_decide(spark, tmp_path) -> None:
     # DOUBLE with NaN: no index can key it; an index passed for it (indexPaths) must not decide NaN
     root = str(tmp_path / "nan")
     os.makedirs(root)
-    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "x": pa.array([1.0, float("nan")])}), f"{root}/a.parquet")
+    pq.write_table(
+        pa.table({"k": pa.array([1, 2], pa.int64()), "x": pa.array([1.0, float("nan")])}), f"{root}/a.parquet"
+    )
     pq.write_table(pa.table({"k": pa.array([3], pa.int64()), "x": pa.array([2.0])}), f"{root}/b.parquet")
     S.build(None, root, "k")
     df = spark.read.format("sieve").option("indexPaths", json.dumps({"x": f"{root}/_sieve/k"})).load(root)

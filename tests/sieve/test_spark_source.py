@@ -308,7 +308,9 @@ def test_pushed_filters_never_drop_a_matching_row(tmp_path_factory, files, later
     rows = [r for r in rows if all(_holds(f, dict(zip("kvp", r))) for f in kept)]  # what Spark still filters
     expected = [r for rs in table.values() for r in rs if all(_holds(f, dict(zip("kvp", r))) for f in filters)]
     assert Counter(rows) == Counter(expected)
-    holding = {path for path, rs in table.items() if any(all(_holds(f, dict(zip("kvp", r))) for f in filters) for r in rs)}
+    holding = {
+        path for path, rs in table.items() if any(all(_holds(f, dict(zip("kvp", r))) for f in filters) for r in rs)
+    }
     assert holding <= set(read)
     assert all(isinstance(f, D.Not | D.IsNotNull) or f.attribute == ("v",) for f in kept)
 
@@ -360,7 +362,11 @@ def test_s3_table_through_the_sieve_fs_layer(registered) -> None:
             S.build(None, root, "k")
             df = spark.read.format("sieve").load(root)
             assert [f.name for f in df.schema.fields] == ["k", "v", "day"]
-            for condition, expected in [("k = 12", {(12, 1), (12, 2)}), ("k >= 44", {(44, 4)}), ("k IS NULL", {(None, 2)})]:
+            for condition, expected in [
+                ("k = 12", {(12, 1), (12, 2)}),
+                ("k >= 44", {(44, 4)}),
+                ("k IS NULL", {(None, 2)}),
+            ]:
                 got = spark.read.format("sieve").load(root).where(condition)  # a DataFrame per query (.plans)
                 assert {(r.k, r.day.day) for r in got.collect()} == expected, condition
                 assert got.rdd.getNumPartitions() == len(expected), condition

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import shutil
-import tempfile
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 
-from .helpers import apply_op, write_file, write_layout
+from .helpers import replay_ops, write_file
 from .test_sync import exact
 
 codec = importlib.import_module("airflow_provider_lineage.sieve.codec")
@@ -71,21 +69,12 @@ PRED = st.one_of(st.builds(S.Eq, st.integers(-1100, 13100)),
        mode=st.sampled_from(["cow", "mor"]), e=st.integers(0, 4), cap=st.integers(2, 30),
        preds=st.lists(PRED, min_size=3, max_size=8))
 def test_sparse_no_false_negative_after_updates(initial, ops, mode, e, cap, preds) -> None:
-    root = tempfile.mkdtemp(prefix="sieve-sparse-")
-    try:
-        layout: dict[str, list[int | None]] = write_layout(root, initial)
-        S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
-        for j, op in enumerate(ops):
-            if apply_op(root, layout, op, j) == "compact":
-                S.compact(root, "k")
-                continue
-            S.sync(None, root, "k")
-            idx = S.open_index(root, "k")
-            for pred in preds:
-                got = set(idx.candidates(pred, assume_fresh=True))
-                assert exact(layout, pred) <= got <= set(layout), (pred, layout)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    for root, layout in replay_ops(initial, ops, prefix="sieve-sparse-", error_bound=e, max_segment_keys=cap,
+                                   mode=mode):
+        idx = S.open_index(root, "k")
+        for pred in preds:
+            got = set(idx.candidates(pred, assume_fresh=True))
+            assert exact(layout, pred) <= got <= set(layout), (pred, layout)
 
 
 def test_older_format_is_refused_then_rebuilt(spark, tmp_path, monkeypatch) -> None:

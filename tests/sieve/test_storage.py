@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
@@ -9,7 +8,7 @@ from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve.errors import CommitConflict
 from airflow_provider_lineage.sieve.storage import IndexStore
 
-from .helpers import write_file
+from .helpers import race_two_commits, write_file
 
 
 @pytest.fixture()
@@ -59,23 +58,7 @@ def test_missing_index_is_unavailable(tmp_path) -> None:
 
 def test_two_writers_same_base_one_wins(table: str) -> None:
     store = IndexStore(_idx_dir(table))
-    base = store.load_manifest()
-    results: list[object] = []
-    barrier = threading.Barrier(2)
-
-    def writer() -> None:
-        m = store.load_manifest(base.version)
-        barrier.wait()
-        try:
-            results.append(IndexStore(store.path).commit(m, base.version))
-        except CommitConflict as exc:
-            results.append(exc)
-
-    threads = [threading.Thread(target=writer) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = race_two_commits(store.path, store.load_manifest().version)
     assert sorted(r for r in results if isinstance(r, int)) == [2]
     assert sum(isinstance(r, CommitConflict) for r in results) == 1
     assert "retry" in str(next(r for r in results if isinstance(r, CommitConflict)))

@@ -4,8 +4,6 @@ contain the exact files after random appends, overwrites, deletes and compaction
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from uuid import uuid4
 
 import pyarrow as pa
@@ -33,7 +31,7 @@ from airflow_provider_lineage.sieve.maintain import check
 from airflow_provider_lineage.sieve.query import intervals_of
 from airflow_provider_lineage.sieve.table import list_table_files
 
-from .helpers import apply_op, exact_for, matches, write_file
+from .helpers import exact_for, matches, replay_ops, write_file
 from .test_cli import run
 
 
@@ -62,8 +60,11 @@ TEXT = st.one_of(
     st.builds(lambda n, tail: f"Clerk#{n:09d}{tail}", st.integers(0, 2000), st.sampled_from(["", "x", "\x00"])),
 )
 # b"" = the byte window; else radix keys over a learned alphabet (decimal, phone, hex codes, any).
-ALPHABET = st.one_of(st.just(b""), st.sampled_from([b"0123456789", b"-0123456789", b"-0123456789abcdef", b"#0Cae"]),
-                     st.binary(min_size=2, max_size=6).map(lambda b: bytes(sorted(set(b)))).filter(lambda b: len(b) >= 2))
+ALPHABET = st.one_of(
+    st.just(b""),
+    st.sampled_from([b"0123456789", b"-0123456789", b"-0123456789abcdef", b"#0Cae"]),
+    st.binary(min_size=2, max_size=6).map(lambda b: bytes(sorted(set(b)))).filter(lambda b: len(b) >= 2),
+)
 PREFIX = st.one_of(st.just(""), st.sampled_from(["C", "Clerk#0000", "a", "é", "\uffff"]), st.text(max_size=4))
 
 
@@ -233,9 +234,11 @@ def test_spark_build_and_pruned_read_on_strings(spark, tmp_path) -> None:
     assert a.key_type.prefix == b.key_type.prefix == utf8("C-").hex()
     assert [(m.s_min, m.s_max, m.n_keys) for m in a.metas] == [(m.s_min, m.s_max, m.n_keys) for m in b.metas]
     full = spark.read.parquet(root)
-    for pred, cond in ((S.Eq("C-000013"), F.col("k") == "C-000013"),
-                       (S.In(["C-000001", "C-900005"]), F.col("k").isin("C-000001", "C-900005")),
-                       (S.Range("C-000010", "C-000020", False, True), (F.col("k") > "C-000010") & (F.col("k") <= "C-000020"))):
+    for pred, cond in (
+        (S.Eq("C-000013"), F.col("k") == "C-000013"),
+        (S.In(["C-000001", "C-900005"]), F.col("k").isin("C-000001", "C-900005")),
+        (S.Range("C-000010", "C-000020", False, True), (F.col("k") > "C-000010") & (F.col("k") <= "C-000020")),
+    ):
         assert set(a.candidates(pred)) == set(b.candidates(pred)) == exact_for(layout, pred)
         df = S.read(spark, root, "k", pred, index_path=str(tmp_path / "spark"), full_read_share=1.0)
         assert sorted(df.collect()) == sorted(full.filter(cond).collect()), pred
@@ -260,25 +263,12 @@ PRED = st.one_of(st.builds(S.Eq, VALUE), st.builds(S.In, st.lists(VALUE, max_siz
        mode=st.sampled_from(["cow", "mor"]), e=st.integers(0, 4), cap=st.integers(2, 30),
        preds=st.lists(PRED, min_size=3, max_size=8))
 def test_string_candidates_superset_of_exact_after_updates(initial, ops, mode, e, cap, preds) -> None:
-    root = tempfile.mkdtemp(prefix="sieve-strings-")
-    try:
-        layout: dict[str, list[str | None]] = {}
-        for i, keys in enumerate(initial):
-            layout[f"{root}/f{i}.parquet"] = keys
-            write_file(f"{root}/f{i}.parquet", keys, pa.string())
-        S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
-        for j, op in enumerate(ops):
-            todo = apply_op(root, layout, op, j, pa.string())
-            if todo == "compact":
-                S.compact(root, "k")
-            elif todo == "sync":
-                S.sync(None, root, "k")
-            idx = S.open_index(root, "k")
-            for pred in preds:
-                got = set(idx.candidates(pred))
-                assert exact_for(layout, pred) <= got <= set(layout), (pred, layout, idx.key_type.prefix)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    for root, layout in replay_ops(initial, ops, prefix="sieve-strings-", typ=pa.string(), every_step=True,
+                                   error_bound=e, max_segment_keys=cap, mode=mode):
+        idx = S.open_index(root, "k")
+        for pred in preds:
+            got = set(idx.candidates(pred))
+            assert exact_for(layout, pred) <= got <= set(layout), (pred, layout, idx.key_type.prefix)
 
 
 def test_binary_keys_build_query_and_pruned_read(spark, tmp_path) -> None:
@@ -309,8 +299,12 @@ def test_radix_keys_only_for_codes() -> None:
     assert learn_alphabet(kt, codes).alphabet == b"0123456789".hex()
     clusters = pa.array([f"C-{n:06d}" for n in (*range(60), *range(900_000, 900_060, 6))])
     assert learn_alphabet(kt, clusters).alphabet == b"0123456789".hex()
-    phones = pa.array([f"{rnd.randint(10, 34)}-{rnd.randint(100, 999)}-{rnd.randint(100, 999)}-{rnd.randint(1000, 9999)}"
-                       for _ in range(5_000)])
+    phones = pa.array(
+        [
+            f"{rnd.randint(10, 34)}-{rnd.randint(100, 999)}-{rnd.randint(100, 999)}-{rnd.randint(1000, 9999)}"
+            for _ in range(5_000)
+        ]
+    )
     assert learn_alphabet(string_kt(""), phones).alphabet == ""
     assert learn_alphabet(string_kt(""), pa.array([str(uuid4()) for _ in range(2_000)])).alphabet == ""
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
 
-from .helpers import apply_op, exact_files, write_file, write_layout
+from .helpers import apply_op, exact_files, replay_ops, write_file, write_layout
 
 sync_mod = importlib.import_module("airflow_provider_lineage.sieve.sync")
 
@@ -273,23 +273,14 @@ def exact(layout: dict[str, list[int | None]], pred: object) -> set[str]:
        mode=st.sampled_from(["cow", "mor"]), e=st.integers(0, 6), cap=st.integers(2, 40),
        preds=st.lists(PRED, min_size=3, max_size=8))
 def test_candidates_superset_of_exact(initial, ops, mode, e, cap, preds) -> None:
-    root = tempfile.mkdtemp(prefix="sieve-prop-")
-    try:
-        layout: dict[str, list[int | None]] = write_layout(root, initial)
-        S.build(None, root, "k", error_bound=e, max_segment_keys=cap, mode=mode)
-        for j, op in enumerate(ops):
-            if apply_op(root, layout, op, j) == "compact":
-                S.compact(root, "k")
-                continue
-            S.sync(None, root, "k")
-            idx = S.open_index(root, "k")
-            assert not idx.is_stale()
-            for pred in preds:
-                got = set(idx.candidates(pred))
-                assert got >= exact(layout, pred), (pred, layout)
-                assert got <= set(layout)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    for root, layout in replay_ops(initial, ops, prefix="sieve-prop-", error_bound=e, max_segment_keys=cap,
+                                   mode=mode):
+        idx = S.open_index(root, "k")
+        assert not idx.is_stale()
+        for pred in preds:
+            got = set(idx.candidates(pred))
+            assert got >= exact(layout, pred), (pred, layout)
+            assert got <= set(layout)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -84,7 +84,9 @@ def connect_server(base: Path, timeout: float = 300, *, token: bool = False,
             if proc.poll() is not None:
                 raise RuntimeError(f"the Connect server exited ({proc.returncode}):\n{server.log_text()[-4000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Connect server was not ready within {timeout:.0f} s:\n{server.log_text()[-4000:]}")
+                raise RuntimeError(
+                    f"the Connect server was not ready within {timeout:.0f} s:\n{server.log_text()[-4000:]}"
+                )
             time.sleep(0.5)
         yield server
     finally:

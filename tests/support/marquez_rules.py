@@ -21,7 +21,7 @@ following Marquez's ``OpenLineageDao`` / ``DatasetFieldDao`` / ``ColumnLineageDa
 
 >>> m = MarquezModel(); [m.ingest(e) for e in events]
 >>> m.lost()          # edges the events carry in ``fields`` that Marquez would not store ([] = all kept)
->>> m.hidden()        # edges stated only in a ``dataset`` list (Marquez ignores it; ``fields``/``both`` form shows them)
+>>> m.hidden()        # edges stated only in a ``dataset`` list (Marquez ignores it; ``fields``/``both`` shows them)
 >>> m.violations      # rule breaches (missing types, bad namespaces, facets without _producer ...)
 """
 from __future__ import annotations
@@ -129,7 +129,9 @@ class MarquezModel:
         for f in (facets.get("schema") or {}).get("fields") or []:
             typ = f.get("type") or None
             if typ is None:
-                self.violations.append(f"{where}: {key[0]}:{key[1]} field {f.get('name')!r} has no type (#3083: a new row per event)")
+                self.violations.append(
+                    f"{where}: {key[0]}:{key[1]} field {f.get('name')!r} has no type (#3083: a new row per event)"
+                )
             types = rows.setdefault(f["name"], [])
             if typ is None or typ not in types:
                 types.append(typ)
@@ -156,7 +158,9 @@ class MarquezModel:
         for col, spec in (facet.get("fields") or {}).items():
             out_field = (*out_key, col)
             if spec.get("inputFields") and not spec.get("transformationType"):
-                self.violations.append(f"{where}: {out_key[1]}.{col} has no field-level transformationType (Marquez shows none)")
+                self.violations.append(
+                    f"{where}: {out_key[1]}.{col} has no field-level transformationType (Marquez shows none)"
+                )
             for inp in spec.get("inputFields") or []:
                 in_field = (inp["namespace"], inp["name"], inp["field"])
                 self.carried.add((in_field, out_field))

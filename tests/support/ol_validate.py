@@ -66,7 +66,8 @@ def validate_event(event: Any, spec_dir: str | os.PathLike[str] | None = None) -
     found = find_spec_dir(spec_dir)
     if found is None:
         raise FileNotFoundError(
-            f"OpenLineage spec folder not found (looked at {spec_dir or [os.environ.get(SPEC_DIR_ENV), *_DEFAULT_DIRS]}): "
+            f"OpenLineage spec folder not found (looked at "
+            f"{spec_dir or [os.environ.get(SPEC_DIR_ENV), *_DEFAULT_DIRS]}): "
             f"pass spec_dir= or set ${SPEC_DIR_ENV} to a folder holding OpenLineage.json and facets/*.json"
         )
     registry, schemas, facet_by_key = _load(str(found))

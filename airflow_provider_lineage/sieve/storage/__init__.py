@@ -31,8 +31,8 @@ no temp names are needed there.
 One module per structure: :mod:`.folder` (the folder and its immutable files), :mod:`.files` (the
 file table), :mod:`.segments` (segments, packs and the segment list), :mod:`.deltas` (merge-on-read
 deltas), :mod:`.hashed` (hashed-key structures, for keys without order), :mod:`.fuse`
-(retrieval structures for a hashed index's one-file keys), :mod:`.manifest` (the versioned manifest) and :mod:`.store` (:class:`IndexStore`: all of
-them, commits and pruning). Everything public is importable from here.
+(retrieval structures for a hashed index's one-file keys), :mod:`.manifest` (the versioned manifest) and :mod:`.store`
+(:class:`IndexStore`: all of them, commits and pruning). Everything public is importable from here.
 """
 from __future__ import annotations
 

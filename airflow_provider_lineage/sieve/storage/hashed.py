@@ -51,7 +51,9 @@ class HashedRef:
             fp_bits, page_bits, fid_width = r.uvarint(), r.uvarint(), r.uvarint()
             lengths = r.uints().astype(np.int64)
         except (ValueError, IndexError, zlib.error) as exc:
-            raise IndexUnavailable(f"the page table of {self.name} in the manifest is corrupt: rebuild the index") from exc
+            raise IndexUnavailable(
+                f"the page table of {self.name} in the manifest is corrupt: rebuild the index"
+            ) from exc
         starts = np.concatenate([[self.header], self.header + np.cumsum(lengths)]).astype(np.int64)
         if len(lengths) != 1 << page_bits or int(starts[-1]) != self.bytes:
             raise IndexUnavailable(f"the page table of {self.name} does not match the file: rebuild the index")

@@ -12,9 +12,12 @@ SCHEMA = "txn_id long, customer_id long, channel string, amount double, fx_rate 
 
 @dp.table(comment="Booked transactions in EUR, appended as files land")
 def booked_eur() -> DataFrame:
-    return (spark.readStream.schema(SCHEMA).parquet(f"{DATA_DIR}/transactions")
-            .where(F.col("status") == "BOOKED")
-            .select("txn_id", "customer_id", "channel", F.round(F.col("amount") * F.col("fx_rate"), 2).alias("amount_eur")))
+    return (
+        spark.readStream.schema(SCHEMA)
+        .parquet(f"{DATA_DIR}/transactions")
+        .where(F.col("status") == "BOOKED")
+        .select("txn_id", "customer_id", "channel", F.round(F.col("amount") * F.col("fx_rate"), 2).alias("amount_eur"))
+    )
 
 
 @dp.materialized_view(comment="Totals per channel")

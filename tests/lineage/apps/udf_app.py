@@ -82,7 +82,9 @@ write("arrow_python_udf", p.select("id", F.udf(b.pick, "string", useArrow=True)(
 spark.udf.register("sql_pick", b.pick, "string")
 spark.udf.register("sql_band", b.band, "string")
 p.createOrReplaceTempView("people")
-write("sql_registered", spark.sql("SELECT id, sql_pick(email, country) AS r, sql_band(score, country) AS s FROM people"))
+write(
+    "sql_registered", spark.sql("SELECT id, sql_pick(email, country) AS r, sql_band(score, country) AS s FROM people")
+)
 write("pandas_scalar", p.select("id", pandas_udf(b.pd_twice, "double")("score", "age").alias("r")))
 write("pandas_iterator", p.select("id", pandas_udf(b.pd_iter, "double")("score", "age").alias("r")))
 write("pandas_grouped_agg", p.groupBy("country").agg(pandas_udf(b.pd_mean, "double")("score", "age").alias("m")))

@@ -26,8 +26,8 @@ Shape (``version`` 1)::
 edges are a superset of the truth, never masking; a reason starting with ``"unknown input"``
 (:data:`.model.UNKNOWN_INPUT`) says some input could not be named at all. The guard fails a ``require_masked``
 policy closed on such a column unless its inputs prove it clean (operators/_lineage/guard.py, docs/guard.md).
-``status`` is then ``"approximate"`` (the outputs are known; ``len(approximate)`` columns are approximated), never ``"ok"``;
-docs/engine.md, "What the capture cannot see".
+``status`` is then ``"approximate"`` (the outputs are known; ``len(approximate)`` columns are approximated),
+never ``"ok"``; docs/engine.md, "What the capture cannot see".
 """
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def plan_ms(spark: Any, path: str, cond: str, repeats: int) -> float:
 
 
 def plan_pair(spark: Any, path: str, cond: str, repeats: int) -> dict[str, float]:
-    """Median ms to optimize a fresh ``spark.read.parquet(path).where(cond)`` without (``off``) and with
+    """Median ms to optimize a fresh ``spark.read.schema(...).parquet(path).where(cond)`` without (``off``) and with
     (``on``) the rule, measured alternately (a shared machine's load drifts: both medians see the same
     drift): wall time, and CPU time (``cpu_off``/``cpu_on``: the optimizing JVM thread's, from its
     ``ThreadMXBean``, plus this Python process's, where the rule's callback runs), which a loaded machine
@@ -72,7 +72,7 @@ def plan_pair(spark: Any, path: str, cond: str, repeats: int) -> dict[str, float
             if enabled:
                 sieve_spark.enable(spark)
             try:
-                qe = spark.read.parquet(path).where(cond)._jdf.queryExecution()
+                qe = spark.read.schema("k bigint").parquet(path).where(cond)._jdf.queryExecution()
                 c0, p0 = (
                     bean.getCurrentThreadCpuTime(),
                     time.process_time(),
@@ -105,34 +105,81 @@ def tiny_table(root: Path, n_files: int, indexed: bool) -> None:
     (root / "_done").write_text("")
 
 
-def planning(spark: Any, data: Path, n_files: int, repeats: int) -> dict[str, Any]:
+def synthetic_table(root: Path, n_files: int, indexed: bool) -> None:
+    """``n_files`` one-byte files named like Parquet files (planning never opens a file: the read is given
+    its schema) and, for ``indexed``, a real index over them built as if file ``i`` held the keys
+    ``10 i .. 10 i + 9`` (Sieve's key reader is replaced for the build; the file table, sizes and
+    modification times are the files' own, as Spark lists them). Writing and indexing 100,000 real Parquet
+    files takes about an hour on this shared machine."""
+    import importlib
+    import re
+
+    import pyarrow.parquet as pq
+
+    from airflow_provider_lineage.sieve.table import FileEntry
+
+    B = importlib.import_module(
+        "airflow_provider_lineage.sieve.build"
+    )  # the module (``sieve.build`` is a function)
+
+    if (root / "_done").exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n_files):
+        with open(root / f"part-{i:06d}.parquet", "wb") as fh:
+            fh.write(b"x")
+    if indexed:
+        sample = root.parent / f"{root.name}-sample.parquet"
+        pq.write_table(pa.table({"k": pa.array(range(10), pa.int64())}), sample)
+        kt = B.arrow_key_type([FileEntry(str(sample), sample.stat().st_size, 0, {})], "k")
+        number = re.compile(r"part-(\d+)\.parquet$")
+
+        def keys(path: str, column: str, key_type: Any, *args: Any) -> tuple[np.ndarray, int, int]:
+            i = int(number.search(path).group(1))
+            return np.arange(i * 10, i * 10 + 10, dtype=np.int64), 0, 10
+
+        saved = B.read_file_keys, B.arrow_key_type
+        B.read_file_keys, B.arrow_key_type = keys, lambda *a, **k: kt
+        try:
+            S.build(None, str(root), "k", structure="segments", engine="pyarrow")
+        finally:
+            B.read_file_keys, B.arrow_key_type = saved
+    (root / "_done").write_text("")
+
+
+def planning(spark: Any, data: Path, n_files: int, repeats: int, synthetic: bool = False) -> dict[str, Any]:
     """Planning alone on a table of ``n_files`` tiny files (sorted keys, 10 per file): the median ms to
     optimize a point query, an IN of 10 keys and a query the index cannot narrow, with and without the
     rule (measured alternately), and the same point query on a copy without an index. ``first``: the
     first planning with the rule after the index was built (the index opened and its file table sent to
-    the JVM: once per index version)."""
-    out: dict[str, Any] = {"files": n_files}
+    the JVM: once per index version). ``synthetic``: :func:`synthetic_table`'s files and index."""
+    out: dict[str, Any] = {"files": n_files, "synthetic": synthetic}
     t0 = time.perf_counter()
+    kind = "synthetic" if synthetic else "plan"
     for name in ("indexed", "noindex"):
-        tiny_table(data / f"plan-{n_files}-{name}", n_files, name == "indexed")
+        (synthetic_table if synthetic else tiny_table)(
+            data / f"{kind}-{n_files}-{name}", n_files, name == "indexed"
+        )
     out["prepare_s"] = time.perf_counter() - t0
-    indexed, noindex = str(data / f"plan-{n_files}-indexed"), str(data / f"plan-{n_files}-noindex")
+    indexed, noindex = str(data / f"{kind}-{n_files}-indexed"), str(data / f"{kind}-{n_files}-noindex")
     point = f"k = {n_files * 5 + 3}"
     in10 = "k IN (" + ", ".join(str(n_files * j + 7) for j in range(10)) + ")"
     t0 = time.perf_counter()
-    spark.read.parquet(indexed).count()  # Spark lists the table once (its cached listing serves the rest)
-    spark.read.parquet(noindex).count()
+    for path in (indexed, noindex):  # Spark lists the table once (its cached listing serves the rest)
+        df = spark.read.schema("k bigint").parquet(path)
+        if not synthetic:
+            df.count()
     out["first_listing_s"] = time.perf_counter() - t0
     prune._open_cache.clear()
     prune._by_key.clear()
     sieve_spark.enable(spark)
     try:
-        df = spark.read.parquet(indexed).where(point)
+        df = spark.read.schema("k bigint").parquet(indexed).where(point)
         t0 = time.perf_counter()
         df._jdf.queryExecution().optimizedPlan()
         out["first_ms"] = (time.perf_counter() - t0) * 1000
-        out["point_files"] = len(spark.read.parquet(indexed).where(point).inputFiles())
-        out["in_files"] = len(spark.read.parquet(indexed).where(in10).inputFiles())
+        out["point_files"] = len(spark.read.schema("k bigint").parquet(indexed).where(point).inputFiles())
+        out["in_files"] = len(spark.read.schema("k bigint").parquet(indexed).where(in10).inputFiles())
     finally:
         sieve_spark.disable(spark)
     for label, path, cond in (
@@ -315,6 +362,11 @@ def main() -> int:
     ap.add_argument(
         "--plan-files", default="200,5000,100000", help="table sizes of the planning-only measurement"
     )
+    ap.add_argument(
+        "--plan-synthetic",
+        default="100000",
+        help="table sizes of the planning measurement made of one-byte files and a synthetic index (fast to make)",
+    )
     ap.add_argument("--plan-only", action="store_true", help="only the planning measurement")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "transparent"))
@@ -335,7 +387,12 @@ def main() -> int:
     plans: list[dict[str, Any]] = []
     try:
         data.mkdir(parents=True, exist_ok=True)
-        plans = [planning(spark, data, int(n), args.plan_repeats) for n in args.plan_files.split(",") if n]
+        synthetic = {int(n) for n in args.plan_synthetic.split(",") if n}
+        plans = [
+            planning(spark, data, int(n), args.plan_repeats, int(n) in synthetic)
+            for n in args.plan_files.split(",")
+            if n
+        ]
         for name, src in () if args.plan_only else (("random", gen), ("sorted", data / "sorted-generated")):
             plain, bloom, nointex = data / f"{name}-plain", data / f"{name}-bloom", data / f"{name}-noindex"
             rk.spark_copy(spark, src, plain, None, args.per_file, ("k",))

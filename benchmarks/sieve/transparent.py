@@ -58,42 +58,139 @@ def plan_ms(spark: Any, path: str, cond: str, repeats: int) -> float:
     return statistics.median(walls)
 
 
-def planning(spark: Any, data: Path, n_files: int, repeats: int) -> dict[str, Any]:
-    """Planning alone on a table of ``n_files`` tiny files (sorted keys, 10 per file): the median ms to
-    optimize a point query and a query the index cannot narrow, with and without the rule, and on a copy
-    without an index."""
+def plan_pair(spark: Any, path: str, cond: str, repeats: int) -> dict[str, float]:
+    """Median ms to optimize a fresh ``spark.read.schema(...).parquet(path).where(cond)`` without (``off``) and with
+    (``on``) the rule, measured alternately (a shared machine's load drifts: both medians see the same
+    drift): wall time, and CPU time (``cpu_off``/``cpu_on``: the optimizing JVM thread's, from its
+    ``ThreadMXBean``, plus this Python process's, where the rule's callback runs), which a loaded machine
+    inflates far less than wall time."""
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    cpus: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(repeats):
+        for enabled in (False, True):
+            if enabled:
+                sieve_spark.enable(spark)
+            try:
+                qe = spark.read.schema("k bigint").parquet(path).where(cond)._jdf.queryExecution()
+                c0, p0 = (
+                    bean.getCurrentThreadCpuTime(),
+                    time.process_time(),
+                )  # pinned threads: this JVM thread
+                t0 = time.perf_counter()
+                qe.optimizedPlan()
+                walls[enabled].append((time.perf_counter() - t0) * 1000)
+                cpus[enabled].append(
+                    (bean.getCurrentThreadCpuTime() - c0) / 1e6 + (time.process_time() - p0) * 1000
+                )
+            finally:
+                if enabled:
+                    sieve_spark.disable(spark)
+    m = statistics.median
+    return {"off": m(walls[False]), "on": m(walls[True]), "cpu_off": m(cpus[False]), "cpu_on": m(cpus[True])}
+
+
+def tiny_table(root: Path, n_files: int, indexed: bool) -> None:
+    """``n_files`` tiny files (10 sorted keys each), with an index on ``k`` or without one."""
     import pyarrow.parquet as pq
 
-    out: dict[str, Any] = {"files": n_files}
-    for name in ("indexed", "noindex"):
-        root = data / f"plan-{n_files}-{name}"
-        if not root.exists():
-            root.mkdir(parents=True)
-            for i in range(n_files):
-                pq.write_table(
-                    pa.table({"k": pa.array(range(i * 10, i * 10 + 10), pa.int64())}),
-                    root / f"part-{i:06d}.parquet",
-                )
-            if name == "indexed":
-                S.build(None, str(root), "k")
-    point = f"k = {n_files * 5 + 3}"
-    wide = "k >= 0"
-    for enabled in (False, True):
-        if enabled:
-            sieve_spark.enable(spark)
+    if (root / "_done").exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n_files):
+        keys = pa.array(range(i * 10, i * 10 + 10), pa.int64())
+        pq.write_table(pa.table({"k": keys}), root / f"part-{i:06d}.parquet")
+    if indexed:
+        S.build(None, str(root), "k")
+    (root / "_done").write_text("")
+
+
+def synthetic_table(root: Path, n_files: int, indexed: bool) -> None:
+    """``n_files`` one-byte files named like Parquet files (planning never opens a file: the read is given
+    its schema) and, for ``indexed``, a real index over them built as if file ``i`` held the keys
+    ``10 i .. 10 i + 9`` (Sieve's key reader is replaced for the build; the file table, sizes and
+    modification times are the files' own, as Spark lists them). Writing and indexing 100,000 real Parquet
+    files takes about an hour on this shared machine."""
+    import importlib
+    import re
+
+    import pyarrow.parquet as pq
+
+    from airflow_provider_lineage.sieve.table import FileEntry
+
+    B = importlib.import_module(
+        "airflow_provider_lineage.sieve.build"
+    )  # the module (``sieve.build`` is a function)
+
+    if (root / "_done").exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n_files):
+        with open(root / f"part-{i:06d}.parquet", "wb") as fh:
+            fh.write(b"x")
+    if indexed:
+        sample = root.parent / f"{root.name}-sample.parquet"
+        pq.write_table(pa.table({"k": pa.array(range(10), pa.int64())}), sample)
+        kt = B.arrow_key_type([FileEntry(str(sample), sample.stat().st_size, 0, {})], "k")
+        number = re.compile(r"part-(\d+)\.parquet$")
+
+        def keys(path: str, column: str, key_type: Any, *args: Any) -> tuple[np.ndarray, int, int]:
+            i = int(number.search(path).group(1))
+            return np.arange(i * 10, i * 10 + 10, dtype=np.int64), 0, 10
+
+        saved = B.read_file_keys, B.arrow_key_type
+        B.read_file_keys, B.arrow_key_type = keys, lambda *a, **k: kt
         try:
-            for label, path, cond in (
-                ("point", "indexed", point),
-                ("wide", "indexed", wide),
-                ("noindex", "noindex", point),
-            ):
-                plan_ms(spark, str(data / f"plan-{n_files}-{path}"), cond, 2)  # listing cached, rule compiled
-                out[f"{label}_{'on' if enabled else 'off'}"] = plan_ms(
-                    spark, str(data / f"plan-{n_files}-{path}"), cond, repeats
-                )
+            S.build(None, str(root), "k", structure="segments", engine="pyarrow")
         finally:
-            if enabled:
-                sieve_spark.disable(spark)
+            B.read_file_keys, B.arrow_key_type = saved
+    (root / "_done").write_text("")
+
+
+def planning(spark: Any, data: Path, n_files: int, repeats: int, synthetic: bool = False) -> dict[str, Any]:
+    """Planning alone on a table of ``n_files`` tiny files (sorted keys, 10 per file): the median ms to
+    optimize a point query, an IN of 10 keys and a query the index cannot narrow, with and without the
+    rule (measured alternately), and the same point query on a copy without an index. ``first``: the
+    first planning with the rule after the index was built (the index opened and its file table sent to
+    the JVM: once per index version). ``synthetic``: :func:`synthetic_table`'s files and index."""
+    out: dict[str, Any] = {"files": n_files, "synthetic": synthetic}
+    t0 = time.perf_counter()
+    kind = "synthetic" if synthetic else "plan"
+    for name in ("indexed", "noindex"):
+        (synthetic_table if synthetic else tiny_table)(
+            data / f"{kind}-{n_files}-{name}", n_files, name == "indexed"
+        )
+    out["prepare_s"] = time.perf_counter() - t0
+    indexed, noindex = str(data / f"{kind}-{n_files}-indexed"), str(data / f"{kind}-{n_files}-noindex")
+    point = f"k = {n_files * 5 + 3}"
+    in10 = "k IN (" + ", ".join(str(n_files * j + 7) for j in range(10)) + ")"
+    t0 = time.perf_counter()
+    for path in (indexed, noindex):  # Spark lists the table once (its cached listing serves the rest)
+        df = spark.read.schema("k bigint").parquet(path)
+        if not synthetic:
+            df.count()
+    out["first_listing_s"] = time.perf_counter() - t0
+    prune._open_cache.clear()
+    prune._by_key.clear()
+    sieve_spark.enable(spark)
+    try:
+        df = spark.read.schema("k bigint").parquet(indexed).where(point)
+        t0 = time.perf_counter()
+        df._jdf.queryExecution().optimizedPlan()
+        out["first_ms"] = (time.perf_counter() - t0) * 1000
+        out["point_files"] = len(spark.read.schema("k bigint").parquet(indexed).where(point).inputFiles())
+        out["in_files"] = len(spark.read.schema("k bigint").parquet(indexed).where(in10).inputFiles())
+    finally:
+        sieve_spark.disable(spark)
+    for label, path, cond in (
+        ("point", indexed, point),
+        ("in", indexed, in10),
+        ("wide", indexed, "k >= 0"),
+        ("noindex", noindex, point),
+    ):
+        plan_pair(spark, path, cond, 2)  # warm: the rule compiled, the index opened, the answer cached
+        for k, v in plan_pair(spark, path, cond, repeats).items():
+            out[f"{label}_{k}"] = v
     print(json.dumps(out), flush=True)
     return out
 
@@ -179,7 +276,8 @@ def write_report(
         "# Transparent Sieve pruning (`sieve.spark.enable`) vs the native reader (issue 49)",
         "",
         (
-            f"`benchmarks/sieve/transparent.py {' '.join(sys.argv[1:])}`: Spark `{args.master}`, {meta['files']} files, "
+            f"`benchmarks/sieve/transparent.py {' '.join(sys.argv[1:])}`: Spark `{args.master}`, "
+            f"{meta['files']} files, "
             f"{meta['rows']:,} rows ({meta['per_file']:,} distinct keys per file, every key in 1-3 files), median of "
             f"{args.repeats} run(s) after one warm-up per method and query. `uptime` at the start: {load[0]}; at the "
             f"end: {load[1]}; wall {wall:.0f} s."
@@ -217,23 +315,33 @@ def write_report(
             "",
             (
                 "**Planning alone** (tiny files, 10 sorted keys each; median ms to optimize a fresh "
-                f"`spark.read.parquet(...).where(...)` over {args.plan_repeats} runs; *point*: `k = x`, narrowed "
-                "to 1 file; *wide*: `k >= 0`, which the index cannot narrow; *no index*: a copy without "
-                "`_sieve`):"
+                f"`spark.read.parquet(...).where(...)` over {args.plan_repeats} runs, with and without the rule "
+                "alternately; *point*: `k = x`, narrowed to 1 file; *IN 10*: 10 keys in 10 files; *wide*: "
+                "`k >= 0`, which the index cannot narrow; *no index*: the point query on a copy without `_sieve` "
+                "(the rule returns in the JVM); *first*: the first planning with the rule after the index was "
+                "built (the index opened and its file table sent to the JVM, once per index version)):"
             ),
             "",
-            "| files | point off | point on | wide off | wide on | no index off | no index on |",
-            "|---|---|---|---|---|---|---|",
+            (
+                "*wall*: median wall ms with the rule and its difference to without; *CPU +ms*: the difference of "
+                "the median CPU ms (the optimizing JVM thread's and the Python process's, where the rule's callback "
+                "runs), which a loaded machine inflates far less than wall time."
+            ),
+            "",
+            (
+                "| files | point wall off / on | point +ms | point CPU +ms | IN 10 +ms | IN 10 CPU +ms | wide +ms "
+                "| wide CPU +ms | no index +ms | no index CPU +ms | first ms |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for p in plans:
-            lines.append(
-                f"| {p['files']:,} | "
-                + " | ".join(
-                    f"{p[k]:.1f}"
-                    for k in ("point_off", "point_on", "wide_off", "wide_on", "noindex_off", "noindex_on")
-                )
-                + " |"
-            )
+            cells = [f"{p['point_off']:.1f} / {p['point_on']:.1f}"]
+            for k in ("point", "in", "wide", "noindex"):
+                cells += [
+                    f"{p[k + '_on'] - p[k + '_off']:+.1f}",
+                    f"{p[k + '_cpu_on'] - p[k + '_cpu_off']:+.1f}",
+                ]
+            lines.append(f"| {p['files']:,} | " + " | ".join(cells) + f" | {p['first_ms']:.0f} |")
     lines += ["", f"Answers that differed from the native reader's: {len(FAILED)}.", ""]
     lines += [f"- {f}" for f in FAILED]
     path.write_text("\n".join(lines) + "\n")
@@ -251,7 +359,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--plan-repeats", type=int, default=15)
     ap.add_argument("--sweep", default="0.01,0.1,0.5,1.0", help="range queries: shares of the key domain")
-    ap.add_argument("--plan-files", default="200,5000", help="table sizes of the planning-only measurement")
+    ap.add_argument(
+        "--plan-files", default="200,5000,100000", help="table sizes of the planning-only measurement"
+    )
+    ap.add_argument(
+        "--plan-synthetic",
+        default="100000",
+        help="table sizes of the planning measurement made of one-byte files and a synthetic index (fast to make)",
+    )
     ap.add_argument("--plan-only", action="store_true", help="only the planning measurement")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "transparent"))
@@ -272,7 +387,12 @@ def main() -> int:
     plans: list[dict[str, Any]] = []
     try:
         data.mkdir(parents=True, exist_ok=True)
-        plans = [planning(spark, data, int(n), args.plan_repeats) for n in args.plan_files.split(",") if n]
+        synthetic = {int(n) for n in args.plan_synthetic.split(",") if n}
+        plans = [
+            planning(spark, data, int(n), args.plan_repeats, int(n) in synthetic)
+            for n in args.plan_files.split(",")
+            if n
+        ]
         for name, src in () if args.plan_only else (("random", gen), ("sorted", data / "sorted-generated")):
             plain, bloom, nointex = data / f"{name}-plain", data / f"{name}-bloom", data / f"{name}-noindex"
             rk.spark_copy(spark, src, plain, None, args.per_file, ("k",))

@@ -241,10 +241,13 @@ def test_each_filter_kind_reads_the_candidates_and_answers_as_spark(
     assert _rows(df) == _without(spark, query)
     assert _scan_metric(spark, query()) == len(want)
     if len(want) < N_FILES:
-        assert prune.narrowings(df) == [
-            f"Sieve: {len(want)} of {N_FILES} files by "
-            + ", ".join(sorted({c for c in ("c", "k") if f"{c} " in condition.lower()}))
-        ]
+        # "by" names the indexes that excluded a file: each a column of the condition (an OR branch whose
+        # index can exclude no file of the table, e.g. a range on random keys, names none)
+        (line,) = prune.narrowings(df)
+        head, _, by = line.partition(" files by ")
+        assert head == f"Sieve: {len(want)} of {N_FILES}"
+        named = set(by.split(", "))
+        assert named and named <= {c for c in ("c", "k") if f"{c} " in condition.lower()}, line
 
 
 def test_point_in_and_range_read_the_candidates(pruning, tmp_path) -> None:
@@ -287,8 +290,72 @@ def test_sql_explain_and_the_info_line(pruning, tmp_path, caplog, capsys) -> Non
         assert _rows(df) == [repr((17,))]
     assert f"Sieve: 1 of {N_FILES} files by k" in caplog.text
     df.explain()
-    assert "Location: SieveFileIndex" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    # the scan's name says it (the Spark UI's SQL tab shows the same node name); its location stays the table's
+    assert f"FileScan parquet (Sieve: 1 of {N_FILES} files by k) [" in text
+    assert f"Location: SieveFileIndex(1 paths)[file:{root}]" in text
+    df.explain("formatted")
+    assert f"Scan parquet (Sieve: 1 of {N_FILES} files by k)" in capsys.readouterr().out
     assert prune.narrowings(df) == [f"Sieve: 1 of {N_FILES} files by k"]
+    # the relation is still Spark's HadoopFsRelation (by class and by simple name) over the table's root
+    relation = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().relation()
+    assert relation.getClass().getSimpleName() == "HadoopFsRelation"
+    assert relation.getClass().getSuperclass().getName().endswith("datasources.HadoopFsRelation")
+    assert [p.toString() for p in _scala_list(relation.location().rootPaths())] == [f"file:{root}"]
+
+
+def _scala_list(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def test_a_scan_without_a_condition_on_an_indexed_column_makes_no_python_call(
+    pruning, tmp_path, monkeypatch
+) -> None:
+    """The rule answers in the JVM when no column the condition reads has an index folder (and when the
+    table has no ``_sieve`` at all): nothing crosses py4j for such a scan."""
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+    bare = str(tmp_path / "bare")
+    _write(os.path.join(bare, "p0.parquet"), [1, 2], [1, 2])
+    calls: list[dict[str, Any]] = []
+    decide = prune.decide
+
+    def counted(req: dict[str, Any]) -> str:
+        calls.append(req)
+        return decide(req)
+
+    monkeypatch.setattr(prune, "decide", counted)
+    for path, condition in [(root, "v = 3"), (root, "v > 3 AND v < 9"), (bare, "k = 1")]:
+        df = spark.read.parquet(path).where(condition)
+        assert _rows(df) == _without(spark, lambda p=path, c=condition: spark.read.parquet(p).where(c))
+    assert calls == []
+    assert len(_files_read(spark.read.parquet(root).where("k = 17 AND v > 3"))) == 1
+    assert len(calls) == 1
+
+
+def test_a_rebuilt_index_is_another_file_table(pruning, tmp_path) -> None:
+    """The JVM keeps each version's file table by the SHA-1 of its content: an index deleted and built
+    again (the same version number, other file ids: a file now sorts first) is fetched again, never
+    matched with the old table's ids, even once the Python side has forgotten the old version."""
+    import shutil
+
+    spark = pruning
+    root = str(tmp_path / "t")
+    _table(root, "sorted", "segments")
+
+    def query() -> Any:
+        return spark.read.parquet(root).where("k = 17")
+
+    assert {os.path.basename(p) for p in _files_read(query())} == {"part-000.parquet"}
+    shutil.rmtree(os.path.join(root, "_sieve"))
+    _write(os.path.join(root, "a-first.parquet"), [100_000], [0])  # file id 0 now; part-000 is id 1
+    S.build(None, root, "k")
+    prune._open_cache.clear()
+    df = query()
+    assert {os.path.basename(p) for p in _files_read(df)} == {"part-000.parquet"}
+    assert _rows(df) == _without(spark, query)
+    assert len(_rows(df)) == 1
 
 
 def test_each_scan_of_a_query_is_narrowed_on_its_own(pruning, tmp_path) -> None:
@@ -431,7 +498,7 @@ def test_an_error_inside_the_rule_leaves_the_scan_with_a_warning(
 
     expected = _without(spark, query)
     # an answer the JVM side cannot use: the rule itself fails on it
-    monkeypatch.setattr(prune, "answer", lambda req: "garbage")
+    monkeypatch.setattr(prune, "decide", lambda req: "garbage")
     with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
         df = query()
         assert len(_files_read(df)) == N_FILES and _rows(df) == expected
@@ -442,7 +509,7 @@ def test_an_error_inside_the_rule_leaves_the_scan_with_a_warning(
     def boom(req: Any) -> str:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(prune, "answer", boom)
+    monkeypatch.setattr(prune, "decide", boom)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_lineage.sieve.spark.prune"):
         df = query()
         assert len(_files_read(df)) == N_FILES and _rows(df) == expected

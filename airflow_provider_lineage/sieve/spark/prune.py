@@ -7,18 +7,22 @@ indexes cannot exclude, through Spark's own Parquet reader. Enable once, read as
 
     sieve_spark.enable(spark)
     spark.read.parquet("/data/sales").where("customer_id = 42").count()   # reads the candidates only
-    spark.sql("SELECT * FROM sales WHERE customer_id IN (1, 2)").explain() # Location: SieveFileIndex...
+    spark.sql("SELECT * FROM sales WHERE customer_id IN (1, 2)").explain() # FileScan parquet (Sieve: ...
     sieve_spark.disable(spark)
 
 How: a Catalyst optimizer rule (``apl.sieve.SievePrune``, Java source in :mod:`.prune_rule_source`,
 compiled in the driver JVM with Janino; no jar) is added to ``spark.experimental.extraOptimizations``.
-For each ``Filter`` directly over a ``LogicalRelation(HadoopFsRelation(ParquetFileFormat))`` it
-translates the filter's conjuncts with Spark's own ``DataSourceStrategy.translateFilter`` (what Spark
-pushes to its sources: a column compared with a literal, no casts), and asks this module (a py4j
-callback, :class:`Oracle`) whether an index folder ``<table root>/_sieve/<column>`` exists for a
-filtered column. Only then does it send Spark's file listing (path, size, modification time) and get
-back the files to read. The relation's location becomes a ``SieveFileIndex`` that delegates to Spark's
-own index and drops the excluded files from what it lists; the ``Filter`` stays in the plan.
+For each ``Filter`` directly over a ``LogicalRelation(HadoopFsRelation(ParquetFileFormat))`` it returns
+at once, in the JVM, when no column the condition reads has an index folder ``<table root>/_sieve/<column>``
+(a local table; a remote one asks Python). Otherwise it translates the filter's conjuncts with Spark's own
+``DataSourceStrategy.translateFilter`` (what Spark pushes to its sources: a column compared with a
+literal, no casts) and makes one py4j call (:class:`Oracle`, :func:`decide`): the Python side answers from
+the indexes alone with a small tree (AND / OR of leaves; a leaf is one predicate on one index: the file
+ids it may match). Spark's listing never crosses py4j: each index version's file table (relative path,
+size, modification time, id) is sent to the JVM once and kept there by the SHA-1 of its content, and the
+rule matches Spark's own listing against it. The relation's location becomes a ``SieveFileIndex`` that
+delegates to Spark's own index and drops the excluded files from what it lists; the ``Filter`` stays in
+the plan.
 
 Never a wrong answer: a file is excluded only when an index knows it *at the size and modification
 time Spark listed* (a file added or rewritten after the index version is read) and the index proves
@@ -26,17 +30,23 @@ that no row of it can satisfy the condition. ``AND`` unions the excluded sets, `
 a condition the index cannot prove (a cast, a non-binary collation, NaN, a value of another type), a
 missing, damaged or unreadable index, or any error (in Python or in the rule) excludes nothing, and
 the reason is logged once as a warning. Each narrowed scan is logged at INFO (``Sieve: 2 of 200 files
-by customer_id``), ``df.explain()`` shows ``Location: SieveFileIndex`` and the scan's ``number of files
+by customer_id``) and named with it in ``df.explain()`` and the Spark UI's SQL tab (``FileScan parquet
+(Sieve: 2 of 200 files by customer_id)``: the relation is Spark's ``HadoopFsRelation`` with its name
+extended; its root paths stay the table's, so lineage names the table); the scan's ``number of files
 read`` metric counts the candidates. :func:`narrowings` gives the descriptions of a DataFrame's scans.
 
-Planning cost: two py4j callbacks per filtered Parquet scan on an indexed table (one when the table
-has no index), an index opened once per version (cached), one pass over Spark's listing.
+Planning cost: no py4j call for a scan without a condition on an indexed column (local tables); one per
+narrowable scan (one more per index version for its file table, one for the INFO line when INFO is on);
+an index opened once per version and each predicate's answer cached per version; one pass over Spark's
+cached listing in the JVM (hash lookups).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
+import hashlib
 import json
 import logging
 import os
@@ -44,6 +54,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ..errors import IndexUnavailable, SieveError
 from ..fs import is_local, normalize
@@ -189,9 +201,9 @@ def _warn_once(root: str, reason: str) -> None:
 
 # ---- the Python side of the rule ---------------------------------------------------------------
 class Oracle:
-    """py4j callback the rule calls (``java.util.function.Function``): ``P``+request -> ``"files"``
-    when an index may narrow the scan; ``F``+request with Spark's listing -> the answer (see
-    :func:`answer`); ``E``+message: an error inside the rule (logged)."""
+    """py4j callback the rule calls (``java.util.function.Function``): ``Q``+request -> the decision for
+    one scan (see :func:`decide`); ``T``+key -> a file table (:func:`table_text`); ``I``+line: a narrowed
+    scan (logged at INFO); ``E``+message: an error inside the rule (logged)."""
 
     class Java:
         implements: ClassVar[list[str]] = ["java.util.function.Function"]
@@ -199,14 +211,17 @@ class Oracle:
     def apply(self, request: str) -> str:
         kind, body = request[:1], request[1:]
         try:
+            if kind == "Q":
+                return decide(json.loads(body))
+            if kind == "T":
+                return table_text(body)
+            if kind == "I":
+                message, _, where = body.partition("\t")
+                log.info("%s (%s)", message, _norm(where) if where.startswith("file:") else where)
+                return ""
             if kind == "E":
                 log.warning("Sieve: %s; the scan is read as Spark planned it", body)
                 return ""
-            req = json.loads(body)
-            if kind == "P":
-                return "files" if plan(req) is not None else ""
-            if kind == "F":
-                return answer(req)
         except Exception as exc:  # noqa: BLE001 - never fail the user's query: no narrowing
             root = "a Parquet table"
             try:
@@ -222,22 +237,30 @@ class Oracle:
 
 @dataclass
 class Scan:
-    """What one request says: the table's root, its indexes on filtered columns, the filters."""
+    """What one request says: the table's root (Sieve's spelling and Spark's), its indexes on filtered
+    columns, the filters."""
 
     root: str
+    spark_root: str
     indexes: dict[str, str]
     columns: dict[str, str]
     filters: list[dict[str, Any]]
 
 
-def _root_of(req: dict[str, Any]) -> str | None:
+def _spark_root(req: dict[str, Any]) -> str | None:
+    """The table's root as Spark spells it (the catalog's location, else the one path read)."""
     where = req.get("location")
     if not where:
         roots = req.get("roots") or []
         if len(roots) != 1:
             return None  # several paths read at once: no one table
         where = roots[0]
-    return _norm(where)
+    return str(where)
+
+
+def _root_of(req: dict[str, Any]) -> str | None:
+    where = _spark_root(req)
+    return None if where is None else _norm(where)
 
 
 def _norm(spark_path: str) -> str:
@@ -335,9 +358,10 @@ def _renamed(node: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 def plan(req: dict[str, Any]) -> Scan | None:
     """The scan when an index may narrow it (a filtered column has an index folder), else None.
     Warns (once) about conditions on an indexed column that Spark cannot express as a pushed filter."""
-    root = _root_of(req)
-    if root is None:
+    spark_root = _spark_root(req)
+    if spark_root is None:
         return None
+    root = _norm(spark_root)
     names = req.get("names") or {}
     req["filters"] = [_renamed(f, names) for f in req["filters"]]
     for u in req.get("untranslated") or []:
@@ -363,36 +387,78 @@ def plan(req: dict[str, Any]) -> Scan | None:
             )
     if not filtered & set(indexes):
         return None
-    return Scan(root, indexes, dict(req.get("columns") or {}), list(req["filters"]))
+    return Scan(root, spark_root, indexes, dict(req.get("columns") or {}), list(req["filters"]))
 
 
 # ---- opened indexes, cached per version --------------------------------------------------------
 @dataclass
 class _Opened:
     index: SieveIndex
-    known: dict[str, tuple[int, int]]  # path -> (size, mtime in ms): the files this version knows
-    #: predicate -> the candidate paths of this version (a query planned again, e.g. count() after explain())
-    answers: OrderedDict[Any, frozenset[str]] = field(default_factory=OrderedDict)
+    #: the live files as the JVM keeps them: "<n>\n" + "id\tsize\tmtime ms\trelative path" lines
+    text: str
+    #: the SHA-1 of ``text``: the JVM's key for the table (content-addressed: a rebuilt index is another table)
+    key: str
+    live: int
+    #: predicate -> the encoded hits of this version, or None (excludes nothing): a query planned again
+    answers: OrderedDict[Any, str | None] = field(default_factory=OrderedDict)
 
-    def candidates(self, pred: Predicate) -> frozenset[str]:
+    def hits(self, pred: Predicate) -> str | None:
+        """``i`` + the ids of the files ``pred`` may match (comma-separated), or ``b`` + a base64 bitmap of
+        them (whichever is shorter); None when every live file may match (nothing to exclude)."""
         with _lock:
-            hit = self.answers.get(pred)
-        if hit is not None:
-            return hit
-        hit = frozenset(self.index.lookup(pred, assume_fresh=True).files)
-        if len(hit) > _ANSWER_MAX_FILES:  # bounded memory: a wide answer is looked up again
-            return hit
-        with _lock:
-            self.answers[pred] = hit
-            while len(self.answers) > _ANSWERS_PER_INDEX:
-                self.answers.popitem(last=False)
-        return hit
+            if pred in self.answers:
+                self.answers.move_to_end(pred)
+                return self.answers[pred]
+        ids = self.index.candidate_ids(pred)
+        if len(ids) >= self.live:
+            out = None
+        else:
+            listed = "i" + ",".join(map(str, sorted(ids)))
+            top = max(ids, default=0)
+            if len(listed) > (top // 8 + 1) * 4 // 3 + 8:
+                bits = np.zeros(top + 1, dtype=bool)
+                bits[np.fromiter(ids, dtype=np.int64, count=len(ids))] = True
+                out = "b" + base64.b64encode(np.packbits(bits, bitorder="little").tobytes()).decode()
+            else:
+                out = listed
+        if out is None or len(out) <= _ANSWER_MAX_CHARS:  # bounded memory: a longer answer is looked up again
+            with _lock:
+                self.answers[pred] = out
+                while len(self.answers) > _ANSWERS_PER_INDEX:
+                    self.answers.popitem(last=False)
+        return out
 
 
 _open_cache: OrderedDict[tuple[str, int], _Opened] = OrderedDict()
+#: table key -> the opened index holding its text (what the JVM asks for with ``T``)
+_by_key: OrderedDict[str, _Opened] = OrderedDict()
 _OPEN_CACHE_SIZE = 64
 _ANSWERS_PER_INDEX = 256
-_ANSWER_MAX_FILES = 10_000
+_ANSWER_MAX_CHARS = 64_000
+
+
+def _file_table(manifest: Any, root: str) -> tuple[str, int]:
+    """The JVM's file table of a version (rows of files outside ``root`` left out: never matched) and its
+    number of live files."""
+    files = manifest.files
+    if isinstance(files, FileTable):
+        ids, paths, sizes, mtimes = files.columns()
+    else:
+        ids = list(files)
+        entries = [files[i] for i in ids]
+        paths, sizes, mtimes = (
+            [e.path for e in entries],
+            [e.size for e in entries],
+            [e.mtime_ns for e in entries],
+        )
+    base = root.rstrip("/") + "/"
+    n = len(base)
+    rows = [
+        f"{i}\t{size}\t{mtime // 1_000_000}\t{p[n:]}"
+        for i, p, size, mtime in zip(ids, paths, sizes, mtimes)
+        if p.startswith(base) and "\n" not in p
+    ]
+    return f"{len(rows)}\n" + "\n".join(rows), len(ids)
 
 
 def _open(path: str, column: str, root: str) -> _Opened:
@@ -415,23 +481,23 @@ def _open(path: str, column: str, root: str) -> _Opened:
         raise IndexUnavailable(f"the index at {path} is for column {manifest.column!r}")
     if manifest.table.root != root:
         raise IndexUnavailable(f"the index at {path} is for table {manifest.table.root}")
-    files = manifest.files
-    if isinstance(files, FileTable):
-        _ids, paths, sizes, mtimes = files.columns()
-    else:
-        entries = list(files.values())
-        paths, sizes, mtimes = (
-            [e.path for e in entries],
-            [e.size for e in entries],
-            [e.mtime_ns for e in entries],
-        )
-    known = {p: (s, m // 1_000_000) for p, s, m in zip(paths, sizes, mtimes)}
-    opened = _Opened(SieveIndex(store, manifest), known)
+    text, live = _file_table(manifest, root)
+    opened = _Opened(SieveIndex(store, manifest), text, hashlib.sha1(text.encode()).hexdigest(), live)
     with _lock:
         _open_cache[key] = opened
+        _by_key[opened.key] = opened
         while len(_open_cache) > _OPEN_CACHE_SIZE:
             _open_cache.popitem(last=False)
+        while len(_by_key) > _OPEN_CACHE_SIZE:
+            _by_key.popitem(last=False)
     return opened
+
+
+def table_text(key: str) -> str:
+    """The file table the JVM asks for by key ("" when it is no longer here: the scan is not narrowed)."""
+    with _lock:
+        opened = _by_key.get(key)
+    return "" if opened is None else opened.text
 
 
 # ---- values and predicates ---------------------------------------------------------------------
@@ -484,14 +550,16 @@ def _cond(leaf: dict[str, Any], column_type: str) -> F.Cond:
     return F.Cond(leaf["column"], op, value)
 
 
-class _Eval:
-    """Excluded files (Spark's path strings) of one scan's filter tree."""
+Tree = tuple  # ("L", table key, column, hits) | ("A" | "O", [children]); None: excludes nothing
 
-    def __init__(self, scan: Scan, listing: list[tuple[str, str, int, int]]) -> None:
+
+class _Eval:
+    """The decision tree of one scan's filter tree: AND (any child excludes a file), OR (every child
+    does), leaves (one predicate on one index: its hits)."""
+
+    def __init__(self, scan: Scan) -> None:
         self.scan = scan
-        self.listing = listing  # (spark path, sieve path, size, mtime ms)
         self.opened: dict[str, _Opened | None] = {}
-        self.used: set[str] = set()
 
     def index(self, column: str) -> _Opened | None:
         if column not in self.opened:
@@ -502,71 +570,145 @@ class _Eval:
                 self.opened[column] = None
         return self.opened[column]
 
-    def conjunction(self, nodes: list[dict[str, Any]]) -> set[str]:
+    def conjunction(self, nodes: list[dict[str, Any]]) -> Tree | None:
         by_column: dict[str, list[F.Cond]] = {}
-        excluded: set[str] = set()
+        children: list[Tree] = []
         for n in nodes:
             if n["op"] == "and":
-                excluded |= self.conjunction(n["children"])
+                sub = self.conjunction(n["children"])
             elif n["op"] == "or":
-                excluded |= self.disjunction(n)
-            elif n.get("column") in self.scan.indexes:
-                try:
-                    cond = _cond(n, self.scan.columns.get(n["column"], ""))
-                except Unprovable as exc:
-                    _warn_once(
-                        self.scan.root,
-                        f"a condition on indexed column {n['column']} cannot be proven by the index: {exc}",
-                    )
-                    continue
-                by_column.setdefault(n["column"], []).append(cond)
+                sub = self.disjunction(n)
+            else:
+                sub = None
+                if n.get("column") in self.scan.indexes:
+                    try:
+                        cond = _cond(n, self.scan.columns.get(n["column"], ""))
+                    except Unprovable as exc:
+                        _warn_once(
+                            self.scan.root,
+                            f"a condition on indexed column {n['column']} cannot be proven by the index: {exc}",
+                        )
+                        continue
+                    by_column.setdefault(n["column"], []).append(cond)
+            if sub is not None:
+                children.append(sub)
         for column, conds in by_column.items():
             for pred in F.predicates(conds):
-                excluded |= self.leaf(column, pred)
-        return excluded
+                leaf = self.leaf(column, pred)
+                if leaf is not None:
+                    children.append(leaf)
+        if not children:
+            return None
+        return children[0] if len(children) == 1 else ("A", children)
 
-    def disjunction(self, node: dict[str, Any]) -> set[str]:
-        out: set[str] | None = None
+    def disjunction(self, node: dict[str, Any]) -> Tree | None:
+        children = []
         for child in node["children"]:
-            ex = self.conjunction([child])
-            out = ex if out is None else out & ex
-            if not out:
-                return set()
-        return out or set()
+            sub = self.conjunction([child])
+            if sub is None:  # a branch that excludes nothing: neither does the OR
+                return None
+            children.append(sub)
+        return ("O", children) if children else None
 
-    def leaf(self, column: str, pred: Predicate) -> set[str]:
+    def leaf(self, column: str, pred: Predicate) -> Tree | None:
         opened = self.index(column)
         if opened is None:
-            return set()
+            return None
         try:
-            hits = opened.candidates(pred)
+            hits = opened.hits(pred)
         except (TypeError, ValueError, SieveError, OverflowError) as exc:
             _warn_once(self.scan.root, f"the index of column {column} cannot answer {pred} ({exc})")
-            return set()
-        known = opened.known
-        excluded = {
-            sp for sp, p, size, mtime in self.listing if p not in hits and known.get(p) == (size, mtime)
-        }
-        if excluded:
-            self.used.add(column)
-        return excluded
+            return None
+        return None if hits is None else ("L", opened.key, column, hits)
 
 
-def answer(req: dict[str, Any]) -> str:
-    """``K``/``X``, a description line, then the files to keep (``K``) or to exclude (``X``), one per
-    line as Spark spelled them; "" to leave the scan as it is."""
+def decide(req: dict[str, Any]) -> str:
+    """What the rule does with one scan, from the indexes alone (Spark's listing stays in the JVM); ""
+    leaves the scan as it is. Lines: ``N1`` (log the narrowing at INFO) or ``N0``; the table's root as
+    Spark spells it (each listed file's path relative to it is looked up in the file tables); the number of
+    file tables and their keys (``T``+key fetches one the JVM does not hold); then the tree in prefix
+    notation, a node a line: ``A<n>`` / ``O<n>`` and their n children, ``L<table>\t<column>\t<hits>``
+    (``hits`` as :meth:`_Opened.hits`). A listed file is excluded by a leaf when the leaf's file table
+    knows it at the size and modification time Spark listed and its id is not a hit."""
     scan = plan(req)
     if scan is None:
         return ""
-    listing = [(p, _norm(p), int(size), int(mtime)) for p, size, mtime in req["files"]]
-    ev = _Eval(scan, listing)
-    excluded = ev.conjunction(scan.filters)
-    if not excluded:
+    tree = _Eval(scan).conjunction(scan.filters)
+    if tree is None:
         return ""
-    total = len(listing)
-    kept = [sp for sp, _p, _s, _m in listing if sp not in excluded]
-    message = f"Sieve: {len(kept)} of {total} files by {', '.join(sorted(ev.used))}"
-    log.info("%s (%s)", message, req.get("table") or scan.root)
-    if len(kept) <= len(excluded):
+    keys: list[str] = []
+    body: list[str] = []
+
+    def emit(node: Tree) -> None:
+        if node[0] == "L":
+            _, key, column, hits = node
+            if key not in keys:
+                keys.append(key)
+            body.append(f"L{keys.index(key)}\t{column}\t{hits}")
+        else:
+            body.append(f"{node[0]}{len(node[1])}")
+            for child in node[1]:
+                emit(child)
+
+    emit(tree)
+    flag = "N1" if log.isEnabledFor(logging.INFO) else "N0"
+    return "\n".join([flag, scan.spark_root, str(len(keys)), *keys, *body])
+
+
+def answer(req: dict[str, Any]) -> str:
+    """:func:`decide` applied to a listing in Python, as the rule applies it in the JVM (the reference
+    for tests): ``K``/``X``, a description line, then the files to keep (``K``) or to exclude (``X``) as
+    Spark spelled them; "" when nothing is excluded. ``req["files"]``: ``[path, size, mtime ms]``."""
+    text = decide(req)
+    if not text:
+        return ""
+    lines = text.split("\n")
+    base = lines[1].rstrip("/") + "/"
+    keys = lines[3 : 3 + int(lines[2])]
+    tables = []
+    for key in keys:
+        rows: dict[str, tuple[int, int, int]] = {}
+        for line in table_text(key).split("\n")[1:]:
+            fid, size, mtime, rel = line.split("\t", 3)
+            rows[rel] = (int(fid), int(size), int(mtime))
+        tables.append(rows)
+    pos = 3 + len(keys)
+    used: set[str] = set()
+
+    def parse() -> Any:
+        nonlocal pos
+        line = lines[pos]
+        pos += 1
+        if line[0] in "AO":
+            return (line[0], [parse() for _ in range(int(line[1:]))])
+        slot, column, hits = line[1:].split("\t", 2)
+        if hits[0] == "b":
+            raw = np.unpackbits(np.frombuffer(base64.b64decode(hits[1:]), np.uint8), bitorder="little")
+            ids = set(np.flatnonzero(raw).tolist())
+        else:
+            ids = {int(x) for x in hits[1:].split(",") if x}
+        return ("L", tables[int(slot)], column, ids)
+
+    tree = parse()
+
+    def excluded(node: Any, rel: str | None, size: int, mtime: int) -> bool:
+        if node[0] == "L":
+            _, rows, column, ids = node
+            row = rows.get(rel) if rel is not None else None
+            if row is None or row[1:] != (size, mtime) or row[0] in ids:
+                return False
+            used.add(column)
+            return True
+        results = [excluded(c, rel, size, mtime) for c in node[1]]
+        return any(results) if node[0] == "A" else all(results)
+
+    kept, dropped = [], []
+    for path, size, mtime in req["files"]:
+        rel = path[len(base) :] if path.startswith(base) else None
+        (dropped if excluded(tree, rel, int(size), int(mtime)) else kept).append(path)
+    if not dropped:
+        return ""
+    message = f"Sieve: {len(kept)} of {len(kept) + len(dropped)} files by {', '.join(sorted(used))}"
+    if len(kept) <= len(dropped):
         return "K\n" + message + "\n" + "\n".join(kept)
-    return "X\n" + message + "\n" + "\n".join(sorted(excluded))
+    return "X\n" + message + "\n" + "\n".join(sorted(dropped))

@@ -4,13 +4,16 @@ Kept as a Python string so it travels wherever the package does (a wheel, a ``--
 with no jar to install. Janino compiles Java 1.4-style code only: no generics, no lambdas.
 """
 
-SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino by airflow_provider_lineage/sieve/spark/prune.py.
+SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino by
+// airflow_provider_lineage/sieve/spark/prune.py.
 //
 // SievePrune: a Catalyst optimizer rule (spark.experimental.extraOptimizations) that, for every
-// Filter directly over a LogicalRelation(HadoopFsRelation(ParquetFileFormat)), asks the Python side
-// (an oracle: java.util.function.Function implemented in Python through py4j) which of the files Spark
-// listed the Sieve indexes exclude, and replaces the relation's location with a SieveFileIndex that
-// lists Spark's own files minus those. The Filter stays in the plan; only the file list shrinks.
+// Filter directly over a LogicalRelation(HadoopFsRelation(ParquetFileFormat)) whose condition reads a
+// column with an index folder, asks the Python side (an oracle: java.util.function.Function implemented
+// in Python through py4j) which file ids each condition's index cannot exclude, matches them to the
+// files Spark listed through the index version's file table (kept in this JVM, fetched once per
+// version), and replaces the relation's location with a SieveFileIndex that lists Spark's own files
+// minus the excluded ones. The Filter stays in the plan; only the file list shrinks.
 // Any error leaves the scan as Spark planned it (and is reported to the oracle, which logs it).
 package apl.sieve;
 
@@ -28,17 +31,212 @@ import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import scala.collection.JavaConverters;
 
+/** One index version's live files (the Python side's file table): relative path -> row; id, size, mtime (ms). */
+class SieveTable {
+    final java.util.HashMap rows;
+    final int[] ids;
+    final long[] sizes;
+    final long[] mtimes;
+
+    SieveTable(int n) {
+        rows = new java.util.HashMap(n * 2 + 16);
+        ids = new int[n];
+        sizes = new long[n];
+        mtimes = new long[n];
+    }
+
+    /** "<n>\n" then n lines "id\tsize\tmtime ms\trelative path". */
+    static SieveTable parse(String text) {
+        int nl = text.indexOf('\n');
+        int n = Integer.parseInt(nl < 0 ? text : text.substring(0, nl));
+        SieveTable t = new SieveTable(n);
+        int at = nl + 1;
+        for (int i = 0; i < n; i++) {
+            int end = text.indexOf('\n', at);
+            if (end < 0) end = text.length();
+            int a = text.indexOf('\t', at);
+            int b = text.indexOf('\t', a + 1);
+            int c = text.indexOf('\t', b + 1);
+            if (a < 0 || b < 0 || c < 0 || c >= end) {
+                throw new IllegalStateException("a damaged Sieve file table row " + i);
+            }
+            t.ids[i] = Integer.parseInt(text.substring(at, a));
+            t.sizes[i] = Long.parseLong(text.substring(a + 1, b));
+            t.mtimes[i] = Long.parseLong(text.substring(b + 1, c));
+            t.rows.put(text.substring(c + 1, end), Integer.valueOf(i));
+            at = end + 1;
+        }
+        return t;
+    }
+
+    /** The row of a listed file when this version knows it at this size and modification time; else -1. */
+    int row(String relative, long size, long mtime) {
+        if (relative == null) return -1;
+        Integer r = (Integer) rows.get(relative);
+        if (r == null) return -1;
+        int i = r.intValue();
+        return sizes[i] == size && mtimes[i] == mtime ? i : -1;
+    }
+}
+
+/** A node of the Python side's answer: whether a listed file is excluded. */
+abstract class Node {
+    abstract boolean excluded(int[] rows);
+
+    /** Prefix notation, one node a line: "A<n>"/"O<n>" then n children; "L<slot>\t<column>\t<i ids,...|b base64>". */
+    static Node parse(String[] lines, int[] pos, Object decision) {
+        Decision d = (Decision) decision;
+        String l = lines[pos[0]++];
+        char c = l.charAt(0);
+        if (c == 'A' || c == 'O') {
+            int n = Integer.parseInt(l.substring(1));
+            Node[] children = new Node[n];
+            for (int i = 0; i < n; i++) children[i] = parse(lines, pos, d);
+            return new Combine(c == 'A', children);
+        }
+        if (c == 'L') {
+            String[] parts = l.substring(1).split("\t", 3);
+            Leaf leaf = new Leaf(Integer.parseInt(parts[0]), parts[1], parts[2]);
+            if (leaf.slot < 0 || leaf.slot >= d.tables.length) throw new IllegalStateException("no table " + leaf.slot);
+            leaf.table = d.tables[leaf.slot];
+            d.leaves.add(leaf);
+            return leaf;
+        }
+        throw new IllegalStateException("unexpected node in the Sieve oracle's answer: " + l);
+    }
+}
+
+/** AND: excluded when any child excludes (the union); OR: when every child does (the intersection). */
+class Combine extends Node {
+    final boolean and;
+    final Node[] children;
+
+    Combine(boolean and, Node[] children) { this.and = and; this.children = children; }
+
+    boolean excluded(int[] rows) {
+        boolean any = false;
+        boolean all = true;
+        for (int i = 0; i < children.length; i++) {  // every child: each leaf records whether it excluded a file
+            boolean e = children[i].excluded(rows);
+            any |= e;
+            all &= e;
+        }
+        return and ? any : all;
+    }
+}
+
+/** One condition on one index: a file the index knows (at its size and mtime) and not among the hits is excluded. */
+class Leaf extends Node {
+    final int slot;
+    final String column;
+    final java.util.BitSet hits;
+    SieveTable table;
+    boolean used;
+
+    Leaf(int slot, String column, String payload) {
+        this.slot = slot;
+        this.column = column;
+        if (payload.startsWith("b")) {
+            hits = java.util.BitSet.valueOf(java.util.Base64.getDecoder().decode(payload.substring(1)));
+        } else if (payload.startsWith("i")) {
+            hits = new java.util.BitSet();
+            String[] ids = payload.substring(1).split(",");
+            for (int i = 0; i < ids.length; i++) {
+                if (ids[i].length() > 0) hits.set(Integer.parseInt(ids[i]));
+            }
+        } else {
+            throw new IllegalStateException("unexpected hits in the Sieve oracle's answer");
+        }
+    }
+
+    boolean excluded(int[] rows) {
+        int row = rows[slot];
+        if (row < 0 || hits.get(table.ids[row])) return false;
+        used = true;
+        return true;
+    }
+}
+
+/** The Python side's answer to one scan, applied to Spark's listing in this JVM. */
+class Decision {
+    boolean logInfo;
+    String prefix;
+    SieveTable[] tables;
+    Node root;
+    final List leaves = new ArrayList();
+    HashSet paths;
+    boolean keep;
+
+    /** "N<0|1 log at INFO>", the root as Spark spells it, the number of tables, their keys, then the tree. */
+    static Decision parse(String answer, Object oracleRule) {
+        SievePrune rule = (SievePrune) oracleRule;
+        String[] lines = answer.split("\n", -1);
+        if (lines.length < 5 || !(lines[0].equals("N0") || lines[0].equals("N1"))) {
+            throw new IllegalStateException("unexpected answer from the Sieve oracle: "
+                + (answer.length() > 80 ? answer.substring(0, 80) : answer));
+        }
+        Decision d = new Decision();
+        d.logInfo = lines[0].equals("N1");
+        d.prefix = lines[1];
+        int n = Integer.parseInt(lines[2]);
+        d.tables = new SieveTable[n];
+        for (int i = 0; i < n; i++) {
+            d.tables[i] = (SieveTable) rule.table(lines[3 + i]);
+            if (d.tables[i] == null) {
+                throw new IllegalStateException("the Sieve file table " + lines[3 + i] + " is gone");
+            }
+        }
+        int[] pos = new int[] {3 + n};
+        d.root = Node.parse(lines, pos, d);
+        return d;
+    }
+
+    /** {description} when the index excludes a file Spark listed (paths/keep set), else null. */
+    String[] apply(FileIndex loc) {
+        String base = prefix.endsWith("/") ? prefix : prefix + "/";
+        List dirs = JavaConverters.seqAsJavaList(loc.listFiles(scala.collection.immutable.Nil$.MODULE$,
+                                                              scala.collection.immutable.Nil$.MODULE$));
+        List excluded = new ArrayList();
+        List kept = new ArrayList();
+        int[] rows = new int[tables.length];
+        for (int i = 0; i < dirs.size(); i++) {
+            List fs = JavaConverters.seqAsJavaList(((PartitionDirectory) dirs.get(i)).files());
+            for (int j = 0; j < fs.size(); j++) {
+                FileStatusWithMetadata st = (FileStatusWithMetadata) fs.get(j);
+                String path = st.getPath().toString();
+                String rel = path.startsWith(base) ? path.substring(base.length()) : null;
+                long len = st.getLen();
+                long mtime = st.getModificationTime();
+                for (int k = 0; k < tables.length; k++) rows[k] = tables[k].row(rel, len, mtime);
+                if (root.excluded(rows)) excluded.add(path); else kept.add(path);
+            }
+        }
+        if (excluded.isEmpty()) return null;
+        java.util.TreeSet used = new java.util.TreeSet();
+        for (int i = 0; i < leaves.size(); i++) {
+            Leaf leaf = (Leaf) leaves.get(i);
+            if (leaf.used) used.add(leaf.column);
+        }
+        StringBuilder by = new StringBuilder();
+        java.util.Iterator it = used.iterator();
+        while (it.hasNext()) {
+            if (by.length() > 0) by.append(", ");
+            by.append((String) it.next());
+        }
+        keep = kept.size() <= excluded.size();
+        paths = new HashSet(keep ? kept : excluded);
+        int total = kept.size() + excluded.size();
+        return new String[] {"Sieve: " + kept.size() + " of " + total + " files by " + by};
+    }
+}
+
 public class SievePrune extends Rule {
     private java.util.function.Function oracle;
-    /** Listings up to this many files are sent with the first call. */
-    static final int DIRECT_FILES = 1000;
 
     public SievePrune() {}
 
@@ -53,7 +251,8 @@ public class SievePrune extends Rule {
         for (int i = 0; i < ms.length; i++) {
             if (ms[i].getName().equals("extraOptimizations_$eq")) set = ms[i];
         }
-        List rules = new ArrayList(JavaConverters.seqAsJavaList((scala.collection.Seq) get.invoke(experimental, new Object[0])));
+        scala.collection.Seq now = (scala.collection.Seq) get.invoke(experimental, new Object[0]);
+        List rules = new ArrayList(JavaConverters.seqAsJavaList(now));
         for (int i = rules.size() - 1; i >= 0; i--) {
             if (rules.get(i).getClass().getName().equals(SievePrune.class.getName())) rules.remove(i);
         }
@@ -78,8 +277,9 @@ public class SievePrune extends Rule {
     }
 
     private static void collect(TreeNode node, StringBuilder sb) {
-        if (node instanceof LogicalRelation && ((LogicalRelation) node).relation() instanceof HadoopFsRelation) {
-            FileIndex loc = ((HadoopFsRelation) ((LogicalRelation) node).relation()).location();
+        Object rel = node instanceof LogicalRelation ? ((LogicalRelation) node).relation() : null;
+        if (rel instanceof org.apache.spark.sql.execution.datasources.HadoopFsRelation) {
+            FileIndex loc = ((org.apache.spark.sql.execution.datasources.HadoopFsRelation) rel).location();
             if (loc instanceof SieveFileIndex) sb.append(((SieveFileIndex) loc).description()).append('\n');
         }
         List children = JavaConverters.seqAsJavaList(node.children());
@@ -97,9 +297,11 @@ public class SievePrune extends Rule {
         }
     }
 
-    void report(String message) {
+    void report(String message) { report("E", message); }
+
+    void report(String kind, String message) {
         try {
-            oracle.apply("E" + message);
+            oracle.apply(kind + message);
         } catch (Throwable t) {
             org.slf4j.LoggerFactory.getLogger("apl.sieve.SievePrune").warn(
                 "Sieve: " + message + "; the scan is read as Spark planned it");
@@ -110,13 +312,14 @@ public class SievePrune extends Rule {
     LogicalPlan narrow(Filter f) {
         if (!(f.child() instanceof LogicalRelation)) return null;
         LogicalRelation lr = (LogicalRelation) f.child();
-        if (!(lr.relation() instanceof HadoopFsRelation)) return null;
-        HadoopFsRelation r = (HadoopFsRelation) lr.relation();
+        if (!(lr.relation() instanceof org.apache.spark.sql.execution.datasources.HadoopFsRelation)) return null;
+        org.apache.spark.sql.execution.datasources.HadoopFsRelation r =
+            (org.apache.spark.sql.execution.datasources.HadoopFsRelation) lr.relation();
         if (!(r.fileFormat() instanceof ParquetFileFormat)) return null;
         FileIndex loc = r.location();
         if (loc instanceof SieveFileIndex) return null;
         String indexPaths = configuredIndexPaths();
-        if (indexPaths.length() == 0 && !mayHaveIndexes(lr, loc)) return null;
+        if (indexPaths.length() == 0 && !mayHaveIndexes(lr, loc, f)) return null;
         try {
             StringBuilder head = new StringBuilder();
             head.append("{\"roots\":[");
@@ -129,7 +332,7 @@ public class SievePrune extends Rule {
             if (lr.catalogTable().isDefined()) {
                 org.apache.spark.sql.catalyst.catalog.CatalogTable t =
                     (org.apache.spark.sql.catalyst.catalog.CatalogTable) lr.catalogTable().get();
-                Json.str(head, t.location() == null ? null : t.location().toString());
+                Json.str(head, t.location() == null ? null : new org.apache.hadoop.fs.Path(t.location()).toString());
                 head.append(",\"table\":");
                 Json.str(head, t.identifier().unquotedString());
             } else {
@@ -144,7 +347,8 @@ public class SievePrune extends Rule {
                 head.append(':');
                 Json.str(head, a.dataType().catalogString());
             }
-            // the condition's attributes by the relation's names (a case-insensitive session keeps the query's spelling)
+            // the condition's attributes by the relation's names (a case-insensitive session keeps the query's
+            // spelling)
             head.append("},\"names\":{");
             List refs0 = JavaConverters.seqAsJavaList(f.condition().references().toSeq());
             int nn = 0;
@@ -174,7 +378,8 @@ public class SievePrune extends Rule {
             int u = 0;
             for (int i = 0; i < conjuncts.size(); i++) {
                 Expression e = (Expression) conjuncts.get(i);
-                scala.Option tf = org.apache.spark.sql.execution.datasources.DataSourceStrategy$.MODULE$.translateFilter(e, false);
+                scala.Option tf =
+                    org.apache.spark.sql.execution.datasources.DataSourceStrategy$.MODULE$.translateFilter(e, false);
                 if (tf.isDefined()) {
                     if (n++ > 0) head.append(',');
                     Json.filter(head, (org.apache.spark.sql.sources.Filter) tf.get());
@@ -196,45 +401,26 @@ public class SievePrune extends Rule {
                 head.append(",\"indexPaths\":");
                 Json.str(head, indexPaths);
             }
-            // A small listing that Spark has cached goes with the first call (one py4j round trip); otherwise
-            // the listing is made and sent only once the Python side says an index may narrow the scan.
-            boolean direct = loc instanceof PartitioningAwareFileIndex
-                && ((PartitioningAwareFileIndex) loc).allFiles().size() <= DIRECT_FILES;
-            if (!direct) {
-                String go = (String) oracle.apply("P" + head + "}");
-                if (go == null || !go.equals("files")) return null;
-            }
-            // Spark's own listing (cached by its file index), with sizes and modification times
-            StringBuilder files = new StringBuilder(head);
-            files.append(",\"files\":[");
-            List dirs = JavaConverters.seqAsJavaList(loc.listFiles(scala.collection.immutable.Nil$.MODULE$,
-                                                                      scala.collection.immutable.Nil$.MODULE$));
-            int total = 0;
-            for (int i = 0; i < dirs.size(); i++) {
-                List fs = JavaConverters.seqAsJavaList(((PartitionDirectory) dirs.get(i)).files());
-                for (int j = 0; j < fs.size(); j++) {
-                    FileStatusWithMetadata st = (FileStatusWithMetadata) fs.get(j);
-                    if (total++ > 0) files.append(',');
-                    files.append('[');
-                    Json.str(files, st.getPath().toString());
-                    files.append(',').append(st.getLen()).append(',').append(st.getModificationTime()).append(']');
-                }
-            }
-            files.append("]}");
-            String answer = (String) oracle.apply("F" + files);
+            head.append('}');
+            // one py4j call: the Python side answers from the indexes alone (no listing crosses py4j): the
+            // file tables it names (kept in this JVM per index version) and, per condition, the file ids the
+            // index cannot exclude
+            String answer = (String) oracle.apply("Q" + head);
             if (answer == null || answer.length() == 0) return null;
-            String[] lines = answer.split("\n", -1);
-            if (lines.length < 2 || !(lines[0].equals("K") || lines[0].equals("X"))) {
-                throw new IllegalStateException("unexpected answer from the Sieve oracle: "
-                    + (answer.length() > 80 ? answer.substring(0, 80) : answer));
+            Decision d = Decision.parse(answer, this);
+            String[] kept = d.apply(loc);
+            if (kept == null) return null;
+            if (d.logInfo) {
+                String where = d.prefix;
+                if (lr.catalogTable().isDefined()) {
+                    where = ((org.apache.spark.sql.catalyst.catalog.CatalogTable) lr.catalogTable().get())
+                        .identifier().unquotedString();
+                }
+                report("I", kept[0] + "\t" + where);
             }
-            HashSet paths = new HashSet();
-            for (int i = 2; i < lines.length; i++) {
-                if (lines[i].length() > 0) paths.add(lines[i]);
-            }
-            SieveFileIndex narrowed = new SieveFileIndex(loc, paths, lines[0].equals("K"), lines[1]);
+            SieveFileIndex narrowed = new SieveFileIndex(loc, d.paths, d.keep, kept[0]);
             HadoopFsRelation nr = new HadoopFsRelation(narrowed, r.partitionSchema(), r.dataSchema(), r.bucketSpec(),
-                                                       r.fileFormat(), r.options(), r.sparkSession());
+                                                       r.fileFormat(), r.options(), r.sparkSession(), kept[0]);
             LogicalRelation nlr = copyRelation(lr, nr);
             return new Filter(f.condition(), nlr);
         } catch (Throwable t) {
@@ -254,8 +440,38 @@ public class SievePrune extends Rule {
         }
     }
 
-    /** False only when the table's root is known and has no _sieve folder (no py4j call then); any doubt: true. */
-    static boolean mayHaveIndexes(LogicalRelation lr, FileIndex loc) {
+    /** A file table the Python side names by key (the SHA-1 of its text), asked for once per JVM. */
+    Object table(String key) {
+        synchronized (TABLES) {
+            SieveTable t = (SieveTable) TABLES.remove(key);
+            if (t != null) { TABLES.put(key, t); return t; }
+        }
+        String text = (String) oracle.apply("T" + key);
+        if (text == null || text.length() == 0) return null;
+        SieveTable t = SieveTable.parse(text);
+        synchronized (TABLES) {
+            TABLES.put(key, t);
+            long rows = 0;
+            java.util.Iterator it = TABLES.values().iterator();
+            while (it.hasNext()) rows += ((SieveTable) it.next()).ids.length;
+            it = TABLES.keySet().iterator();
+            while (TABLES.size() > 1 && (TABLES.size() > MAX_TABLES || rows > MAX_TABLE_ROWS)) {
+                Object k = it.next();
+                rows -= ((SieveTable) TABLES.get(k)).ids.length;
+                it.remove();
+            }
+        }
+        return t;
+    }
+
+    /** Key -> SieveTable, least recently used first (one per index version and file set, for the whole JVM). */
+    static final java.util.LinkedHashMap TABLES = new java.util.LinkedHashMap();
+    static final int MAX_TABLES = 64;
+    static final long MAX_TABLE_ROWS = 4000000L;
+
+    /** False only when the table's root is local and no column the condition reads has an index folder
+     *  <root>/_sieve/<column> (no py4j call then); any doubt (a remote store, several roots): true. */
+    static boolean mayHaveIndexes(LogicalRelation lr, FileIndex loc, Filter f) {
         try {
             org.apache.hadoop.fs.Path root = null;
             if (lr.catalogTable().isDefined()) {
@@ -270,14 +486,27 @@ public class SievePrune extends Rule {
             }
             org.apache.hadoop.fs.Path folder = new org.apache.hadoop.fs.Path(root, "_sieve");
             if (!"file".equals(folder.toUri().getScheme())) return true;  // a remote store: the Python side lists
-            return new java.io.File(folder.toUri().getPath()).isDirectory();
+            java.io.File base = new java.io.File(folder.toUri().getPath());
+            if (!base.isDirectory()) return false;
+            // the condition's columns by the relation's names (exprIds: a case-insensitive session keeps the
+            // query's spelling)
+            List refs = JavaConverters.seqAsJavaList(f.condition().references().toSeq());
+            List out = JavaConverters.seqAsJavaList(lr.output());
+            for (int i = 0; i < refs.size(); i++) {
+                Attribute ref = (Attribute) refs.get(i);
+                for (int j = 0; j < out.size(); j++) {
+                    Attribute a = (Attribute) out.get(j);
+                    if (a.exprId().equals(ref.exprId()) && new java.io.File(base, a.name()).isDirectory()) return true;
+                }
+            }
+            return false;
         } catch (Throwable t) {
             return true;
         }
     }
 
     // LogicalRelation's fields differ between Spark versions: copy(relation, <the rest as they are>)
-    static LogicalRelation copyRelation(LogicalRelation lr, HadoopFsRelation nr) throws Exception {
+    static LogicalRelation copyRelation(LogicalRelation lr, Object nr) throws Exception {
         Method[] ms = lr.getClass().getMethods();
         for (int i = 0; i < ms.length; i++) {
             if (ms[i].getName().equals("copy")) {
@@ -285,7 +514,8 @@ public class SievePrune extends Rule {
                 Object[] args = new Object[k];
                 args[0] = nr;
                 for (int j = 1; j < k; j++) {
-                    args[j] = lr.getClass().getMethod("copy$default$" + (j + 1), new Class[0]).invoke(lr, new Object[0]);
+                    Method dflt = lr.getClass().getMethod("copy$default$" + (j + 1), new Class[0]);
+                    args[j] = dflt.invoke(lr, new Object[0]);
                 }
                 LogicalRelation out = (LogicalRelation) ms[i].invoke(lr, args);
                 out.copyTagsFrom(lr);
@@ -358,7 +588,9 @@ class SieveFileIndex implements FileIndex {
             for (int j = 0; j < fs.size(); j++) {
                 if (read((FileStatusWithMetadata) fs.get(j))) kept.add(fs.get(j));
             }
-            if (!kept.isEmpty()) out.add(new PartitionDirectory(d.values(), JavaConverters.asScalaBuffer(kept).toList()));
+            if (!kept.isEmpty()) {
+                out.add(new PartitionDirectory(d.values(), JavaConverters.asScalaBuffer(kept).toList()));
+            }
         }
         return JavaConverters.asScalaBuffer(out).toList();
     }
@@ -393,6 +625,23 @@ class SieveFileIndex implements FileIndex {
     }
 
     public int hashCode() { return delegate.hashCode() * 31 + paths.hashCode(); }
+}
+
+/** Spark's relation, named with its narrowing: explain() and the SQL tab show "Scan parquet (Sieve: 2 of 200 files
+ *  by k)". Everything else is Spark's (same fields, equality, file index root paths); the simple class name stays
+ *  HadoopFsRelation for whatever recognises relations by it (the lineage capture names the table, not the files). */
+class HadoopFsRelation extends org.apache.spark.sql.execution.datasources.HadoopFsRelation {
+    private final String sieve;
+
+    HadoopFsRelation(FileIndex location, org.apache.spark.sql.types.StructType partitionSchema,
+                     org.apache.spark.sql.types.StructType dataSchema, scala.Option bucketSpec,
+                     org.apache.spark.sql.execution.datasources.FileFormat fileFormat,
+                     scala.collection.immutable.Map options, org.apache.spark.sql.SparkSession session, String sieve) {
+        super(location, partitionSchema, dataSchema, bucketSpec, fileFormat, options, session);
+        this.sieve = sieve;
+    }
+
+    public String toString() { return super.toString() + " (" + sieve + ")"; }
 }
 
 class Json {

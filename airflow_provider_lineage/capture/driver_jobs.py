@@ -136,6 +136,13 @@ class DriverJobs:
     def _ignore(self, *_args: Any) -> None:
         self.callbacks += 1
 
+    def equals(self, other: Any) -> bool:
+        """``Object.equals`` of the JVM proxy (Spark's ``removeSparkListener`` compares listeners)."""
+        return other is self
+
+    def hashCode(self) -> int:
+        return id(self) & 0x7FFFFFFF
+
     # -- the DataFrame RDDs -------------------------------------------------------------------------
     def note_rdd(self, jdf: Any, jrdd: Any) -> None:
         """``jrdd`` (a JVM RDD) was made from the DataFrame ``jdf``: remember its ``SQLExecutionRDD``. Both are the

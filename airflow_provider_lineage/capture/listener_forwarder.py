@@ -10,7 +10,9 @@ events by class simple name) and hands what is left to the Python object through
 (``accept(callbackName, event)``): every other event never leaves the JVM.
 
 :func:`register` adds a forwarder for a listener (or, when the forwarder cannot be compiled, the listener itself, as
-before, with one warning per process); :func:`unregister` removes whichever was added.
+before, with one warning per process); :func:`unregister` removes whichever was added. Either way what is added is
+one JVM object kept for the removal: py4j makes a new JVM proxy each time a Python object crosses, so
+``removeSparkListener(python_object)`` matches nothing and left the Python listener registered.
 """
 from __future__ import annotations
 
@@ -127,7 +129,7 @@ def register(sc: Any, listener: Any, *, other_events: tuple[str, ...] = (), job_
             _warned = True
             log.warning("the capture's listener filter could not be compiled (%r): every Spark listener event "
                         "is sent to Python", exc)
-        added = listener
+        added = python_proxy(sc, listener)
     if bus_queue is None:
         jsc.addSparkListener(added)
     else:
@@ -135,19 +137,25 @@ def register(sc: Any, listener: Any, *, other_events: tuple[str, ...] = (), job_
     return added
 
 
+def python_proxy(sc: Any, listener: Any) -> Any:
+    """The JVM proxy of the py4j Python object ``listener`` as one JVM reference (the same object for adding and
+    removing it)."""
+    return sc._gateway.jvm.java.util.Objects.requireNonNull(listener)
+
+
 def unregister(sc: Any, added: Any) -> None:
-    """Remove what :func:`register` added (a forwarder stops calling Python at once and is released)."""
+    """Remove what :func:`register` added (a forwarder stops calling Python at once) and release it."""
     try:
         sc._jsc.sc().removeSparkListener(added)
     finally:
-        if hasattr(added, "_target_id"):  # the forwarder, not a Python listener
-            try:
+        try:
+            if is_forwarder(added):
                 added.close()
-                sc._gateway.detach(added)
-            except Exception:  # noqa: BLE001, S110 - a stopped JVM
-                pass
+            sc._gateway.detach(added)
+        except Exception:  # noqa: BLE001, S110 - a stopped JVM
+            pass
 
 
 def is_forwarder(added: Any) -> bool:
-    """Whether :func:`register` added a forwarder (``False``: the Python listener itself)."""
-    return hasattr(added, "_target_id")
+    """Whether :func:`register` added a forwarder (``False``: the Python listener's own proxy)."""
+    return str(added.getClass().getName()) == _CLASS

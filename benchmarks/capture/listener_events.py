@@ -34,7 +34,7 @@ def main() -> None:
     from airflow_provider_lineage.capture.session import drain_bus, install
 
     spark = (SparkSession.builder.master(args.master).appName("listener-events-bench")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     sc = spark.sparkContext
     listener = install(spark, lambda _record: None)

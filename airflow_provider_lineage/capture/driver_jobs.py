@@ -12,7 +12,9 @@ DataFrame's rows to the driver post none:
 
 :class:`DriverJobs` is a py4j ``SparkListenerInterface`` on the SparkContext's *shared* listener queue, the queue
 the session's ``QueryExecutionListener`` is called from, so these events reach the capture's worker in order with
-the writes (a write after a ``df.rdd.collect()`` sees it). A Python-side hook on the classic ``DataFrame.rdd`` and
+the writes (a write after a ``df.rdd.collect()`` sees it). It is registered behind a JVM-side filter
+(:mod:`.listener_forwarder`): only job starts outside a SQL execution and ``SparkListenerSQLExecutionEnd`` events
+cross to Python, never the per-task events of the user's jobs. A Python-side hook on the classic ``DataFrame.rdd`` and
 ``DataFrame.toJSON`` (:func:`install_hooks`) maps the ``SQLExecutionRDD`` each one makes to its DataFrame; a job
 outside a SQL execution over such an RDD is analysed once, as a ``collect()`` of that DataFrame would be
 (:meth:`.listener.WriteCaptureListener._driver_action`): whatever the RDD's functions computed from the rows, it can
@@ -30,6 +32,7 @@ import threading
 import weakref
 from typing import Any, ClassVar
 
+from airflow_provider_lineage.capture import listener_forwarder
 from airflow_provider_lineage.capture.py4j_helpers import _detach
 from airflow_provider_lineage.lineage.logs import get_logger
 
@@ -71,11 +74,15 @@ class DriverJobs:
         self._rdds: collections.OrderedDict[int, Any] = collections.OrderedDict()
         #: SQLExecutionRDD ids already analysed (a second action over the same RDD returns the same columns)
         self._done: collections.OrderedDict[int, None] = collections.OrderedDict()
-        self._registered = False
+        #: what :meth:`register` added to the bus: the JVM forwarder, or this object when it could not be compiled
+        self._added: Any = None
         self.seen_jobs = 0
+        #: SparkListenerInterface callbacks that reached Python (the forwarder keeps this to the few that matter)
+        self.callbacks = 0
 
     # -- SparkListenerInterface (Spark's listener-bus thread: only hands over) --------------------------
     def onJobStart(self, event: Any) -> None:
+        self.callbacks += 1
         try:
             props = event.properties()
             if props is not None and props.getProperty(_EXECUTION_ID) is not None:
@@ -101,6 +108,7 @@ class DriverJobs:
 
     def onOtherEvent(self, event: Any) -> None:
         """An unnamed SQL execution of the session: ``toLocalIterator()`` (Spark's ``toPythonIterator``)."""
+        self.callbacks += 1
         try:
             if event.getClass().getSimpleName() != _END or not event.executionName().isEmpty():
                 return
@@ -122,8 +130,18 @@ class DriverJobs:
     def __getattr__(self, name: str) -> Any:
         """Every other ``SparkListenerInterface`` callback: nothing to do."""
         if name.startswith("on") and name[2:3].isupper():
-            return _ignore
+            return self._ignore
         raise AttributeError(name)
+
+    def _ignore(self, *_args: Any) -> None:
+        self.callbacks += 1
+
+    def equals(self, other: Any) -> bool:
+        """``Object.equals`` of the JVM proxy (Spark's ``removeSparkListener`` compares listeners)."""
+        return other is self
+
+    def hashCode(self) -> int:
+        return id(self) & 0x7FFFFFFF
 
     # -- the DataFrame RDDs -------------------------------------------------------------------------
     def note_rdd(self, jdf: Any, jrdd: Any) -> None:
@@ -161,19 +179,20 @@ class DriverJobs:
 
     # -- lifecycle --------------------------------------------------------------------------------
     def register(self) -> DriverJobs:
-        """Add this listener to the SparkContext's shared listener queue (the session listener's queue)."""
-        self._spark.sparkContext._jsc.sc().addSparkListener(self)
-        self._registered = True
+        """Add this listener, behind its JVM filter, to the SparkContext's shared listener queue (the session
+        listener's queue)."""
+        self._added = listener_forwarder.register(self._spark.sparkContext, self, other_events=(_END,),
+                                                  job_starts=listener_forwarder.JOBS_OUTSIDE_SQL)
         _active.add(self)
         install_hooks()
         return self
 
     def unregister(self) -> None:
         _active.discard(self)
-        if self._registered:
-            self._registered = False
+        added, self._added = self._added, None
+        if added is not None:
             try:
-                self._spark.sparkContext._jsc.sc().removeSparkListener(self)
+                listener_forwarder.unregister(self._spark.sparkContext, added)
             except Exception:  # noqa: BLE001, S110 - a stopped SparkContext
                 pass
         with self._lock:
@@ -237,6 +256,3 @@ def install_hooks() -> None:
         DataFrame.toJSON = to_json  # type: ignore[method-assign]
         _hooked = True
 
-
-def _ignore(*_args: Any) -> None:
-    return None

@@ -52,7 +52,7 @@ _END = "SparkListenerSQLExecutionEnd"
 
 _active: weakref.WeakSet[DriverJobs] = weakref.WeakSet()
 _hooks_lock = threading.Lock()
-_hooked = False
+_HOOK_MARK = "_apl_driver_jobs_hook"  # set on install_hooks' wrappers
 
 
 class DriverJobs:
@@ -222,37 +222,49 @@ def _seen(df: Any, rdd: Any) -> None:
             log.debug("driver jobs: DataFrame RDD not noted", exc_info=True)
 
 
+def _ours(attr: Any) -> bool:
+    """Whether ``attr`` (a ``DataFrame`` attribute) is, or wraps, one of :func:`install_hooks`' wrappers."""
+    fn = getattr(attr, "func", None) or getattr(attr, "fget", None) or attr
+    for _ in range(16):  # a chain of functools.wraps wrappers (the UDF registry's RDD hook wraps ``rdd`` too)
+        if fn is None:
+            return False
+        if getattr(fn, _HOOK_MARK, False):
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+    return False
+
+
 def install_hooks() -> None:
-    """Wrap the classic ``DataFrame.rdd`` and ``DataFrame.toJSON`` once per process (idempotent): each reports the
-    RDD it made to every registered :class:`DriverJobs`. Behaviour and results are the originals'."""
-    global _hooked
+    """Wrap the classic ``DataFrame.rdd`` and ``DataFrame.toJSON`` (idempotent): each reports the RDD it made to
+    every registered :class:`DriverJobs`. Behaviour and results are the originals'. Checked at every
+    registration, not once per process: a hook that wrapped ``rdd`` before this one and is later removed
+    (:class:`~airflow_provider_lineage.capture.rdds.RddFunctions` restores what it found) takes this wrapper with
+    it, and the next registration puts it back."""
     with _hooks_lock:
-        if _hooked:
-            return
         try:
             from pyspark.sql.classic.dataframe import DataFrame
         except ImportError:  # a Spark without the classic package: not hooked
             return
         original_rdd = DataFrame.__dict__.get("rdd")
         getter = getattr(original_rdd, "func", None) or getattr(original_rdd, "fget", None)
-        if getter is not None:
+        if getter is not None and not _ours(original_rdd):
             @functools.wraps(getter)
             def rdd(self: Any) -> Any:
                 made = getter(self)
                 _seen(self, made)
                 return made
 
+            setattr(rdd, _HOOK_MARK, True)
             prop = functools.cached_property(rdd)
             prop.__set_name__(DataFrame, "rdd")
             DataFrame.rdd = prop  # type: ignore[method-assign, assignment]
         original_json = DataFrame.toJSON
+        if not _ours(original_json):
+            @functools.wraps(original_json)
+            def to_json(self: Any, use_unicode: bool = True) -> Any:
+                made = original_json(self, use_unicode)
+                _seen(self, made)
+                return made
 
-        @functools.wraps(original_json)
-        def to_json(self: Any, use_unicode: bool = True) -> Any:
-            made = original_json(self, use_unicode)
-            _seen(self, made)
-            return made
-
-        DataFrame.toJSON = to_json  # type: ignore[method-assign]
-        _hooked = True
-
+            setattr(to_json, _HOOK_MARK, True)
+            DataFrame.toJSON = to_json  # type: ignore[method-assign]

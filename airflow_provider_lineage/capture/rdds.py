@@ -86,6 +86,7 @@ class RddFunctions:
         if isinstance(orig_prop, functools.cached_property):
             getter = orig_prop.func
 
+            @functools.wraps(getter)  # keeps __wrapped__: other hooks of ``rdd`` find themselves in the chain
             def rdd(df: Any) -> Any:
                 out = getter(df)
                 try:

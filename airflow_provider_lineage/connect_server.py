@@ -150,19 +150,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m airflow_provider_lineage.connect_server",
         description="A Spark Connect server that captures the column lineage of every session's writes.")
-    parser.add_argument("--port", type=int, required=True, help="the Connect server's gRPC port (Spark's default: 15002)")
+    parser.add_argument(
+        "--port", type=int, required=True, help="the Connect server's gRPC port (Spark's default: 15002)"
+    )
     parser.add_argument("--capture-dir", required=True,
                         help="where capture records go: a path or URI (s3://, gs://, abfs://, hdfs://) that the "
                              "Airflow workers also reach")
-    parser.add_argument("--master", default=None, help="Spark master (default: spark.master from --conf, else local[*])")
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default: spark.master from --conf, else local[*])"
+    )
     parser.add_argument("--host", default=DEFAULT_HOST,
                         help="listen address (default: 127.0.0.1, this host only); off loopback a token is required")
     parser.add_argument("--token-file", default=None, metavar="PATH",
                         help="a file holding the token clients must present (sc://HOST:PORT/;token=...); default: "
                              f"Spark's {TOKEN_ENV} environment variable, else no token (loopback only)")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property (repeatable)")
-    parser.add_argument("--record-limit", type=int, default=None,
-                        help="bound (bytes) on one capture record (default 32 MiB); a bigger one is reported, not written")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property (repeatable)"
+    )
+    parser.add_argument(
+        "--record-limit",
+        type=int,
+        default=None,
+        help="bound (bytes) on one capture record (default 32 MiB); a bigger one is reported, not written",
+    )
     parser.add_argument("--sieve-pruning", action="store_true",
                         help="every client session's Parquet scans of tables with Sieve indexes read only the files "
                              "the indexes cannot exclude (sieve.spark.enable for each session; also "
@@ -266,7 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         try:
             if not capture.close(args.stop_timeout):
-                log.warning("the capture queue did not drain within %ss: some records may be missing", args.stop_timeout)
+                log.warning(
+                    "the capture queue did not drain within %ss: some records may be missing", args.stop_timeout
+                )
         except Exception as exc:  # noqa: BLE001 - the JVM went first (SIGKILL, or a signal before the handler was set)
             log.warning("the capture could not drain (%s): records of writes still queued are lost",
                         str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else repr(exc))

@@ -299,9 +299,13 @@ class PostgresServer:
             ok = subprocess.run([str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
                                 check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
             if ok:
-                subprocess.run([str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
-                                "postgres", "airflow"], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               user=self.user)
+                subprocess.run(
+                    [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "airflow"],
+                    check=False,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    user=self.user,
+                )
                 return
             time.sleep(0.3)
         raise DeploymentError(f"PostgreSQL on port {self.port} did not become ready within {timeout:.0f} s")
@@ -418,7 +422,9 @@ class AirflowDeployment:
         else:
             # sqlite3 waits 5 s for a lock by default; on a loaded 2-CPU machine one process's write (a task's
             # rendered fields) can hold it longer and the API then answers 500 ("database is locked")
-            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{self.home / 'airflow.db'}?timeout={SQLITE_LOCK_WAIT_S}"
+            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = (
+                f"sqlite:///{self.home / 'airflow.db'}?timeout={SQLITE_LOCK_WAIT_S}"
+            )
         if self.executor == "celery" and self.postgres is not None:
             env.update({
                 "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
@@ -464,9 +470,11 @@ class AirflowDeployment:
         """The Celery variant's Spark jobs reach S3 through these jars: say how to get them when missing."""
         missing = [j for j in S3A_JARS if not (S3A_JARS_DIR / j).is_file()]
         if missing:
-            raise DeploymentError(f"{', '.join(missing)} not in {S3A_JARS_DIR}: the Celery variant's Spark jobs read and "
-                                  "write S3 through them; run ./dev.sh up --executor celery (or APL_CELERY_DEPLOYMENT=1 "
-                                  "./dev.sh test ...), which fetches them from PyPI once")
+            raise DeploymentError(
+                f"{', '.join(missing)} not in {S3A_JARS_DIR}: the Celery variant's Spark jobs read and "
+                "write S3 through them; run ./dev.sh up --executor celery (or APL_CELERY_DEPLOYMENT=1 "
+                "./dev.sh test ...), which fetches them from PyPI once"
+            )
 
     def _spark_conf(self, wdir: Path) -> Path:
         """The worker's ``spark-defaults.conf``: Hadoop's S3A connector on the classpath, S3 at the moto endpoint."""
@@ -512,8 +520,16 @@ class AirflowDeployment:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as out:
-            proc = subprocess.Popen(cmd, env=dict(env or self.env), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=cwd or self.home, **kwargs)
+            proc = subprocess.Popen(
+                cmd,
+                env=dict(env or self.env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=cwd or self.home,
+                **kwargs,
+            )
         self.procs[name] = proc
         self.groups.setdefault(name, []).append(proc.pid)
         (self.run_dir / f"{name}.pid").write_text(f"{proc.pid}\n")
@@ -617,7 +633,9 @@ class AirflowDeployment:
             while not port_in_use(port):
                 self._check_alive(name)
                 if time.monotonic() > deadline:
-                    raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port}: see {self.log_dir / (name + '.log')}")
+                    raise DeploymentError(
+                        f"{name} did not listen on 127.0.0.1:{port}: see {self.log_dir / (name + '.log')}"
+                    )
                 time.sleep(0.2)
             if name == "s3":
                 import boto3
@@ -653,8 +671,10 @@ class AirflowDeployment:
     def _check_alive(self, name: str) -> None:
         proc = self.procs[name]
         if proc.poll() is not None:
-            raise DeploymentError(f"{name} exited with {proc.returncode}; the end of {self.log_dir / (name + '.log')}:\n"
-                                  f"{self.log(name)[-3000:]}")
+            raise DeploymentError(
+                f"{name} exited with {proc.returncode}; the end of {self.log_dir / (name + '.log')}:\n"
+                f"{self.log(name)[-3000:]}"
+            )
 
     def _wait_api(self, timeout: float) -> None:
         import httpx
@@ -905,7 +925,9 @@ class AirflowDeployment:
             lines += [f"  {f}: no DAG and no import error within {timeout:.0f} s (a file that defines no DAG: list "
                       f"it in {self.dags_folder / '.airflowignore'}; else see {self.log_dir / 'dag-processor.log'})"
                       for f in sorted(pending)]
-            lines.append("Fix the file(s) (`./dev.sh airflow dags list-import-errors` shows the same), then start again.")
+            lines.append(
+                "Fix the file(s) (`./dev.sh airflow dags list-import-errors` shows the same), then start again."
+            )
             raise DeploymentError("\n".join(lines))
         return sorted(d["dag_id"] for d in dags if self._relative(d.get("fileloc") or "") in files)
 
@@ -1078,17 +1100,22 @@ def up(args: argparse.Namespace) -> int:
     if dep.postgres is not None and dep.postgres.notice:
         print(f"deploy: {dep.postgres.notice}", flush=True)
     where = args.marquez_url or dep.events_path
+    executor_note = (
+        " (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")"
+        if args.executor == "celery"
+        else ""
+    )
     print(f"""
-Airflow is up: {dep.api_url}   (log in as admin / {dep.password('admin')}, or viewer / {dep.password('viewer')})
+Airflow is up: {dep.api_url}   (log in as admin / {dep.password("admin")}, or viewer / {dep.password("viewer")})
   passwords: {dep.password_file}
   API token: curl -s -X POST {dep.api_url}/auth/token -H 'Content-Type: application/json' \\
-               -d '{{"username": "admin", "password": "{dep.password('admin')}"}}'
+               -d '{{"username": "admin", "password": "{dep.password("admin")}"}}'
   lineage events: {dep.received_events_path if args.executor == "celery" else where}
-  executor: {args.executor}{" (redis broker, workers " + ", ".join(CELERY_WORKERS) + " in " + str(home / "workers") + ")" if args.executor == "celery" else ""}
+  executor: {args.executor}{executor_note}
   Spark Connect (lineage captured): {connect_url}, connection spark_connect_default
   tables and indexes: {dep.data_uri}{" (moto S3 at " + dep.s3_url + ")" if args.executor == "celery" else ""}
   logs and pids: {dep.log_dir}, {dep.run_dir}
-  DAGs (every file parsed; paused until you unpause them): {', '.join(dep.dags) or 'none'}
+  DAGs (every file parsed; paused until you unpause them): {", ".join(dep.dags) or "none"}
 Stop it with ./dev.sh down""")
     return 0
 
@@ -1114,7 +1141,10 @@ def down(args: argparse.Namespace) -> int:
     if left:
         print(f"deploy: processes still alive after SIGKILL: {left}", file=sys.stderr)
         return 1
-    print(f"deploy: stopped {', '.join(dep.groups)} (process groups {sorted(g for gs in dep.groups.values() for g in gs)})")
+    print(
+        f"deploy: stopped {', '.join(dep.groups)} "
+        f"(process groups {sorted(g for gs in dep.groups.values() for g in gs)})"
+    )
     return 0
 
 

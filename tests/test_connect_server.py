@@ -35,8 +35,23 @@ def test_capture_dir_paths_made_absolute_uris_kept(tmp_path, monkeypatch: pytest
 def test_bad_conf_pair_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="KEY=VALUE"):
         cs.parse_conf(["spark.executor.memory"])
-    res = subprocess.run([sys.executable, "-m", "airflow_provider_lineage.connect_server", "--port", "15002",
-                          "--capture-dir", "/tmp/x", "--conf", "novalue"], check=False, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_lineage.connect_server",
+            "--port",
+            "15002",
+            "--capture-dir",
+            "/tmp/x",
+            "--conf",
+            "novalue",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "KEY=VALUE" in res.stderr
 
 

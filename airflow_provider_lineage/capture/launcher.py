@@ -122,7 +122,11 @@ class CaptureRuntime:
         try:
             text = f"{message}: {exc!r}" if exc is not None else message
             self.problems.append(text)
-            log.warning("%s (the application is not affected)", text, exc_info=exc is not None and log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "%s (the application is not affected)",
+                text,
+                exc_info=exc is not None and log.isEnabledFor(logging.DEBUG),
+            )
         except Exception:  # noqa: BLE001, S110 - never fail the user's Spark job for the capture
             pass
 
@@ -593,7 +597,9 @@ class CaptureRuntime:
             result = events.analyze(self.records, [events.Problem(p) for p in self.problems])
             from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT
 
-            inputs, outputs = events.datasets(result, indirect=self.config.indirect if self.config else DEFAULT_INDIRECT)
+            inputs, outputs = events.datasets(
+                result, indirect=self.config.indirect if self.config else DEFAULT_INDIRECT
+            )
             namespace, name = self._job()
             failed = error is not None and not (isinstance(error, SystemExit) and error.code in (0, None))
             event = events.build_event(
@@ -626,7 +632,10 @@ def run(argv: list[str]) -> None:
         raise SystemExit(2)
     app = find_application(argv[0])
     if not os.path.isfile(app):
-        print(f"launcher.py: application {app!r} not found (give the path of the PySpark .py file to run)", file=sys.stderr)
+        print(
+            f"launcher.py: application {app!r} not found (give the path of the PySpark .py file to run)",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     t = time.perf_counter()
     import pyspark.sql  # noqa: F401 - the application imports it anyway: timed apart from the launcher's own start-up

@@ -348,7 +348,9 @@ class WriteCaptureListener(RelationReader):
                                  "(spark.airflow_lineage.totalBudgetSeconds)")
         else:
             self._read_plans(record, plan, analyzed, started, budget, problems, refs)
-        if budget.plan_json and record.incomplete is None:  # opt-in debugging form (exponential on shared sub-expressions)
+        if (
+            budget.plan_json and record.incomplete is None
+        ):  # opt-in debugging form (exponential on shared sub-expressions)
             if plan is not None:
                 record.optimized_plan = _json_plan(plan, problems, "optimized")
             if analyzed is not None:
@@ -403,7 +405,10 @@ class WriteCaptureListener(RelationReader):
         """The plans' DAG and the relations at its leaves, within the per-write budget."""
         left_ms = int((budget.write_s - (time.monotonic() - started)) * 1000)
         if left_ms <= 0:
-            record.incomplete = f"the per-write capture budget of {budget.write_s:g}s is spent (spark.airflow_lineage.writeBudgetSeconds)"
+            record.incomplete = (
+                f"the per-write capture budget of {budget.write_s:g}s is spent "
+                "(spark.airflow_lineage.writeBudgetSeconds)"
+            )
             return
         roots = [p for p in (plan, analyzed) if p is not None]
         if not roots:
@@ -447,7 +452,8 @@ class WriteCaptureListener(RelationReader):
         out.column_types = [typ for _i, _n, typ in attrs]
 
     def _attributes(self, attrs: Any) -> list[tuple[int, str, str]]:
-        """``(exprId, name, type)`` of a Seq of attributes: one round trip (the plan walker's reader), else per attribute."""
+        """``(exprId, name, type)`` of a Seq of attributes: one round trip (the plan walker's reader), else per
+        attribute."""
         try:
             return self._reader.attributes(attrs)
         except Exception:  # noqa: BLE001 - the walker could not be compiled: read attribute by attribute

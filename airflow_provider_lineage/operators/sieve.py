@@ -411,7 +411,9 @@ class SieveIndexOperator(SparkSubmitOperator):
             src = dataset_for_location(r.table_root)
             dst = dataset_for_location(r.index_path)
             in_fields.setdefault(src.key, {})[r.column] = r.key_type or ""
-            schema = sd.SchemaDatasetFacet(fields=[sd.SchemaDatasetFacetFields(name=r.column, type=r.key_type or "unknown")])
+            schema = sd.SchemaDatasetFacet(
+                fields=[sd.SchemaDatasetFacetFields(name=r.column, type=r.key_type or "unknown")]
+            )
             lineage = cl.ColumnLineageDatasetFacet(fields={r.column: cl.Fields(
                 inputFields=[cl.InputField(namespace=src.namespace, name=src.name, field=r.column, transformations=[
                     cl.Transformation(type="DIRECT", subtype="TRANSFORMATION", description="Sieve index keys",
@@ -448,9 +450,14 @@ class SieveIndexOperator(SparkSubmitOperator):
             task_run = task_run_identity(context.get("ti"), dag_id=self.dag_id if self.has_dag() else None,
                                          task_id=self.task_id)
             client, where = transport.client_for(self.openlineage_config)
-            event = events.build_event("START", job_namespace=task_run.namespace, job_name=task_run.name,
-                                     run_id=task_run.run_id, run_facets=events.run_facets(None, parent=dag_parent(task_run)),
-                                     job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"))
+            event = events.build_event(
+                "START",
+                job_namespace=task_run.namespace,
+                job_name=task_run.name,
+                run_id=task_run.run_id,
+                run_facets=events.run_facets(None, parent=dag_parent(task_run)),
+                job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
+            )
             for msg in transport.emit_all(client, [event]):
                 self.lineage_log.warning("%s", msg)
             self.log.info("lineage: OpenLineage events go to %s", where)

@@ -35,7 +35,9 @@ def pipelines_cli_path() -> str:
 
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("SparkPipelinesLineageOperator needs pyspark >= 4.1 on the worker (spark-pipelines ships with it)")
+        raise RuntimeError(
+            "SparkPipelinesLineageOperator needs pyspark >= 4.1 on the worker (spark-pipelines ships with it)"
+        )
     cli = Path(next(iter(spec.submodule_search_locations))) / "pipelines" / "cli.py"
     if not cli.is_file():
         raise RuntimeError(f"{cli} not found: declarative pipelines need pyspark >= 4.1 on the worker")

@@ -116,7 +116,9 @@ def create_app() -> Any:
                     try:
                         graphs.stitch([t])
                     except Exception as exc:  # noqa: BLE001 - a display fails soft
-                        t = dataclasses.replace(t, record=None, note=f"the lineage record could not be read: {exc!r}"[:500])
+                        t = dataclasses.replace(
+                            t, record=None, note=f"the lineage record could not be read: {exc!r}"[:500]
+                        )
                 kept.append(t)
             return graphs.stitch(kept)
 

@@ -5,7 +5,8 @@ range-partition by key, sort by (key, hash)``: the distinct is a code-generated 
 two longs, partial in every scan task; the driver maps the hashes to file ids (a collision between
 two listed files' hashes falls back to the URI join below). Decimal keys: ``select(key,
 input_file_name()) -> distinct -> join a small broadcast file-id table -> group by key ->
-sort_array(collect_list(file id)) -> range-partition by key and sort``. At most one range partition per ``rows_per_partition`` rows
+sort_array(collect_list(file id)) -> range-partition by key and sort``. At most one range partition per
+``rows_per_partition`` rows
 (from the Parquet footers, read in threads), which adaptive query execution coalesces up to its
 advisory partition size (so a low-cardinality key streams as one partition: one Spark job, not one
 per million rows); the pipeline is JVM-only (no Python workers, so executors need neither this
@@ -209,7 +210,8 @@ def build(spark: Any, table: str, column: str, *, index_path: str | None = None,
 
     ``engine``: ``spark`` (distributed aggregation, bounded driver memory), ``pyarrow`` (keys read
     on the driver: no Spark job) or ``auto`` (pyarrow up to :data:`LOCAL_BUILD_MAX_ROWS` rows, or
-    :data:`LOCAL_HASHED_MAX_ROWS` for the hashed structure, else Spark). ``spark`` may be None for path tables: keys are then read with pyarrow.
+    :data:`LOCAL_HASHED_MAX_ROWS` for the hashed structure, else Spark). ``spark`` may be None for path
+    tables: keys are then read with pyarrow.
     """
     check_params(error_bound, max_segment_keys, mode, keep_versions)
     check_structure(structure, fpp)
@@ -302,9 +304,14 @@ def _build_hashed(spark: Any, engine: str, rows_per_partition: int, store: Index
         got = hashed.build_local(store, files, column, kt, fpp, fuse_mode)
         stats["engine"] = "pyarrow"
     href, nulls, fp_bits, n_keys, rt = got
-    stats.update(rows=sum(f.num_rows or 0 for f in files), keys=n_keys,
-                 pairs=href.pairs + (rt.one_file if rt is not None else 0), fuse_keys=rt.one_file if rt is not None else 0,
-                 segments=0, seconds=round(time.monotonic() - t0, 3))
+    stats.update(
+        rows=sum(f.num_rows or 0 for f in files),
+        keys=n_keys,
+        pairs=href.pairs + (rt.one_file if rt is not None else 0),
+        fuse_keys=rt.one_file if rt is not None else 0,
+        segments=0,
+        seconds=round(time.monotonic() - t0, 3),
+    )
     manifest = Manifest(
         version=0, created=now_iso(), table=ref, column=column, key_type=kt, files=dict(enumerate(files)),
         next_file_id=len(files), null_files=sorted(nulls), segment_list=None,

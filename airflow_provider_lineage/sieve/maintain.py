@@ -228,11 +228,14 @@ class MaintainResult:
         if self.action == "none":
             return f"{name}: nothing to do ({self.reason}); v{self.version}"
         before = "no index" if self.previous_version is None else f"v{self.previous_version}"
-        return (f"{name}: {self.action} ({self.reason}) {before} -> v{self.version}: "
-                f"+{self.files_added}/-{self.files_removed}/~{self.files_changed} files, segments "
-                f"{self.segments_covered} covered, {self.segments_rewritten} rewritten, {self.segments_rebuilt} "
-                f"rebuilt, {self.segments_created} created; budget {self.budget_used_fraction:.1%} used; {self.index_bytes} B "
-                f"({self.bytes_per_key:.2f} B/key); {self.seconds:.1f} s")
+        return (
+            f"{name}: {self.action} ({self.reason}) {before} -> v{self.version}: "
+            f"+{self.files_added}/-{self.files_removed}/~{self.files_changed} files, segments "
+            f"{self.segments_covered} covered, {self.segments_rewritten} rewritten, {self.segments_rebuilt} "
+            f"rebuilt, {self.segments_created} created; budget {self.budget_used_fraction:.1%} used; "
+            f"{self.index_bytes} B "
+            f"({self.bytes_per_key:.2f} B/key); {self.seconds:.1f} s"
+        )
 
 
 def _take_report(res: MaintainResult, rep: SyncReport) -> None:

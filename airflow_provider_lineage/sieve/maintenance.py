@@ -68,10 +68,15 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
     st.present, st.version, st.mode = True, m.version, m.mode
     st.files_indexed, st.segments, st.structure = len(m.files), len(metas), m.structure
     try:
-        deltas = store.verify(m, hashed_pages=full_verify)  # the checksums a reader verifies: a corrupt index means full reads forever
+        deltas = store.verify(
+            m, hashed_pages=full_verify
+        )  # the checksums a reader verifies: a corrupt index means full reads forever
     except IndexUnavailable as exc:
         st.recommendation = "rebuild"
-        st.reason = f"the index is unusable, every read is a full read ({exc.reason}); rebuild (or maintain, which follows this recommendation) repairs it"
+        st.reason = (
+            f"the index is unusable, every read is a full read ({exc.reason}); "
+            "rebuild (or maintain, which follows this recommendation) repairs it"
+        )
         return st
     footers = records_footers(m)
     if freshness == "footer" and not footers:
@@ -111,9 +116,12 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
                      f"{len(metas)} segments over budget")
     elif m.structure == "hashed" and hashed_keys > HASHED_KEYS_GROWTH * design_keys:
         st.recommendation = "rebuild"
-        st.reason = (f"{hashed_keys} keys in fingerprints of {m.fp_bits} bits sized for {design_keys:.0f}: absent keys "
-                     f"read a file {hashed_keys / 2.0 ** m.fp_bits + (m.fuse.fpp if m.fuse else 0.0):.2%} of the time (target {m.fpp:.2%}); a rebuild "
-                     "sizes the fingerprints for the keys now")
+        st.reason = (
+            f"{hashed_keys} keys in fingerprints of {m.fp_bits} bits sized for {design_keys:.0f}: absent keys "
+            f"read a file {hashed_keys / 2.0**m.fp_bits + (m.fuse.fpp if m.fuse else 0.0):.2%} of the time "
+            f"(target {m.fpp:.2%}); a rebuild "
+            "sizes the fingerprints for the keys now"
+        )
     elif outside := _outside_prefix(m, metas, store, deltas):
         st.recommendation = "rebuild"
         st.reason = (f"{outside} file(s) hold {m.column} values outside the learned prefix "
@@ -122,8 +130,9 @@ def _status(table: str, column: str, index_path: str | None, full_verify: bool =
     elif n_changed:
         st.recommendation = "sync"
         st.reason = f"{len(added)} added, {len(removed)} removed, {len(changed)} rewritten files since v{m.version}"
-    elif (m.mode == "mor" or m.structure == "hashed") and (st.delta_count >= COMPACT_DELTAS or st.dead_files >= COMPACT_DEAD_FILES
-                              or st.segments_over_budget):
+    elif (m.mode == "mor" or m.structure == "hashed") and (
+        st.delta_count >= COMPACT_DELTAS or st.dead_files >= COMPACT_DEAD_FILES or st.segments_over_budget
+    ):
         st.recommendation = "compact"
         st.reason = (f"{st.delta_count} deltas, {st.dead_files} dead file ids, "
                      f"{st.segments_over_budget} segments over budget")

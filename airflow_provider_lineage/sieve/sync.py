@@ -25,7 +25,8 @@ How updates work (locations are files; Parquet files are immutable, a rewrite is
   sorted (key, file id) records per sync (searched by every query) and charges the budgets in the
   segment list; ``compact`` folds deltas into segments, purges dead ids and rebuilds segments over
   budget. Neither needs Spark.
-* Commits are optimistic: a lost race retries the whole update on the fresh version (storage.commit_attempts: 5 attempts, random back-off).
+* Commits are optimistic: a lost race retries the whole update on the fresh version (storage.commit_attempts:
+  5 attempts, random back-off).
 """
 from __future__ import annotations
 
@@ -469,7 +470,9 @@ def _project_budgets(metas: list[SegmentMeta], adds: Iterable[tuple[int, np.ndar
         pos, inside = _locate(ranges, keys)
         for i, ks in _by_segment(keys, pos, inside):
             s = metas[i]
-            if s.b_size > 1 and not _all_full(s.s_min, s.s_max, [(fid, ks)], int(s.locations.max()) if len(s.locations) else -1):
+            if s.b_size > 1 and not _all_full(
+                s.s_min, s.s_max, [(fid, ks)], int(s.locations.max()) if len(s.locations) else -1
+            ):
                 # a full file will cost nothing
                 blocks = {(int(k) - s.s_min) // s.b_size for k in ks.tolist()}
                 s.used += len(blocks) * (s.b_size - 1)
@@ -698,7 +701,11 @@ def _compact(table: str, column: str, store: IndexStore, t0: float) -> SyncRepor
                 metas = apply_to_segments(store, base, metas, adds, set(base.dead_files), False, cache)
                 c = cache.counts
                 report.segments_covered, report.segments_rewritten = c.covered, c.rewritten
-                report.segments_rebuilt, report.segments_created, report.segments_dropped = c.rebuilt, c.created, c.dropped
+                report.segments_rebuilt, report.segments_created, report.segments_dropped = (
+                    c.rebuilt,
+                    c.created,
+                    c.dropped,
+                )
                 report.keys_read, report.deltas_folded = c.keys_read, len(base.deltas)
                 new = _new_manifest(base, segment_list=store.write_segment_list(store.repack(metas)), deltas=[],
                                     dead_files=[])

@@ -167,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                             f"--set {kv}: give KEY=VALUE"),
                         help="an environment setting of the deployment over dev.deploy's (A/B of a setting)")
     parser.add_argument("--out", type=Path, default=HERE / "REPORT.md")
-    parser.add_argument("--render", type=Path, help="only write the report from these rows (JSON lines the run printed)")
+    parser.add_argument(
+        "--render", type=Path, help="only write the report from these rows (JSON lines the run printed)"
+    )
     parser.add_argument("--load", default="", help="with --render: the uptime line of that run")
     args = parser.parse_args(argv)
     if args.render:

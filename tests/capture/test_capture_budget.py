@@ -102,13 +102,18 @@ def test_plan_json_is_opt_in(spark, tmp_path):
 
 
 def test_budget_configuration_round_trips():
-    cfg = LauncherConfig(capture_dir="/x", budget=CaptureBudget(write_s=5, total_s=60, min_free_heap=0.2, plan_json=True))
+    cfg = LauncherConfig(
+        capture_dir="/x", budget=CaptureBudget(write_s=5, total_s=60, min_free_heap=0.2, plan_json=True)
+    )
     conf = cfg.to_spark_conf()
     back = LauncherConfig.resolve(conf.get, {})
     assert back.budget == CaptureBudget(write_s=5, total_s=60, min_free_heap=0.2, plan_json=True)
     assert LauncherConfig.resolve({}.get, {"AIRFLOW_LINEAGE_WRITE_BUDGET_SECONDS": "7"}).budget.write_s == 7
-    for key, raw, fix in [("writeBudgetSeconds", "0", "more than 0"), ("totalBudgetSeconds", "soon", "number of seconds"),
-                          ("minFreeHeap", "2", "between 0 and 1")]:
+    for key, raw, fix in [
+        ("writeBudgetSeconds", "0", "more than 0"),
+        ("totalBudgetSeconds", "soon", "number of seconds"),
+        ("minFreeHeap", "2", "between 0 and 1"),
+    ]:
         with pytest.raises(ValueError, match=fix):
             LauncherConfig.resolve({f"spark.airflow_lineage.{key}": raw}.get, {})
 

@@ -60,24 +60,56 @@ ICEBERG_PROPS = {"location": "s3a://lake/wh/db/orders", "provider": "iceberg", "
 
 CASES = [
     # catalog, conf, identifier, expected (namespace, name), symlink (namespace, name), source
-    (Catalog("SparkCatalog", "ice", ICEBERG_PROPS), {"spark.sql.catalog.ice.type": "hive", "spark.sql.catalog.ice.uri": "thrift://MS:9083"},
-     ident("db", "orders"), ("s3://lake", "wh/db/orders"), ("hive://ms:9083", "db.orders"),
-     "IcebergHandler + HiveCatalogTypeHandler"),
-    (Catalog("SparkCatalog", "ice", ICEBERG_PROPS), {"spark.sql.catalog.ice.type": "rest", "spark.sql.catalog.ice.uri": "http://rest:8181/"},
-     ident("db", "orders"), ("s3://lake", "wh/db/orders"), ("http://rest:8181", "db.orders"),
-     "IcebergHandler + RestCatalogTypeHandler (catalog uri)"),
-    (Catalog("SparkCatalog", "ice", ICEBERG_PROPS), {"spark.sql.catalog.ice.type": "hadoop", "spark.sql.catalog.ice.warehouse": "s3a://lake/wh"},
-     ident("db", "orders"), ("s3://lake", "wh/db/orders"), ("s3://lake/wh", "db.orders"),
-     "IcebergHandler + HadoopCatalogTypeHandler (warehouse)"),
-    (Catalog("SparkSessionCatalog", "spark_catalog", {**ICEBERG_PROPS, "location": "hdfs://nn:8020/wh/db.db/orders"}), {},
-     ident("db", "orders"), ("hdfs://nn:8020", "/wh/db.db/orders"), ("hdfs://nn:8020/wh/db.db", "db.orders"),
-     "IcebergHandler (SparkSessionCatalog), no catalog type: the location's folder"),
-    (Catalog("DeltaCatalog", "spark_catalog", {"location": "file:/lake/delta/events", "provider": "delta"}), {},
-     ident("default", "events"), ("file", "/lake/delta/events"), ("file:/lake/delta", "default.events"),
-     "DeltaHandler (properties location)"),
-    (Catalog("DeltaCatalog", "spark_catalog", {"provider": "delta"}), {},
-     ident("delta", "/lake/delta/raw"), ("file", "/lake/delta/raw"), ("file:/lake/delta", "delta.`/lake/delta/raw`"),
-     "DeltaHandler.isPathIdentifier (path identifier)"),
+    (
+        Catalog("SparkCatalog", "ice", ICEBERG_PROPS),
+        {"spark.sql.catalog.ice.type": "hive", "spark.sql.catalog.ice.uri": "thrift://MS:9083"},
+        ident("db", "orders"),
+        ("s3://lake", "wh/db/orders"),
+        ("hive://ms:9083", "db.orders"),
+        "IcebergHandler + HiveCatalogTypeHandler",
+    ),
+    (
+        Catalog("SparkCatalog", "ice", ICEBERG_PROPS),
+        {"spark.sql.catalog.ice.type": "rest", "spark.sql.catalog.ice.uri": "http://rest:8181/"},
+        ident("db", "orders"),
+        ("s3://lake", "wh/db/orders"),
+        ("http://rest:8181", "db.orders"),
+        "IcebergHandler + RestCatalogTypeHandler (catalog uri)",
+    ),
+    (
+        Catalog("SparkCatalog", "ice", ICEBERG_PROPS),
+        {"spark.sql.catalog.ice.type": "hadoop", "spark.sql.catalog.ice.warehouse": "s3a://lake/wh"},
+        ident("db", "orders"),
+        ("s3://lake", "wh/db/orders"),
+        ("s3://lake/wh", "db.orders"),
+        "IcebergHandler + HadoopCatalogTypeHandler (warehouse)",
+    ),
+    (
+        Catalog(
+            "SparkSessionCatalog", "spark_catalog", {**ICEBERG_PROPS, "location": "hdfs://nn:8020/wh/db.db/orders"}
+        ),
+        {},
+        ident("db", "orders"),
+        ("hdfs://nn:8020", "/wh/db.db/orders"),
+        ("hdfs://nn:8020/wh/db.db", "db.orders"),
+        "IcebergHandler (SparkSessionCatalog), no catalog type: the location's folder",
+    ),
+    (
+        Catalog("DeltaCatalog", "spark_catalog", {"location": "file:/lake/delta/events", "provider": "delta"}),
+        {},
+        ident("default", "events"),
+        ("file", "/lake/delta/events"),
+        ("file:/lake/delta", "default.events"),
+        "DeltaHandler (properties location)",
+    ),
+    (
+        Catalog("DeltaCatalog", "spark_catalog", {"provider": "delta"}),
+        {},
+        ident("delta", "/lake/delta/raw"),
+        ("file", "/lake/delta/raw"),
+        ("file:/lake/delta", "delta.`/lake/delta/raw`"),
+        "DeltaHandler.isPathIdentifier (path identifier)",
+    ),
 ]
 
 
@@ -99,7 +131,9 @@ def test_v2_catalog_tables_are_named_by_storage_with_the_table_as_symlink(catalo
 def test_jdbc_catalog_is_named_by_its_url_and_identifier():
     """JdbcHandler: the catalog's JDBC URL + the identifier; no symlink."""
     cat = Catalog("JDBCTableCatalog", "dcat", {})
-    found = identity.v2_table(spark({"spark.sql.catalog.dcat.url": "jdbc:postgresql://PG/shop"}), cat, ident("app", "t5"))
+    found = identity.v2_table(
+        spark({"spark.sql.catalog.dcat.url": "jdbc:postgresql://PG/shop"}), cat, ident("app", "t5")
+    )
     out = OutputInfo("CreateTableAsSelect")
     from airflow_provider_lineage.capture.output_readers import _fill_v2
 

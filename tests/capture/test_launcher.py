@@ -223,7 +223,9 @@ class TestCaptureRuntimeInProcess:
         assert len(runtime.records) == 1  # kept in memory even though the folder is unusable
 
     def test_invalid_configuration_turns_capture_off(self, spark, tmp_path: Path) -> None:
-        runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_EMIT": "true", "AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG": "{not json"})
+        runtime = CaptureRuntime(
+            environ={"AIRFLOW_LINEAGE_EMIT": "true", "AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG": "{not json"}
+        )
         try:
             runtime.on_session(spark)
             spark.range(2).write.mode("overwrite").parquet(str(tmp_path / "d"))

@@ -108,7 +108,8 @@ def test_wide_deep_projects_share_their_attributes(spark, source):
 
 
 def _chain(spark, source: str, steps: int) -> tuple[Any, Any]:
-    """``Project([If(e > 0, e, 0) ... AS out], relation)`` with each level using the previous one twice (JVM objects)."""
+    """``Project([If(e > 0, e, 0) ... AS out], relation)`` with each level using the previous one twice (JVM
+    objects)."""
     jvm = spark._jvm
     expr = jvm.org.apache.spark.sql.catalyst.expressions
     analyzed = spark.read.parquet(source).select("id")._jdf.queryExecution().analyzed()

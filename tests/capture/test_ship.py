@@ -34,7 +34,8 @@ def test_driver_path_needs_only_the_standard_library(tmp_path: Path) -> None:
         + "import airflow_provider_lineage.lineage.engine, airflow_provider_lineage.lineage.record\n"
         "from airflow_provider_lineage.capture.config import LauncherConfig\n"
         "LauncherConfig.resolve(lambda k: None, {})\n"
-        "third = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__', 'airflow_provider_lineage'})\n"
+        "third = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
+        " - {'__main__', 'airflow_provider_lineage'})\n"
         "print(json.dumps({'third_party': third, 'from': sys.modules['airflow_provider_lineage'].__file__}))\n"
     )
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path)

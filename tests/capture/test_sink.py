@@ -36,8 +36,14 @@ def test_atomic_write_failure_leaves_the_old_file(tmp_path: Path, monkeypatch: p
 def test_records_round_trip_in_write_order(tmp_path: Path) -> None:
     sink = RecordSink(tmp_path / "run")
     for seq in (2, 1):
-        sink.write(CaptureRecord(command="InsertIntoHadoopFsRelationCommand", status="success", sequence=seq,
-                                 output=OutputInfo(command="InsertIntoHadoopFsRelationCommand", location=f"file:/t{seq}")))
+        sink.write(
+            CaptureRecord(
+                command="InsertIntoHadoopFsRelationCommand",
+                status="success",
+                sequence=seq,
+                output=OutputInfo(command="InsertIntoHadoopFsRelationCommand", location=f"file:/t{seq}"),
+            )
+        )
     records = read_records(tmp_path / "run")
     assert [r.sequence for r in records] == [1, 2]
     assert records[0].output is not None and records[0].output.location == "file:/t1"

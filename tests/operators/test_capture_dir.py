@@ -73,7 +73,9 @@ def test_every_event_and_facet_has_the_one_producer(spark, tmp_path: Path) -> No
     op = SparkLineageSubmitOperator(task_id="t", application="a.py")
     result = op.process_capture_dir(str(folder))
     ins, outs = events.datasets(result)
-    parent = ParentRun("ns", "dag.task", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd3f", "ns", "dag", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd40")
+    parent = ParentRun(
+        "ns", "dag.task", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd3f", "ns", "dag", "01a1fe21-84fa-7d44-9b7a-f2f04d15cd40"
+    )
     emitted = [
         json.loads(Serde.to_json(events.build_event(
             kind, job_namespace="ns", job_name="dag.task", run_id=parent.run_id, inputs=ins, outputs=outs,

@@ -30,8 +30,15 @@ def _run(base: Path, events_file: Path) -> tuple[dict, dict]:
     )
     pushed: dict[str, object] = {}
     dag_run = SimpleNamespace(logical_date=dt.datetime(2026, 3, 1, tzinfo=dt.UTC), clear_number=0)
-    ti = SimpleNamespace(dag_id="names_dag", task_id="names", run_id="scheduled__2026-03-01", try_number=1, map_index=-1,
-                         dag_run=dag_run, xcom_push=lambda key, value: pushed.__setitem__(key, value))
+    ti = SimpleNamespace(
+        dag_id="names_dag",
+        task_id="names",
+        run_id="scheduled__2026-03-01",
+        try_number=1,
+        map_index=-1,
+        dag_run=dag_run,
+        xcom_push=lambda key, value: pushed.__setitem__(key, value),
+    )
     op.execute({"ti": ti})  # type: ignore[arg-type]
     events = [json.loads(line) for line in events_file.read_text().splitlines()]
     complete = [e for e in events if e["eventType"] == "COMPLETE"]
@@ -82,6 +89,10 @@ def test_every_reader_names_the_dataset_as_its_writer_and_two_runs_agree(
     second, _ = _run(base, tmp_path / "run2.jsonl")
     assert second["run"]["runId"] == first["run"]["runId"]  # the same task try: the same run id
     assert second["job"] == first["job"] and second["run"]["facets"]["parent"] == first["run"]["facets"]["parent"]
-    assert sorted((d["namespace"], d["name"]) for d in second["inputs"]) == sorted((d["namespace"], d["name"]) for d in first["inputs"])
-    assert sorted((d["namespace"], d["name"]) for d in second["outputs"]) == sorted((d["namespace"], d["name"]) for d in first["outputs"])
+    assert sorted((d["namespace"], d["name"]) for d in second["inputs"]) == sorted(
+        (d["namespace"], d["name"]) for d in first["inputs"]
+    )
+    assert sorted((d["namespace"], d["name"]) for d in second["outputs"]) == sorted(
+        (d["namespace"], d["name"]) for d in first["outputs"]
+    )
     assert pushed["lineage_outputs"]

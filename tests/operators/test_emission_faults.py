@@ -45,8 +45,12 @@ def test_client_mode_task_succeeds_and_logs_the_failure_once(
     out = tmp_path / "out"
     out.mkdir()
     op = SparkLineageSubmitOperator(
-        task_id="to_a_hanging_marquez", application=str(APP), application_args=[str(out), "0"],
-        conf={"spark.ui.enabled": "false"}, lineage_emission="self", openlineage_config=http_config(hanging_marquez.url),
+        task_id="to_a_hanging_marquez",
+        application=str(APP),
+        application_args=[str(out), "0"],
+        conf={"spark.ui.enabled": "false"},
+        lineage_emission="self",
+        openlineage_config=http_config(hanging_marquez.url),
     )
     pushed: dict[str, object] = {}
     ti = SimpleNamespace(dag_id="adhoc_dag", task_id="t", run_id="manual__1", try_number=1, map_index=-1,

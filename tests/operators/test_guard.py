@@ -56,16 +56,21 @@ def guard_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     data = tmp_path_factory.mktemp("guard-data")
     customers = str(data / "warehouse" / "customers")
-    decl = {"datasets": [{"namespace": "file", "name": customers, "columns": {"email": ["pii"], "id": ["customer-key"]}},
-                         {"namespace": "file", "name": str(data / "nowhere"), "columns": {"x": ["pii"]}}]}
+    decl = {
+        "datasets": [
+            {"namespace": "file", "name": customers, "columns": {"email": ["pii"], "id": ["customer-key"]}},
+            {"namespace": "file", "name": str(data / "nowhere"), "columns": {"x": ["pii"]}},
+        ]
+    }
     os.environ["AIRFLOW_VAR_LINEAGE_COLUMN_TAGS"] = json.dumps(decl)
     events_path = transport.default_events_path()
     before = len(read_events(events_path))
     guard, report = load_dag("lineage_guard"), None
     from tests.support.pipelines import dagbag_class
 
-    report = dagbag_class()(dag_folder=str(Path(load_dag.__code__.co_filename).parents[2] / "dags" / "lineage_guard.py"))\
-        .get_dag("lineage_guard_report")
+    report = dagbag_class()(
+        dag_folder=str(Path(load_dag.__code__.co_filename).parents[2] / "dags" / "lineage_guard.py")
+    ).get_dag("lineage_guard_report")
     out: dict[str, Any] = {"data": data}
     try:
         for name, v, mode in (("v1", 1, "warn"), ("v2", 2, "warn"), ("v2_again", 2, "fail")):
@@ -99,7 +104,10 @@ def test_changed_application_gives_exactly_its_changes(guard_runs: dict[str, Any
                                  "type": "DIRECT", "subtype": "IDENTITY", "masking": False}]
     removed = {(e["from"]["name"].rsplit("/", 1)[-1], e["from"]["column"], e["to"]["column"], e["type"], e["subtype"])
                for e in d["edges_removed"]}
-    assert removed == {("customers", "region", None, "INDIRECT", "JOIN"), ("orders", "region", None, "INDIRECT", "JOIN")}
+    assert removed == {
+        ("customers", "region", None, "INDIRECT", "JOIN"),
+        ("orders", "region", None, "INDIRECT", "JOIN"),
+    }
     (changed,) = d["edges_changed"]
     assert changed["from"] == col(data, "warehouse/customers", "email") and changed["to"] == col(data, mart, "email")
     assert changed["masking"] is False and changed["previous"]["masking"] is True

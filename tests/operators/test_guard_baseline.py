@@ -33,7 +33,13 @@ def _t(day: int, hour: int = 0) -> dt.datetime:
 
 
 def test_choose_orders_by_run_after_and_excludes_the_current_run() -> None:
-    runs = [("a", _t(1), _t(1)), ("b", _t(3), _t(3)), ("c", _t(2), _t(5)), ("now", _t(4), _t(4)), ("later", _t(9), None)]
+    runs = [
+        ("a", _t(1), _t(1)),
+        ("b", _t(3), _t(3)),
+        ("c", _t(2), _t(5)),
+        ("now", _t(4), _t(4)),
+        ("later", _t(9), None),
+    ]
     assert guard_baseline.choose("now", _t(4), runs) == "b"
     assert guard_baseline.choose("b", _t(3), runs) == "c"  # c ran after b started? no: ordered by run_after
     assert guard_baseline.choose("a", _t(1), runs) is None  # nothing before the first

@@ -77,7 +77,9 @@ def test_policy_names_the_column_and_path(no_inputs_lookup: None, monkeypatch: p
     _run(g, ti, rec)
     (v,) = ti.pushed["lineage_policy"]["violations"]
     assert v["column"]["column"] == "email_lower" and [p["column"] for p in v["path"]] == ["email", "email_lower"]
-    assert g.failure and "'email_lower' receives 'pii' unmasked via /w/customers.email -> /w/mart.email_lower" in g.failure
+    assert (
+        g.failure and "'email_lower' receives 'pii' unmasked via /w/customers.email -> /w/mart.email_lower" in g.failure
+    )
     g = guard.Guard(on_lineage_change="warn", require_masked=["pii"], on_policy_violation="warn")
     _run(g, FakeTI(None), copy.deepcopy(TAGREC))
     assert g.failure is None
@@ -103,7 +105,9 @@ def test_malformed_variable_is_reported_and_a_policy_fails_closed(no_inputs_look
     assert g.failure is None  # warn: the same message, as a warning
 
 
-def test_tags_file_setting_and_list_settings(no_inputs_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def test_tags_file_setting_and_list_settings(
+    no_inputs_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     path = tmp_path / "tags.json"
     path.write_text(json.dumps(DECL))
     monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__TAGS_FILE", str(path))

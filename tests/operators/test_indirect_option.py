@@ -31,7 +31,7 @@ def test_bad_values_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         SparkLineageSubmitOperator(task_id="t", application="a.py").resolved_indirect()
 
 
-# -- issue 51: unset, the placement follows where the task's events go --------------------------------------------------
+# -- issue 51: unset, the placement follows where the task's events go -------------------------------------------------
 README_TRANSPORT = json.dumps({"type": "http", "url": "http://marquez:5000", "endpoint": "api/v1/lineage"})
 
 
@@ -70,7 +70,9 @@ def test_self_emission_and_composite_transports(nothing_chosen: pytest.MonkeyPat
         == "both"
     composite = {"transport": {"type": "composite", "transports": [
         {"type": "file", "log_file_path": "/tmp/x.jsonl"}, {"type": "http", "url": "http://m:5000"}]}}
-    op = SparkLineageSubmitOperator(task_id="t", application="a.py", lineage_emission="self", openlineage_config=composite)
+    op = SparkLineageSubmitOperator(
+        task_id="t", application="a.py", lineage_emission="self", openlineage_config=composite
+    )
     assert op.resolved_indirect() == "both"
     kafka = {"transport": {"type": "kafka", "topic": "ol", "config": {}}}
     assert SparkLineageSubmitOperator(task_id="t", application="a.py", lineage_emission="self",

@@ -58,8 +58,16 @@ class TestArguments:
             PySparkLineageOperator(task_id="t", python_callable=_fn, on_lineage_change="explode")
 
     def test_settings_as_the_provider_lineage_extras_left_out(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setenv("AIRFLOW_CONN_APL_LOCAL", json.dumps(
-            {"conn_type": "spark", "host": "local[2]", "extra": {"spark.sql.shuffle.partitions": "3", "capture_dir": "/c"}}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_APL_LOCAL",
+            json.dumps(
+                {
+                    "conn_type": "spark",
+                    "host": "local[2]",
+                    "extra": {"spark.sql.shuffle.partitions": "3", "capture_dir": "/c"},
+                }
+            ),
+        )
         monkeypatch.setenv("AIRFLOW_CONN_APL_CONNECT", json.dumps(
             {"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": 15002, "login": "alice",
              "extra": {"capture_dir": "/srv/capture"}}))
@@ -185,7 +193,9 @@ def assert_sql_task(run: dict[str, Any]) -> None:
     summary = str(run["data_dir"] / "mart" / "channel_summary_connect")
     run_id = run["dag_run"].run_id
     outputs = _xcom(run_id, "lineage_outputs", "channel_summary")
-    assert [(d["name"], d["columns"], d["format"]) for d in outputs] == [(summary, ["channel", "total_eur", "txns"], "parquet")]
+    assert [(d["name"], d["columns"], d["format"]) for d in outputs] == [
+        (summary, ["channel", "total_eur", "txns"], "parquet")
+    ]
     record = _xcom(run_id, "column_lineage", "channel_summary")
     assert record["status"] == "ok", record["problems"]
     names = [d["name"] for d in record["datasets"]]

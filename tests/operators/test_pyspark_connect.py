@@ -113,7 +113,9 @@ class TestTaskFlowOverSparkConnect:
         assert [e["eventType"] for e in mine] == ["START", "COMPLETE"]
         assert mine[-1]["run"]["facets"]["parent"]["job"]["name"] == DAG_ID
         assert "extractionError" not in mine[-1]["run"]["facets"]
-        assert [o["name"] for o in mine[-1]["outputs"]] == [str(connect_run["data_dir"] / "mart" / "customer_totals_connect")]
+        assert [o["name"] for o in mine[-1]["outputs"]] == [
+            str(connect_run["data_dir"] / "mart" / "customer_totals_connect")
+        ]
 
     def test_sql_write_of_the_second_task(self, connect_run: dict[str, Any]) -> None:
         """``channel_summary`` over Connect: a session temp view and ``INSERT OVERWRITE DIRECTORY``."""
@@ -121,7 +123,9 @@ class TestTaskFlowOverSparkConnect:
 
         assert_sql_task(connect_run)
 
-    def test_records_removed_from_the_capture_location(self, connect_run: dict[str, Any], server: ConnectServer) -> None:
+    def test_records_removed_from_the_capture_location(
+        self, connect_run: dict[str, Any], server: ConnectServer
+    ) -> None:
         assert not [p for p in server.capture_dir.glob("run-*") if any(p.iterdir())]
 
 
@@ -135,7 +139,9 @@ from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 out = {"state": str(run.state)}
 with create_session() as session:
-    for row in session.query(XComModel).filter_by(dag_id="pyspark_lineage_pair", run_id=run.run_id, task_id="write_side"):
+    for row in session.query(XComModel).filter_by(
+        dag_id="pyspark_lineage_pair", run_id=run.run_id, task_id="write_side"
+    ):
         try:
             out[row.key] = row.value if not isinstance(row.value, str) else json.loads(row.value)
         except ValueError:  # a plain string return value

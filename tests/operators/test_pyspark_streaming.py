@@ -34,7 +34,8 @@ def write_source(folder: Path) -> None:
 
 
 def run_streaming_dag(data_dir: Path, conn_id: str) -> Any:
-    """``dag.test()`` of the streaming DAG (its folder as a DAG bundle of its own, as tests/operators/test_guard_baseline.py)."""
+    """``dag.test()`` of the streaming DAG (its folder as a DAG bundle of its own, as
+    tests/operators/test_guard_baseline.py)."""
     from tests.support.pipelines import dagbag_class
 
     folder = ROOT / "tests" / "operators" / "dags"

@@ -302,8 +302,9 @@ class TestClusterSubmission:
         assert conf["spark.airflow_lineage.emit"] == "true" and "spark.airflow_lineage.captureToken" not in conf
         assert len(_opt(cmd, "--py-files")[0].split(",")) == 2  # shipped all the same
 
-    def test_unreachable_location_falls_back_with_the_reason(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                            s3: tuple[str, str], capfd: pytest.CaptureFixture[str]) -> None:
+    def test_unreachable_location_falls_back_with_the_reason(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, s3: tuple[str, str], capfd: pytest.CaptureFixture[str]
+    ) -> None:
         app = tmp_path / "job.py"
         app.write_text("")
         cmd, _ = _submitted(monkeypatch, {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}},

@@ -34,9 +34,17 @@ def _dates_table(root: Path, parts: int = 3, start: int = 0) -> str:
     root.mkdir(parents=True, exist_ok=True)
     for i in range(start, start + parts):
         days = [dt.date(2024, 1, 1) + dt.timedelta(days=i * 10 + d) for d in range(5)]
-        pq.write_table(pa.table({"day": pa.array(days, pa.date32()), "id": pa.array(range(i * 5, i * 5 + 5), pa.int64()),
-                                 "name": pa.array([f"n{i}"] * 5), "tags": pa.array([[f"t{i}"]] * 5)}),
-                       root / f"part-{i:03d}.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "day": pa.array(days, pa.date32()),
+                    "id": pa.array(range(i * 5, i * 5 + 5), pa.int64()),
+                    "name": pa.array([f"n{i}"] * 5),
+                    "tags": pa.array([[f"t{i}"]] * 5),
+                }
+            ),
+            root / f"part-{i:03d}.parquet",
+        )
     return str(root)
 
 
@@ -56,7 +64,9 @@ class TestArguments:
         assert isinstance(op, SparkSubmitOperator)
         assert op.application == job_path() and job_path().endswith("sieve/job.py")
         assert set(SparkSubmitOperator.template_fields) < set(op.template_fields)
-        assert {"conn_id", "table", "columns", "indexes", "index_columns", "index_path", "mode"} <= set(op.template_fields)
+        assert {"conn_id", "table", "columns", "indexes", "index_columns", "index_path", "mode"} <= set(
+            op.template_fields
+        )
         op.conn_id = "other"
         assert op._get_hook()._conn_id == "other"
 
@@ -115,12 +125,28 @@ class TestArguments:
         from airflow_provider_lineage._compat import AirflowException
 
         written = [
-            {"namespace": "file", "name": "/w/mart/daily", "table": None, "location": "file:/w/mart/daily",
-             "format": "parquet", "columns": ["day", "amount"], "mode": "Overwrite"},
-            {"namespace": "file", "name": "/w/raw/txn", "table": "spark_catalog.default.txn", "location": "file:/w/raw/txn",
-             "format": "parquet", "columns": ["txn_date", "customer_id"], "mode": "Append"},
+            {
+                "namespace": "file",
+                "name": "/w/mart/daily",
+                "table": None,
+                "location": "file:/w/mart/daily",
+                "format": "parquet",
+                "columns": ["day", "amount"],
+                "mode": "Overwrite",
+            },
+            {
+                "namespace": "file",
+                "name": "/w/raw/txn",
+                "table": "spark_catalog.default.txn",
+                "location": "file:/w/raw/txn",
+                "format": "parquet",
+                "columns": ["txn_date", "customer_id"],
+                "mode": "Append",
+            },
         ]
-        op = _op(index_columns={"daily": "day", "*/raw/*": ["txn_date", "customer_id"]}, index_path="/i/{table}/{column}")
+        op = _op(
+            index_columns={"daily": "day", "*/raw/*": ["txn_date", "customer_id"]}, index_path="/i/{table}/{column}"
+        )
         jobs = op._jobs_from_lineage(written)
         assert [(j.table, j.column, j.index_path) for j in jobs] == [
             ("/w/mart/daily", "day", "/i/daily/day"), ("/w/raw/txn", "txn_date", "/i/txn/txn_date"),
@@ -134,7 +160,9 @@ class TestArguments:
 class TestExecute:
     def test_builds_through_spark_submit(self, tmp_path: Path) -> None:
         table = _dates_table(tmp_path / "sales")
-        op = _op(table=table, columns=["day", "id"], index_path=str(tmp_path / "idx" / "{column}"), rows_per_partition=4)
+        op = _op(
+            table=table, columns=["day", "id"], index_path=str(tmp_path / "idx" / "{column}"), rows_per_partition=4
+        )
         out = op.execute({})
         assert [(r["column"], r["action"], r["status"], r["version"]) for r in out] == [
             ("day", "build", "ok", 1), ("id", "build", "ok", 1)]

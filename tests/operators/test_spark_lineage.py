@@ -31,7 +31,9 @@ def _clear_ol_caches() -> None:
 def ol_transport(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """Airflow's OpenLineage provider configured with a file transport."""
     path = tmp_path / "provider-events.jsonl"
-    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__TRANSPORT", json.dumps({"type": "file", "log_file_path": str(path), "append": True}))
+    monkeypatch.setenv(
+        "AIRFLOW__OPENLINEAGE__TRANSPORT", json.dumps({"type": "file", "log_file_path": str(path), "append": True})
+    )
     _clear_ol_caches()
     yield path
     monkeypatch.delenv("AIRFLOW__OPENLINEAGE__TRANSPORT")
@@ -40,7 +42,12 @@ def ol_transport(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
 
 @pytest.fixture
 def ol_unconfigured(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in ("AIRFLOW__OPENLINEAGE__TRANSPORT", "OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "AIRFLOW__OPENLINEAGE__CONFIG_PATH"):
+    for key in (
+        "AIRFLOW__OPENLINEAGE__TRANSPORT",
+        "OPENLINEAGE_URL",
+        "OPENLINEAGE_CONFIG",
+        "AIRFLOW__OPENLINEAGE__CONFIG_PATH",
+    ):
         monkeypatch.delenv(key, raising=False)
     _clear_ol_caches()
     yield
@@ -51,7 +58,9 @@ class TestSparkLineageSubmitOperator:
     def test_is_a_spark_submit_operator_with_its_template_fields(self) -> None:
         from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-        op = SparkLineageSubmitOperator(task_id="t", application="app.py", application_args=["{{ ds }}"], conf={"a": "1"})
+        op = SparkLineageSubmitOperator(
+            task_id="t", application="app.py", application_args=["{{ ds }}"], conf={"a": "1"}
+        )
         assert isinstance(op, SparkSubmitOperator)
         assert set(SparkSubmitOperator.template_fields) < set(op.template_fields)
         assert "capture_dir" in op.template_fields
@@ -71,7 +80,10 @@ class TestSparkLineageSubmitOperator:
     def test_emission_self_when_not_configured(self, ol_unconfigured: None) -> None:
         assert not openlineage_provider_active()
         assert SparkLineageSubmitOperator(task_id="t", application="a.py").resolved_emission() == "self"
-        assert SparkLineageSubmitOperator(task_id="t", application="a.py", lineage_emission="off").resolved_emission() == "off"
+        assert (
+            SparkLineageSubmitOperator(task_id="t", application="a.py", lineage_emission="off").resolved_emission()
+            == "off"
+        )
 
     def test_deploy_mode_from_connection(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))

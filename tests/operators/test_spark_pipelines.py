@@ -24,9 +24,15 @@ class TestSparkPipelinesLineageOperator:
     def test_takes_spark_pipelines_operators_arguments(self) -> None:
         from airflow.providers.apache.spark.operators.spark_pipelines import SparkPipelinesOperator
 
-        op = SparkPipelinesLineageOperator(task_id="t", pipeline_spec="p/spark-pipeline.yml", pipeline_command="dry-run",
-                                           conf={"a": "1"}, driver_memory="1G", env_vars={"X": "1"},
-                                           on_lineage_change="fail")
+        op = SparkPipelinesLineageOperator(
+            task_id="t",
+            pipeline_spec="p/spark-pipeline.yml",
+            pipeline_command="dry-run",
+            conf={"a": "1"},
+            driver_memory="1G",
+            env_vars={"X": "1"},
+            on_lineage_change="fail",
+        )
         assert set(SparkPipelinesOperator.template_fields) <= set(op.template_fields)
         assert op.pipeline_args() == ["dry-run", "--spec", "p/spark-pipeline.yml"]
         assert SparkPipelinesLineageOperator(task_id="t").pipeline_args() == ["run"]
@@ -37,7 +43,9 @@ class TestSparkPipelinesLineageOperator:
             SparkPipelinesLineageOperator(task_id="t", pipeline_command="init")
         with pytest.raises(ValueError, match="not local"):
             remote_command(["spark-submit", "--master", "yarn", "app.py"])
-        monkeypatch.setenv("AIRFLOW_CONN_SC", json.dumps({"conn_type": "spark_connect", "host": "localhost", "port": 15002}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SC", json.dumps({"conn_type": "spark_connect", "host": "localhost", "port": 15002})
+        )
         with pytest.raises(ValueError, match="connect_server"):
             SparkPipelinesLineageOperator(task_id="t", conn_id="sc").execute({})
 
@@ -66,7 +74,11 @@ def dag_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 class TestExampleDag:
     def test_every_flow_with_its_column_lineage(self, dag_run: dict[str, Any]) -> None:
         assert str(dag_run["dag_run"].state).endswith("success")
-        done = [e for e in dag_run["events"] if e["eventType"] == "COMPLETE" and e["job"]["name"] == f"{DAG_ID}.run_pipeline"]
+        done = [
+            e
+            for e in dag_run["events"]
+            if e["eventType"] == "COMPLETE" and e["job"]["name"] == f"{DAG_ID}.run_pipeline"
+        ]
         assert len(done) == 1
         validate_or_skip(done)
         outputs = {o["facets"]["symlinks"]["identifiers"][0]["name"].rsplit(".", 1)[-1]: o for o in done[0]["outputs"]}

@@ -138,7 +138,9 @@ class TestExampleDag:
         [output] = event["outputs"]
         assert output["name"] == str(dag_run["data_dir"] / "mart" / "stream_increment")
         edges = column_edges(output)
-        assert {("transactions", "amount"), ("transactions", "fx_rate"), ("transactions", "status")} <= edges["amount_eur"]
+        assert {("transactions", "amount"), ("transactions", "fx_rate"), ("transactions", "status")} <= edges[
+            "amount_eur"
+        ]
         assert ("transactions", "account_id") in edges["account_hash"]
         assert [i["name"] for i in event["inputs"]] == [str(dag_run["data_dir"] / "transactions")]
 

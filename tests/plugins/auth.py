@@ -34,7 +34,9 @@ def api_client() -> Iterator[Any]:
 
     env = {
         "AIRFLOW__CORE__AUTH_MANAGER": f"{__name__}.DenyOneDagAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"admin:admin,viewer:viewer,{DENIED_USER}:viewer,{NO_XCOM_USER}:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": (
+            f"admin:admin,viewer:viewer,{DENIED_USER}:viewer,{NO_XCOM_USER}:viewer"
+        ),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
     }
     saved = {k: os.environ.get(k) for k in env}
@@ -49,7 +51,13 @@ def api_client() -> Iterator[Any]:
         with TestClient(app) as client:
             client.tokens = {  # type: ignore[attr-defined]
                 name: manager.generate_jwt(SimpleAuthManagerUser(username=name, role=role))
-                for name, role in (("admin", "admin"), ("viewer", "viewer"), (DENIED_USER, "viewer"), (NO_XCOM_USER, "viewer"))}
+                for name, role in (
+                    ("admin", "admin"),
+                    ("viewer", "viewer"),
+                    (DENIED_USER, "viewer"),
+                    (NO_XCOM_USER, "viewer"),
+                )
+            }
             yield client
     finally:
         api_app.purge_cached_app()

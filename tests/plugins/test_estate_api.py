@@ -64,7 +64,9 @@ def test_impact_contract_json_and_csv(client: Any) -> None:
     assert c.status_code == 200 and c.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(c.text)))
     assert c.text.splitlines()[0] == ",".join(keys)
-    as_json = [{k: ("true" if v is True else "false" if v is False else str(v)) for k, v in x.items()} for x in body["rows"]]
+    as_json = [
+        {k: ("true" if v is True else "false" if v is False else str(v)) for k, v in x.items()} for x in body["rows"]
+    ]
     assert rows == as_json
 
 

@@ -119,12 +119,24 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 6) | st.f
                            | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=8)
 idx = st.one_of(st.integers(-2, 4), json_values)
 col = st.one_of(st.text(max_size=6), st.sampled_from(["a\x00", "c" * 600, ""]), json_values)
-datasets = st.lists(st.one_of(json_values, st.fixed_dictionaries(
-    {"namespace": st.one_of(st.just(NS), st.sampled_from(["n" * 600, "\x00"]), json_values),
-     "name": st.one_of(st.text(max_size=8), st.sampled_from(["m" * 1200, "a\x00b"]), json_values)},
-    optional={"table": st.one_of(st.text(max_size=5), json_values),
-              "fields": st.one_of(json_values, st.lists(st.lists(st.one_of(col, json_values), max_size=3), max_size=3))})),
-    max_size=4)
+datasets = st.lists(
+    st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "namespace": st.one_of(st.just(NS), st.sampled_from(["n" * 600, "\x00"]), json_values),
+                "name": st.one_of(st.text(max_size=8), st.sampled_from(["m" * 1200, "a\x00b"]), json_values),
+            },
+            optional={
+                "table": st.one_of(st.text(max_size=5), json_values),
+                "fields": st.one_of(
+                    json_values, st.lists(st.lists(st.one_of(col, json_values), max_size=3), max_size=3)
+                ),
+            },
+        ),
+    ),
+    max_size=4,
+)
 records = st.fixed_dictionaries(
     {"format": st.just(run_record.FORMAT), "datasets": datasets},
     optional={"inputs": st.one_of(json_values, st.lists(idx, max_size=4)),

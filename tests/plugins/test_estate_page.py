@@ -27,7 +27,13 @@ import pytest
 
 from tests.support.browser import BrowserMissing, chromium, chromium_paths, console_errors, wait_state
 
-pytestmark = [pytest.mark.xdist_group("deployment"), pytest.mark.deployment, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [
+    pytest.mark.xdist_group("deployment"),
+    pytest.mark.deployment,
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "img" / "estate.png"
 
@@ -78,8 +84,10 @@ START_SCREENSHOT = ROOT / "docs" / "img" / "estate-start.png"
 
 def _rect(browser: Any, element_id: str) -> list[float]:
     return browser.execute_script(
-        "var r = document.getElementById(arguments[0]).getBoundingClientRect(); return [r.left, r.top, r.width, r.height];",
-        element_id)
+        "var r = document.getElementById(arguments[0]).getBoundingClientRect();"
+        " return [r.left, r.top, r.width, r.height];",
+        element_id,
+    )
 
 
 def _side(browser: Any) -> list[float]:
@@ -103,7 +111,9 @@ def test_first_view_shows_where_to_start_and_searches_as_you_type(browser: Any, 
     assert browser.find_element(By.ID, "start").is_displayed()
     assert "Type a dataset or column name" in browser.find_element(By.CSS_SELECTOR, "#start .help").text
     recent = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#start-recent tr.start-dataset'), r => r.getAttribute('data-id'));")
+        "return Array.from(document.querySelectorAll('#start-recent tr.start-dataset'),"
+        " r => r.getAttribute('data-id'));"
+    )
     assert any(r.endswith("/customer_monthly") for r in recent), recent  # lineage_etl's mart
     dags = browser.execute_script(
         "return Array.from(document.querySelectorAll('#start-dags tr.start-dag'), r => r.getAttribute('data-dag'));")
@@ -119,7 +129,10 @@ def test_first_view_shows_where_to_start_and_searches_as_you_type(browser: Any, 
     assert "marts/customer_monthly" in hits, hits
     assert _side(browser) == side
     results = _rect(browser, "results")
-    assert results[0] + results[2] <= _rect(browser, "side")[0] + 1, (results, side)  # beside the side panel, not over it
+    assert results[0] + results[2] <= _rect(browser, "side")[0] + 1, (
+        results,
+        side,
+    )  # beside the side panel, not over it
     # the arrow keys pick a hit, Enter opens the graph around it
     hit = hits.index("marts/customer_monthly")
     box = browser.find_element(By.ID, "search")
@@ -193,7 +206,9 @@ def test_estate_page_across_dags_and_back_in_time(browser: Any, deployment: Any,
     # now, compared with that instant: t3 and its edges are highlighted as added
     _open(browser, deployment, t1, before=chain["before_flags"])
     browser.find_element(By.CSS_SELECTOR, "#depth option[value='3']").click()
-    WebDriverWait(browser, 90).until(lambda d: d.find_elements(By.CSS_SELECTOR, f'#graph .box.added[data-id="{_id(t3)}"]'))
+    WebDriverWait(browser, 90).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, f'#graph .box.added[data-id="{_id(t3)}"]')
+    )
     assert browser.find_elements(By.CSS_SELECTOR, "#graph .edge.added")
     assert "added dataset " + _id(t3) in browser.find_element(By.ID, "diff").text
 

@@ -113,9 +113,16 @@ def test_bad_records_nul_bytes_and_long_names_on_postgresql(pg: Any) -> None:
         found = {p["task_id"]: p for p in query.problems(session)["problems"]}
         assert set(found) == {"long", "malformed", "notlists"}
         assert "over 1000 characters" in found["long"]["reason"] and "NUL" in found["long"]["reason"]
-        assert found["notlists"]["status"] == "invalid" and "'dataset_edges' is not a list" in found["notlists"]["reason"]
+        assert (
+            found["notlists"]["status"] == "invalid" and "'dataset_edges' is not a list" in found["notlists"]["reason"]
+        )
         # request parameters with NUL bytes or over the column sizes: an unknown name, never a DataError
-        assert query.impact(session, NS, "nul\x00name", "c") == {"rows": [], "hidden": 0, "total": 0, "truncated": False}
+        assert query.impact(session, NS, "nul\x00name", "c") == {
+            "rows": [],
+            "hidden": 0,
+            "total": 0,
+            "truncated": False,
+        }
         assert query.graph(session, [(NS, "x" * 1500, "")], readable={"pg_dag"})["missing"] == [f"{NS}:{'x' * 1500}"]
         assert query.search(session, "a\x00b", readable={"pg_dag"}) == []
         assert query.graph(session, [(NS, "pg_out", "v\x00")], readable={"pg_dag"})["datasets"]
@@ -221,8 +228,14 @@ def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> N
     before = state()
     url = engine.url.render_as_string(hide_password=False)
     env = dict(os.environ, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=url, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC=url)
-    proc = subprocess.Popen([sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
     seen = []
     assert proc.stderr is not None
     for line in proc.stderr:

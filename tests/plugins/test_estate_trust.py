@@ -110,14 +110,24 @@ def test_a_dataset_only_refused_dags_name_answers_as_one_that_does_not_exist(cli
 def test_a_column_only_refused_dags_name_is_not_listed_and_counts_as_unknown(client: Any) -> None:
     for col, direction in (("hidden_col", "downstream"), ("hidden_in", "upstream"), ("hidden_col", "upstream"),
                            ("hidden_in", "downstream")):
-        _same(client, "/api/impact", DENIED_USER, {"namespace": NS, "name": "t1", "column": col, "direction": direction},
-              {"namespace": NS, "name": "t1", "column": "no_such_col", "direction": direction})
+        _same(
+            client,
+            "/api/impact",
+            DENIED_USER,
+            {"namespace": NS, "name": "t1", "column": col, "direction": direction},
+            {"namespace": NS, "name": "t1", "column": "no_such_col", "direction": direction},
+        )
         _same(client, "/api/estate/graph", DENIED_USER, {"namespace": NS, "name": "t1", "column": col, "depth": 2},
               {"namespace": NS, "name": "t1", "column": "no_such_col", "depth": 2})
     g = _get(client, "/api/estate/graph", DENIED_USER, namespace=NS, name="t1").json()
     t1 = next(d for d in g["datasets"] if d["name"] == "t1")
     assert {f["name"] for f in t1["fields"]} == {"email", "id"}
-    assert "hidden_col" not in json.dumps(g) and "hidden_in" not in json.dumps(g) and "salar" not in json.dumps(g) and DENIED_DAG not in json.dumps(g)
+    assert (
+        "hidden_col" not in json.dumps(g)
+        and "hidden_in" not in json.dumps(g)
+        and "salar" not in json.dumps(g)
+        and DENIED_DAG not in json.dumps(g)
+    )
     assert t1["hidden_down"] == 1 and t1["hidden_up"] == 1  # counts stay: the documented "N hidden"
     assert _get(client, "/api/estate/search", DENIED_USER, q="hidden_").json()["hits"] == []
     admin = _get(client, "/api/estate/graph", ADMIN, namespace=NS, name="t1").json()
@@ -322,9 +332,14 @@ def test_a_killed_reindex_leaves_the_old_index_whole(client: Any) -> None:
 
     before = state()
     assert len(before[0]) >= 40 and "many_29" in before[1]
-    proc = subprocess.Popen([sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ),
+    )
     seen = []
     assert proc.stderr is not None
     for line in proc.stderr:

@@ -12,7 +12,9 @@ from benchmarks.ui.synthetic import records
 
 
 def _graph(tasks: int = 3, columns: int = 40, edges: int = 60) -> dict:
-    return stitch([TaskRecord(f"t{i}", record=r, state="success") for i, r in enumerate(records(tasks, columns, edges))])
+    return stitch(
+        [TaskRecord(f"t{i}", record=r, state="success") for i, r in enumerate(records(tasks, columns, edges))]
+    )
 
 
 def test_a_dataset_written_by_one_task_and_read_by_the_next_is_one_node() -> None:
@@ -21,7 +23,9 @@ def test_a_dataset_written_by_one_task_and_read_by_the_next_is_one_node() -> Non
     middle = next(d for d in g["datasets"] if d["name"].endswith("table_01"))
     assert middle["written_by"] == ["t0"] and "t1" in middle["read_by"]
     total = sum(len(r["edges"]) for r in records(3, 40, 60))
-    assert len(g["edges"]) == total and len(g["dataset_edges"]) == sum(len(r["dataset_edges"]) for r in records(3, 40, 60))
+    assert len(g["edges"]) == total and len(g["dataset_edges"]) == sum(
+        len(r["dataset_edges"]) for r in records(3, 40, 60)
+    )
 
 
 def test_the_same_edge_from_two_tasks_is_one_edge_naming_both() -> None:

@@ -230,7 +230,9 @@ def guard_runs(deployment: Any) -> list[str]:
         with deployment.client("admin") as client:
             client.delete("/api/v2/variables/lineage_column_tags")
             client.post("/api/v2/variables", json={"key": "lineage_column_tags", "value": value}).raise_for_status()
-        run_id = deployment.trigger("lineage_guard", conf={"data_dir": str(data), "version": version, "on_change": "warn"})
+        run_id = deployment.trigger(
+            "lineage_guard", conf={"data_dir": str(data), "version": version, "on_change": "warn"}
+        )
         deployment.wait_success("lineage_guard", run_id, timeout=900)
         runs.append(run_id)
     return runs
@@ -284,7 +286,10 @@ def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, d
     def chips(label: str, column: str) -> set[tuple[str, str]]:
         ds = next(d for d in graph["datasets"] if d["label"].endswith(label))
         row = browser.find_element(By.CSS_SELECTOR, f'#graph .box[data-id="{ds["id"]}"] .row[data-field="{column}"]')
-        return {(c.get_attribute("data-tag"), c.get_attribute("data-source")) for c in row.find_elements(By.CSS_SELECTOR, ".chip")}
+        return {
+            (c.get_attribute("data-tag"), c.get_attribute("data-source"))
+            for c in row.find_elements(By.CSS_SELECTOR, ".chip")
+        }
 
     assert chips("customers", "email") == {("pii", "declared")}
     assert chips("orders_mart", "email") == {("pii", "inherited")}
@@ -297,13 +302,17 @@ def test_guard_badge_changed_edges_tag_chips_and_unmasked_list(signed_in: Any, d
     assert console_errors(browser) == []
 
 
-def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(signed_in: Any, deployment: Any, guard_runs: list[str]) -> None:
+def test_guard_unmasked_page_lists_where_pii_reaches_unmasked(
+    signed_in: Any, deployment: Any, guard_runs: list[str]
+) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     answer = _api(deployment, "/api/tags/unmasked", tag="pii")
     assert answer["source"] == "estate"  # along the estate index's edges (docs/guard.md)
-    assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [("lineage_guard", "mart", "email")]
+    assert [(u["dag_id"], u["task_id"], u["column"]) for u in answer["unmasked"]] == [
+        ("lineage_guard", "mart", "email")
+    ]
     # the scheduler publishes the estate's tag map for the workers once the index synced after the run
     deadline = time.monotonic() + 120
     published: dict[str, Any] = {}

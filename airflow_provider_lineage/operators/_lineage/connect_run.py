@@ -135,8 +135,10 @@ class ConnectRun:
                 pass
             if time.monotonic() >= deadline:
                 self.problems.append(
-                    f"the lineage Connect server wrote no status for this run within capture_drain_timeout={timeout:g}s: "
-                    "the records found are used (writes may be missing)")
+                    "the lineage Connect server wrote no status for this run within "
+                    f"capture_drain_timeout={timeout:g}s: "
+                    "the records found are used (writes may be missing)"
+                )
                 return False
             time.sleep(delay)
             delay = min(delay * 2, 1.0)

@@ -177,10 +177,14 @@ class RemoteCapture:
         except Exception as exc:  # noqa: BLE001 - the location went away after the job
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
             if permission_denied(exc):
-                result.problems.append(permission_problem("the capture folder", self.folder) + "; no lineage for this run")
+                result.problems.append(
+                    permission_problem("the capture folder", self.folder) + "; no lineage for this run"
+                )
                 return result
-            result.problems.append(f"cannot list the capture records at {self.folder} ({first}): no lineage for this run; "
-                                   "check that the location is reachable from this worker")
+            result.problems.append(
+                f"cannot list the capture records at {self.folder} ({first}): no lineage for this run; "
+                "check that the location is reachable from this worker"
+            )
             return result
         skews: list[float] = []
         for info in sorted(infos, key=lambda i: i.path):
@@ -189,7 +193,9 @@ class RemoteCapture:
                 continue
             where = f"{self.folder}/{name}"
             if name.startswith(".tmp-"):
-                result.problems.append(f"half-written capture record {where} skipped (the driver stopped while writing it)")
+                result.problems.append(
+                    f"half-written capture record {where} skipped (the driver stopped while writing it)"
+                )
                 continue
             if info.size is not None and info.size > self.limit:
                 result.problems.append(
@@ -230,13 +236,15 @@ class RemoteCapture:
                 result.records += 1
         if not result.status_found:
             result.problems.append(
-                f"the driver left no status at {self.folder}: it did not finish normally (killed, or it could not write "
-                "there: see the driver's log for 'airflow-provider-lineage:' lines); the records found are used")
+                f"the driver left no status at {self.folder}: it did not finish normally (killed, or it could not "
+                "write there: see the driver's log for 'airflow-provider-lineage:' lines); the records found are used"
+            )
         if skews:
             worst = max(skews, key=abs)
             result.notes.append(
-                f"the driver's clock is about {worst:+.0f} s off this worker's: records are matched by this run's token, "
-                "never by time, so none is lost or mixed in")
+                f"the driver's clock is about {worst:+.0f} s off this worker's: records are matched by this run's "
+                "token, never by time, so none is lost or mixed in"
+            )
         return result
 
     def cleanup(self) -> str | None:
@@ -274,7 +282,9 @@ def submit_settings(*, master: str, deploy_mode: str, application: str, py_files
         if local and not new_conf.get("spark.kubernetes.file.upload.path"):
             warnings.append(
                 "Kubernetes cluster deploy mode uploads local files through spark.kubernetes.file.upload.path, which "
-                f"is not set: set it (e.g. s3a://bucket/spark-uploads) or give remote URIs; local files: {', '.join(local)}")
+                "is not set: set it (e.g. s3a://bucket/spark-uploads) or give remote URIs; "
+                f"local files: {', '.join(local)}"
+            )
     return ",".join(shipped), new_conf, warnings
 
 

@@ -9,7 +9,8 @@
     GET /api/estate/start?limit=          the page's first view: datasets written recently, DAGs with lineage
 
 Every one needs a signed-in user (401 without a token) and reads only the DAGs the auth manager lets
-the user read, and read the XComs of (the index is derived from XComs: :mod:`..access`); what is reachable only through other DAGs is a count (``hidden``), never a name, and a
+the user read, and read the XComs of (the index is derived from XComs: :mod:`..access`); what is
+reachable only through other DAGs is a count (``hidden``), never a name, and a
 dataset or column only such DAGs name answers exactly as one that does not exist.
 
 Bounded: list answers page (``limit`` up to the documented maximum, ``next_cursor`` to pass as
@@ -182,7 +183,8 @@ def register(app: Any) -> None:
                format: str = Query("json", pattern="^(json|csv)$"),
                limit: int = Query(IMPACT_LIMIT, ge=1, le=IMPACT_MAX_LIMIT),
                cursor: Optional[str] = Query(None, max_length=200)) -> Any:  # noqa: UP045
-        """Columns downstream (or upstream) of a column (``column`` empty: the dataset) to ``depth``, as of ``as_of``."""
+        """Columns downstream (or upstream) of a column (``column`` empty: the dataset) to ``depth``, as of
+        ``as_of``."""
         no_nul(namespace=namespace, name=name, column=column)
         at = instant(as_of)
         offset = offset_of(cursor, "impact")
@@ -212,8 +214,12 @@ def register(app: Any) -> None:
         notice = fresh(session, who)
         hits = query.search(session, q, limit=limit + 1, readable=who, offset=offset)
         more = len(hits) > limit and offset + limit <= query.SEARCH_MAX_OFFSET
-        return {"query": q, "hits": hits[:limit], "next_cursor": encode_cursor(offset + limit, "search") if more else None,
-                "notice": notice}
+        return {
+            "query": q,
+            "hits": hits[:limit],
+            "next_cursor": encode_cursor(offset + limit, "search") if more else None,
+            "notice": notice,
+        }
 
     @app.get("/api/estate/graph")
     def estate_graph(user: GetUserDep, session: SessionDep, namespace: list[str] = Query(...),  # noqa: B008
@@ -269,8 +275,11 @@ def register(app: Any) -> None:
         who = readable(user)
         notice = fresh(session, who)
         found = query.runs(session, readable=who, dag_id=dag_id, limit=limit + 1, offset=offset)
-        return {"runs": found[:limit], "next_cursor": encode_cursor(offset + limit, "runs") if len(found) > limit else None,
-                "notice": notice}
+        return {
+            "runs": found[:limit],
+            "next_cursor": encode_cursor(offset + limit, "runs") if len(found) > limit else None,
+            "notice": notice,
+        }
 
     @app.get("/api/estate/problems")
     def estate_problems(user: GetUserDep, session: SessionDep,
@@ -396,7 +405,9 @@ def register_start(app: Any, readable: Any, fresh: Any) -> None:
     from fastapi import Query
 
     @app.get("/api/estate/start")
-    def estate_start(user: GetUserDep, session: SessionDep, limit: int = Query(START_LIMIT, ge=1, le=START_MAX)) -> dict:
+    def estate_start(
+        user: GetUserDep, session: SessionDep, limit: int = Query(START_LIMIT, ge=1, le=START_MAX)
+    ) -> dict:
         """Datasets written most recently and DAGs with lineage (names of readable DAGs only; others counted)."""
         who = readable(user)
         notice = fresh(session, who)

@@ -372,8 +372,14 @@ def ingest(session: Session, *, dag_run_id: int, dag_id: str, task_id: str, run_
         reason = "the database refused the record (a concurrent change): indexed again at the next sync"
     except (BadRecord, SQLAlchemyError, TypeError, ValueError, KeyError, AttributeError) as exc:
         datasets.ids = keep
-        reason = f"the lineage record could not be indexed: {exc}" if isinstance(exc, BadRecord) else (
-            f"the lineage record could not be indexed ({type(exc).__name__}): {str(exc).splitlines()[0][:300] if str(exc) else ''}")
+        reason = (
+            f"the lineage record could not be indexed: {exc}"
+            if isinstance(exc, BadRecord)
+            else (
+                f"the lineage record could not be indexed ({type(exc).__name__}): "
+                f"{str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            )
+        )
     log.warning("estate index: %s.%s run %s: %s", dag_id, task_id, run_id, reason)
     try:
         with session.begin_nested():

@@ -420,7 +420,9 @@ def impact(session: Session, namespace: str, name: str, column: str = "", *, dir
     tr = traverse(session, [start], direction=direction, depth=depth, as_of=as_of, readable=readable,
                   blind={start} if blind else (), max_nodes=max_nodes)
     keys = _dataset_keys(session, [n[0] for n in tr.depth])
-    order = sorted(((node, d) for node, d in tr.depth.items() if d), key=lambda kv: (kv[1], keys[kv[0][0]][:2], kv[0][1]))
+    order = sorted(
+        ((node, d) for node, d in tr.depth.items() if d), key=lambda kv: (kv[1], keys[kv[0][0]][:2], kv[0][1])
+    )
     total = len(order)
     page = order[offset:] if limit is None else order[offset:offset + limit]
     rows = []

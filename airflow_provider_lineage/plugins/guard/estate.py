@@ -15,8 +15,8 @@ nothing), across tasks and DAGs, whatever order the tasks ran in and whichever t
 * :func:`publish`: the tag map (inherited tags of every tagged column) in the Airflow Variable
   :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..estate.listener`).
   Workers have no metadata-DB access; the operator reads this Variable for the tags of its inputs
-  (operators/_lineage/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset left out
-  is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".
+  (operators/_lineage/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset
+  left out is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".
 
 Metadata-DB side only (scheduler, api-server); reads the estate index, never writes it.
 """
@@ -311,8 +311,16 @@ def unmasked(session: Session, readable: Collection[str] | None, tag: str | None
         return None
     if tags.result is None:
         return None
-    cache_key = None if tags.key is None else (
-        tags.key, None if readable is None else frozenset(readable), tag, None if sources is None else frozenset(sources))
+    cache_key = (
+        None
+        if tags.key is None
+        else (
+            tags.key,
+            None if readable is None else frozenset(readable),
+            tag,
+            None if sources is None else frozenset(sources),
+        )
+    )
     if cache_key is not None:
         with _cache.lock:
             hit = _cache.answers.get(cache_key)

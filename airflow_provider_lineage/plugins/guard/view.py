@@ -115,7 +115,11 @@ def annotate(graph: dict[str, Any], tasks: Sequence[TaskRecord]) -> dict[str, An
                 continue
             have = f.setdefault("tags", [])
             for e in entries:
-                key = (e["tag"], e["source"], _cid(e["path"][0]) + "." + str(e["path"][0]["column"]) if e.get("path") else "")
+                key = (
+                    e["tag"],
+                    e["source"],
+                    _cid(e["path"][0]) + "." + str(e["path"][0]["column"]) if e.get("path") else "",
+                )
                 if not any((h["tag"], h["source"], _cid(h["path"][0]) + "." + str(h["path"][0]["column"])
                             if h.get("path") else "") == key for h in have):
                     have.append(e)
@@ -172,7 +176,9 @@ def _dedupe(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda u: (u["tag"], u["label"], u["column"]))
 
 
-def unmasked_from_records(records: Iterable[tuple[dict[str, Any], dict[str, Any]]], tag: str | None = None) -> list[dict[str, Any]]:
+def unmasked_from_records(
+    records: Iterable[tuple[dict[str, Any], dict[str, Any]]], tag: str | None = None
+) -> list[dict[str, Any]]:
     """Where tags reach unmasked over ``(where, record)`` pairs (newest first: one record per task kept)."""
     seen_tasks: set[tuple[Any, ...]] = set()
     out: list[dict[str, Any]] = []

@@ -127,7 +127,11 @@ def _read_all(fd: int) -> list[dict]:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("paths"), list) and isinstance(entry.get("end"), int | float):
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get("paths"), list)
+            and isinstance(entry.get("end"), int | float)
+        ):
             out.append(entry)
     return out
 

@@ -8,7 +8,8 @@ and UTC-adjusted timestamps to TIMESTAMP, other timestamps to TIMESTAMP_NTZ, uns
 Partition columns (``key=value`` folders) are typed as Spark's partition inference types them
 (``PartitioningUtils.inferPartitionColumnValue``, type inference on unless
 ``partitionColumnTypeInference`` is off): INT, then BIGINT, then DECIMAL(n, 0) for longer integers
-and ``1e3`` or ``1.`` (``java.math.BigDecimal`` without fraction digits), DOUBLE, TIMESTAMP (``yyyy-MM-dd HH:mm:ss[.S]``), DATE
+and ``1e3`` or ``1.`` (``java.math.BigDecimal`` without fraction digits), DOUBLE, TIMESTAMP
+(``yyyy-MM-dd HH:mm:ss[.S]``), DATE
 (``yyyy-MM-dd``), else STRING; ``__HIVE_DEFAULT_PARTITION__`` is NULL. Differing types of one column
 are widened as Spark widens them (INT and BIGINT to BIGINT, integers and decimals to a wide enough
 DECIMAL, numbers and DOUBLE to DOUBLE, DATE and TIMESTAMP to TIMESTAMP, anything else to STRING), and

@@ -238,10 +238,15 @@ def _entry_columns(ids: list[int], entries: list[FileEntry], root: str) -> _Colu
     footers = None
     if any(f.footer is not None for f in entries):
         footers = np.fromiter((0 if f.footer is None else f.footer + 1 for f in entries), np.int64, n)
-    return (np.asarray(ids, np.int64).reshape(n), [relative(f.path, root).encode() for f in entries],
-            np.fromiter((f.size for f in entries), np.int64, n), np.fromiter((f.mtime_ns for f in entries), np.int64, n),
-            np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for f in entries), np.int64, n),
-            [f.partition for f in entries], footers)
+    return (
+        np.asarray(ids, np.int64).reshape(n),
+        [relative(f.path, root).encode() for f in entries],
+        np.fromiter((f.size for f in entries), np.int64, n),
+        np.fromiter((f.mtime_ns for f in entries), np.int64, n),
+        np.fromiter((0 if f.num_rows is None else f.num_rows + 1 for f in entries), np.int64, n),
+        [f.partition for f in entries],
+        footers,
+    )
 
 
 def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
@@ -270,9 +275,15 @@ def _changed_columns(files: ChangedFiles, root: str) -> _Columns | None:
     if base._footers is not None or new[6] is not None:  # an SVF2 table stays one (even when no file is left)
         added = new[6] if new[6] is not None else np.zeros(len(new[0]), np.int64)
         footers = np.concatenate([np.asarray(old_footers, np.int64), added])
-    return (np.concatenate([np.asarray(ids, np.int64), new[0]]), list(paths) + new[1],
-            np.concatenate([np.asarray(sizes, np.int64), new[2]]), np.concatenate([np.asarray(mtimes, np.int64), new[3]]),
-            np.concatenate([np.asarray(rows, np.int64), new[4]]), parts, footers)
+    return (
+        np.concatenate([np.asarray(ids, np.int64), new[0]]),
+        list(paths) + new[1],
+        np.concatenate([np.asarray(sizes, np.int64), new[2]]),
+        np.concatenate([np.asarray(mtimes, np.int64), new[3]]),
+        np.concatenate([np.asarray(rows, np.int64), new[4]]),
+        parts,
+        footers,
+    )
 
 
 def _append_json(base: FileTable, more: list[dict[str, str]]) -> list[dict[str, str]] | bytes:

@@ -29,8 +29,9 @@ def both_sides(side: str, data_dir: str, spark: Any = None) -> str:
     deadline = time.monotonic() + 300
     while not (base / "barrier" / other).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
-    spark.read.parquet(str(base / f"{side}_1")).where(F.col(f"{side}_key") > 2) \
-        .select((F.col(f"{side}_value") + 1).alias(f"{side}_total")).write.mode("overwrite").parquet(str(base / f"{side}_2"))
+    spark.read.parquet(str(base / f"{side}_1")).where(F.col(f"{side}_key") > 2).select(
+        (F.col(f"{side}_value") + 1).alias(f"{side}_total")
+    ).write.mode("overwrite").parquet(str(base / f"{side}_2"))
     return side
 
 

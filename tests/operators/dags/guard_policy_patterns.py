@@ -138,10 +138,16 @@ with DAG(DAG_ID, schedule=None):
                           require_masked=["pii"])
     ReplayLineageOperator(task_id="inherited_warn", lineage=PATTERNS["exact"](out_of("inherited_warn"), MART),
                           require_masked=["pii"], on_policy_violation="warn")
-    (ReplayLineageOperator(task_id="writer_a", lineage=_copy(CUSTOMERS, "email"), require_masked=["pii"],
-                           on_policy_violation="warn")
-     >> ReplayLineageOperator(task_id="writer_b", lineage=_copy(ORDERS, "amount"))
-     >> ReplayLineageOperator(task_id="reader_of_two_writers",
-                              lineage=PATTERNS["exact"](out_of("reader_of_two_writers"), SHARED), require_masked=["pii"]))
+    (
+        ReplayLineageOperator(
+            task_id="writer_a", lineage=_copy(CUSTOMERS, "email"), require_masked=["pii"], on_policy_violation="warn"
+        )
+        >> ReplayLineageOperator(task_id="writer_b", lineage=_copy(ORDERS, "amount"))
+        >> ReplayLineageOperator(
+            task_id="reader_of_two_writers",
+            lineage=PATTERNS["exact"](out_of("reader_of_two_writers"), SHARED),
+            require_masked=["pii"],
+        )
+    )
     ReplayLineageOperator(task_id="undeclared_tag", lineage=PATTERNS["exact"](out_of("undeclared_tag"), ORDERS),
                           require_masked=["pii", "secret"], on_policy_violation="warn")

@@ -109,8 +109,13 @@ def test_unmasked_shows_a_user_counts_only_for_what_the_user_cannot_read(client:
     full = _get(client, "/api/tags/unmasked", "viewer", tag="pii")
     assert full.status_code == 200, full.text
     seen = _mine(full.json())
-    assert set(seen) == {("/gt/customers", "email"), ("/gt/secret_hr/stage", "x"), ("/gt/secret_hr/salaries", "email_copy"),
-                         ("/gt/secret_hr/bonus", "mail"), ("/gt/report", "contact")}
+    assert set(seen) == {
+        ("/gt/customers", "email"),
+        ("/gt/secret_hr/stage", "x"),
+        ("/gt/secret_hr/salaries", "email_copy"),
+        ("/gt/secret_hr/bonus", "mail"),
+        ("/gt/report", "contact"),
+    }
     assert _names(seen[("/gt/report", "contact")]["path"]) == [f"{p['name']}.{p['column']}" for p in PATH]
 
     r = _get(client, "/api/tags/unmasked", DENIED_USER, tag="pii")
@@ -124,7 +129,12 @@ def test_unmasked_shows_a_user_counts_only_for_what_the_user_cannot_read(client:
     assert got[("/gt/secret_hr/salaries", "email_copy")]["dag_id"] is None
     assert got[("/gt/report", "contact")]["dag_id"] == "gt_report"
     assert _names(got[("/gt/report", "contact")]["path"]) == [
-        "/gt/landing.email", "/gt/customers.email", "hidden:1", "/gt/secret_hr/salaries.email_copy", "/gt/report.contact"]
+        "/gt/landing.email",
+        "/gt/customers.email",
+        "hidden:1",
+        "/gt/secret_hr/salaries.email_copy",
+        "/gt/report.contact",
+    ]
     assert body["hidden"] >= 2 and body["hidden_hops"] >= 2  # stage.x and bonus.mail; their paths' hops
     assert full.json()["hidden"] == 0
 
@@ -160,12 +170,21 @@ def test_the_estate_tag_map_is_computed_once_per_index_state(client: Any, monkey
         assert _get(client, "/api/tags/unmasked", user, tag="pii").status_code == 200
     assert len(calls) == 1  # one read of the estate's edges for five requests of three users
     # a new lineage run synced into the index: the next request computes again, and sees it
-    add_run("gt_src", "load", record({"/gt/customers": [("email", "/gt/landing:email"), ("email2", "/gt/landing:email")]}),
-            day=4, run_id=RUN_PREFIX + "4")
+    add_run(
+        "gt_src",
+        "load",
+        record({"/gt/customers": [("email", "/gt/landing:email"), ("email2", "/gt/landing:email")]}),
+        day=4,
+        run_id=RUN_PREFIX + "4",
+    )
     with create_session() as session:
         index.sync(session, force=True)
     again = _get(client, "/api/tags/unmasked", "viewer", tag="pii").json()
-    assert len(calls) == 2 and ("/gt/customers", "email2") in _mine(again) and ("/gt/customers", "email2") not in _mine(first)
+    assert (
+        len(calls) == 2
+        and ("/gt/customers", "email2") in _mine(again)
+        and ("/gt/customers", "email2") not in _mine(first)
+    )
 
 
 def test_the_run_view_hides_hops_through_datasets_of_unreadable_dags(client: Any) -> None:

@@ -54,13 +54,20 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp = pytest.MonkeyPatch()
     mp.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", json.dumps(DECL))
     _wipe()
-    add_run("gx_src", "load", record({"/gx/customers": [("email", "/gx/landing:email"), ("id", "/gx/landing:id")]}), day=1)
+    add_run(
+        "gx_src", "load", record({"/gx/customers": [("email", "/gx/landing:email"), ("id", "/gx/landing:id")]}), day=1
+    )
     # the mart reads one partition folder of the customers: the index stitches it to /gx/customers (identity)
     cust = "/gx/customers/day=2026-01-02"
     add_run("gx_mart", "mart", record({"/gx/mart": [("email_h", f"{cust}:email"), ("email_l", f"{cust}:email"),
                                                     ("id", f"{cust}:id")]},
                                       masked={"email_h"}, dataset_edges=[("/gx/mart", cust, "email")]), day=2)
-    add_run("gx_report", "report", record({"/gx/report": [("contact", "/gx/mart:email_l"), ("key", "/gx/mart:email_h")]}), day=3)
+    add_run(
+        "gx_report",
+        "report",
+        record({"/gx/report": [("contact", "/gx/mart:email_l"), ("key", "/gx/mart:email_h")]}),
+        day=3,
+    )
     # a later failed run of the report task: its edges are not the estate's
     add_run("gx_report", "report", record({"/gx/leak": [("raw", "/gx/mart:email_l")]}), day=4, state="failed")
     with create_session() as session:
@@ -88,8 +95,13 @@ def test_where_pii_reaches_unmasked_along_the_estate(estate: None) -> None:
     assert got["source"] == "estate"
     assert got["problems"] == [] and got["hidden"] == 0  # /gx/landing is in the index (read by gx_src)
     rows = _rows(got["unmasked"])
-    assert sorted(rows) == sorted([("gx/customers", "email", "gx_src", "load"), ("gx/mart", "email_l", "gx_mart", "mart"),
-                                   ("gx/report", "contact", "gx_report", "report")])  # not email_h, key, the failed leak
+    assert sorted(rows) == sorted(
+        [
+            ("gx/customers", "email", "gx_src", "load"),
+            ("gx/mart", "email_l", "gx_mart", "mart"),
+            ("gx/report", "contact", "gx_report", "report"),
+        ]
+    )  # not email_h, key, the failed leak
     contact = next(u for u in got["unmasked"] if u["column"] == "contact")
     assert [(p["name"], p["column"]) for p in contact["path"]] == [
         ("/gx/landing", "email"), ("/gx/customers", "email"), ("/gx/mart", "email_l"), ("/gx/report", "contact")]
@@ -121,7 +133,9 @@ def test_without_index_data_the_records_answer(estate: None, monkeypatch: pytest
     guard_estate.clear_cache()
 
 
-def test_a_malformed_declaration_is_reported_on_the_estate_answer(estate: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_malformed_declaration_is_reported_on_the_estate_answer(
+    estate: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
     monkeypatch.setenv("AIRFLOW_VAR_LINEAGE_COLUMN_TAGS", "{not json")

@@ -70,7 +70,9 @@ def test_access_redact_keeps_the_path_shape_with_counts_only() -> None:
     assert n == 3 and [p.get("hidden") or p["name"] for p in path] == ["/d0", 2, "/d3", 1, "/d5"]
     assert all("/d1" not in str(p) and "/d2" not in str(p) for p in path)
     marker = {"namespace": "", "name": "...", "column": "4 more"}  # a shortened path's middle stays
-    assert access.redact([marker], access.hops_visible([marker], lambda k: False, lambda h: ("", "", "")))[0] == [marker]
+    assert access.redact([marker], access.hops_visible([marker], lambda k: False, lambda h: ("", "", "")))[0] == [
+        marker
+    ]
     assert access.filter_problems([("variable", "a"), ("setting", "b")], {"setting"}) == (["b"], 1)
 
 

@@ -183,6 +183,7 @@ class ConnectCapture(ConnectStreams):
         self._worker = threading.Thread(target=self._work, name="airflow-lineage-connect-capture", daemon=True)
         self._worker.start()
         self._registered = False
+        self._added: Any = None
 
     # -- SparkListenerInterface (Spark's listener-bus thread: returns at once) ----------------------
     def onOtherEvent(self, event: Any) -> None:
@@ -222,13 +223,16 @@ class ConnectCapture(ConnectStreams):
         """Start py4j's callback server and add this listener to a listener-bus queue of its own."""
         from pyspark.java_gateway import ensure_callback_server_started
 
+        from airflow_provider_lineage.capture import listener_forwarder
+
         sc = self.spark.sparkContext
         ensure_callback_server_started(sc._gateway)
-        bus = sc._jsc.sc().listenerBus()
+        # behind the JVM filter: only these events and the jobs of SQL executions cross to Python
+        wanted = {"other_events": tuple(sorted(_WANTED)), "job_starts": listener_forwarder.JOBS_INSIDE_SQL}
         try:
-            bus.addToQueue(self, BUS_QUEUE)  # private[spark] in Scala, public in the bytecode
+            self._added = listener_forwarder.register(sc, self, bus_queue=BUS_QUEUE, **wanted)
         except Exception:  # noqa: BLE001 - an older/other Spark: the shared queue
-            sc._jsc.sc().addSparkListener(self)
+            self._added = listener_forwarder.register(sc, self, **wanted)
             self._bus_queue = "shared"
         self._registered = True
 
@@ -239,7 +243,9 @@ class ConnectCapture(ConnectStreams):
         if self._registered:
             try:
                 drain_bus(self.spark.sparkContext, timeout_s)
-                self.spark.sparkContext._jsc.sc().removeSparkListener(self)
+                from airflow_provider_lineage.capture import listener_forwarder
+
+                listener_forwarder.unregister(self.spark.sparkContext, self._added)
             except Exception:
                 log.debug("connect capture: could not remove the listener", exc_info=True)
             self._registered = False

@@ -106,6 +106,7 @@ class StreamingCapture:
         self.errors: list[str] = []
         self.captured = 0
         self._registered = False
+        self._added: Any = None
         #: also capture the (batch) writes of sessions without a capture listener of ours: Spark Connect
         #: sessions (a declarative pipeline's flows, an application run with ``--remote local``)
         self.other_sessions = other_sessions
@@ -146,16 +147,22 @@ class StreamingCapture:
         """Start py4j's callback server and add this listener to the SparkContext's shared listener queue."""
         from pyspark.java_gateway import ensure_callback_server_started
 
+        from airflow_provider_lineage.capture import listener_forwarder
+
         sc = self._spark.sparkContext
         ensure_callback_server_started(sc._gateway)
-        sc._jsc.sc().addSparkListener(self)
+        # behind the JVM filter: only these events cross to Python (not every task's)
+        self._added = listener_forwarder.register(sc, self, other_events=(_END, _STARTED, _TERMINATED),
+                                                  job_starts=listener_forwarder.JOBS_NONE)
         self._registered = True
         return self
 
     def unregister(self) -> None:
         if self._registered:
             try:
-                self._spark.sparkContext._jsc.sc().removeSparkListener(self)
+                from airflow_provider_lineage.capture import listener_forwarder
+
+                listener_forwarder.unregister(self._spark.sparkContext, self._added)
             except Exception:  # noqa: BLE001, S110 - stopping anyway
                 pass
             self._registered = False

@@ -142,10 +142,12 @@ def run_layout(spark: Any, name: str, plain: Path, bloom: Path, keys: np.ndarray
 def write_report(path: Path, args: argparse.Namespace, rows: list[dict[str, Any]], load: tuple[str, str],
                  wall: float, meta: dict[str, Any]) -> None:
     methods = ["parquet", "parquet + bloom 0.01", "sieve source", "sieve.spark.load"]
+    warm_note = "before every query" if args.warmup else "on the first query of each layout"
     lines = ["# `spark.read.format(\"sieve\")` vs `spark.read.parquet` (issue 39)", "",
              (f"`benchmarks/sieve/spark_source.py {' '.join(sys.argv[1:])}`: Spark `{args.master}`, "
              f"{meta['files']} files, {meta['rows']:,} rows ({meta['per_file']:,} distinct keys per file, every "
-             f"key in 1-3 files), median of {args.repeats} run(s) after a warm-up of each method ({'before every query' if args.warmup else 'on the first query of each layout'}). `uptime` at the start: "
+             f"key in 1-3 files), median of {args.repeats} run(s) after a warm-up of each method ({warm_note}). "
+             "`uptime` at the start: "
              f"{load[0]}; at the end: {load[1]}; wall {wall:.0f} s. The machine is shared with other "
              "engineers' test runs and benchmarks (2 cores): wall times follow its load, so compare methods "
              "within a row, not across runs."), "",
@@ -179,7 +181,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--per-file", type=int, default=10_000, help="distinct keys per file (random_keys.py's K)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--warmup", action="store_true", help="a warm-up run before every query (default: before the first)")
+    ap.add_argument("--warmup", action="store_true",
+                    help="a warm-up run before every query (default: before the first)")
     ap.add_argument("--sweep", default="0.01,0.1,0.25,0.5,1.0", help="range queries: shares of the key domain")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "spark_source"))

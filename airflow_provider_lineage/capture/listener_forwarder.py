@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
+from airflow_provider_lineage.capture.plan_walk import janino_class
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)
@@ -82,14 +83,7 @@ def forwarder_class(gateway: Any) -> Any:
         hit = _classes.get(key)
         if hit is None:
             try:
-                jvm = gateway.jvm
-                loader = jvm.java.lang.Class.forName("org.apache.spark.scheduler.SparkListener").getClassLoader()
-                compiler = jvm.org.codehaus.janino.SimpleCompiler()
-                compiler.setParentClassLoader(loader)
-                compiler.cook(SOURCE)
-                hit = compiler.getClassLoader().loadClass(_CLASS)
-                gateway.detach(compiler)
-                gateway.detach(loader)
+                hit = janino_class(gateway, "org.apache.spark.scheduler.SparkListener", SOURCE, _CLASS)
             except Exception as exc:  # noqa: BLE001 - remembered: one attempt per JVM, the caller falls back
                 hit = exc
             _classes[key] = hit

@@ -63,16 +63,24 @@ def walker_class(gateway: Any) -> Any:
         hit = _classes.get(key)
         if hit is not None:
             return hit
-        jvm = gateway.jvm
-        loader = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.trees.TreeNode").getClassLoader()
-        compiler = jvm.org.codehaus.janino.SimpleCompiler()
-        compiler.setParentClassLoader(loader)
-        compiler.cook(SOURCE)
-        cls = compiler.getClassLoader().loadClass(_CLASS)
-        gateway.detach(compiler)
-        gateway.detach(loader)
+        cls = janino_class(gateway, "org.apache.spark.sql.catalyst.trees.TreeNode", SOURCE, _CLASS)
         _classes[key] = cls
         return cls
+
+
+def janino_class(gateway: Any, anchor: str, source: str, name: str) -> Any:
+    """Compile Java ``source`` in the driver JVM with Janino (shipped with Spark) against the class loader of the
+    class named ``anchor`` and return the class ``name`` it defines; raises what the compilation raises. The
+    compiler and loader proxies are released; the caller caches the class per JVM."""
+    jvm = gateway.jvm
+    loader = jvm.java.lang.Class.forName(anchor).getClassLoader()
+    compiler = jvm.org.codehaus.janino.SimpleCompiler()
+    compiler.setParentClassLoader(loader)
+    compiler.cook(source)
+    cls = compiler.getClassLoader().loadClass(name)
+    gateway.detach(compiler)
+    gateway.detach(loader)
+    return cls
 
 
 def extract(gateway: Any, roots: list[Any], limits: Limits | None = None) -> Extract:

@@ -442,24 +442,14 @@ class SieveIndexOperator(SparkSubmitOperator):
     def _self_emit_start(self, context: Context) -> tuple[Any, Any]:
         # Reuses the lineage operator's run identity helpers (same job names and run ids as the provider).
         from airflow_provider_lineage.operators._lineage.openlineage_identity import (
-            dag_parent,
+            emit_task_start,
             task_run_identity,
         )
 
         try:
             task_run = task_run_identity(context.get("ti"), dag_id=self.dag_id if self.has_dag() else None,
                                          task_id=self.task_id)
-            client, where = transport.client_for(self.openlineage_config)
-            event = events.build_event(
-                "START",
-                job_namespace=task_run.namespace,
-                job_name=task_run.name,
-                run_id=task_run.run_id,
-                run_facets=events.run_facets(None, parent=dag_parent(task_run)),
-                job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
-            )
-            for msg in transport.emit_all(client, [event]):
-                self.lineage_log.warning("%s", msg)
+            client, where = emit_task_start(self.openlineage_config, task_run, self.lineage_log)
             self.log.info("lineage: OpenLineage events go to %s", where)
             return task_run, client
         except Exception as exc:  # noqa: BLE001 - never fail the task for lineage

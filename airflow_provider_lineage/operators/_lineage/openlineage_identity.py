@@ -124,3 +124,23 @@ def dag_parent(task_run: ParentRun) -> ParentRun | None:
         return None
     ns = task_run.root_namespace or task_run.namespace
     return ParentRun(ns, task_run.root_name, task_run.root_run_id, ns, task_run.root_name, task_run.root_run_id)
+
+
+def emit_task_start(openlineage_config: Any, task_run: ParentRun, log: Any) -> tuple[Any, str]:
+    """Send the task's START event through the operator's own transport (``openlineage_config`` or the
+    ``OPENLINEAGE_*`` settings); returns the client (for the task's end event) and where events go. Delivery
+    problems are logged as warnings, never raised; a transport that cannot be made raises."""
+    from airflow_provider_lineage.lineage import events, transport
+
+    client, where = transport.client_for(openlineage_config)
+    event = events.build_event(
+        "START",
+        job_namespace=task_run.namespace,
+        job_name=task_run.name,
+        run_id=task_run.run_id,
+        run_facets=events.run_facets(None, parent=dag_parent(task_run)),
+        job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
+    )
+    for msg in transport.emit_all(client, [event]):
+        log.warning("%s", msg)
+    return client, where

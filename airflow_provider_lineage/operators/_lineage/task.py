@@ -30,7 +30,11 @@ from airflow_provider_lineage.lineage.model import DEFAULT_INDIRECT, INDIRECT_PL
 from airflow_provider_lineage.lineage.naming import asset_uri
 from airflow_provider_lineage.lineage.record import CaptureRecord, read_records
 from airflow_provider_lineage.operators._lineage import guard
-from airflow_provider_lineage.operators._lineage.openlineage_identity import dag_parent, task_run_identity
+from airflow_provider_lineage.operators._lineage.openlineage_identity import (
+    dag_parent,
+    emit_task_start,
+    task_run_identity,
+)
 from airflow_provider_lineage.operators._lineage.templating import is_template
 
 if TYPE_CHECKING:
@@ -377,18 +381,7 @@ class LineageTaskMixin:
 
     def _self_emit_start(self, task_run: ParentRun) -> Any:
         try:
-            client, where = transport.client_for(self.openlineage_config)
-            self.lineage_destination = where
-            event = events.build_event(
-                "START",
-                job_namespace=task_run.namespace,
-                job_name=task_run.name,
-                run_id=task_run.run_id,
-                run_facets=events.run_facets(None, parent=dag_parent(task_run)),
-                job_facets=events.job_facets(integration="AIRFLOW", job_type="TASK"),
-            )
-            for msg in transport.emit_all(client, [event]):
-                self.lineage_log.warning("%s", msg)
+            client, self.lineage_destination = emit_task_start(self.openlineage_config, task_run, self.lineage_log)
             return client
         except Exception as exc:  # noqa: BLE001 - lineage never fails the task
             self.lineage_log.warning("cannot emit OpenLineage events: %r (the task is not affected)", exc)

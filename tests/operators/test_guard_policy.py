@@ -211,7 +211,7 @@ SPARK_EXPECTED: dict[str, str | None] = {
     "driver_lookup": "driver round trip", "create_from_collect": "driver round trip", "lit_first": "driver round trip",
     "rdd_round_trip": "RDD round trip", "json_round_trip": "RDD round trip",
     "python_data_source": "Python data source", "session_variable": "driver round trip",
-    "udf_bound_method_alias": None,
+    "udf_bound_method_alias": None, "mask_nulls": None,
 }
 
 

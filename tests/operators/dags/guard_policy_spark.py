@@ -1,7 +1,7 @@
 """Real Spark (local, in the worker) for tests/operators/test_guard_policy.py's slow tier: ``customers`` is written
 first; each other task copies the customers' email out through a pattern the capture once missed (issue 46: a
 checkpoint, values that went through the driver, RDD and JSON round trips, a Python data source, a session variable
-set from a query, a UDF that keeps the value through a bound-method alias), with ``require_masked=["pii"]``. Add a
+set from a query, a UDF that keeps the value through a bound-method alias, ``mask()`` with NULL replacements), with ``require_masked=["pii"]``. Add a
 pattern: a function in :data:`SPARK_PATTERNS` (and its expectation in the test)."""
 from __future__ import annotations
 
@@ -118,6 +118,12 @@ def _udf_bound_method_alias(spark: Any, data: str) -> None:
         .write.mode("overwrite").parquet(f"{data}/out_udf_bound_method_alias")
 
 
+def _mask_nulls(spark: Any, data: str) -> None:
+    """``mask()`` whose replacements are all NULL returns its input unchanged: no masking."""
+    _customers(spark, data).selectExpr("id", "mask(email, NULL, NULL, NULL, NULL) AS contact") \
+        .write.mode("overwrite").parquet(f"{data}/out_mask_nulls")
+
+
 SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
     "checkpoint": lambda spark, data: _checkpoint(spark, data, local=False),
     "local_checkpoint": lambda spark, data: _checkpoint(spark, data, local=True),
@@ -129,6 +135,7 @@ SPARK_PATTERNS: dict[str, Callable[[Any, str], None]] = {
     "python_data_source": _python_data_source,
     "session_variable": _session_variable,
     "udf_bound_method_alias": _udf_bound_method_alias,
+    "mask_nulls": _mask_nulls,
     "control": _control,
 }
 

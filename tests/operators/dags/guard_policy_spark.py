@@ -1,8 +1,8 @@
 """Real Spark (local, in the worker) for tests/operators/test_guard_policy.py's slow tier: ``customers`` is written
 first; each other task copies the customers' email out through a pattern the capture once missed (issue 46: a
 checkpoint, values that went through the driver, RDD and JSON round trips, a Python data source, a session variable
-set from a query, a UDF that keeps the value through a bound-method alias, ``mask()`` with NULL replacements), with ``require_masked=["pii"]``. Add a
-pattern: a function in :data:`SPARK_PATTERNS` (and its expectation in the test)."""
+set from a query, a UDF that keeps the value through a bound-method alias, ``mask()`` with NULL replacements), with
+``require_masked=["pii"]``. Add a pattern: a function in :data:`SPARK_PATTERNS` (and its expectation in the test)."""
 from __future__ import annotations
 
 from collections.abc import Callable

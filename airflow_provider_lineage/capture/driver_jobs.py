@@ -53,6 +53,9 @@ _END = "SparkListenerSQLExecutionEnd"
 _active: weakref.WeakSet[DriverJobs] = weakref.WeakSet()
 _hooks_lock = threading.Lock()
 _HOOK_MARK = "_apl_driver_jobs_hook"  # set on install_hooks' wrappers
+#: local property set while ``createDataFrame``/``toDF`` infers a schema from an RDD: the jobs it runs return rows to
+#: the driver for their types only, so they are no driver round trip (and leave the RDD to its real action)
+SCHEMA_INFERENCE = "spark.airflow_lineage.schemaInference"
 
 
 class DriverJobs:
@@ -87,6 +90,8 @@ class DriverJobs:
             props = event.properties()
             if props is not None and props.getProperty(_EXECUTION_ID) is not None:
                 return  # part of a SQL execution: a write or a named action, which the session listener reports
+            if props is not None and props.getProperty(SCHEMA_INFERENCE) is not None:
+                return  # createDataFrame/toDF reading rows for their types only: no value stays in the driver
             with self._lock:
                 if not self._rdds:
                     return
@@ -258,6 +263,7 @@ def install_hooks() -> None:
             prop = functools.cached_property(rdd)
             prop.__set_name__(DataFrame, "rdd")
             DataFrame.rdd = prop  # type: ignore[method-assign, assignment]
+        _hook_schema_inference()
         original_json = DataFrame.toJSON
         if not _ours(original_json):
             @functools.wraps(original_json)
@@ -268,3 +274,32 @@ def install_hooks() -> None:
 
             setattr(to_json, _HOOK_MARK, True)
             DataFrame.toJSON = to_json  # type: ignore[method-assign]
+
+
+def _hook_schema_inference() -> None:
+    """Mark the jobs of ``SparkSession._inferSchema`` with :data:`SCHEMA_INFERENCE` (a thread-local Spark property
+    those jobs carry)."""
+    from pyspark.sql.session import SparkSession
+
+    original = SparkSession.__dict__.get("_inferSchema")
+    if original is None or _ours(original):
+        return
+
+    @functools.wraps(original)
+    def _infer_schema(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sc = getattr(self, "_sc", None)
+        try:
+            sc.setLocalProperty(SCHEMA_INFERENCE, "1")
+        except Exception:  # noqa: BLE001 - no mark: the inference counts as a round trip (sound, less precise)
+            sc = None
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if sc is not None:
+                try:
+                    sc.setLocalProperty(SCHEMA_INFERENCE, None)
+                except Exception:  # noqa: BLE001, S110 - a stopped context
+                    pass
+
+    setattr(_infer_schema, _HOOK_MARK, True)
+    SparkSession._inferSchema = _infer_schema  # type: ignore[method-assign]

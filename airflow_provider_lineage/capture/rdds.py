@@ -70,7 +70,7 @@ class RddFunctions:
     def __init__(self) -> None:
         self.entries: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._patched: list[tuple[Any, str, Any]] = []
+        self._patched: list[tuple[Any, str, Any, Any]] = []
 
     # -- hooks -------------------------------------------------------------------------------------
     def install(self) -> None:
@@ -97,7 +97,7 @@ class RddFunctions:
 
             prop = functools.cached_property(rdd)
             prop.__set_name__(DataFrame, "rdd")
-            self._patched.append((DataFrame, "rdd", orig_prop))
+            self._patched.append((DataFrame, "rdd", orig_prop, prop))
             DataFrame.rdd = prop  # type: ignore[method-assign,assignment]
         orig_create = SparkSession.createDataFrame
         registry = self
@@ -112,7 +112,7 @@ class RddFunctions:
                     log.debug("RDD function analysis skipped: %r", exc)
             return df
 
-        self._patched.append((SparkSession, "createDataFrame", orig_create))
+        self._patched.append((SparkSession, "createDataFrame", orig_create, createDataFrame))
         SparkSession.createDataFrame = createDataFrame  # type: ignore[method-assign]
 
     def _wrap_method(self, owner: Any, kind: str) -> None:
@@ -128,12 +128,16 @@ class RddFunctions:
                     log.debug("could not tag rdd.%s: %r", kind, exc)
             return out
 
-        self._patched.append((owner, kind, orig))
+        self._patched.append((owner, kind, orig, method))
         setattr(owner, kind, method)
 
     def uninstall(self) -> None:
-        for owner, name, orig in reversed(self._patched):
-            setattr(owner, name, orig)
+        """Put back what :meth:`install` replaced, where the attribute is still this registry's wrapper: a hook
+        another part of the capture put over it (the driver-jobs hook of ``DataFrame.rdd``) stays, with this
+        wrapper under it (it only tags objects)."""
+        for owner, name, orig, installed in reversed(self._patched):
+            if owner.__dict__.get(name) is installed:
+                setattr(owner, name, orig)
         self._patched.clear()
 
     # -- analysis ----------------------------------------------------------------------------------

@@ -62,32 +62,44 @@ def connect_server(base: Path, timeout: float = 300, *, token: bool = False,
     command-line flags (e.g. ``--sieve-pruning``)."""
     base.mkdir(parents=True, exist_ok=True)
     capture = base / "capture"
-    port = free_port()
     log = base / "connect-server.log"
     token_file = base / "connect-server.token" if token else None
     secret = write_token_file(token_file) if token_file else None
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)
-    command = connect_server_command(port, str(capture), master="local[2]",
-                                     token_file=str(token_file) if token_file else None)
-    for key, value in (conf or {}).items():
-        command += ["--conf", f"{key}={value}"]
-    command += list(args)
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(command, env=env, cwd=base, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    server = ConnectServer(port, capture, log, proc, secret)
-    try:
+    for attempt in range(3):  # a free port can be taken by another process before the server binds it
+        port = free_port()
+        command = connect_server_command(port, str(capture), master="local[2]",
+                                         token_file=str(token_file) if token_file else None)
+        for key, value in (conf or {}).items():
+            command += ["--conf", f"{key}={value}"]
+        command += list(args)
+        seen = len(log.read_text(errors="replace")) if log.exists() else 0
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(command, env=env, cwd=base, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        server = ConnectServer(port, capture, log, proc, secret)
         deadline = time.monotonic() + timeout
-        while READY not in server.log_text():
-            if proc.poll() is not None:
-                raise RuntimeError(f"the Connect server exited ({proc.returncode}):\n{server.log_text()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the Connect server was not ready within {timeout:.0f} s:\n{server.log_text()[-4000:]}"
-                )
-            time.sleep(0.5)
+        try:
+            while READY not in server.log_text()[seen:]:
+                if proc.poll() is not None:
+                    text = server.log_text()[seen:]
+                    if "Failed to bind" in text and attempt < 2:
+                        break
+                    raise RuntimeError(f"the Connect server exited ({proc.returncode}):\n{text[-4000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the Connect server was not ready within {timeout:.0f} s:\n{server.log_text()[-4000:]}"
+                    )
+                time.sleep(0.5)
+            else:
+                break
+        except BaseException:
+            server.stop()
+            raise
+        server.stop()
+    try:
         yield server
     finally:
         server.stop()

@@ -114,8 +114,8 @@ def _rdd_value(c, how):
 
 
 #: Known gap (issue 46, left open): in the full suite's worker, after other modules used the same long-lived capture
-#: session, these actions directly on ``df.rdd`` / ``toJSON()`` were not seen (alone, and with the lineage tests
-#: before them in one process, they are). Not strict: they pass where the gap does not show.
+#: session, these actions directly on ``df.rdd`` / ``toJSON()`` were not seen (alone, and after the UDF tests in
+#: one process, they are). Not strict: they pass where the gap does not show.
 _ORDER_GAP = pytest.mark.xfail(reason="RDD action missed after other tests in a shared capture session (issue 46)",
                                strict=False)
 

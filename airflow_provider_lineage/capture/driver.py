@@ -22,9 +22,10 @@ import re
 import sys
 import sysconfig
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from airflow_provider_lineage.capture import driver_values
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)
@@ -61,6 +62,9 @@ class DriverLog:
         self.returns: list[dict[str, Any]] = []
         self.checkpoints: dict[int, list[list[Any]]] = {}
         self.unseen: str | None = None
+        #: a return whose values the Python driver did not receive (a session variable, a JVM-side action): its
+        #: values cannot be told from code constants, so no literal is left out as one (see driver_values)
+        self.values_elsewhere: str | None = None
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -69,10 +73,14 @@ class DriverLog:
             self.returns.clear()
             self.checkpoints.clear()
             self.unseen = None
+            self.values_elsewhere = None
+        driver_values.RECEIVED.clear()
 
     def note_unseen(self, func_name: str, why: str) -> None:
         with self._lock:
             self.unseen = f"{func_name}: {why}"[:300]
+            if func_name not in driver_values.PYTHON_RECEIVED:
+                self.values_elsewhere = func_name
 
     def note(self, seq: int, func_name: str, command: str, lineage: Any, attrs: list[Any]) -> None:
         """Keep what one action returned (``lineage``: the engine's :class:`~..lineage.model.WriteLineage` of its
@@ -98,6 +106,8 @@ class DriverLog:
             return  # local data or constants only: nothing a later write could leak
         entry = {"seq": seq, "func": command if variable else func_name, "sources": [list(s) for s in sources]}
         with self._lock:
+            if variable or func_name not in driver_values.PYTHON_RECEIVED:
+                self.values_elsewhere = str(entry["func"])
             if len(self.returns) >= MAX_RETURNS:  # one entry for the rest: the union of their columns
                 last = self.returns[-1]
                 last["func"] = "later actions"
@@ -124,8 +134,16 @@ class DriverLog:
         if checkpoints:
             out["checkpoints"] = checkpoints
         if (returns or unseen) and record.plans:
-            out["literals"] = flagged_literals(_plan_nodes(record.plans))
+            out["literals"] = flagged_literals(_plan_nodes(record.plans), self._may_hold())
         return out
+
+    def _may_hold(self) -> Any:
+        """Whether a literal's text may be a value returned to the driver although it equals a code constant: one
+        the Python driver received, or any when some values reached it unseen (driver_values)."""
+        received = driver_values.RECEIVED
+        if self.values_elsewhere is not None or self.unseen is not None or not received.active:
+            return lambda _text: True
+        return received.may_hold
 
 
 def _edge(e: Any) -> list[Any]:
@@ -137,9 +155,12 @@ def _plan_nodes(plans: Any) -> Iterable[dict[str, Any]]:
     return [n for n in nodes or [] if isinstance(n, dict)]
 
 
-def flagged_literals(nodes: Iterable[dict[str, Any]]) -> list[list[str]] | str:
+def flagged_literals(nodes: Iterable[dict[str, Any]],
+                     received: Callable[[str], bool] | None = None) -> list[list[str]] | str:
     """``[[value, dataType], ...]`` of the plan's literals that may hold a value returned to the driver: not NULL,
-    not boolean, not trivial, and not a constant of the application's code; ``"*"`` past :data:`MAX_LITERALS`."""
+    not boolean, not trivial, and not a constant of the application's code unless ``received(text)`` says the driver
+    may have received that very value (:mod:`.driver_values`: a value equal to a constant of some loaded module is
+    still a value from the data); ``"*"`` past :data:`MAX_LITERALS`."""
     known = code_constants()
     out: dict[tuple[str, str], None] = {}
     for n in nodes:
@@ -149,7 +170,9 @@ def flagged_literals(nodes: Iterable[dict[str, Any]]) -> list[list[str]] | str:
         if value is None or dtype in ("null", "boolean"):
             continue
         text = str(value)
-        if text in TRIVIAL or text in known or _number_text(text) in known:
+        if text in TRIVIAL:
+            continue
+        if (text in known or _number_text(text) in known) and (received is None or not received(text)):
             continue
         out[(text, dtype)] = None
         if len(out) > MAX_LITERALS:
@@ -157,13 +180,7 @@ def flagged_literals(nodes: Iterable[dict[str, Any]]) -> list[list[str]] | str:
     return [list(k) for k in out]
 
 
-def _number_text(text: str) -> str:
-    """``"10.0"`` -> ``"10"`` (a Python ``10`` written as a double literal); other text unchanged."""
-    try:
-        f = float(text)
-    except ValueError:
-        return text
-    return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+_number_text = driver_values.number_text  # ``"10.0"`` -> ``"10"`` (a Python ``10`` written as a double literal)
 
 
 # -- the application's code constants ---------------------------------------------------------------------

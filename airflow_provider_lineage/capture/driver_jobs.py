@@ -32,7 +32,7 @@ import threading
 import weakref
 from typing import Any, ClassVar
 
-from airflow_provider_lineage.capture import listener_forwarder
+from airflow_provider_lineage.capture import driver_values, listener_forwarder
 from airflow_provider_lineage.capture.py4j_helpers import _detach
 from airflow_provider_lineage.lineage.logs import get_logger
 
@@ -190,10 +190,13 @@ class DriverJobs:
                                                   job_starts=listener_forwarder.JOBS_OUTSIDE_SQL)
         _active.add(self)
         install_hooks()
+        driver_values.install()  # the values it returned: a literal equal to one is never taken for a code constant
         return self
 
     def unregister(self) -> None:
         _active.discard(self)
+        if not _active:  # no session tracks the driver: the hooks stop reading values
+            driver_values.RECEIVED.active = False
         added, self._added = self._added, None
         if added is not None:
             try:

@@ -177,9 +177,10 @@ class CaptureRecord:
         action that returned rows to the driver or set a session variable, with the input columns its values came
         from), ``unseen`` (why some returns could not be analysed, then their columns are unknown inputs),
         ``literals`` (``[[value, dataType], ...]``: the literals of this write's plan that are not constants of the
-        application's code, so may hold driver values; ``"*"``: every literal), ``checkpoints`` (exprId of a
-        checkpointed column -> ``[[namespace, name, table, field, type, subtype, masking], ...]``, the lineage of
-        the checkpointed plan as the capture saw it). Empty when nothing went through the driver.
+        application's code, or equal a value the driver received, so may hold driver values; ``"*"``: every
+        literal), ``checkpoints`` (exprId of a checkpointed column -> ``[[namespace, name, table, field, type,
+        subtype, masking], ...]``, the lineage of the checkpointed plan as the capture saw it). Empty when nothing
+        went through the driver.
     :param streaming: a Structured Streaming query's write (one record per query run, not per micro-batch):
         ``{query_id, run_id, name, sink, state, batches}``, ``state`` ``"terminated"``, ``"failed"`` or
         ``"running"`` (the application ended with the query still running); empty for a batch write.

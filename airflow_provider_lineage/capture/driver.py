@@ -7,7 +7,8 @@ that returns rows to the driver (``collect``/``first``/``take``/``head``/``tail`
 ``collectToPython``, ``tailToPython``, ``collectAsArrowToPython``) and every session-variable command, as it
 analyses writes, and keeps which input columns the returned values came from (:class:`DriverLog`). Each later
 write's record carries them (``CaptureRecord.driver``) with the literals of its plan that are not constants of the
-application's code (:func:`code_constants`): the engine gives driver-local data, those literals and Python UDFs a
+application's code (:func:`code_constants`; one equal to a value the driver received counts as data all the same,
+:mod:`.driver_values`): the engine gives driver-local data, those literals and Python UDFs a
 DIRECT edge from the returned columns, reason ``driver round trip`` (docs/engine.md).
 
 ``checkpoint()``/``localCheckpoint()`` run as actions named ``checkpoint``/``localCheckpoint`` on the plan being

@@ -4,10 +4,21 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 from airflow_provider_lineage.capture.config import STATUS_FILE
 from airflow_provider_lineage.capture.runtime import CaptureRuntime
 from airflow_provider_lineage.lineage.record import collapse_nested, read_records
+
+
+def _one_write(runtime: CaptureRuntime, spark: Any, out: Path) -> None:
+    """Attach ``runtime`` to the session, write two rows to ``out``, finish the run and detach."""
+    try:
+        runtime.on_session(spark)
+        spark.range(2).write.mode("overwrite").parquet(str(out))
+        runtime.finish(None, 0)
+    finally:
+        runtime.detach()
 
 
 class TestCaptureRuntimeInProcess:
@@ -56,12 +67,7 @@ class TestCaptureRuntimeInProcess:
         blocker = tmp_path / "file"
         blocker.write_text("x")
         runtime = CaptureRuntime(environ={"AIRFLOW_LINEAGE_CAPTURE_DIR": str(blocker / "cap")})
-        try:
-            runtime.on_session(spark)
-            spark.range(2).write.mode("overwrite").parquet(str(tmp_path / "c"))
-            runtime.finish(None, 0)
-        finally:
-            runtime.detach()
+        _one_write(runtime, spark, tmp_path / "c")
         assert (tmp_path / "c").is_dir()
         assert any("cannot write capture records" in p for p in runtime.problems)
         assert len(runtime.records) == 1  # kept in memory even though the folder is unusable
@@ -70,10 +76,5 @@ class TestCaptureRuntimeInProcess:
         runtime = CaptureRuntime(
             environ={"AIRFLOW_LINEAGE_EMIT": "true", "AIRFLOW_LINEAGE_OPENLINEAGE_CONFIG": "{not json"}
         )
-        try:
-            runtime.on_session(spark)
-            spark.range(2).write.mode("overwrite").parquet(str(tmp_path / "d"))
-            runtime.finish(None, 0)
-        finally:
-            runtime.detach()
+        _one_write(runtime, spark, tmp_path / "d")
         assert runtime.listeners == [] and any("openlineageConfig is not valid JSON" in p for p in runtime.problems)

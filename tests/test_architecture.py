@@ -137,8 +137,8 @@ def test_the_one_seam_from_capture_to_sieve_is_by_name_and_optional() -> None:
                          if not line.strip().startswith("#"))
 
     mentions = {path.name: code(path).count(f"{PACKAGE}.sieve") for path in (ROOT / "capture").rglob("*.py")}
-    assert {name: n for name, n in mentions.items() if n} == {"launcher.py": 1}
-    source = (ROOT / "capture" / "launcher.py").read_text(encoding="utf-8")
+    assert {name: n for name, n in mentions.items() if n} == {"runtime.py": 1}
+    source = (ROOT / "capture" / "runtime.py").read_text(encoding="utf-8")
     assert f'importlib.import_module("{PACKAGE}.sieve.spark.prune")' in source
 
 

@@ -33,6 +33,7 @@ import pytest
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.operators.spark_lineage import launcher_path
 from tests.support.cluster import StandaloneCluster, standalone_cluster
+from tests.support.environ import restore_environ
 from tests.support.pipelines import run_self_emitting
 
 pytestmark = pytest.mark.cluster
@@ -226,11 +227,7 @@ def remote_c1(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFacto
                 task_overrides={"build_mart": {"capture_dir": f"s3://{bucket}/lineage", "capture_conn_id": "capture_s3",
                                                "keep_capture_records": True}})
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            restore_environ(saved)
         s3 = boto3.client("s3")
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
         status = [json.loads(s3.get_object(Bucket=bucket, Key=k)["Body"].read()) for k in keys

@@ -274,28 +274,27 @@ class LauncherConfig:
         )
 
 
-def _positive(raw: str | None, key: str, default: float) -> float:
+def _number(raw: str | None, key: str, default: float, what: str, out_of_range: Callable[[float], bool],
+            bound: str) -> float:
+    """``raw`` as a float (``default`` when unset); ``ValueError`` naming ``what`` it must be, or its ``bound``."""
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError as exc:
-        raise ValueError(f"{PREFIX}{key} must be a number of seconds, got {raw!r}") from exc
-    if value <= 0:
-        raise ValueError(f"{PREFIX}{key} must be more than 0 seconds, got {raw!r}")
+        raise ValueError(f"{PREFIX}{key} must be {what}, got {raw!r}") from exc
+    if out_of_range(value):
+        raise ValueError(f"{PREFIX}{key} must be {bound}, got {raw!r}")
     return value
+
+
+def _positive(raw: str | None, key: str, default: float) -> float:
+    return _number(raw, key, default, "a number of seconds", lambda v: v <= 0, "more than 0 seconds")
 
 
 def _fraction(raw: str | None, default: float) -> float:
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{PREFIX}minFreeHeap must be a fraction of the heap between 0 and 1, got {raw!r}") from exc
-    if not 0 <= value < 1:
-        raise ValueError(f"{PREFIX}minFreeHeap must be a fraction of the heap between 0 and 1 (e.g. 0.1), got {raw!r}")
-    return value
+    what = "a fraction of the heap between 0 and 1"
+    return _number(raw, "minFreeHeap", default, what, lambda v: not 0 <= v < 1, f"{what} (e.g. 0.1)")
 
 
 def _parent(get_conf: Callable[[str], str | None], env: Mapping[str, str]) -> ParentRun | None:

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_lineage.capture.py4j_helpers import scala_seq
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)
@@ -198,7 +199,7 @@ def rdd_trace(spark: Any, rdd: Any) -> RddTrace:
                 dirs = r.getConf().get("mapreduce.input.fileinputformat.inputdir") or ""
                 paths += [d for d in str(dirs).split(",") if d]
             elif cls == "FileScanRDD":
-                for part in _iter(r.filePartitions()):
+                for part in scala_seq(r.filePartitions()):
                     for f in list(part.files()):
                         paths.append(
                             _parent(str(f.filePath().toString() if hasattr(f.filePath(), "toString") else f.filePath()))
@@ -210,7 +211,7 @@ def rdd_trace(spark: Any, rdd: Any) -> RddTrace:
         except Exception:
             log.debug("could not read the input paths of %s", cls, exc_info=True)
         try:
-            deps = _iter(r.dependencies())
+            deps = scala_seq(r.dependencies())
         except Exception:  # noqa: BLE001 - never fail the user's Spark job for the capture
             roots.add("?")
             continue
@@ -223,14 +224,6 @@ def rdd_trace(spark: Any, rdd: Any) -> RddTrace:
     paths = list(dict.fromkeys(paths))
     origin = "files" if paths else ("local" if roots and roots <= _LOCAL_RDDS else None)
     return RddTrace(paths, list(dict.fromkeys(columns)), origin)
-
-
-def _iter(scala_seq: Any) -> list[Any]:
-    it = scala_seq.iterator()
-    out = []
-    while it.hasNext():
-        out.append(it.next())
-    return out
 
 
 def _class_name(obj: Any) -> str:

@@ -4,8 +4,8 @@ Runs inside the Spark driver. Per write command it keeps what the lineage engine
 and analyzed plans, as one compact DAG (:mod:`.plan_walk`: each distinct plan/expression node once,
 walked inside the JVM with memoisation by object identity; never the whole plans' ``toJSON()``, which
 is exponential on shared sub-expressions), the facts the plans leave out (output path/table/mode/
-format, each leaf relation's storage location or table), and hands a :class:`~.records.CaptureRecord`
-to a sink.
+format, each leaf relation's storage location or table), and hands a
+:class:`~airflow_provider_lineage.lineage.record.CaptureRecord` to a sink.
 
 Off Spark's listener-bus thread: with ``asynchronous=True`` (what :func:`install` does) the py4j
 callback only queues the ``QueryExecution`` and returns; a Python worker thread reads the plan under a

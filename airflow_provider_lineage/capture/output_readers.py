@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from airflow_provider_lineage.capture import identity
+from airflow_provider_lineage.capture.py4j_helpers import scala_seq as _seq
 from airflow_provider_lineage.lineage.logs import get_logger
 from airflow_provider_lineage.lineage.naming import KAFKA_OPTIONS
 from airflow_provider_lineage.lineage.record import OutputInfo, RelationInfo
@@ -29,14 +30,6 @@ class WriteCaptureListener(Protocol):
     def _strings(self, values: Any) -> list[str]: ...
 
     def _table_location(self, ident: Any) -> str | None: ...
-
-
-def _seq(scala_seq: Any) -> list[Any]:
-    it = scala_seq.iterator()
-    out = []
-    while it.hasNext():
-        out.append(it.next())
-    return out
 
 
 def _scala_map(scala_map: Any) -> dict[str, str]:

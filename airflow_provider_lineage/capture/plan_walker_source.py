@@ -2,6 +2,8 @@
 
 Kept as a Python string so it travels wherever the capture code does (an installed wheel, the
 ``--py-files`` archive of cluster deploy mode) with no packaging of its own.
+
+Over 600 lines as one Java class: Janino compiles it as one compilation unit, so it is not split.
 """
 
 SOURCE = r"""// Compiled in the Spark driver's JVM at run time with Janino (shipped with Spark for code generation) by

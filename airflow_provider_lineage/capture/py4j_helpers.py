@@ -1,4 +1,4 @@
-"""py4j helpers of the capture: releasing JVM references, Java exceptions' text, the py4j listener proxies.
+"""py4j helpers of the capture: releasing JVM references, Scala sequences, Java exceptions' text, the listener proxies.
 
 Kept apart from the listener (:mod:`.listener`) so that every capture module (the session listener, the SparkContext
 listeners of :mod:`.driver_jobs`, :mod:`.streaming` and :mod:`.connect`) shares them.
@@ -7,6 +7,15 @@ from __future__ import annotations
 
 import traceback
 from typing import Any
+
+
+def scala_seq(seq: Any) -> list[Any]:
+    """The elements of a Scala collection (a ``Seq``, a ``Set`` ...) through its iterator: one py4j call each."""
+    it = seq.iterator()
+    out = []
+    while it.hasNext():
+        out.append(it.next())
+    return out
 
 
 def _detach(gateway: Any, obj: Any) -> None:

@@ -84,7 +84,7 @@ class CaptureSession:
     :attr records: one record per logical write, in write order: the events Spark posts for one
         write (``saveAsTable``/CTAS post the inner file write, then ``CreateDataSourceTableAsSelect``
         and ``SaveAsV1TableCommand`` wrappers) are merged as they arrive, like the operator does
-        (:func:`~.records.collapse_nested`).
+        (:func:`~airflow_provider_lineage.lineage.record.collapse_nested`).
     :attr events: every record the listener produced, wrappers included (raw).
     """
 

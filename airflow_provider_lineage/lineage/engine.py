@@ -3,6 +3,9 @@
 Steps (design/lineage.md): load the plan, visit nodes children-first (the pre-order JSON reversed),
 apply each node's rule (edges between exprIds), register the leaves' attributes as source fields
 of their datasets, then resolve every output column and the dataset-wide scope in the graph.
+
+Just over 600 lines as one concern: the walk's context (:class:`Analysis`) and the entry points that drive it;
+the rules, expressions, graph and plan model are modules of their own.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from airflow_provider_lineage.capture import launcher, ship
 
 #: What the driver imports: the launcher and everything it loads lazily on the capture path.
-DRIVER_MODULES = ["launcher", "config", "sink", "remote", "listener", "udfs", "versions"]
+DRIVER_MODULES = ["launcher", "runtime", "emission", "config", "sink", "remote", "listener", "udfs", "versions"]
 
 
 def test_archive_is_built_once_and_reproducible(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.operators.dags import guard_policy_patterns as dag_module
+from tests.support.environ import restore_environ
 from tests.support.pipelines import dagbag_class, migrate_db
 
 #: pattern -> (task state, what the policy's ``incomplete`` says about the ``contact`` column, or None)
@@ -53,11 +54,7 @@ def policy_run() -> dict[str, Any]:
         out = {"run": run, "states": _states(run), "column_lineage": _xcoms(run.run_id, "column_lineage"),
                "lineage_policy": _xcoms(run.run_id, "lineage_policy"), "asset_events": _asset_events(run.run_id)}
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(saved)
         with create_session() as session:
             session.execute(delete(DagRun).where(DagRun.dag_id == dag_module.DAG_ID))
     return out
@@ -255,11 +252,7 @@ def spark_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 XComModel.dag_id == guard_policy_spark.DAG_ID, XComModel.run_id == run.run_id)).all()
         out = {"states": _states(run), "xcom": {(t, k): decode(v) for t, k, v in rows}, "data": data}
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(saved)
         with create_session() as session:
             session.execute(delete(DagRun).where(DagRun.dag_id == "guard_policy_spark"))
     return out

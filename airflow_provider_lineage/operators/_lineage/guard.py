@@ -25,8 +25,9 @@ clean: :func:`..lineage.tags.unproven`) fail the task like a violation, with the
 What the task shows (XComs, log, failure message, asset events) names only the datasets it reads or writes: a
 tag path's hops through any other dataset are a count (:func:`redact_result`; docs/guard.md, "Who sees what").
 
-Over 600 lines as one concern, the task's guard: its sources of tags are module functions that tests and the UI's
-estate reach by this module's name (``guard.asset_event_tags`` ...), so they stay together.
+Its sources of tags are module functions that tests and the UI's estate reach by this module's name
+(``guard.asset_event_tags`` ...), so they stay together here; what the task may show of a record
+(:mod:`.guard_view`) and the estate tag map's signature (:mod:`.guard_signing`) live beside it.
 """
 from __future__ import annotations
 
@@ -40,8 +41,13 @@ from airflow_provider_lineage.lineage import diff as diffs
 from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.lineage import tags as tagging
 from airflow_provider_lineage.lineage.naming import asset_uri
-from airflow_provider_lineage.lineage.redact import is_marker, redact
-from airflow_provider_lineage.operators._lineage import guard_baseline
+from airflow_provider_lineage.operators._lineage import guard_baseline, guard_signing, guard_view
+from airflow_provider_lineage.operators._lineage.guard_view import (
+    bounded_diff,
+    own_datasets,
+    redact_items,
+    redact_result,
+)
 
 #: Provider config section of the guard settings (``AIRFLOW__COLUMN_LINEAGE__TAGS_FILE`` ...): :mod:`...conf`.
 SECTION = settings.SECTION
@@ -55,9 +61,14 @@ MAX_EVENTS_PER_INPUT = 1000
 #: How far before the estate tag map's time asset events are still read: a DAG run that was running when the
 #: index synced is indexed when it ends, so its events are read from the events until then.
 SYNC_MARGIN_DAYS = 7
-#: Upper bound on the diff entries the record keeps for the view (the XCom has them all).
-VIEW_DIFF_ITEMS = 300
 
+
+#: Reached by these names (the task's record, the UI's estate): :mod:`.guard_view`, :mod:`.guard_signing`.
+fit = guard_view.fit
+VIEW_DIFF_ITEMS = guard_view.VIEW_DIFF_ITEMS
+sign_published = guard_signing.sign_published
+verify_published = guard_signing.verify_published
+_identity = guard_view.dataset_identity
 
 #: A list setting of :data:`SECTION` (:func:`...conf.setting_list`; the UI's estate reads it through this name).
 setting_list = settings.setting_list
@@ -209,55 +220,8 @@ def previous_record(ti: Any, map_index: int = -1) -> tuple[str | None, dict[str,
     return base.run_id, value, base.note
 
 
-def _identity(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the estate index keys on (:func:`..lineage.canonical.index_key`: host case folded)."""
-    from airflow_provider_lineage.lineage import canonical
-
-    try:
-        ns, nm = canonical.index_key(namespace, name)
-        return str(ns), str(nm)
-    except Exception:  # noqa: BLE001 - the name as it is (as the index does)
-        return namespace, name
-
-
 #: A key setting of :data:`SECTION` (:func:`...conf.key_setting`; the scheduler's estate signs with it).
 _key_setting = settings.key_setting
-
-
-def _signed_bytes(value: dict[str, Any]) -> bytes:
-    return json.dumps({k: v for k, v in value.items() if k != "signature"}, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=True).encode("ascii")
-
-
-def sign_published(value: dict[str, Any], private_pem: str) -> str:
-    """The Ed25519 signature (base64) of a published tag map (the scheduler's private key, PEM)."""
-    import base64
-
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-    key = load_pem_private_key(private_pem.encode("utf-8"), password=None)
-    return base64.b64encode(key.sign(_signed_bytes(value))).decode("ascii")  # type: ignore[call-arg,union-attr]
-
-
-def verify_published(value: Any, public_pem: str) -> dict[str, Any]:
-    """The published tag map, decoded, if the scheduler's key signed it; else :class:`..lineage.tags.TagsError`."""
-    import base64
-
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
-    value = tagging.decoded_json(value, "the published estate tag map is not valid JSON ({error})")
-    signature = value.get("signature") if isinstance(value, dict) else None
-    if not isinstance(signature, str):
-        raise tagging.TagsError(f"the published estate tag map carries no signature, and [{SECTION}] "
-                                "tag_map_public_key says it must (a map not written by the scheduler)")
-    try:
-        key = load_pem_public_key(public_pem.encode("utf-8"))
-        key.verify(base64.b64decode(signature, validate=True), _signed_bytes(value))  # type: ignore[call-arg,union-attr]
-    except (InvalidSignature, ValueError, TypeError) as exc:
-        raise tagging.TagsError(f"the published estate tag map's signature does not verify with [{SECTION}] "
-                                f"tag_map_public_key ({type(exc).__name__}): not written by the scheduler") from None
-    return value
 
 
 def estate_tags(record: dict[str, Any], generated: list[str] | None = None) -> tuple[tagging.Tags, list[str]]:
@@ -447,7 +411,7 @@ class Guard:
                 failures.append(f"on_lineage_change='fail': the lineage of this task changed (the write is done; "
                                 f"downstream tasks do not run on the changed shape).\n{summary}")
             ti.xcom_push(key=diffs.XCOM_KEY, value=self.diff)
-            record["diff"] = _bounded(self.diff)
+            record["diff"] = bounded_diff(self.diff)
         except Exception as exc:  # noqa: BLE001 - the guard never fails the write
             problems.append(f"lineage diff not computed: {exc!r}")
             lineage_log.warning("lineage diff not computed: %r (the task is not affected)", exc)
@@ -573,60 +537,3 @@ class Guard:
             facets = dict(ds.facets or {})
             facets["tags"] = tags_dataset.TagsDatasetFacet(tags=fields, producer=PRODUCER)
             ds.facets = facets
-
-
-def own_datasets(record: dict[str, Any]) -> Any:
-    """``visible(hop)``: whether a hop of a tag path is on a dataset this task reads or writes (its DAG names
-    it), by dataset identity. Anything else is counted, never named, in what the task shows."""
-    own = {_identity(d["namespace"], d["name"]) for d in record.get("datasets") or []
-           if isinstance(d.get("namespace"), str) and isinstance(d.get("name"), str)}
-
-    def visible(hop: dict[str, Any]) -> bool:
-        ns, name = hop.get("namespace"), hop.get("name")
-        return isinstance(ns, str) and isinstance(name, str) and _identity(ns, name) in own
-
-    return visible
-
-
-def _redact_path(path: Any, visible: Any) -> tuple[Any, int]:
-    if not isinstance(path, list) or not path:
-        return path, 0
-    return redact(path, [is_marker(h) or visible(h) for h in path])
-
-
-def redact_items(items: list[dict[str, Any]], visible: Any) -> tuple[list[dict[str, Any]], int]:
-    """Copies of ``items`` (tag entries, violations, stopped tags) with each ``path`` redacted (a run of hops
-    ``visible`` refuses becomes one marker with its count: :func:`...lineage.redact.redact`)."""
-    out, hidden = [], 0
-    for item in items:
-        path, n = _redact_path(item.get("path"), visible)
-        hidden += n
-        out.append({**item, "path": path})
-    return out, hidden
-
-
-def redact_result(result: dict[str, Any], visible: Any) -> tuple[dict[str, Any], int]:
-    """:func:`..lineage.tags.propagate`'s result with every path redacted (:func:`redact_items`); the hops hidden."""
-    columns: dict[Any, list[dict[str, Any]]] = {}
-    hidden = 0
-    for c, entries in result["columns"].items():
-        columns[c], n = redact_items(entries, visible)
-        hidden += n
-    stopped, n = redact_items(result.get("stopped") or [], visible)
-    return {**result, "columns": columns, "stopped": stopped}, hidden + n
-
-
-def _bounded(d: dict[str, Any]) -> dict[str, Any]:
-    out = dict(d)
-    for key in diffs.KEYS[2:]:
-        if len(out[key]) > VIEW_DIFF_ITEMS:
-            out[key] = out[key][:VIEW_DIFF_ITEMS]
-            out.setdefault("cut", []).append(key)
-    return out
-
-
-def fit(record: dict[str, Any], limit: int) -> dict[str, Any]:
-    """``record`` within ``limit`` bytes with the guard's keys: :func:`run_record.cut` lets the guard's
-    details go first (the diff keeps ``changed``, ``previous_run_id`` and a ``cut`` marker; tags are
-    dropped; the XComs ``lineage_diff`` / ``lineage_policy`` keep everything), then trims edges."""
-    return run_record.cut(record, limit)

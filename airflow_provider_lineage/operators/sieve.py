@@ -37,10 +37,11 @@ from airflow_provider_lineage.lineage.logs import PrefixedLogger, get_logger
 from airflow_provider_lineage.operators._lineage.task import EMISSION_MODES, XCOM_OUTPUTS_KEY
 from airflow_provider_lineage.operators._lineage.templating import is_template
 from airflow_provider_lineage.sieve import job as job_module
+from airflow_provider_lineage.sieve.decisions import update_mode
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.fs import STORAGE_OPTIONS_ENV
 from airflow_provider_lineage.sieve.job import IndexJob
-from airflow_provider_lineage.sieve.maintain import BUILD_OPTIONS, MODES, MaintainResult, update_mode
+from airflow_provider_lineage.sieve.maintain import BUILD_OPTIONS, MODES, MaintainResult
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage

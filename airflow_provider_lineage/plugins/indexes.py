@@ -9,7 +9,7 @@ the api-server's credentials and walk whole trees per tab open. So a badge says:
   each index): ``fresh`` when the step succeeded (the index covered the table when the task ended,
   ``checked`` = when it recorded it, ``version`` the index version), ``error`` when it failed (the
   exception's type; the task's log has the message). ``source: "recorded"``.
-* a **live check** (:func:`airflow_provider_lineage.sieve.maintain.check`: the table's file listing and
+* a **live check** (:func:`airflow_provider_lineage.sieve.decisions.check`: the table's file listing and
   the index manifest and checksums, no Spark) only for a local table and index that lie under a root
   of ``[column_lineage] sieve_badge_roots`` (comma-separated local folders; default none): ``fresh``,
   ``stale`` (files added, removed or rewritten since the index version), ``missing``, ``corrupt``,
@@ -44,7 +44,7 @@ _checks: dict[tuple[str, str, str | None], tuple[float, Future]] = {}
 
 
 def state_of(action: str, reason: str) -> str:
-    """The badge state for a :class:`~airflow_provider_lineage.sieve.maintain.Need` (action, reason)."""
+    """The badge state for a :class:`~airflow_provider_lineage.sieve.decisions.Need` (action, reason)."""
     if action in ("none", "compact"):
         return "fresh"
     if action == "sync":
@@ -124,7 +124,7 @@ def _count_over(root: str, limit: int) -> bool:
 
 
 def _live(table: str, column: str, index_path: str | None, max_files: int) -> dict[str, Any]:
-    from airflow_provider_lineage.sieve.maintain import check
+    from airflow_provider_lineage.sieve.decisions import check
 
     if _count_over(table, max_files):
         return {"skip": f"the table holds over {max_files:,} files: not checked from the api-server "

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_lineage import _compat
+from airflow_provider_lineage.sieve.decisions import Thresholds, update_mode
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.fs import is_catalog_name
-from airflow_provider_lineage.sieve.maintain import Thresholds, update_mode
 from airflow_provider_lineage.triggers.sieve import SieveMaintenanceTrigger, pending_work
 
 if TYPE_CHECKING:

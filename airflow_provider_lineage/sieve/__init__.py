@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from .build import build
     from .errors import CommitConflict, IndexNotWritable, IndexUnavailable, SieveError, UnsupportedKeyType
     from .keys import KeyType
-    from .maintenance import maintenance_status
     from .predicates import Eq, In, IsNull, Predicate, Range
     from .query import Candidates, SieveIndex, open_index
     from .reader import SieveFallbackWarning, read
     from .records import IndexStats, MaintenanceStatus, SyncReport
+    from .status import maintenance_status
     from .sync import compact, rebuild, sync
     from .table import FileEntry, TableRef, list_table_files
 
@@ -29,11 +29,11 @@ _HOMES = {
     "build": ["build"],
     "errors": ["CommitConflict", "IndexNotWritable", "IndexUnavailable", "SieveError", "UnsupportedKeyType"],
     "keys": ["KeyType"],
-    "maintenance": ["maintenance_status"],
     "predicates": ["Eq", "In", "IsNull", "Predicate", "Range"],
     "query": ["Candidates", "SieveIndex", "open_index"],
     "reader": ["SieveFallbackWarning", "read"],
     "records": ["IndexStats", "MaintenanceStatus", "SyncReport"],
+    "status": ["maintenance_status"],
     "sync": ["compact", "rebuild", "sync"],
     "table": ["FileEntry", "TableRef", "list_table_files"],
 }

@@ -35,14 +35,10 @@ if __package__ in (None, ""):
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
+from airflow_provider_lineage.sieve.decisions import RESULT_VERSION, Thresholds
 from airflow_provider_lineage.sieve.errors import SieveError
 from airflow_provider_lineage.sieve.fs import STORAGE_OPTIONS_ENV, options_from_env, storage_options
-from airflow_provider_lineage.sieve.maintain import (
-    RESULT_VERSION,
-    MaintainResult,
-    Thresholds,
-    maintain_safely,
-)
+from airflow_provider_lineage.sieve.maintain import MaintainResult, maintain_safely
 
 SPEC_VERSION = 1
 PROGRESS_SECONDS = 30.0

@@ -31,6 +31,7 @@ from .files import (
     data_dirs,
     open_parquet,
     read_spark_column,
+    resolve_columns,
     skipped_dir,
     skipped_file,
 )
@@ -391,6 +392,51 @@ def num_rows(path: str) -> int | None:
         return pq.ParquetFile(open_input(path)).metadata.num_rows
     except Exception:  # noqa: BLE001 - an unreadable footer only loses the row count
         return None
+
+
+ROW_COUNT_THREADS = 8  # footers read at once for their row counts (a build's engine choice and partitions)
+
+
+def footer_rows(files: list[FileEntry]) -> None:
+    """Set every file's row count from its Parquet footer (read in a few threads: it is I/O)."""
+    if not files:
+        return
+    # Each read runs in a copy of this context: the caller's storage options (a context variable) hold.
+    ctx = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=min(ROW_COUNT_THREADS, len(files))) as pool:
+        for f, n in zip(files, pool.map(lambda p: ctx.copy().run(num_rows, p), [f.path for f in files])):
+            f.num_rows = n
+
+
+class NoFooterStatistics(Exception):
+    """A row group holding values of the column records no min/max statistics (its values must be read)."""
+
+
+def footer_min_max(pf: Any, column: str, bounds: Callable[[Any], tuple[Any, Any]]) -> tuple[Any, Any] | None:
+    """The smallest and largest value of one column of a Parquet file from its footer's statistics (no
+    data read): ``bounds(statistics)`` maps one row group's statistics to its (min, max), which are
+    then compared (a mapping that keeps order gives the file's). The column is matched by Spark's
+    case rule. None when no row group holds a non-NULL value, or the file lacks the column (only
+    NULLs); :class:`NoFooterStatistics` when a row group with values records no min/max. (Sieve keys
+    are no floating-point type, so no statistic is NaN.)"""
+    md = pf.metadata
+    column = resolve_columns([column], pf.schema_arrow.names).get(column, column)  # Spark's case rule
+    leaf = next((i for i in range(md.num_columns) if md.schema.column(i).path == column), None)
+    if leaf is None:
+        return None
+    low: Any = None
+    high: Any = None
+    for rg in range(md.num_row_groups):
+        chunk = md.row_group(rg).column(leaf)
+        st = chunk.statistics if chunk.is_stats_set else None
+        if st is not None and st.has_null_count and st.null_count >= chunk.num_values:
+            continue  # only NULLs
+        if st is None or not st.has_min_max:
+            raise NoFooterStatistics(column)
+        lo, hi = bounds(st)
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+    return None if low is None or high is None else (low, high)
 
 
 FOOTER_TAIL = 64 * 1024  # bytes read from a file's end at once: most footers fit, so one read per file

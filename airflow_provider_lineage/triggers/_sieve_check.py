@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_provider_lineage.sieve.maintain import Need
+    from airflow_provider_lineage.sieve.decisions import Need
 
 
 def pending_work(indexes: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any] | None = None,
@@ -27,7 +27,7 @@ def pending_work(indexes: Sequence[Mapping[str, Any]], thresholds: Mapping[str, 
     file's checksum but only the header and last page of a hashed structure (the core's
     ``maintenance_status``), for checks repeated every ``poke_interval``.
     """
-    from airflow_provider_lineage.sieve.maintain import Thresholds, check
+    from airflow_provider_lineage.sieve.decisions import Thresholds, check
 
     limits = Thresholds(**dict(thresholds or {}))
     return [check(str(i["table"]), str(i["column"]), index_path=i.get("index_path") or None, thresholds=limits,

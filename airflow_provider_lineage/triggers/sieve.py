@@ -9,7 +9,7 @@ GIL while they initialise, which would stall the loop even from a thread). This 
 nothing heavy itself (the triggerer imports it on its event loop). It fires once:
 
 * ``{"status": "success", "indexes": [<need>, ...]}`` when at least one index needs work
-  (each need is a :class:`~airflow_provider_lineage.sieve.maintain.Need` as a dict);
+  (each need is a :class:`~airflow_provider_lineage.sieve.decisions.Need` as a dict);
 * ``{"status": "error", "message": ...}`` when a check raises (the sensor fails with the message);
 * ``{"status": "timeout", "message": ...}`` at ``deadline`` (epoch seconds), if given.
 """
@@ -92,7 +92,7 @@ class SieveMaintenanceTrigger(BaseTrigger):
     """Fires once when one of ``indexes`` needs work (or on an error / the deadline).
 
     :param indexes: ``[{"table": ..., "column": ..., "index_path": ...}]`` (JSON values only).
-    :param thresholds: :class:`~airflow_provider_lineage.sieve.maintain.Thresholds` as a dict.
+    :param thresholds: :class:`~airflow_provider_lineage.sieve.decisions.Thresholds` as a dict.
     :param update_strategy: the strategy the indexes should have (another one needs a rebuild).
     :param poke_interval: seconds between checks.
     :param deadline: epoch seconds after which a ``timeout`` event fires (None: never).

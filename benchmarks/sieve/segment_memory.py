@@ -1,13 +1,13 @@
 """Driver memory the build's segment list holds per segment (issue 11).
 
 A build keeps every closed segment's list entry until it writes the segment list (as columns:
-:class:`~airflow_provider_lineage.sieve.build.ColumnSink`); everything else it holds is bounded
+:class:`~airflow_provider_lineage.sieve.sinks.ColumnSink`); everything else it holds is bounded
 (one batch, one open segment, one pack). This pushes synthetic (key, file) pairs whose file set
 changes every ``--cycle`` keys (at the default error bound 0 a segment closes at every change)
 through the real segmenter, sink and index store, and prints the Python heap the finished list
 holds per segment (tracemalloc) and the resident set's growth (``/proc/self/status``);
 ``--sink objects`` measures the per-segment objects the build kept before
-(:class:`~airflow_provider_lineage.sieve.build.SegmentSink`, which syncs still use).
+(:class:`~airflow_provider_lineage.sieve.sinks.SegmentSink`, which syncs still use).
 
     .venv/bin/python benchmarks/sieve/segment_memory.py                 # 400k keys -> 25k segments
     .venv/bin/python benchmarks/sieve/segment_memory.py --keys 2000000  # 125k segments
@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from airflow_provider_lineage.sieve.build import ColumnSink, SegmentSink
 from airflow_provider_lineage.sieve.model import Segmenter
+from airflow_provider_lineage.sieve.sinks import ColumnSink, SegmentSink
 from airflow_provider_lineage.sieve.storage import IndexStore
 
 

@@ -118,9 +118,7 @@ def synthetic_table(root: Path, n_files: int, indexed: bool) -> None:
 
     from airflow_provider_lineage.sieve.table import FileEntry
 
-    B = importlib.import_module(
-        "airflow_provider_lineage.sieve.build"
-    )  # the module (``sieve.build`` is a function)
+    B = importlib.import_module("airflow_provider_lineage.sieve.build_pyarrow")  # the engine that reads the keys
 
     if (root / "_done").exists():
         return

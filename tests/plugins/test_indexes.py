@@ -3,7 +3,7 @@
 A badge comes from what the index task recorded, unless the table (and index) lie under a root of
 ``[column_lineage] sieve_badge_roots``; a path outside every root is never opened, listed or scanned
 (watched with a Python audit hook: ``open``, ``os.scandir``, ``os.listdir``), and a tree over
-``sieve_badge_max_files`` entries is not walked. Real files, real ``sieve.maintain.check``; no Spark.
+``sieve_badge_max_files`` entries is not walked. Real files, real ``sieve.decisions.check``; no Spark.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spark build: types, partitioned tables, catalog tables, errors."""
+"""Spark build (sieve.build, sieve.build_spark): types, partitioned tables, catalog tables, errors."""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,6 +11,7 @@ import pytest
 from airflow_provider_lineage import sieve as S
 
 build_mod = importlib.import_module("airflow_provider_lineage.sieve.build")
+spark_mod = importlib.import_module("airflow_provider_lineage.sieve.build_spark")
 S_storage = importlib.import_module("airflow_provider_lineage.sieve.storage")
 table_mod = importlib.import_module("airflow_provider_lineage.sieve.table")
 
@@ -69,7 +70,7 @@ def test_arrow_batches_arrive_in_any_order_and_segments_never_overlap(spark, typ
 
     assert S.open_index(typed_table, "k", index_path=built["k"][0]).manifest.build_stats["transfer"] == "arrow"
     assert S.open_index(typed_table, "dec", index_path=built["dec"][0]).manifest.build_stats["transfer"] == "rows"
-    monkeypatch.setattr(build_mod, "ARROW_BATCH_ROWS", 97)
+    monkeypatch.setattr(spark_mod, "ARROW_BATCH_ROWS", 97)
     st = S.build(spark, typed_table, "kn", index_path=str(tmp_path / "i"), rows_per_partition=400, engine="spark")
     a = S.open_index(typed_table, "kn", index_path=str(tmp_path / "i"))
     assert a.manifest.build_stats["partitions"] > 1 and st.segments >= 3000 // 97
@@ -99,7 +100,7 @@ def test_key_runs_never_split_a_key() -> None:
 
     stream = [batch([None, None]), batch([None, 1, 1]), batch([1, 1]), batch([1]), batch([1, 2]),
               batch([9, 9]), batch([3]), batch([3, 4]), batch([]), batch([4])]
-    runs = list(build_mod._key_runs(iter(stream)))
+    runs = list(spark_mod._key_runs(iter(stream)))
     seen: list[tuple[bool, int]] = []
     for keys, valid, _ in runs:
         groups = [(bool(v), int(k) if v else 0) for k, v in zip(keys, valid)]
@@ -116,7 +117,7 @@ def test_file_uris_spelled_otherwise_are_mapped_from_what_spark_reads(spark, typ
                                                                       column) -> None:
     """When Spark spells a file URI unlike the predicted one, the build maps the URIs Spark reports
     (Arrow and row paths) and answers as before."""
-    monkeypatch.setattr(build_mod, "spark_uri", lambda p: "file:///elsewhere/" + p.rsplit("/", 1)[-1])
+    monkeypatch.setattr(spark_mod, "spark_uri", lambda p: "file:///elsewhere/" + p.rsplit("/", 1)[-1])
     S.build(spark, typed_table, column, index_path=str(tmp_path / "i"), engine="spark")
     idx = S.open_index(typed_table, column, index_path=str(tmp_path / "i"))
     assert idx.manifest.build_stats["file_id_mapping"] == "observed"
@@ -199,41 +200,10 @@ def test_spark_uri_prediction_matches_spark(spark, tmp_path) -> None:
     root = str(tmp_path / "odd")
     write_file(f"{root}/p=a b%c/x y+z.parquet", [1, 2])
     (u,) = {r[0] for r in spark.read.parquet(root).select(F.input_file_name()).collect()}
-    assert build_mod.spark_uri(f"{root}/p=a b%c/x y+z.parquet") == u
+    assert table_mod.spark_uri(f"{root}/p=a b%c/x y+z.parquet") == u
     st = S.build(spark, root, "k", engine="spark")
     assert st.keys == 2
     assert S.open_index(root, "k").candidates(S.Eq(1)) == [f"{root}/p=a b%c/x y+z.parquet"]
-
-
-def test_column_sink_keeps_the_entries_a_segment_sink_would(tmp_path) -> None:
-    """The build's columnar list gives the entries SegmentSink's objects give, sorted by key range,
-    also for a block over the whole 64-bit key space and for segments arriving out of order."""
-    import numpy as np
-
-    from airflow_provider_lineage.sieve.model import make_segment
-
-    segs = [make_segment([5, 6, 9], [(0, 2), (0, 2), (1,)], 1),
-            make_segment([0, (1 << 64) - 1], [(3,), (3,)], 0),  # one block of 2**64 keys
-            make_segment([100], [(4, 7, 9)], 0)]
-    cols = build_mod.ColumnSink(S_storage.IndexStore(str(tmp_path / "c")), 8)
-    objs = build_mod.SegmentSink(S_storage.IndexStore(str(tmp_path / "o")), 8)
-    for seg in (segs[2], segs[0]):
-        cols(seg)
-        objs(seg)
-    assert cols.segment_list().s_min == [5, 100]  # sorted
-    cols(segs[1])
-    objs(segs[1])
-    got, want = list(cols.segment_list()), sorted(objs.metas, key=lambda m: m.s_min)
-    assert [m.b_size for m in got] == [1 << 64, 3, 1]
-    for a, b in zip(got, want, strict=True):
-        assert (a.s_min, a.s_max, a.b_size, a.b_count, a.budget, a.used, a.n_keys) == \
-            (b.s_min, b.s_max, b.b_size, b.b_count, b.budget, b.used, b.n_keys)
-        assert (a.file.crc32, a.file.bytes) == (b.file.crc32, b.file.bytes)
-        assert a.locations.dtype == np.uint32 and a.locations.tolist() == b.locations.tolist()
-    store = S_storage.IndexStore(str(tmp_path / "w"))
-    back = S_storage.IndexStore(store.path).read_segment_list(store.write_segment_list(cols.segment_list()))
-    assert [(m.s_min, m.b_size, m.locations.tolist()) for m in back] == \
-        [(m.s_min, m.b_size, m.locations.tolist()) for m in got]
 
 
 # ---- an index is what it says (issue 48) ---------------------------------------------------------------

@@ -247,20 +247,13 @@ ANCIENT = [
 
 
 def _spark_written(spark, root: str, name: str, conf: dict[str, str], rows: list[str]) -> None:
-    old = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
+    from airflow_provider_lineage.sieve.build_spark import session_conf
+
+    with session_conf(spark, conf):  # the caller's settings restored after
         df = spark.createDataFrame([(i, r) for i, r in enumerate(rows)], "id int, s string").selectExpr(
             "id", "cast(s as timestamp) ts", "cast(substr(s, 1, 10) as date) d"
         )
         df.coalesce(1).write.mode("overwrite").parquet(f"{root}/{name}")
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])

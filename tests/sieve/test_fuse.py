@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve import fuse as FU
 from airflow_provider_lineage.sieve import fuse_build as FB
-from airflow_provider_lineage.sieve import hashed as H
+from airflow_provider_lineage.sieve import hashed_build as HB
 from airflow_provider_lineage.sieve.fingerprints import DEFAULT_FPP
 from airflow_provider_lineage.sieve.maintain import maintain
 from airflow_provider_lineage.sieve.storage.fuse import pack_slots, slot_value
@@ -295,9 +295,9 @@ def test_shards_and_spilled_runs_answer_every_key(tmp_path, monkeypatch, spill) 
     root = str(tmp_path / "t")
     layout, keys = _layout(root, 12, 5_000, 30)
     monkeypatch.setattr(FB, "SHARD_KEYS", 8_000)  # 60,000 keys: 8 shards (one per run of buckets)
-    monkeypatch.setattr(H, "BUCKET_PAIRS", 2_000)  # 16 buckets
+    monkeypatch.setattr(HB, "BUCKET_PAIRS", 2_000)  # 16 buckets
     if spill:
-        monkeypatch.setattr(H, "SPILL_PAIRS", 10_000)
+        monkeypatch.setattr(HB, "SPILL_PAIRS", 10_000)
     S.build(None, root, "k", structure="fuse")
     idx = S.open_index(root, "k")
     rt = idx.manifest.fuse

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve import fingerprints as F
 from airflow_provider_lineage.sieve import hashed as H
+from airflow_provider_lineage.sieve import hashed_build as HB
 from airflow_provider_lineage.sieve.hashing import hash_of_value, xxh64_binary, xxh64_longs
 from airflow_provider_lineage.sieve.keys import key_type_from_arrow
 from airflow_provider_lineage.sieve.maintain import maintain
@@ -403,11 +404,11 @@ def test_bucketed_build_writes_the_reference_structure(tmp_path, monkeypatch, ty
     """The build groups pairs bucket by bucket and encodes each bucket's pages on its own; the
     structure must be the one a single grouping of all pairs writes (small buckets and pages here,
     so that several buckets each hold whole pages)."""
-    from airflow_provider_lineage.sieve.build import arrow_key_type
+    from airflow_provider_lineage.sieve.build_pyarrow import arrow_key_type
     from airflow_provider_lineage.sieve.storage import IndexStore
     from airflow_provider_lineage.sieve.table import list_table_files
 
-    monkeypatch.setattr(H, "BUCKET_PAIRS", 1000)
+    monkeypatch.setattr(HB, "BUCKET_PAIRS", 1000)
     monkeypatch.setattr(F, "PAGE_KEYS", 64)
     rng = np.random.default_rng(11)
     keys = rng.integers(-(2**63), 2**63 - 1, 12_000, dtype=np.int64)
@@ -419,8 +420,8 @@ def test_bucketed_build_writes_the_reference_structure(tmp_path, monkeypatch, ty
                    part.tolist() if typ == pa.int64() else [f"id-{k:x}" for k in part.tolist()], typ)
     files = list_table_files(str(tmp_path / "t"))
     kt = arrow_key_type(files, "k", learn=False)
-    got = H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
-    want = H._read_grouped_wide(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, got[2])
+    got = HB._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    want = HB._read_grouped_wide(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, got[2])
     assert got[0] is not None and want[0] is not None
     assert F.page_bits_for(got[0].keys, got[2]) >= 5  # several pages per bucket, several buckets
     a = (tmp_path / "a" / got[0].name).read_bytes()
@@ -439,7 +440,7 @@ def test_threaded_and_serial_reads_write_the_same_structure(tmp_path, monkeypatc
     root = str(tmp_path / "t")
     out = []
     for limit in (1 << 40, 0):  # serial, then threaded
-        monkeypatch.setattr(H, "SERIAL_READ_BYTES", limit)
+        monkeypatch.setattr(HB, "SERIAL_READ_BYTES", limit)
         shutil.rmtree(os.path.join(root, "_sieve"), ignore_errors=True)
         S.build(None, root, "k", structure="hashed")
         with open(_hkeys(root), "rb") as fh:
@@ -448,7 +449,7 @@ def test_threaded_and_serial_reads_write_the_same_structure(tmp_path, monkeypatc
 
 
 def _spill_table(tmp_path, typ, n_files: int = 6, seed: int = 13):
-    from airflow_provider_lineage.sieve.build import arrow_key_type
+    from airflow_provider_lineage.sieve.build_pyarrow import arrow_key_type
     from airflow_provider_lineage.sieve.table import list_table_files
 
     rng = np.random.default_rng(seed)
@@ -468,15 +469,15 @@ def test_spilled_build_writes_the_in_memory_structure(tmp_path, monkeypatch, typ
     from it: the structure must be byte for byte the in-memory path's."""
     from airflow_provider_lineage.sieve.storage import IndexStore
 
-    monkeypatch.setattr(H, "BUCKET_PAIRS", 1000)
+    monkeypatch.setattr(HB, "BUCKET_PAIRS", 1000)
     monkeypatch.setattr(F, "PAGE_KEYS", page_keys)
     files, kt = _spill_table(tmp_path, typ)
     out = []
     for name, limit, spool in (("a", 1 << 40, 1 << 40), ("b", 5000, 1 << 40), ("c", 5000, 100)):
         # in memory; runs spilled from the 2nd file on; and the sealed pages spooled to a file from the 1st on
-        monkeypatch.setattr(H, "SPILL_PAIRS", limit)
+        monkeypatch.setattr(HB, "SPILL_PAIRS", limit)
         monkeypatch.setattr(storage_hashed, "SPOOL_BYTES", spool)
-        got = H._read_grouped(IndexStore(str(tmp_path / name)), files, files, range(len(files)), "k", kt, None, 0.01)
+        got = HB._read_grouped(IndexStore(str(tmp_path / name)), files, files, range(len(files)), "k", kt, None, 0.01)
         out.append(((tmp_path / name / got[0].name).read_bytes(), got[0].keys, got[0].pairs, got[2], got[3]))
     assert out[0] == out[1] == out[2]
 
@@ -493,7 +494,7 @@ def test_page_spool_error_names_the_fix_and_writes_no_structure(tmp_path, monkey
 
     monkeypatch.setattr(storage_hashed.tempfile, "TemporaryFile", refuse)
     with pytest.raises(SieveError, match="spool its pages .*No space left on device.*TMPDIR"):
-        H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+        HB._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
     assert not (tmp_path / "a").exists() or not [n for n in os.listdir(tmp_path / "a") if n.startswith("hkeys-")]
 
 
@@ -505,17 +506,17 @@ def test_spill_directory_is_removed_after_success_and_error(tmp_path, monkeypatc
     spill_root = tmp_path / "tmp"
     spill_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spill_root))  # what TMPDIR sets
-    monkeypatch.setattr(H, "SPILL_PAIRS", 0)
+    monkeypatch.setattr(HB, "SPILL_PAIRS", 0)
     made: list[str] = []
-    real_open = H._Spill._open
+    real_open = HB._Spill._open
 
     def spy(self, name):
         fh = real_open(self, name)
         made.append(self._dir.name)
         return fh
 
-    monkeypatch.setattr(H._Spill, "_open", spy)
-    got = H._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
+    monkeypatch.setattr(HB._Spill, "_open", spy)
+    got = HB._read_grouped(IndexStore(str(tmp_path / "a")), files, files, range(len(files)), "k", kt, None, 0.01)
     assert got[0] is not None and made and all(m.startswith(str(spill_root)) for m in made)
     assert not list(spill_root.iterdir())
 
@@ -523,9 +524,9 @@ def test_spill_directory_is_removed_after_success_and_error(tmp_path, monkeypatc
         raise SieveError("disk full")  # as _write reports an OSError
 
     made.clear()
-    monkeypatch.setattr(H._Spill, "_write", full)
+    monkeypatch.setattr(HB._Spill, "_write", full)
     with pytest.raises(SieveError, match="disk full"):
-        H._read_grouped(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, None, 0.01)
+        HB._read_grouped(IndexStore(str(tmp_path / "b")), files, files, range(len(files)), "k", kt, None, 0.01)
     assert made and not list(spill_root.iterdir())
 
 
@@ -539,7 +540,7 @@ def test_spill_write_error_is_a_clear_error(tmp_path) -> None:
         def write(self, view):
             raise OSError(28, "No space left on device")
 
-    with H._Spill() as spill, pytest.raises(SieveError, match="No space left.*TMPDIR"):
+    with HB._Spill() as spill, pytest.raises(SieveError, match="No space left.*TMPDIR"):
         spill._write(Full(), np.arange(4, dtype=np.uint64))
 
 

@@ -1,4 +1,4 @@
-"""sieve.maintain (auto decisions, explicit modes, error records) and sieve.job (spec -> results).
+"""sieve.decisions and sieve.maintain (auto decisions, explicit modes, error records) and sieve.job (spec -> results).
 
 Mostly the pyarrow engine (``spark=None``); one run of the job through Spark (``local[2]``)."""
 from __future__ import annotations
@@ -12,13 +12,8 @@ import pytest
 
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve import job as J
-from airflow_provider_lineage.sieve.maintain import (
-    MaintainResult,
-    Thresholds,
-    check,
-    maintain,
-    maintain_safely,
-)
+from airflow_provider_lineage.sieve.decisions import Thresholds, check
+from airflow_provider_lineage.sieve.maintain import MaintainResult, maintain, maintain_safely
 
 from .helpers import write_file
 

@@ -17,8 +17,9 @@ import pytest
 from airflow_provider_lineage import sieve as S
 from airflow_provider_lineage.sieve import fs
 from airflow_provider_lineage.sieve import storage as storage_mod
+from airflow_provider_lineage.sieve.decisions import check
 from airflow_provider_lineage.sieve.errors import CommitConflict
-from airflow_provider_lineage.sieve.maintain import check, maintain
+from airflow_provider_lineage.sieve.maintain import maintain
 from airflow_provider_lineage.sieve.storage import IndexStore
 from tests.support import s3 as s3_support
 from tests.support.s3 import free_port as _free_port

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_lineage import sieve as S
-from airflow_provider_lineage.sieve.build import arrow_key_type, spark_key_expr
+from airflow_provider_lineage.sieve.build_pyarrow import arrow_key_type
+from airflow_provider_lineage.sieve.build_spark import spark_key_expr
+from airflow_provider_lineage.sieve.decisions import check
 from airflow_provider_lineage.sieve.keys import (
     HIGH_KEY,
     LOW_KEY,
@@ -27,7 +29,6 @@ from airflow_provider_lineage.sieve.keys import (
     window_key,
     window_keys,
 )
-from airflow_provider_lineage.sieve.maintain import check
 from airflow_provider_lineage.sieve.query import intervals_of
 from airflow_provider_lineage.sieve.table import list_table_files
 

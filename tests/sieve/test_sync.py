@@ -16,6 +16,7 @@ from airflow_provider_lineage import sieve as S
 from .helpers import apply_op, exact_files, replay_ops, write_file, write_layout
 
 sync_mod = importlib.import_module("airflow_provider_lineage.sieve.sync")
+update_mod = importlib.import_module("airflow_provider_lineage.sieve.segment_update")
 
 
 def _table(tmp_path, layout) -> str:
@@ -31,7 +32,8 @@ def test_removed_file_is_dropped_without_reading(tmp_path, monkeypatch) -> None:
     os.remove(f"{root}/a.parquet")
     read: list[str] = []
     real = sync_mod.read_file_keys
-    monkeypatch.setattr(sync_mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
+    for mod in (sync_mod, update_mod):  # added files' keys (sync), segments rebuilt from data (segment_update)
+        monkeypatch.setattr(mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
     report = S.sync(None, root, "k")
     assert report.files_removed == 1 and read == []
     idx = S.open_index(root, "k")
@@ -73,7 +75,8 @@ def test_exact_segment_is_resegmented_without_reading_data(tmp_path, monkeypatch
     write_file(f"{root}/c.parquet", [50, 51])
     read: list[str] = []
     real = sync_mod.read_file_keys
-    monkeypatch.setattr(sync_mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
+    for mod in (sync_mod, update_mod):  # added files' keys (sync), segments rebuilt from data (segment_update)
+        monkeypatch.setattr(mod, "read_file_keys", lambda p, *a: read.append(p) or real(p, *a))
     report = S.sync(None, root, "k")
     assert read == [f"{root}/c.parquet"] and report.keys_read == 2  # only the new file was read
     idx = S.open_index(root, "k")
@@ -98,8 +101,8 @@ def test_a_file_covering_whole_blocks_is_added_without_resegmenting(tmp_path, mo
     assert len(S.open_index(root, "k").metas) == 1
     write_file(f"{root}/c.parquet", added)
     calls: list[int] = []
-    real = sync_mod.covers_whole_blocks
-    monkeypatch.setattr(sync_mod, "covers_whole_blocks", lambda seg, adds: calls.append(1) or real(seg, adds))
+    real = update_mod.covers_whole_blocks
+    monkeypatch.setattr(update_mod, "covers_whole_blocks", lambda seg, adds: calls.append(1) or real(seg, adds))
     report = S.sync(None, root, "k")
     assert bool(calls) == (outcome != "covered") and report.segments_created == 0
     got = {"covered": report.segments_covered, "rewritten": report.segments_rewritten,
@@ -136,8 +139,8 @@ def test_a_file_holding_every_key_of_a_segment_is_recorded_in_the_segment_list(t
     full = f"{root}/full.parquet"
     write_file(full, list(range(300)))
     read: list[object] = []
-    real = sync_mod.IndexStore.read_segment
-    monkeypatch.setattr(sync_mod.IndexStore, "read_segment", lambda self, ref: read.append(ref) or real(self, ref))
+    real = update_mod.IndexStore.read_segment
+    monkeypatch.setattr(update_mod.IndexStore, "read_segment", lambda self, ref: read.append(ref) or real(self, ref))
     report = S.sync(None, root, "k")
     assert (report.segments_covered, report.segments_rewritten, report.segments_rebuilt,
             report.segments_created) == (n, 0, 0, 0) and read == []

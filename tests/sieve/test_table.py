@@ -154,3 +154,36 @@ def test_stamp_footers_sets_each_entry_and_none_for_a_vanished_file(tmp_path) ->
     os.remove(tmp_path / "b.parquet")
     T.stamp_footers(entries)
     assert entries[0].footer == T.footer_checksum(str(tmp_path / "a.parquet")) and entries[1].footer is None
+
+
+# ---- a column's min/max from the footer: one reader for the build's key bounds and a hashed index's ranges --------
+def test_footer_min_max_skips_null_row_groups_and_names_missing_statistics(tmp_path) -> None:
+    """Row groups of NULLs only are skipped; a file without the column, or with NULLs only, has no bounds;
+    a row group without statistics raises. Both callers keep their answer for that: the build's string bounds
+    read the values, a hashed index's file range is "any key" (sound either way)."""
+    from airflow_provider_lineage.sieve.build_pyarrow import file_bounds
+    from airflow_provider_lineage.sieve.hashed import UNKNOWN_RANGE, footer_range
+    from airflow_provider_lineage.sieve.keys import KeyType
+
+    def raw(st):
+        return bytes(st.min_raw), bytes(st.max_raw)
+
+    path = tmp_path / "a.parquet"
+    table = pa.table({"S": pa.array(["m", "b", None, None, "z", "c"]), "n": pa.array([None] * 6, pa.int64()),
+                      "k": pa.array([5, 3, None, None, 9, -2], pa.int64())})
+    pq.write_table(table, path, row_group_size=2)  # row groups: (m, b), (None, None), (z, c)
+    pf = pq.ParquetFile(path)
+    assert T.footer_min_max(pf, "s", raw) == (b"b", b"z")  # Spark's case rule finds "S"
+    assert T.footer_min_max(pf, "k", lambda st: (st.min, st.max)) == (-2, 9)
+    assert T.footer_min_max(pf, "n", raw) is None  # NULLs only
+    assert T.footer_min_max(pf, "absent", raw) is None  # schema evolution: NULLs
+    assert file_bounds(str(path), "S") == (b"b", b"z")
+    assert footer_range(str(path), "k", KeyType("int", "int64", width=8)) == (-2, 9)
+    assert footer_range(str(path), "n", KeyType("int", "int64", width=8)) == UNKNOWN_RANGE
+
+    bare = tmp_path / "bare.parquet"
+    pq.write_table(table, bare, row_group_size=2, write_statistics=False)
+    with pytest.raises(T.NoFooterStatistics):
+        T.footer_min_max(pq.ParquetFile(bare), "S", raw)
+    assert file_bounds(str(bare), "S") == (b"b", b"z")  # read from the values
+    assert footer_range(str(bare), "k", KeyType("int", "int64", width=8)) == UNKNOWN_RANGE

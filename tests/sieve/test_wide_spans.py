@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from airflow_provider_lineage import sieve as S
-from airflow_provider_lineage.sieve.build import FileHashes, _segment_run
+from airflow_provider_lineage.sieve.build_spark import FileHashes, _segment_run
 from airflow_provider_lineage.sieve.model import (
     INT64_MAX,
     INT64_MIN,
@@ -211,7 +211,7 @@ def test_merge_on_read_charges_beyond_int64_then_compact(tmp_path) -> None:
 
 
 def test_budget_columns_beyond_int64_are_clamped() -> None:
-    from airflow_provider_lineage.sieve.sync import _int64_column
+    from airflow_provider_lineage.sieve.segment_update import _int64_column
 
     assert _int64_column([0, 5]).tolist() == [0, 5]
     assert _int64_column([0, 1 << 64]).tolist() == [0, 1 << 62]

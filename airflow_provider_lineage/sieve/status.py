@@ -1,4 +1,5 @@
-"""Maintenance decisions from the file listing and the index files only (no Spark, no data reads).
+"""An index's maintenance status: its health and the core's recommendation, from the file listing and
+the index files only (no Spark, no data reads). The caller's decisions from it: :mod:`.decisions`.
 
 Importing this module imports no numpy or pyarrow (the Airflow sensor and trigger import it while
 a DAG file is parsed); the index modules are imported when a status is computed.

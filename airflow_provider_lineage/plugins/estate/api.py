@@ -110,7 +110,7 @@ def register(app: Any) -> None:
     from fastapi import HTTPException, Query
     from fastapi.responses import Response
 
-    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import index, lists, query
 
     def readable(user: Any) -> set:
         from airflow_provider_lineage.plugins import access
@@ -156,7 +156,7 @@ def register(app: Any) -> None:
             notes.append(f"the estate index could not be brought up to date ({type(exc).__name__}): the "
                          "answer shows what was indexed before")
         try:
-            found = query.problems(session, readable=who, limit=0)
+            found = lists.problems(session, readable=who, limit=0)
         except Exception:  # noqa: BLE001 - no index yet (its tables are created by the first sync)
             session.rollback()
             found = {"total": 0, "hidden": 0}
@@ -207,13 +207,13 @@ def register(app: Any) -> None:
         """Datasets and columns of the estate whose name contains ``q``."""
         no_nul(q=q)
         offset = offset_of(cursor, "search")
-        if offset > query.SEARCH_MAX_OFFSET:
-            raise HTTPException(400, f"the search pages no further than {query.SEARCH_MAX_OFFSET:,} hits: "
+        if offset > lists.SEARCH_MAX_OFFSET:
+            raise HTTPException(400, f"the search pages no further than {lists.SEARCH_MAX_OFFSET:,} hits: "
                                      "narrow the query")
         who = readable(user)
         notice = fresh(session, who)
-        hits = query.search(session, q, limit=limit + 1, readable=who, offset=offset)
-        more = len(hits) > limit and offset + limit <= query.SEARCH_MAX_OFFSET
+        hits = lists.search(session, q, limit=limit + 1, readable=who, offset=offset)
+        more = len(hits) > limit and offset + limit <= lists.SEARCH_MAX_OFFSET
         return {
             "query": q,
             "hits": hits[:limit],
@@ -274,7 +274,7 @@ def register(app: Any) -> None:
         offset = offset_of(cursor, "runs")
         who = readable(user)
         notice = fresh(session, who)
-        found = query.runs(session, readable=who, dag_id=dag_id, limit=limit + 1, offset=offset)
+        found = lists.runs(session, readable=who, dag_id=dag_id, limit=limit + 1, offset=offset)
         return {
             "runs": found[:limit],
             "next_cursor": encode_cursor(offset + limit, "runs") if len(found) > limit else None,
@@ -291,7 +291,7 @@ def register(app: Any) -> None:
         who = readable(user)
         notice = fresh(session, who)
         try:
-            found = query.problems(session, readable=who, limit=limit, offset=offset)
+            found = lists.problems(session, readable=who, limit=limit, offset=offset)
         except Exception:  # noqa: BLE001 - no index tables yet
             session.rollback()
             found = {"problems": [], "total": 0, "hidden": 0}
@@ -320,7 +320,7 @@ def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
     """
     from sqlalchemy import case, func, select
 
-    from airflow_provider_lineage.plugins.estate import query
+    from airflow_provider_lineage.plugins.estate import asof
     from airflow_provider_lineage.plugins.estate import schema as s
 
     limit = max(1, min(limit, START_MAX))
@@ -330,7 +330,7 @@ def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
                               .where(t.set_ref.is_not(None)).group_by(t.dag_id)).all()
     mine = [r for r in per_dag if r[0] in readable]
     epoch = datetime.min.replace(tzinfo=UTC)
-    mine.sort(key=lambda r: (query._utc(r[2]) or epoch, r[0]), reverse=True)
+    mine.sort(key=lambda r: (asof.utc(r[2]) or epoch, r[0]), reverse=True)
     answer: dict = {"recent": [], "dags": [], "dags_total": len(mine), "hidden_dags": len(per_dag) - len(mine),
                     "limit": limit}
     if not mine:
@@ -374,21 +374,21 @@ def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
     for h in heads:
         entry = by_dag.setdefault(h.dag_id, {"writes": set(), "run": None})
         entry["writes"] |= written.get(h.set_ref, set())
-        if entry["run"] is None or query._utc(h.end_date) > query._utc(entry["run"].end_date):
+        if entry["run"] is None or asof.utc(h.end_date) > asof.utc(entry["run"].end_date):
             entry["run"] = h
     ids = set(recent) | {d for e in by_dag.values() for d in e["writes"]}
     # labels only from records of readable DAGs
-    names = {did: {"namespace": ns, "name": nm, "label": query._short(nm, table)}
-             for did, (ns, nm, table) in query._dataset_keys(session, ids, labels=True, readable=readable).items()}
+    names = {did: {"namespace": ns, "name": nm, "label": asof.short_label(nm, table)}
+             for did, (ns, nm, table) in asof.dataset_keys(session, ids, labels=True, readable=readable).items()}
     for did, r in recent.items():
-        end = query._utc(r.end_date)
+        end = asof.utc(r.end_date)
         answer["recent"].append({**names[did], "written": end.isoformat() if end else None, "dag_id": r.dag_id,
                                  "task_id": r.task_id, "run_id": r.run_id, "url": run_link(r)})
     for dag_id, tasks, _ in mine[:START_DAGS]:
         entry = by_dag.get(dag_id) or {"writes": set(), "run": None}
         writes = sorted((names[d] for d in entry["writes"]), key=lambda n: (n["label"], n["namespace"], n["name"]))
         run = entry["run"]
-        end = query._utc(run.end_date) if run is not None else None
+        end = asof.utc(run.end_date) if run is not None else None
         answer["dags"].append({
             "dag_id": dag_id, "tasks": tasks, "writes": writes[:START_WRITES], "writes_total": len(writes),
             "last_run": {"run_id": run.run_id, "end": end.isoformat() if end else None, "url": run_link(run)}

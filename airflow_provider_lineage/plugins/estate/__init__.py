@@ -9,5 +9,5 @@ A room of the Airflow layer (``docs/estate.md`` explains the design):
 * :mod:`.index` keeps the index in step with the XCom rows (new records in, deleted ones out) and
   re-indexes (``python -m airflow_provider_lineage.plugins.estate reindex``);
 * :mod:`.query` the read side: column edges as of an instant, traversal, impact, graph, diff;
-* :mod:`.listener` the scheduler-side hook that updates the index when a DAG run finishes.
+* :mod:`.dagrun_listener` the scheduler-side hook that updates the index when a DAG run finishes.
 """

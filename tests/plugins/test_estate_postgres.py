@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.estate_support import NS, add_run, record
+from tests.plugins.estate_support import NS, add_run, kill_reindex_at, record
 
 pytestmark = [pytest.mark.postgres]
 
@@ -208,9 +208,6 @@ def test_concurrent_updaters_never_error_on_postgresql(pg: Any) -> None:
 
 
 def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> None:
-    import signal
-    import sys
-
     from sqlalchemy import select
 
     from airflow_provider_lineage.plugins.estate import index
@@ -229,26 +226,13 @@ def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> N
     before = state()
     url = engine.url.render_as_string(hide_password=False)
     env = dict(os.environ, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=url, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC=url)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=env,
-    )
-    seen = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("indexed 3 of"):
-            with sessions() as session:  # meanwhile readers see the old index, and a sync finds it busy
-                assert index.sync(session, force=True) == {"busy": 1}
-            assert state() == before
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
+
+    def meanwhile() -> None:  # readers see the old index, and a sync finds it busy
+        with sessions() as session:
+            assert index.sync(session, force=True) == {"busy": 1}
+        assert state() == before
+
+    kill_reindex_at("indexed 3 of", env, before_kill=meanwhile)
     assert state() == before
     with sessions() as session:
         assert "indexed" in index.sync(session, force=True)

@@ -4,7 +4,7 @@
 for transactions that commit late), refreshes the few rows whose task had not finished when they were
 indexed, and when the index holds more records than XCom does (``airflow db clean``, a deleted DAG or
 DAG run, a cleared task) it deletes the records whose XCom row is gone. It runs in processes that have
-metadata-DB access: the scheduler when a DAG run finishes (:mod:`.dagrun_listener`) and the api-server before
+metadata-DB access: the scheduler when a DAG run finishes (:mod:`..dagrun_listener`) and the api-server before
 it answers an estate request (throttled to once per :data:`SYNC_INTERVAL` seconds per process).
 Airflow 3 workers have no DB access, so the operator itself cannot write here.
 

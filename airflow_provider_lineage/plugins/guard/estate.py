@@ -13,7 +13,7 @@ nothing), across tasks and DAGs, whatever order the tasks ran in and whichever t
   readable DAG's lineage names is a count (``hidden``), a hop of a path likewise; the declaration's
   problems only for users who may read its source. No disk is looked at from a request.
 * :func:`publish`: the tag map (inherited tags of every tagged column) in the Airflow Variable
-  :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..estate.dagrun_listener`).
+  :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..dagrun_listener`).
   Workers have no metadata-DB access; the operator reads this Variable for the tags of its inputs
   (operators/_lineage/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset
   left out is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".

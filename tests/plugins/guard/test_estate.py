@@ -164,7 +164,7 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     from airflow.models.variable import Variable
 
     from airflow_provider_lineage.operators._lineage import guard
-    from airflow_provider_lineage.plugins.estate import dagrun_listener
+    from airflow_provider_lineage.plugins import dagrun_listener
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from tests.operators.test_guard_unit import FakeTI
 

@@ -1,4 +1,4 @@
-"""The scheduler's estate hook (plugins/estate/dagrun_listener.py): a failed sync is retried before the tag map is
+"""The scheduler's estate hook (plugins/dagrun_listener.py): a failed sync is retried before the tag map is
 published, and a run that finishes while the hook's thread is ending is not left unsynced."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lineage.plugins.estate import dagrun_listener, index
+from airflow_provider_lineage.plugins import dagrun_listener
+from airflow_provider_lineage.plugins.estate import index
 
 
 def test_a_failed_sync_is_retried_then_the_map_is_published_from_the_synced_index(

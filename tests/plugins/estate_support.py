@@ -121,3 +121,13 @@ def kill_reindex_at(line_start: str, env: dict[str, str], *, before_kill: Callab
             break
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
+
+
+def wipe_runs(prefix: str) -> None:
+    """Delete the DAG runs (and with them their task instances and XComs) whose run id starts with ``prefix``."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.run_id.like(prefix + "%")))

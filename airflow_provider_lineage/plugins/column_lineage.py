@@ -4,7 +4,7 @@
 * ``external_views`` (Airflow 3.1+; 3.0 ignores them and the API still works): a "Column lineage"
   tab on DAG runs and on task instances, and a "Column lineage" entry in the navigation (the estate page:
   lineage across every DAG and back in time);
-* ``listeners``: the scheduler updates the estate index when a DAG run finishes (:mod:`.estate.listener`).
+* ``listeners``: the scheduler updates the estate index when a DAG run finishes (:mod:`.dagrun_listener`).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_provider_lineage.plugins import dagrun_listener
 from airflow_provider_lineage.plugins.api import URL_PREFIX, LazyApp
-from airflow_provider_lineage.plugins.estate import listener as estate_listener
 
 PLUGIN_NAME = "column_lineage"
 
@@ -37,7 +37,7 @@ def _external_views() -> list[dict[str, Any]]:
 
 
 def _listeners() -> list[Any]:
-    return [estate_listener]
+    return [dagrun_listener]
 
 
 class ColumnLineagePlugin(AirflowPlugin):

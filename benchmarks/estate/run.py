@@ -2,7 +2,7 @@
 
 Synthetic estates at three sizes (up to 2,000 DAGs, 20,000 datasets, 200,000 distinct column edges and
 100,000 task records over 90 days) are written through the index's own path
-(:func:`airflow_provider_lineage.plugins.estate.index.ingest`, one call per finished task run), on SQLite
+(:func:`airflow_provider_lineage.plugins.estate.ingest.ingest`, one call per finished task run), on SQLite
 (a file) and PostgreSQL (a throw-away server from ``dev/deploy.py``). Each DAG has one Spark task that
 writes ``datasets / dags`` tables of 10 columns, each column read from a column of a table an earlier DAG
 writes (so lineage chains across DAGs); every 25th run of a task changes one edge (new lineage version).
@@ -121,7 +121,7 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
     from sqlalchemy import create_engine, func, select
     from sqlalchemy.orm import Session
 
-    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import index, ingest, query
     from airflow_provider_lineage.plugins.estate import schema as s
 
     spec = SIZES[size]
@@ -134,7 +134,7 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
     load_t = time.perf_counter()
     with Session(engine) as session:
         index.ensure_schema(session)
-        datasets = index._Datasets(session)
+        datasets = ingest.Datasets(session)
         runs = [(dag, r) for r in range(est.runs) for dag in range(est.dags)]
         cache: dict[tuple[int, int], dict[str, Any]] = {}
         refs: dict[tuple[int, int], int] = {}
@@ -159,14 +159,14 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
                   "map_index": -1, "state": state, "start_date": end - timedelta(minutes=5), "end_date": end,
                   "xcom_ts": end}
             if not bulk:
-                index.ingest(session, record=rec, datasets=datasets, **kw)
+                ingest.ingest(session, record=rec, datasets=datasets, **kw)
                 if i % 500 == 499:
                     session.commit()
                 continue
             # bulk: each lineage version stored once through the index's own code, the task runs in batches
             ref = refs.get((dag, version))
             if ref is None:
-                ref = refs[(dag, version)] = index._edge_set(session, rec, datasets)
+                ref = refs[(dag, version)] = ingest.edge_set(session, rec, datasets)
             batch.append({**kw, "set_ref": ref, "status": "ok", "job": f"b/j{dag}", "owner": None, "note": None})
             if len(batch) >= 5000:
                 session.execute(s.task_run.insert(), batch)
@@ -187,7 +187,7 @@ def measure(url: str, size: str, quick: bool, bulk: bool = True) -> dict[str, An
             for new, acc in ((False, upd_same), (True, upd_new)):
                 rec = est.record(dag, 1000 + k if new else 0)
                 t = time.perf_counter()
-                index.ingest(session, dag_run_id=10_000_000 + 2 * k + new, dag_id=f"dag_{dag:04d}", task_id="spark",
+                ingest.ingest(session, dag_run_id=10_000_000 + 2 * k + new, dag_id=f"dag_{dag:04d}", task_id="spark",
                              run_id=f"bench{k}{new}", map_index=-1, record=rec, state="success",
                              end_date=T0 + span + timedelta(seconds=k), xcom_ts=T0 + span)
                 session.commit()
@@ -418,7 +418,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--postgres-sizes", default=None, help="sizes on PostgreSQL (default: --sizes)")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
     p.add_argument("--one-by-one", action="store_true",
-                   help="load every record through index.ingest (slow at the large size) instead of in bulk")
+                   help="load every record through ingest.ingest (slow at the large size) instead of in bulk")
     p.add_argument("--report", default=str(HERE / "REPORT.md"))
     p.add_argument(
         "--page",
@@ -541,8 +541,8 @@ def write_report(path: Path, results: list[dict[str, Any]], before: tuple[float,
              ("Targets: index update per finished task < 50 ms, search < 200 ms, 5-hop impact < 300 ms, "
               "time-travel graph < 500 ms, page < 1.5 s. Medians, milliseconds. `load_s`: seconds to load the "
               "estate (bulk: each lineage version stored once through the index's own edge-set code, the task "
-              "runs inserted 5,000 at a time; `--one-by-one` loads every record through `index.ingest`). "
-              "`update_ms` / `update_new_ms`: one finished task through `index.ingest` and committed, with a "
+              "runs inserted 5,000 at a time; `--one-by-one` loads every record through `ingest.ingest`). "
+              "`update_ms` / `update_new_ms`: one finished task through `ingest.ingest` and committed, with a "
               "lineage already stored / a new one. Reads ask as the API does, with the DAG ids the user may "
               "read (here all of them). `tag_map_ms` (no target in the issue): the whole estate's column-tag "
               "map with `pii` declared on a column of every landing table, which the scheduler computes in a "

@@ -45,7 +45,7 @@ def measure(size: str, folder: Path, repeats: int) -> dict[str, Any]:
     from sqlalchemy import create_engine
     from sqlalchemy.orm import Session
 
-    from airflow_provider_lineage.plugins.estate import index
+    from airflow_provider_lineage.plugins.estate import index, ingest
     from airflow_provider_lineage.plugins.estate import schema as s
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
 
@@ -55,10 +55,10 @@ def measure(size: str, folder: Path, repeats: int) -> dict[str, Any]:
     index._ready.clear()
     with Session(engine) as session:
         index.ensure_schema(session)
-        datasets = index._Datasets(session)
+        datasets = ingest.Datasets(session)
         rows = []
         for dag in range(est.dags):
-            ref = index._edge_set(session, est.record(dag, 0), datasets)
+            ref = ingest.edge_set(session, est.record(dag, 0), datasets)
             end = T0 + timedelta(minutes=dag)
             rows.append({"dag_run_id": dag, "dag_id": f"dag_{dag:04d}", "task_id": "spark", "run_id": "r0",
                          "map_index": -1, "state": "success", "start_date": end, "end_date": end, "xcom_ts": end,

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -91,3 +96,38 @@ def ensure_dag(session: Any, dag_id: str) -> None:
         session.execute(DagModel.__table__.insert().values(
             dag_id=dag_id, bundle_name="dags-folder", max_active_tasks=1, max_consecutive_failed_dag_runs=0,
             has_task_concurrency_limits=False, is_stale=False))
+
+
+def kill_reindex_at(line_start: str, env: dict[str, str], *, before_kill: Callable[[], None] | None = None) -> None:
+    """Run ``python -m airflow_provider_lineage.plugins.estate reindex --batch 1`` (with ``env``) and, at the first
+    line of its log starting with ``line_start`` (e.g. ``"indexed 2 of"``), call ``before_kill`` (checks made while
+    the reindex is under way) and kill its process group with SIGKILL; asserts that the kill is what ended it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith(line_start):
+            if before_kill is not None:
+                before_kill()
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
+
+
+def wipe_runs(prefix: str) -> None:
+    """Delete the DAG runs (and with them their task instances and XComs) whose run id starts with ``prefix``."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.run_id.like(prefix + "%")))

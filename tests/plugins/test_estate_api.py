@@ -12,19 +12,10 @@ from typing import Any
 import pytest
 
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
-from tests.plugins.estate_support import NS, T0, add_run, record
+from tests.plugins.estate_support import NS, T0, add_run, record, wipe_runs
 
 PREFIX = "/column-lineage"
 RUN_PREFIX = "estate__"
-
-
-def _wipe() -> None:
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-    from sqlalchemy import delete
-
-    with create_session() as session:
-        session.execute(delete(DagRun).where(DagRun.run_id.like(RUN_PREFIX + "%")))
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +24,7 @@ def client() -> Iterator[Any]:
     from tests.support.pipelines import migrate_db
 
     migrate_db()
-    _wipe()
+    wipe_runs(RUN_PREFIX)
     for dag_id, task, rec, day in (
         ("estate_a", "load", record({"t1": [("email", "landing:email")]}), 1),
         (DENIED_DAG, "mart", record({"t2": [("email_h", "t1:email")]}, masked={"email_h"}), 2),
@@ -42,7 +33,7 @@ def client() -> Iterator[Any]:
         add_run(dag_id, task, rec, day=day, run_id=f"{RUN_PREFIX}{day}")
     with api_client() as c:
         yield c
-    _wipe()
+    wipe_runs(RUN_PREFIX)
 
 
 def _get(c: Any, path: str, user: str | None = "viewer", **params: Any) -> Any:

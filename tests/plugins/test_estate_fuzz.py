@@ -15,20 +15,11 @@ from hypothesis import strategies as st
 
 from airflow_provider_lineage.lineage import run_record
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
-from tests.plugins.estate_support import NS, add_run, record
+from tests.plugins.estate_support import NS, add_run, record, wipe_runs
 
 PREFIX = "/column-lineage"
 RUN_PREFIX = "fuzz__"
 _n = itertools.count()
-
-
-def _wipe() -> None:
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-    from sqlalchemy import delete
-
-    with create_session() as session:
-        session.execute(delete(DagRun).where(DagRun.run_id.like(RUN_PREFIX + "%")))
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +27,12 @@ def client() -> Iterator[Any]:
     from tests.support.pipelines import migrate_db
 
     migrate_db()
-    _wipe()
+    wipe_runs(RUN_PREFIX)
     add_run("fuzz_a", "w", record({"f1": [("a", "f0:a"), ("b", "f0:b")]}), day=1, run_id=RUN_PREFIX + "a")
     add_run(DENIED_DAG, "w", record({"f2": [("a", "f1:a")], "f1": [("h", "f0:a")]}), day=2, run_id=RUN_PREFIX + "d")
     with api_client() as c:
         yield c
-    _wipe()
+    wipe_runs(RUN_PREFIX)
 
 
 names = st.one_of(st.sampled_from(["f0", "f1", "f2", "", "no/such", "x" * 1001, "a\x00b", "%", "_", "\\"]),

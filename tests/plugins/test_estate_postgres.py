@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.estate_support import NS, add_run, record
+from tests.plugins.estate_support import NS, add_run, kill_reindex_at, record
 
 pytestmark = [pytest.mark.postgres]
 
@@ -75,7 +75,7 @@ def pg() -> Iterator[Any]:
 def test_bad_records_nul_bytes_and_long_names_on_postgresql(pg: Any) -> None:
     from sqlalchemy import select
 
-    from airflow_provider_lineage.plugins.estate import index, query
+    from airflow_provider_lineage.plugins.estate import index, lists, query
     from airflow_provider_lineage.plugins.estate import schema as s
 
     _engine, sessions = pg
@@ -110,7 +110,7 @@ def test_bad_records_nul_bytes_and_long_names_on_postgresql(pg: Any) -> None:
                 ("ok_ds", "fine")}
             assert [h["name"] for h in query.search(session, "pg_good", readable=readable)] == ["pg_good"]
         assert query.search(session, "pg_good", readable={"other"}) == []
-        found = {p["task_id"]: p for p in query.problems(session)["problems"]}
+        found = {p["task_id"]: p for p in lists.problems(session)["problems"]}
         assert set(found) == {"long", "malformed", "notlists"}
         assert "over 1000 characters" in found["long"]["reason"] and "NUL" in found["long"]["reason"]
         assert (
@@ -156,12 +156,13 @@ def _at_once(*jobs: Any) -> list[BaseException]:
 
 def test_concurrent_updaters_never_error_on_postgresql(pg: Any) -> None:
     """The scheduler's listener and an api-server request (both :func:`index.sync`), two schedulers
-    (:func:`index.sync_all`) and writers of the same XCom row and meta key (:func:`index.ingest`,
+    (:func:`index.sync_all`) and writers of the same XCom row and meta key (:func:`ingest.ingest`,
     :func:`index._set_meta`, which run without the sync lock in the benchmarks and tools) at once."""
     from airflow.models.xcom import XComModel
     from sqlalchemy import func, select
 
     from airflow_provider_lineage.plugins.estate import index
+    from airflow_provider_lineage.plugins.estate import ingest as estate_ingest
     from airflow_provider_lineage.plugins.estate import schema as s
 
     _engine, sessions = pg
@@ -183,7 +184,7 @@ def test_concurrent_updaters_never_error_on_postgresql(pg: Any) -> None:
 
     def ingest(k: Any, tag: str) -> None:
         with sessions() as session:
-            index.ingest(session, dag_run_id=k.dag_run_id, dag_id="cc0", task_id=k.task_id, run_id="r",
+            estate_ingest.ingest(session, dag_run_id=k.dag_run_id, dag_id="cc0", task_id=k.task_id, run_id="r",
                          map_index=k.map_index, record=dict(rec, run_id=tag), state="success",
                          end_date=datetime.now(UTC), xcom_ts=datetime.now(UTC))
 
@@ -207,9 +208,6 @@ def test_concurrent_updaters_never_error_on_postgresql(pg: Any) -> None:
 
 
 def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> None:
-    import signal
-    import sys
-
     from sqlalchemy import select
 
     from airflow_provider_lineage.plugins.estate import index
@@ -228,26 +226,13 @@ def test_a_killed_reindex_leaves_the_old_index_whole_on_postgresql(pg: Any) -> N
     before = state()
     url = engine.url.render_as_string(hide_password=False)
     env = dict(os.environ, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=url, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC=url)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=env,
-    )
-    seen = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("indexed 3 of"):
-            with sessions() as session:  # meanwhile readers see the old index, and a sync finds it busy
-                assert index.sync(session, force=True) == {"busy": 1}
-            assert state() == before
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
+
+    def meanwhile() -> None:  # readers see the old index, and a sync finds it busy
+        with sessions() as session:
+            assert index.sync(session, force=True) == {"busy": 1}
+        assert state() == before
+
+    kill_reindex_at("indexed 3 of", env, before_kill=meanwhile)
     assert state() == before
     with sessions() as session:
         assert "indexed" in index.sync(session, force=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
-from tests.plugins.estate_support import NS, add_run, record
+from tests.plugins.estate_support import NS, add_run, record, wipe_runs
 
 PREFIX = "/column-lineage"
 RUN_PREFIX = "estate_start__"
@@ -18,21 +18,12 @@ DAYS = {"start_a": 400, "start_c": 401, DENIED_DAG: 402}
 SECRET = "start_secret_mart"
 
 
-def _wipe() -> None:
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-    from sqlalchemy import delete
-
-    with create_session() as session:
-        session.execute(delete(DagRun).where(DagRun.run_id.like(RUN_PREFIX + "%")))
-
-
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     from tests.support.pipelines import migrate_db
 
     migrate_db()
-    _wipe()
+    wipe_runs(RUN_PREFIX)
     add_run("start_a", "load", record({"start_orders": [("id", "start_landing:id")]}), day=DAYS["start_a"],
             run_id=f"{RUN_PREFIX}a")
     add_run("start_c", "report", record({"start_report": [("id", "start_orders:id")],
@@ -44,7 +35,7 @@ def client() -> Iterator[Any]:
             state="failed", run_id=f"{RUN_PREFIX}a_failed")  # a failed run wrote nothing that counts
     with api_client() as c:
         yield c
-    _wipe()
+    wipe_runs(RUN_PREFIX)
 
 
 def _start(c: Any, user: str | None = "viewer", **params: Any) -> Any:

@@ -15,7 +15,6 @@ import csv
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.plugins.auth import DENIED_DAG, DENIED_USER, api_client
-from tests.plugins.estate_support import NS, T0, add_run, record
+from tests.plugins.estate_support import NS, T0, add_run, kill_reindex_at, record
 
 PREFIX = "/column-lineage"
 RUN_PREFIX = "trust__"
@@ -332,23 +331,7 @@ def test_a_killed_reindex_leaves_the_old_index_whole(client: Any) -> None:
 
     before = state()
     assert len(before[0]) >= 40 and "many_29" in before[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_lineage.plugins.estate", "reindex", "--batch", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=dict(os.environ),
-    )
-    seen = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("indexed 2 of"):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
+    kill_reindex_at("indexed 2 of", dict(os.environ))
     after = state()
     assert after[0] == before[0] and after[1] == before[1], (before[0] ^ after[0], before[1] ^ after[1])
     assert _get(client, "/api/estate/search", q="many_29").json()["hits"]

@@ -1,4 +1,4 @@
-"""The estate endpoints, added to the plugin's FastAPI app by :func:`register` (see ``docs/ui.md``)::
+"""The estate endpoints, the ``router`` the plugin's FastAPI app includes (see ``docs/ui.md``)::
 
     GET /api/impact?namespace=&name=&column=&direction=downstream|upstream&depth=&as_of=&format=json|csv&limit=&cursor=
     GET /api/estate/search?q=&limit=&cursor=
@@ -6,7 +6,7 @@
     GET /api/estate/diff?namespace=&name=&column=&depth=&before=&after=&limit=
     GET /api/estate/runs?dag_id=&limit=&cursor=
     GET /api/estate/problems?limit=&cursor=
-    GET /api/estate/start?limit=          the page's first view: datasets written recently, DAGs with lineage
+    GET /api/estate/start?limit=          the page's first view (:mod:`.start`, with this module's ``fresh``)
 
 Every one needs a signed-in user (401 without a token) and reads only the DAGs the auth manager lets
 the user read, and read the XComs of (the index is derived from XComs: :mod:`..access`); what is
@@ -19,7 +19,8 @@ Bounded: list answers page (``limit`` up to the documented maximum, ``next_curso
 large backlog (the first sync after an upgrade) is indexed in batches in a background thread while
 requests answer with what is indexed so far, and a ``notice`` says so. An index that cannot be
 updated, or records that could not be indexed, never fail a request: they are a ``notice``.
-No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
+No ``from __future__ import annotations``: FastAPI reads the annotations at run time. Imported only by
+the api-server (it loads the API stack at its top).
 """
 import base64
 import csv
@@ -30,7 +31,15 @@ from datetime import UTC, datetime
 from typing import Any, Optional
 from urllib.parse import quote
 
+from airflow.api_fastapi.common.db.common import SessionDep
+from airflow.api_fastapi.core_api.security import GetUserDep
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import Response
+
+from airflow_provider_lineage.plugins.estate import index, lists, query
+
 log = logging.getLogger(__name__)
+router = APIRouter()
 
 IMPACT_MAX_DEPTH = 20
 #: Impact rows per page: default and maximum.
@@ -103,320 +112,201 @@ def decode_cursor(cursor: Optional[str], kind: str) -> int:  # noqa: UP045
                          "its previous answer, or leave cursor out for the first page") from None
 
 
-def register(app: Any) -> None:
-    """Add the estate routes to the plugin's FastAPI ``app``."""
-    from airflow.api_fastapi.common.db.common import SessionDep
-    from airflow.api_fastapi.core_api.security import GetUserDep
-    from fastapi import HTTPException, Query
-    from fastapi.responses import Response
+def readable(user: Any) -> set:
+    """The DAG ids the user may read, and read the XComs of (the index is derived from XComs)."""
+    from airflow_provider_lineage.plugins import access
 
-    from airflow_provider_lineage.plugins.estate import index, query
+    return access.readable_dag_ids(user)
 
-    def readable(user: Any) -> set:
-        from airflow_provider_lineage.plugins import access
 
-        return access.readable_dag_ids(user)  # the DAGs and their XComs: the index is derived from XComs
+def instant(text: Optional[str], what: str = "as_of") -> Optional[datetime]:  # noqa: UP045
+    try:
+        return parse_instant(text, what)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
-    def instant(text: Optional[str], what: str = "as_of") -> Optional[datetime]:  # noqa: UP045
-        try:
-            return parse_instant(text, what)
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
 
-    def offset_of(cursor: Optional[str], kind: str) -> int:  # noqa: UP045
-        try:
-            return decode_cursor(cursor, kind)
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
+def offset_of(cursor: Optional[str], kind: str) -> int:  # noqa: UP045
+    try:
+        return decode_cursor(cursor, kind)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
-    def no_nul(**params: Any) -> None:
-        for name, value in params.items():
-            for v in value if isinstance(value, list) else [value]:
-                if isinstance(v, str) and "\x00" in v:
-                    raise HTTPException(400, f"{name} contains a NUL byte (\\x00), which no dataset or column "
-                                             "name holds: remove it")
 
-    def fresh(session: Any, who: set) -> Optional[str]:  # noqa: UP045
-        """Catch the index up (or start it catching up in the background); the notice for the answer."""
-        notes = []
-        try:
-            if index.catching_up(session):
-                notes.append(_progress_note())
-            elif not index.due(session):
-                pass
-            elif index.backlog(session) > index.REQUEST_BATCH:
-                session.rollback()
-                index.start_background(session)
-                notes.append(_progress_note())
-            else:
-                index.sync(session)
-        except Exception as exc:
-            log.warning("estate index: could not be brought up to date", exc_info=True)
+def no_nul(**params: Any) -> None:
+    for name, value in params.items():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and "\x00" in v:
+                raise HTTPException(400, f"{name} contains a NUL byte (\\x00), which no dataset or column "
+                                         "name holds: remove it")
+
+
+def fresh(session: Any, who: set) -> Optional[str]:  # noqa: UP045
+    """Catch the index up (or start it catching up in the background); the notice for the answer."""
+    notes = []
+    try:
+        if index.catching_up(session):
+            notes.append(_progress_note())
+        elif not index.due(session):
+            pass
+        elif index.backlog(session) > index.REQUEST_BATCH:
             session.rollback()
-            notes.append(f"the estate index could not be brought up to date ({type(exc).__name__}): the "
-                         "answer shows what was indexed before")
-        try:
-            found = query.problems(session, readable=who, limit=0)
-        except Exception:  # noqa: BLE001 - no index yet (its tables are created by the first sync)
-            session.rollback()
-            found = {"total": 0, "hidden": 0}
-        n = found["total"] + found["hidden"]
-        if n:
-            notes.append(f"{n} lineage record{'s' if n != 1 else ''} could not be indexed in full and "
-                         f"{'were' if n != 1 else 'was'} skipped or cut"
-                         + (f" ({found['hidden']} of DAGs you cannot read)" if found["hidden"] else "")
-                         + ": see /api/estate/problems")
-        return "; ".join(notes) or None
+            index.start_background(session)
+            notes.append(_progress_note())
+        else:
+            index.sync(session)
+    except Exception as exc:
+        log.warning("estate index: could not be brought up to date", exc_info=True)
+        session.rollback()
+        notes.append(f"the estate index could not be brought up to date ({type(exc).__name__}): the "
+                     "answer shows what was indexed before")
+    try:
+        found = lists.problems(session, readable=who, limit=0)
+    except Exception:  # noqa: BLE001 - no index yet (its tables are created by the first sync)
+        session.rollback()
+        found = {"total": 0, "hidden": 0}
+    n = found["total"] + found["hidden"]
+    if n:
+        notes.append(f"{n} lineage record{'s' if n != 1 else ''} could not be indexed in full and "
+                     f"{'were' if n != 1 else 'was'} skipped or cut"
+                     + (f" ({found['hidden']} of DAGs you cannot read)" if found["hidden"] else "")
+                     + ": see /api/estate/problems")
+    return "; ".join(notes) or None
 
-    def _progress_note() -> str:
-        p = index._progress.get(index._progress_key) or {}
-        done = p.get("indexed", 0)
-        left = p.get("pending")
-        return ("the estate index is being built in the background: answers show what is indexed so far"
-                + (f" ({done:,} records indexed, {left:,} to go)" if left is not None else ""))
 
-    @app.get("/api/impact")
-    def impact(user: GetUserDep, session: SessionDep, namespace: str = Query(..., max_length=500),
-               name: str = Query(..., max_length=1000), column: str = Query("", max_length=500),
-               direction: str = Query("downstream", pattern="^(downstream|upstream)$"),
-               depth: int = Query(5, ge=1, le=IMPACT_MAX_DEPTH), as_of: Optional[str] = Query(None, max_length=100),  # noqa: UP045
-               format: str = Query("json", pattern="^(json|csv)$"),
-               limit: int = Query(IMPACT_LIMIT, ge=1, le=IMPACT_MAX_LIMIT),
-               cursor: Optional[str] = Query(None, max_length=200)) -> Any:  # noqa: UP045
-        """Columns downstream (or upstream) of a column (``column`` empty: the dataset) to ``depth``, as of
-        ``as_of``."""
-        no_nul(namespace=namespace, name=name, column=column)
-        at = instant(as_of)
-        offset = offset_of(cursor, "impact")
-        who = readable(user)
-        notice = fresh(session, who)
-        answer = query.impact(session, namespace, name, column, direction=direction, depth=depth, as_of=at,
-                              readable=who, limit=limit, offset=offset)
-        nxt = encode_cursor(offset + limit, "impact") if offset + limit < answer["total"] else None
-        if format == "csv":
-            headers = {"Content-Disposition": 'attachment; filename="impact.csv"'}
-            if nxt:
-                headers["X-Next-Cursor"] = nxt
-            return Response(impact_csv(answer), media_type="text/csv; charset=utf-8", headers=headers)
-        return {**answer, "next_cursor": nxt, "notice": notice}
+def _progress_note() -> str:
+    p = index._progress.get(index._progress_key) or {}
+    done = p.get("indexed", 0)
+    left = p.get("pending")
+    return ("the estate index is being built in the background: answers show what is indexed so far"
+            + (f" ({done:,} records indexed, {left:,} to go)" if left is not None else ""))
 
-    @app.get("/api/estate/search")
-    def estate_search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),
-                      limit: int = Query(SEARCH_LIMIT, ge=1, le=SEARCH_MAX_LIMIT),
-                      cursor: Optional[str] = Query(None, max_length=200)) -> dict:  # noqa: UP045
-        """Datasets and columns of the estate whose name contains ``q``."""
-        no_nul(q=q)
-        offset = offset_of(cursor, "search")
-        if offset > query.SEARCH_MAX_OFFSET:
-            raise HTTPException(400, f"the search pages no further than {query.SEARCH_MAX_OFFSET:,} hits: "
-                                     "narrow the query")
-        who = readable(user)
-        notice = fresh(session, who)
-        hits = query.search(session, q, limit=limit + 1, readable=who, offset=offset)
-        more = len(hits) > limit and offset + limit <= query.SEARCH_MAX_OFFSET
-        return {
-            "query": q,
-            "hits": hits[:limit],
-            "next_cursor": encode_cursor(offset + limit, "search") if more else None,
-            "notice": notice,
-        }
 
-    @app.get("/api/estate/graph")
-    def estate_graph(user: GetUserDep, session: SessionDep, namespace: list[str] = Query(...),  # noqa: B008
-                     name: list[str] = Query(...), column: list[str] = Query([]),  # noqa: B008
-                     depth: int = Query(1, ge=0, le=IMPACT_MAX_DEPTH),
-                     as_of: Optional[str] = Query(None, max_length=100),  # noqa: UP045
-                     limit: int = Query(query.GRAPH_DEFAULT_EDGES, ge=1, le=query.GRAPH_MAX_EDGES)) -> dict:
-        """The graph around one or more starts (expanding a node = one more start), ``depth`` hops each way."""
-        if len(namespace) != len(name) or len(column) > len(name):
-            raise HTTPException(400, "give namespace, name (and column) once per start node, in the same order")
-        _starts_ok(namespace, name, column)
-        at = instant(as_of)
-        who = readable(user)
-        notice = fresh(session, who)
-        cols = column + [""] * (len(name) - len(column))
-        g = query.graph(session, list(zip(namespace, name, cols)), depth=depth, as_of=at,
-                        readable=who, link=run_link, limit=limit)
-        return {**g, "notice": notice}
+@router.get("/api/impact")
+def impact(user: GetUserDep, session: SessionDep, namespace: str = Query(..., max_length=500),
+           name: str = Query(..., max_length=1000), column: str = Query("", max_length=500),
+           direction: str = Query("downstream", pattern="^(downstream|upstream)$"),
+           depth: int = Query(5, ge=1, le=IMPACT_MAX_DEPTH), as_of: Optional[str] = Query(None, max_length=100),  # noqa: UP045
+           format: str = Query("json", pattern="^(json|csv)$"),
+           limit: int = Query(IMPACT_LIMIT, ge=1, le=IMPACT_MAX_LIMIT),
+           cursor: Optional[str] = Query(None, max_length=200)) -> Any:  # noqa: UP045
+    """Columns downstream (or upstream) of a column (``column`` empty: the dataset) to ``depth``, as of
+    ``as_of``."""
+    no_nul(namespace=namespace, name=name, column=column)
+    at = instant(as_of)
+    offset = offset_of(cursor, "impact")
+    who = readable(user)
+    notice = fresh(session, who)
+    answer = query.impact(session, namespace, name, column, direction=direction, depth=depth, as_of=at,
+                          readable=who, limit=limit, offset=offset)
+    nxt = encode_cursor(offset + limit, "impact") if offset + limit < answer["total"] else None
+    if format == "csv":
+        headers = {"Content-Disposition": 'attachment; filename="impact.csv"'}
+        if nxt:
+            headers["X-Next-Cursor"] = nxt
+        return Response(impact_csv(answer), media_type="text/csv; charset=utf-8", headers=headers)
+    return {**answer, "next_cursor": nxt, "notice": notice}
 
-    def _starts_ok(namespace: list, name: list, column: list) -> None:
-        if len(name) > GRAPH_MAX_STARTS:
-            raise HTTPException(400, f"at most {GRAPH_MAX_STARTS} start nodes per request: ask for fewer")
-        for what, values, most in (("namespace", namespace, 500), ("name", name, 1000), ("column", column, 500)):
-            if any(len(v) > most for v in values):
-                raise HTTPException(400, f"a {what} is over {most} characters: no dataset of the index has one")
-        no_nul(namespace=namespace, name=name, column=column)
 
-    @app.get("/api/estate/diff")
-    def estate_diff(user: GetUserDep, session: SessionDep, namespace: str = Query(..., max_length=500),
-                    name: str = Query(..., max_length=1000), column: str = Query("", max_length=500),
-                    depth: int = Query(2, ge=0, le=IMPACT_MAX_DEPTH),
-                    before: str = Query(..., max_length=100), after: Optional[str] = Query(None, max_length=100),  # noqa: UP045
-                    limit: int = Query(query.GRAPH_DEFAULT_EDGES, ge=1, le=query.GRAPH_MAX_EDGES)) -> dict:
-        """Datasets, columns and edges added/removed around a start between ``before`` and ``after`` (now)."""
-        no_nul(namespace=namespace, name=name, column=column)
-        b, a = instant(before, "before"), instant(after, "after")
-        who = readable(user)
-        notice = fresh(session, who)
-        g_b = query.graph(session, [(namespace, name, column)], depth=depth, as_of=b, readable=who, link=run_link,
-                          limit=limit)
-        g_a = query.graph(session, [(namespace, name, column)], depth=depth, as_of=a, readable=who, link=run_link,
-                          limit=limit)
-        return {"before": g_b["as_of"], "after": g_a["as_of"], **query.diff(g_b, g_a),
-                "truncated": g_b["truncated"] or g_a["truncated"], "notice": notice}
+@router.get("/api/estate/search")
+def estate_search(user: GetUserDep, session: SessionDep, q: str = Query("", max_length=200),
+                  limit: int = Query(SEARCH_LIMIT, ge=1, le=SEARCH_MAX_LIMIT),
+                  cursor: Optional[str] = Query(None, max_length=200)) -> dict:  # noqa: UP045
+    """Datasets and columns of the estate whose name contains ``q``."""
+    no_nul(q=q)
+    offset = offset_of(cursor, "search")
+    if offset > lists.SEARCH_MAX_OFFSET:
+        raise HTTPException(400, f"the search pages no further than {lists.SEARCH_MAX_OFFSET:,} hits: "
+                                 "narrow the query")
+    who = readable(user)
+    notice = fresh(session, who)
+    hits = lists.search(session, q, limit=limit + 1, readable=who, offset=offset)
+    more = len(hits) > limit and offset + limit <= lists.SEARCH_MAX_OFFSET
+    return {
+        "query": q,
+        "hits": hits[:limit],
+        "next_cursor": encode_cursor(offset + limit, "search") if more else None,
+        "notice": notice,
+    }
 
-    @app.get("/api/estate/runs")
-    def estate_runs(user: GetUserDep, session: SessionDep, dag_id: Optional[str] = Query(None, max_length=250),  # noqa: UP045
-                    limit: int = Query(RUNS_LIMIT, ge=1, le=RUNS_MAX_LIMIT),
+
+@router.get("/api/estate/graph")
+def estate_graph(user: GetUserDep, session: SessionDep, namespace: list[str] = Query(...),  # noqa: B008
+                 name: list[str] = Query(...), column: list[str] = Query([]),  # noqa: B008
+                 depth: int = Query(1, ge=0, le=IMPACT_MAX_DEPTH),
+                 as_of: Optional[str] = Query(None, max_length=100),  # noqa: UP045
+                 limit: int = Query(query.GRAPH_DEFAULT_EDGES, ge=1, le=query.GRAPH_MAX_EDGES)) -> dict:
+    """The graph around one or more starts (expanding a node = one more start), ``depth`` hops each way."""
+    if len(namespace) != len(name) or len(column) > len(name):
+        raise HTTPException(400, "give namespace, name (and column) once per start node, in the same order")
+    _starts_ok(namespace, name, column)
+    at = instant(as_of)
+    who = readable(user)
+    notice = fresh(session, who)
+    cols = column + [""] * (len(name) - len(column))
+    g = query.graph(session, list(zip(namespace, name, cols)), depth=depth, as_of=at,
+                    readable=who, link=run_link, limit=limit)
+    return {**g, "notice": notice}
+
+
+def _starts_ok(namespace: list, name: list, column: list) -> None:
+    if len(name) > GRAPH_MAX_STARTS:
+        raise HTTPException(400, f"at most {GRAPH_MAX_STARTS} start nodes per request: ask for fewer")
+    for what, values, most in (("namespace", namespace, 500), ("name", name, 1000), ("column", column, 500)):
+        if any(len(v) > most for v in values):
+            raise HTTPException(400, f"a {what} is over {most} characters: no dataset of the index has one")
+    no_nul(namespace=namespace, name=name, column=column)
+
+
+@router.get("/api/estate/diff")
+def estate_diff(user: GetUserDep, session: SessionDep, namespace: str = Query(..., max_length=500),
+                name: str = Query(..., max_length=1000), column: str = Query("", max_length=500),
+                depth: int = Query(2, ge=0, le=IMPACT_MAX_DEPTH),
+                before: str = Query(..., max_length=100), after: Optional[str] = Query(None, max_length=100),  # noqa: UP045
+                limit: int = Query(query.GRAPH_DEFAULT_EDGES, ge=1, le=query.GRAPH_MAX_EDGES)) -> dict:
+    """Datasets, columns and edges added/removed around a start between ``before`` and ``after`` (now)."""
+    no_nul(namespace=namespace, name=name, column=column)
+    b, a = instant(before, "before"), instant(after, "after")
+    who = readable(user)
+    notice = fresh(session, who)
+    g_b = query.graph(session, [(namespace, name, column)], depth=depth, as_of=b, readable=who, link=run_link,
+                      limit=limit)
+    g_a = query.graph(session, [(namespace, name, column)], depth=depth, as_of=a, readable=who, link=run_link,
+                      limit=limit)
+    return {"before": g_b["as_of"], "after": g_a["as_of"], **query.diff(g_b, g_a),
+            "truncated": g_b["truncated"] or g_a["truncated"], "notice": notice}
+
+
+@router.get("/api/estate/runs")
+def estate_runs(user: GetUserDep, session: SessionDep, dag_id: Optional[str] = Query(None, max_length=250),  # noqa: UP045
+                limit: int = Query(RUNS_LIMIT, ge=1, le=RUNS_MAX_LIMIT),
+                cursor: Optional[str] = Query(None, max_length=200)) -> dict:  # noqa: UP045
+    """Recent finished lineage runs (DAG, run, end time) for the as-of picker."""
+    no_nul(dag_id=dag_id)
+    offset = offset_of(cursor, "runs")
+    who = readable(user)
+    notice = fresh(session, who)
+    found = lists.runs(session, readable=who, dag_id=dag_id, limit=limit + 1, offset=offset)
+    return {
+        "runs": found[:limit],
+        "next_cursor": encode_cursor(offset + limit, "runs") if len(found) > limit else None,
+        "notice": notice,
+    }
+
+
+@router.get("/api/estate/problems")
+def estate_problems(user: GetUserDep, session: SessionDep,
+                    limit: int = Query(PROBLEMS_LIMIT, ge=1, le=PROBLEMS_MAX_LIMIT),
                     cursor: Optional[str] = Query(None, max_length=200)) -> dict:  # noqa: UP045
-        """Recent finished lineage runs (DAG, run, end time) for the as-of picker."""
-        no_nul(dag_id=dag_id)
-        offset = offset_of(cursor, "runs")
-        who = readable(user)
-        notice = fresh(session, who)
-        found = query.runs(session, readable=who, dag_id=dag_id, limit=limit + 1, offset=offset)
-        return {
-            "runs": found[:limit],
-            "next_cursor": encode_cursor(offset + limit, "runs") if len(found) > limit else None,
-            "notice": notice,
-        }
-
-    @app.get("/api/estate/problems")
-    def estate_problems(user: GetUserDep, session: SessionDep,
-                        limit: int = Query(PROBLEMS_LIMIT, ge=1, le=PROBLEMS_MAX_LIMIT),
-                        cursor: Optional[str] = Query(None, max_length=200)) -> dict:  # noqa: UP045
-        """Lineage records of readable DAGs the index skipped or cut (newest first), with the reason; the
-        number of such records of other DAGs (``hidden``)."""
-        offset = offset_of(cursor, "problems")
-        who = readable(user)
-        notice = fresh(session, who)
-        try:
-            found = query.problems(session, readable=who, limit=limit, offset=offset)
-        except Exception:  # noqa: BLE001 - no index tables yet
-            session.rollback()
-            found = {"problems": [], "total": 0, "hidden": 0}
-        nxt = encode_cursor(offset + limit, "problems") if offset + limit < found["total"] else None
-        return {**found, "next_cursor": nxt, "notice": notice}
-    register_start(app, readable, fresh)
-
-
-#: ``/api/estate/start``: datasets listed by default / at most; DAGs listed at most; successful task runs
-#: read at most (newest first) to find the recently written datasets; datasets named per DAG at most
-START_LIMIT = 10
-START_MAX = 50
-START_DAGS = 50
-START_SCAN = 2000
-START_WRITES = 8
-
-
-def start_view(session: Any, readable: set, limit: int = START_LIMIT) -> dict:
-    """Where to start on the estate page: the datasets written most recently and the DAGs with lineage.
-
-    Names come only from runs of ``readable`` DAGs; the other DAGs with lineage are a count
-    (``hidden_dags``). Bounded: at most ``limit`` (<= :data:`START_MAX`) datasets, found among the
-    newest :data:`START_SCAN` successful task runs; at most :data:`START_DAGS` DAGs (newest successful
-    lineage run first; ``dags_total`` counts them all), each with up to :data:`START_WRITES` datasets its tasks'
-    last successful runs wrote (``writes_total`` counts them all).
-    """
-    from sqlalchemy import case, func, select
-
-    from airflow_provider_lineage.plugins.estate import query
-    from airflow_provider_lineage.plugins.estate import schema as s
-
-    limit = max(1, min(limit, START_MAX))
-    t, io = s.task_run.c, s.io.c
-    last_success = func.max(case((t.state == "success", t.end_date)))
-    per_dag = session.execute(select(t.dag_id, func.count(func.distinct(t.task_id)), last_success)
-                              .where(t.set_ref.is_not(None)).group_by(t.dag_id)).all()
-    mine = [r for r in per_dag if r[0] in readable]
-    epoch = datetime.min.replace(tzinfo=UTC)
-    mine.sort(key=lambda r: (query._utc(r[2]) or epoch, r[0]), reverse=True)
-    answer: dict = {"recent": [], "dags": [], "dags_total": len(mine), "hidden_dags": len(per_dag) - len(mine),
-                    "limit": limit}
-    if not mine:
-        return answer
-    who = sorted(readable & {r[0] for r in mine})
-
-    def outputs(refs: set) -> dict:
-        out: dict = {}
-        ordered = sorted(refs)
-        for i in range(0, len(ordered), 500):
-            for ref, did in session.execute(select(io.set_ref, io.dataset_id).where(
-                    io.set_ref.in_(ordered[i:i + 500]), io.output.is_(True))):
-                out.setdefault(ref, set()).add(did)
-        return out
-
-    # the datasets written most recently: successful task runs of readable DAGs, newest first, a page at a time
-    recent: dict = {}
-    offset, page = 0, 200
-    while len(recent) < limit and offset < START_SCAN:
-        runs = session.execute(select(t.dag_id, t.task_id, t.run_id, t.end_date, t.set_ref).where(
-            t.state == "success", t.end_date.is_not(None), t.set_ref.is_not(None), t.dag_id.in_(who))
-            .order_by(t.end_date.desc(), t.id.desc()).limit(page).offset(offset)).all()
-        written = outputs({r.set_ref for r in runs})
-        for r in runs:
-            for did in sorted(written.get(r.set_ref, ())):
-                if did not in recent and len(recent) < limit:
-                    recent[did] = r
-        if len(runs) < page:
-            break
-        offset += page
-    # the DAGs: each task's last successful run, and what those runs wrote
-    shown = [r[0] for r in mine[:START_DAGS]]
-    last = (select(t.dag_id, t.task_id, t.map_index, func.max(t.end_date).label("m"))
-            .where(t.dag_id.in_(shown), t.state == "success", t.end_date.is_not(None), t.set_ref.is_not(None))
-            .group_by(t.dag_id, t.task_id, t.map_index).subquery())
-    heads = session.execute(select(t.dag_id, t.run_id, t.end_date, t.set_ref).join(
-        last, (t.dag_id == last.c.dag_id) & (t.task_id == last.c.task_id) & (t.map_index == last.c.map_index)
-        & (t.end_date == last.c.m)).where(t.state == "success")).all()
-    written = outputs({h.set_ref for h in heads})
-    by_dag: dict = {}
-    for h in heads:
-        entry = by_dag.setdefault(h.dag_id, {"writes": set(), "run": None})
-        entry["writes"] |= written.get(h.set_ref, set())
-        if entry["run"] is None or query._utc(h.end_date) > query._utc(entry["run"].end_date):
-            entry["run"] = h
-    ids = set(recent) | {d for e in by_dag.values() for d in e["writes"]}
-    # labels only from records of readable DAGs
-    names = {did: {"namespace": ns, "name": nm, "label": query._short(nm, table)}
-             for did, (ns, nm, table) in query._dataset_keys(session, ids, labels=True, readable=readable).items()}
-    for did, r in recent.items():
-        end = query._utc(r.end_date)
-        answer["recent"].append({**names[did], "written": end.isoformat() if end else None, "dag_id": r.dag_id,
-                                 "task_id": r.task_id, "run_id": r.run_id, "url": run_link(r)})
-    for dag_id, tasks, _ in mine[:START_DAGS]:
-        entry = by_dag.get(dag_id) or {"writes": set(), "run": None}
-        writes = sorted((names[d] for d in entry["writes"]), key=lambda n: (n["label"], n["namespace"], n["name"]))
-        run = entry["run"]
-        end = query._utc(run.end_date) if run is not None else None
-        answer["dags"].append({
-            "dag_id": dag_id, "tasks": tasks, "writes": writes[:START_WRITES], "writes_total": len(writes),
-            "last_run": {"run_id": run.run_id, "end": end.isoformat() if end else None, "url": run_link(run)}
-            if run is not None else None})
-    return answer
-
-
-def register_start(app: Any, readable: Any, fresh: Any) -> None:
-    """Add ``GET /api/estate/start?limit=`` (the page's first view, :func:`start_view`) to ``app``, with the
-    estate routes' ``readable`` (the DAG ids the auth manager lets the user read) and ``fresh`` (the index
-    catches up first). A display fails soft: an index that cannot answer gives empty lists and a ``notice``."""
-    from airflow.api_fastapi.common.db.common import SessionDep
-    from airflow.api_fastapi.core_api.security import GetUserDep
-    from fastapi import Query
-
-    @app.get("/api/estate/start")
-    def estate_start(
-        user: GetUserDep, session: SessionDep, limit: int = Query(START_LIMIT, ge=1, le=START_MAX)
-    ) -> dict:
-        """Datasets written most recently and DAGs with lineage (names of readable DAGs only; others counted)."""
-        who = readable(user)
-        notice = fresh(session, who)
-        try:
-            answer = start_view(session, who, limit=limit)
-        except Exception:  # e.g. no index tables yet: the page shows its help, not an error
-            log.warning("estate start view: the index could not answer", exc_info=True)
-            session.rollback()
-            answer = {"recent": [], "dags": [], "dags_total": 0, "hidden_dags": 0, "limit": limit}
-            notice = notice or "the estate index could not answer: see the api-server's log"
-        return {**answer, "notice": notice}
-
+    """Lineage records of readable DAGs the index skipped or cut (newest first), with the reason; the
+    number of such records of other DAGs (``hidden``)."""
+    offset = offset_of(cursor, "problems")
+    who = readable(user)
+    notice = fresh(session, who)
+    try:
+        found = lists.problems(session, readable=who, limit=limit, offset=offset)
+    except Exception:  # noqa: BLE001 - no index tables yet
+        session.rollback()
+        found = {"problems": [], "total": 0, "hidden": 0}
+    nxt = encode_cursor(offset + limit, "problems") if offset + limit < found["total"] else None
+    return {**found, "next_cursor": nxt, "notice": notice}

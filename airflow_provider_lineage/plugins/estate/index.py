@@ -4,32 +4,30 @@
 for transactions that commit late), refreshes the few rows whose task had not finished when they were
 indexed, and when the index holds more records than XCom does (``airflow db clean``, a deleted DAG or
 DAG run, a cleared task) it deletes the records whose XCom row is gone. It runs in processes that have
-metadata-DB access: the scheduler when a DAG run finishes (:mod:`.listener`) and the api-server before
+metadata-DB access: the scheduler when a DAG run finishes (:mod:`..dagrun_listener`) and the api-server before
 it answers an estate request (throttled to once per :data:`SYNC_INTERVAL` seconds per process).
 Airflow 3 workers have no DB access, so the operator itself cannot write here.
 
-:func:`ingest` writes one record (used by :func:`sync`, :func:`reindex` and the benchmarks);
+:func:`~.ingest.ingest` writes one record (:mod:`.ingest`, after the checks of :mod:`.validate`);
 :func:`reindex` rebuilds all or one DAG's records from XCom (``python -m
 airflow_provider_lineage.plugins.estate reindex``), re-applying the current dataset identity so that
 renamed identities leave no duplicates, and drops datasets no record names any more.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, exists, func, inspect, select, update
 
-from airflow_provider_lineage.lineage import canonical as canonical_rules
 from airflow_provider_lineage.lineage import run_record
 from airflow_provider_lineage.plugins.estate import schema as s
 from airflow_provider_lineage.plugins.estate import values
+from airflow_provider_lineage.plugins.estate.ingest import Datasets, delete_runs, ingest
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -90,376 +88,6 @@ def ensure_schema(session: Session) -> None:
     _ready.add(key)
 
 
-def canonical(namespace: str, name: str) -> tuple[str, str]:
-    """The dataset identity the index keys on: (namespace, name) under the *current* naming rules, the
-    namespace's host (bucket, account) lower-cased (:func:`airflow_provider_lineage.lineage.canonical.index_key`),
-    so that a record written under an older rule lands under today's name and ``s3a://Bucket`` is
-    ``s3://bucket``, as the guard matches declarations
-    (:func:`~airflow_provider_lineage.lineage.canonical.match_key`)."""
-    try:
-        ns, nm = canonical_rules.index_key(namespace, name)
-        return str(ns), str(nm)
-    except Exception:
-        log.debug("identity rule failed for %s:%s", namespace, name, exc_info=True)
-    return namespace, name
-
-
-class _Datasets:
-    """Dataset ids by (namespace, name), inserted on first sight (one per identity, race-safe)."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.ids: dict[tuple[str, str], int] = {}
-
-    def resolve(self, keys: Iterable[tuple[str, str, str | None]]) -> None:
-        want = {(ns, nm) for ns, nm, _ in keys if (ns, nm) not in self.ids}
-        if not want:
-            return
-        names = sorted({nm for _, nm in want})
-        for i in range(0, len(names), 500):
-            for did, ns, nm in self.session.execute(select(s.dataset.c.id, s.dataset.c.namespace, s.dataset.c.name)
-                                                    .where(s.dataset.c.name.in_(names[i:i + 500]))):
-                self.ids[(ns, nm)] = did
-        for ns, nm in sorted(want):
-            if (ns, nm) in self.ids:
-                continue
-            from sqlalchemy.exc import IntegrityError
-
-            try:
-                with self.session.begin_nested():
-                    # no table label here: a label belongs to the record that gives it (``_set_label``)
-                    did = self.session.execute(s.dataset.insert().values(namespace=ns, name=nm)
-                                               ).inserted_primary_key[0]
-            except IntegrityError:  # another process inserted it meanwhile
-                did = self.session.scalar(select(s.dataset.c.id).where(s.dataset.c.namespace == ns,
-                                                                       s.dataset.c.name == nm))
-            self.ids[(ns, nm)] = did
-
-
-class BadRecord(ValueError):
-    """A lineage record (right format marker) whose content cannot be indexed (the message says why)."""
-
-
-def _text(value: Any, what: str, limit: int, problems: list[str]) -> str | None:
-    """``value`` as a name the index can hold, else ``None`` with the reason added to ``problems``."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        problems.append(f"{what} is not a string")
-        return None
-    text = str(value)
-    if "\x00" in text:
-        problems.append(f"{what} contains a NUL byte")
-        return None
-    if len(text) > limit:
-        problems.append(f"{what} is over {limit} characters ({len(text)})")
-        return None
-    return text
-
-
-def _label_text(value: Any, limit: int) -> str | None:
-    """A display-only value (type, subtype): NULs removed, cut to ``limit``; ``None`` when empty."""
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    text = str(value).replace("\x00", "")[:limit]
-    return text or None
-
-
-def _index(value: Any, ok: Sequence[bool]) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(ok) or not ok[value]:
-        return None
-    return value
-
-
-def _lineage(record: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], dict[str, Any], str, list[str]]:
-    """(dataset identities, the record's lineage by identity index, its digest, problems).
-
-    Checks every element: a dataset whose identity the index cannot hold (not a string, a NUL byte,
-    longer than its column) is left out with the edges and io rows that name it, a malformed edge or
-    index is left out, and each is named in ``problems``. Raises :class:`BadRecord` when the record's
-    shape is wrong (``datasets``, ``edges`` ... not lists).
-    """
-    raw = record.get("datasets")
-    if not isinstance(raw, list):
-        raise BadRecord("'datasets' is not a list")
-    for key in ("inputs", "outputs", "edges", "dataset_edges"):
-        if record.get(key) is not None and not isinstance(record.get(key), list):
-            raise BadRecord(f"{key!r} is not a list")
-    problems: list[str] = []
-    idents: list[tuple[str, str, str | None]] = []
-    ok: list[bool] = []
-    for i, ds in enumerate(raw):
-        if not isinstance(ds, dict):
-            problems.append(f"dataset #{i} is not an object")
-            idents.append(("", "", None))
-            ok.append(False)
-            continue
-        found: list[str] = []
-        ns_raw = _text(ds.get("namespace", ""), f"dataset #{i} namespace", 100_000, found)
-        nm_raw = _text(ds.get("name", ""), f"dataset #{i} name", 100_000, found)
-        if ns_raw is not None and nm_raw is not None:
-            ns, nm = canonical(ns_raw, nm_raw)
-            ns_ok = _text(ns, f"dataset #{i} namespace", s.MAX_NAMESPACE, found)
-            nm_ok = _text(nm, f"dataset #{i} name", s.MAX_NAME, found)
-        else:
-            ns_ok = nm_ok = None
-        if ns_ok is None or nm_ok is None:
-            problems += [f"{p}: dataset left out" for p in found]
-            idents.append(("", "", None))
-            ok.append(False)
-            continue
-        table = ds.get("table")
-        table = _text(table, f"dataset #{i} table", s.MAX_TABLE, []) if table is not None else None
-        idents.append((ns_ok, nm_ok, table))
-        ok.append(True)
-    n_bad: dict[str, int] = {}
-
-    def bad(what: str) -> None:
-        n_bad[what] = n_bad.get(what, 0) + 1
-
-    io_rows = set()
-    for key, out in (("inputs", False), ("outputs", True)):
-        for i in record.get(key) or []:
-            j = _index(i, ok)
-            if j is None:
-                bad(key)
-            else:
-                io_rows.add((j, out))
-    edges = []
-    for e in record.get("edges") or []:
-        if not isinstance(e, list) or len(e) != 7:
-            bad("edges")
-            continue
-        out, col, src, src_field, typ, sub, masked = e
-        out, src = _index(out, ok), _index(src, ok)
-        col = _text(col, "column", s.MAX_COLUMN, [])
-        src_field = _text(src_field, "column", s.MAX_COLUMN, [])
-        if out is None or src is None or col is None or src_field is None:
-            bad("edges")
-            continue
-        edges.append((out, col, src, src_field, _label_text(typ, 20) or "UNKNOWN", _label_text(sub, 40), bool(masked)))
-    for e in record.get("dataset_edges") or []:
-        if not isinstance(e, list) or len(e) != 6:
-            bad("dataset_edges")
-            continue
-        out, src, src_field, typ, sub, masked = e
-        out, src = _index(out, ok), _index(src, ok)
-        src_field = _text(src_field, "column", s.MAX_COLUMN, [])
-        if out is None or src is None or src_field is None:
-            bad("dataset_edges")
-            continue
-        edges.append((out, "", src, src_field, _label_text(typ, 20) or "UNKNOWN", _label_text(sub, 40), bool(masked)))
-    fields = []
-    for i, ds in enumerate(raw):
-        if not ok[i]:
-            continue
-        cols = ds.get("fields") or []
-        if not isinstance(cols, list):
-            bad("fields")
-            continue
-        for name_type in cols:
-            if not isinstance(name_type, list) or not name_type:
-                bad("fields")
-                continue
-            name = _text(name_type[0], "column", s.MAX_COLUMN, [])
-            if not name:
-                bad("fields")
-                continue
-            fields.append((i, name, _label_text(name_type[1], s.MAX_TYPE) if len(name_type) > 1 else None))
-    problems += [f"{n} malformed {what} entr{'y' if n == 1 else 'ies'} left out" for what, n in sorted(n_bad.items())]
-    # the table labels are part of the lineage's identity: a set shared by two records carries the labels of both
-    body = {"d": [[a, b] for a, b, _ in idents], "io": sorted(io_rows), "e": edges, "f": fields,
-            "t": [t for _, _, t in idents]}
-    digest = hashlib.sha256(json.dumps(body, separators=(",", ":"), default=str).encode()).hexdigest()
-    return idents, body, digest, problems
-
-
-def _edge_set(session: Session, record: dict[str, Any], datasets: _Datasets,
-              problems: list[str] | None = None) -> int:
-    """The id of the record's edge set, inserted with its io rows, edges and fields if new.
-
-    ``problems`` (if given) receives what :func:`_lineage` left out of the record."""
-    idents, body, digest, found = _lineage(record)
-    if problems is not None:
-        problems += found
-    found_ref = session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
-    if found_ref is not None:
-        return found_ref
-    from sqlalchemy.exc import IntegrityError
-
-    datasets.resolve([k for k in idents if k[0] or k[1]])
-    ids = [datasets.ids.get((ns, nm)) for ns, nm, _ in idents]
-    try:
-        with session.begin_nested():
-            ref = session.execute(s.edge_set.insert().values(digest=digest)).inserted_primary_key[0]
-    except IntegrityError:  # another process stored the same lineage meanwhile
-        return session.scalar(select(s.edge_set.c.id).where(s.edge_set.c.digest == digest))
-    # two names of one record may be one identity now (part files of one folder): one row each
-    io_rows = sorted({(ids[i], o) for i, o in body["io"]})
-    if io_rows:
-        session.execute(s.io.insert(), [{"set_ref": ref, "dataset_id": d, "output": o} for d, o in io_rows])
-    edges = [{"set_ref": ref, "target_id": t, "target_col": col, "source_id": src, "source_col": sf,
-              "type": typ, "subtype": sub, "masking": m} for t, col, src, sf, typ, sub, m in dict.fromkeys(
-                  (ids[out], col, ids[src], sf, typ, sub, m) for out, col, src, sf, typ, sub, m in body["e"])]
-    if edges:
-        session.execute(s.edge.insert(), edges)
-    labels = sorted({(ids[i], t) for i, t in enumerate(body["t"]) if t and ids[i] is not None})
-    if labels:
-        session.execute(s.set_label.insert(), [{"set_ref": ref, "dataset_id": d, "table_name": t} for d, t in labels])
-    fields: dict[tuple[int, str], str | None] = {}
-    for i, name, typ in body["f"]:
-        if typ or (ids[i], name) not in fields:
-            fields[(ids[i], name)] = typ
-    for e in edges:
-        fields.setdefault((e["target_id"], e["target_col"]), None)
-        fields.setdefault((e["source_id"], e["source_col"]), None)
-    fields = {k: v for k, v in fields.items() if k[1]}
-    rows = [{"set_ref": ref, "dataset_id": d, "name": n, "type": t} for (d, n), t in sorted(fields.items())]
-    for i in range(0, len(rows), 5000):
-        session.execute(s.set_field.insert(), rows[i:i + 5000])
-    _upsert_fields(session, fields)
-    return ref
-
-
-def ingest(session: Session, *, dag_run_id: int, dag_id: str, task_id: str, run_id: str, map_index: int,
-           record: dict[str, Any] | None, state: str | None = None, start_date: datetime | None = None,
-           end_date: datetime | None = None, xcom_ts: datetime | None = None, owner: str | None = None,
-           note: str | None = None, datasets: _Datasets | None = None) -> int | None:
-    """Index one task run's record (``None``: an unreadable value, kept with ``note``); returns its row id.
-
-    Replaces an earlier row of the same XCom (``dag_run_id, task_id, map_index``). A lineage already
-    stored for another run (same digest) is shared, not stored again. Does not commit.
-
-    Never raises for the record's content: a record whose lineage cannot be stored (malformed, or a
-    value the database refuses) is kept as a ``problem`` row with the reason and no lineage; elements
-    left out of a record are named in its ``note``. A concurrent writer that indexed the same XCom
-    row first wins (its row id is returned). ``None``: not even the problem row could be written.
-    """
-    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-
-    datasets = datasets or _Datasets(session)
-    keep = dict(datasets.ids)
-    row = {"dag_run_id": dag_run_id, "dag_id": str(dag_id)[:250], "task_id": str(task_id)[:250],
-           "run_id": str(run_id)[:250], "map_index": map_index, "state": state and str(state)[:20],
-           "start_date": start_date, "end_date": end_date, "xcom_ts": xcom_ts,
-           "owner": (_label_text(owner, 500) if owner else None)}
-    ok = record is not None and run_record.is_record(record)
-    try:
-        with session.begin_nested():
-            delete_runs(session, session.execute(select(s.task_run.c.id).where(
-                s.task_run.c.dag_run_id == dag_run_id, s.task_run.c.task_id == row["task_id"],
-                s.task_run.c.map_index == map_index)).scalars().all())
-            problems: list[str] = []
-            set_ref = _edge_set(session, record, datasets, problems) if ok and record is not None else None
-            job = (record.get("job") or {}) if ok and record is not None else {}
-            if not isinstance(job, dict):
-                problems.append("'job' is not an object")
-                job = {}
-            notes = ([note] if note else []) + problems
-            return session.execute(s.task_run.insert().values(
-                **row, set_ref=set_ref,
-                status=(_label_text(record.get("status"), 20) or "ok") if ok and record is not None else "unreadable",
-                job=_label_text(f"{job.get('namespace', '')}/{job.get('name', '')}", 1000) if job else None,
-                note=("; ".join(notes)[:4000] or None) if ok else (
-                    note or f"the XCom '{run_record.XCOM_KEY}' is not a lineage record"),
-                problem=bool(notes) or not ok,
-            )).inserted_primary_key[0]
-    except IntegrityError:
-        datasets.ids = keep
-        existing = session.scalar(select(s.task_run.c.id).where(
-            s.task_run.c.dag_run_id == dag_run_id, s.task_run.c.task_id == row["task_id"],
-            s.task_run.c.map_index == map_index))
-        if existing is not None:  # another updater indexed this XCom row meanwhile
-            return existing
-        reason = "the database refused the record (a concurrent change): indexed again at the next sync"
-    except (BadRecord, SQLAlchemyError, TypeError, ValueError, KeyError, AttributeError) as exc:
-        datasets.ids = keep
-        reason = (
-            f"the lineage record could not be indexed: {exc}"
-            if isinstance(exc, BadRecord)
-            else (
-                f"the lineage record could not be indexed ({type(exc).__name__}): "
-                f"{str(exc).splitlines()[0][:300] if str(exc) else ''}"
-            )
-        )
-    log.warning("estate index: %s.%s run %s: %s", dag_id, task_id, run_id, reason)
-    try:
-        with session.begin_nested():
-            return session.execute(s.task_run.insert().values(
-                **row, set_ref=None, status="invalid", job=None, note=reason.replace("\x00", "")[:4000],
-                problem=True)).inserted_primary_key[0]
-    except SQLAlchemyError:
-        log.warning("estate index: %s.%s run %s not indexed at all", dag_id, task_id, run_id, exc_info=True)
-        return None
-
-
-def _upsert_fields(session: Session, fields: dict[tuple[int, str], str | None]) -> None:
-    if not fields:
-        return
-    known: dict[tuple[int, str], str | None] = {}
-    dids = sorted({d for d, _ in fields})
-    for i in range(0, len(dids), 500):
-        for d, n, t in session.execute(select(s.field.c.dataset_id, s.field.c.name, s.field.c.type)
-                                       .where(s.field.c.dataset_id.in_(dids[i:i + 500]))):
-            known[(d, n)] = t
-    new = [{"dataset_id": d, "name": n, "type": t} for (d, n), t in fields.items() if (d, n) not in known]
-    if new:
-        _add_column_names(session, {r["name"] for r in new})
-        _insert_new(session, s.field, new)
-    for (d, n), t in fields.items():
-        if t and (d, n) in known and known[(d, n)] != t:
-            session.execute(update(s.field).where(s.field.c.dataset_id == d, s.field.c.name == n).values(type=t))
-
-
-def _insert_new(session: Session, table: Any, rows: list[dict[str, Any]]) -> None:
-    """Insert rows read as missing; when a concurrent writer added some meanwhile, one at a time, skipping those."""
-    from sqlalchemy.exc import IntegrityError
-
-    try:
-        with session.begin_nested():
-            session.execute(table.insert(), rows)
-    except IntegrityError:
-        for row in rows:
-            try:
-                with session.begin_nested():
-                    session.execute(table.insert().values(**row))
-            except IntegrityError:
-                pass
-
-
-def _add_column_names(session: Session, names: set[str]) -> None:
-    """Record column names the search has not seen yet (``apl_estate_column_name``)."""
-    ordered = sorted(names)
-    for i in range(0, len(ordered), 500):
-        part = ordered[i:i + 500]
-        have = set(session.execute(select(s.column_name.c.name).where(s.column_name.c.name.in_(part))).scalars())
-        rows = [{"name": n} for n in part if n not in have]
-        if rows:
-            _insert_new(session, s.column_name, rows)
-
-
-def delete_runs(session: Session, run_refs: Sequence[int]) -> int:
-    """Delete task-run rows, and the edge sets no run uses any more (io rows, edges). Does not commit."""
-    refs = list(run_refs)
-    sets: set[int] = set()
-    for i in range(0, len(refs), 500):
-        part = refs[i:i + 500]
-        sets |= {r for r in session.execute(select(s.task_run.c.set_ref).where(
-            s.task_run.c.id.in_(part), s.task_run.c.set_ref.is_not(None))).scalars()}
-        session.execute(delete(s.task_run).where(s.task_run.c.id.in_(part)))
-    if sets:
-        used = set()
-        ordered = sorted(sets)
-        for i in range(0, len(ordered), 500):
-            used |= set(session.execute(select(s.task_run.c.set_ref).where(
-                s.task_run.c.set_ref.in_(ordered[i:i + 500]))).scalars())
-        free = sorted(sets - used)
-        for i in range(0, len(free), 500):
-            part = free[i:i + 500]
-            session.execute(delete(s.edge).where(s.edge.c.set_ref.in_(part)))
-            session.execute(delete(s.io).where(s.io.c.set_ref.in_(part)))
-            session.execute(delete(s.set_field).where(s.set_field.c.set_ref.in_(part)))
-            session.execute(delete(s.set_label).where(s.set_label.c.set_ref.in_(part)))
-            session.execute(delete(s.edge_set).where(s.edge_set.c.id.in_(part)))
-    return len(refs)
 
 
 def _xcom_rows(session: Session, where: Any) -> list[Any]:
@@ -486,7 +114,7 @@ def _state(value: Any) -> str | None:
 
 
 def _ingest_rows(session: Session, rows: Sequence[Any]) -> int:
-    datasets = _Datasets(session)
+    datasets = Datasets(session)
     backend = values.object_storage_backend()
     for r in rows:
         note = None

@@ -10,7 +10,7 @@ written (``_io``) and column edges (``_edge``, ``target_col`` ``''`` for a datas
 ``_edge_set`` shared by every run whose lineage is the same (keyed by a digest): a task that runs daily
 with the same code stores its edges once, not once per run.
 Datasets are keyed by OpenLineage (namespace, name) only: the one identity the lineage gives them, the
-namespace's host lower-cased (:func:`.index.canonical`; schema 7: schema 6 kept ``s3a://Bucket`` apart from
+namespace's host lower-cased (:func:`.validate.canonical`; schema 7: schema 6 kept ``s3a://Bucket`` apart from
 ``s3a://bucket``).
 The columns a record names are kept per edge set (``_set_field``), so that a dataset's field list can
 be read as of an instant and for the DAGs a user may read; ``_field`` is every column ever seen (the

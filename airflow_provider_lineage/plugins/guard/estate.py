@@ -1,7 +1,7 @@
 """Lineage as a guard over the estate index (:mod:`..estate`): column tags along every DAG's column edges.
 
 The estate index holds, per task, the lineage of its last successful run, with datasets stitched by
-their identity (:func:`..estate.index.canonical`). Over its DIRECT column edges the declared tags
+their identity (:func:`..estate.validate.canonical`). Over its DIRECT column edges the declared tags
 (:func:`...operators._lineage.guard.read_declaration`: the setting ``[column_lineage] tags``, the file
 ``tags_file``, the Variable ``lineage_column_tags``) propagate with the operator's rules
 (:func:`...lineage.tags.propagate_graph`: masking stops ``stopped_by_masking``, INDIRECT edges carry
@@ -13,7 +13,7 @@ nothing), across tasks and DAGs, whatever order the tasks ran in and whichever t
   readable DAG's lineage names is a count (``hidden``), a hop of a path likewise; the declaration's
   problems only for users who may read its source. No disk is looked at from a request.
 * :func:`publish`: the tag map (inherited tags of every tagged column) in the Airflow Variable
-  :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..estate.listener`).
+  :data:`PUBLISHED_VARIABLE`, rewritten by the scheduler after the index syncs (:mod:`..dagrun_listener`).
   Workers have no metadata-DB access; the operator reads this Variable for the tags of its inputs
   (operators/_lineage/guard.py), besides the asset events of every writer of each input. Bounded by size; a dataset
   left out is listed by digest (``omitted``), so the operator fails its policy closed rather than read "no tags".
@@ -84,10 +84,10 @@ def _canonical(declared: tagging.Declared) -> tagging.Declared:
 
 def identity(namespace: str, name: str) -> tuple[str, str]:
     """The dataset identity the estate index keys on (the name as it is when it cannot be computed)."""
-    from airflow_provider_lineage.plugins.estate import index
+    from airflow_provider_lineage.plugins.estate import validate
 
     try:
-        return index.canonical(namespace, name)
+        return validate.canonical(namespace, name)
     except Exception:  # noqa: BLE001 - the name as it is (as the index does)
         return namespace, name
 

@@ -164,11 +164,11 @@ def test_published_map_reaches_a_task_of_another_dag(estate: None, monkeypatch: 
     from airflow.models.variable import Variable
 
     from airflow_provider_lineage.operators._lineage import guard
-    from airflow_provider_lineage.plugins.estate import listener
+    from airflow_provider_lineage.plugins import dagrun_listener
     from airflow_provider_lineage.plugins.guard import estate as guard_estate
     from tests.operators.test_guard_unit import FakeTI
 
-    listener._work()  # what the scheduler runs when a DAG run ends: sync the index, publish the tag map
+    dagrun_listener._work()  # what the scheduler runs when a DAG run ends: sync the index, publish the tag map
     published = Variable.get(guard_estate.PUBLISHED_VARIABLE)
     with _session() as session:  # unchanged: not rewritten
         assert guard_estate.publish(session) >= 3

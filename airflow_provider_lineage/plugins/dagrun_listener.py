@@ -3,7 +3,7 @@
 Airflow 3 workers have no metadata-DB access, so the task itself cannot index its record; the
 scheduler can, and it fires ``on_dag_run_success`` / ``on_dag_run_failed`` (in ``DagRun.update_state``)
 once every task of the run has finished. The hook only starts a background thread that runs
-:func:`.index.sync`: the scheduler's own transaction is still open when listeners are called (on SQLite
+:func:`.estate.index.sync`: the scheduler's own transaction is still open when listeners are called (on SQLite
 a write from here would wait for it), and the scheduling loop must never wait for, or fail because of,
 the index. Errors are logged, never raised.
 
@@ -33,7 +33,7 @@ RETRY_DELAYS = (1.0, 3.0, 10.0, 30.0)
 
 
 def _sync_with_retries(sleep: Any = time.sleep) -> bool:
-    """:func:`.index.sync_all` until it succeeds, at most ``1 + len(RETRY_DELAYS)`` times; whether it did."""
+    """:func:`.estate.index.sync_all` until it succeeds, at most ``1 + len(RETRY_DELAYS)`` times; whether it did."""
     from airflow.utils.session import create_session
 
     from airflow_provider_lineage.plugins.estate import index

@@ -1,4 +1,4 @@
-"""The scheduler's estate hook (plugins/estate/listener.py): a failed sync is retried before the tag map is
+"""The scheduler's estate hook (plugins/dagrun_listener.py): a failed sync is retried before the tag map is
 published, and a run that finishes while the hook's thread is ending is not left unsynced."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_lineage.plugins.estate import index, listener
+from airflow_provider_lineage.plugins import dagrun_listener
+from airflow_provider_lineage.plugins.estate import index
 
 
 def test_a_failed_sync_is_retried_then_the_map_is_published_from_the_synced_index(
@@ -22,9 +23,9 @@ def test_a_failed_sync_is_retried_then_the_map_is_published_from_the_synced_inde
 
     slept: list[float] = []
     monkeypatch.setattr(index, "sync_all", sync_all)
-    assert listener._sync_with_retries(sleep=slept.append) is True
+    assert dagrun_listener._sync_with_retries(sleep=slept.append) is True
     assert calls == [True, True, True]  # waits for another process's sync rather than skip it
-    assert slept == list(listener.RETRY_DELAYS[:2])
+    assert slept == list(dagrun_listener.RETRY_DELAYS[:2])
 
 
 def test_a_sync_that_keeps_failing_gives_up_after_the_last_delay(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,8 +34,8 @@ def test_a_sync_that_keeps_failing_gives_up_after_the_last_delay(monkeypatch: py
 
     slept: list[float] = []
     monkeypatch.setattr(index, "sync_all", sync_all)
-    assert listener._sync_with_retries(sleep=slept.append) is False
-    assert slept == list(listener.RETRY_DELAYS)
+    assert dagrun_listener._sync_with_retries(sleep=slept.append) is False
+    assert slept == list(dagrun_listener.RETRY_DELAYS)
 
 
 def test_a_kick_while_the_thread_ends_runs_the_work_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,19 +44,19 @@ def test_a_kick_while_the_thread_ends_runs_the_work_again(monkeypatch: pytest.Mo
 
     def work() -> None:
         runs.append(1)
-        if len(runs) == 1:
-            listener._again.set()  # a run finished after _work's last look at _again: its kick found the lock held
+        if len(runs) == 1:  # a run finished after _work's last look at _again: its kick found the lock held
+            dagrun_listener._again.set()
         else:
-            listener._again.clear()
+            dagrun_listener._again.clear()
             done.set()
 
-    monkeypatch.setattr(listener, "in_scheduler", lambda: True)
-    monkeypatch.setattr(listener, "_work", work)
-    listener._kick()
+    monkeypatch.setattr(dagrun_listener, "in_scheduler", lambda: True)
+    monkeypatch.setattr(dagrun_listener, "_work", work)
+    dagrun_listener._kick()
     assert done.wait(30)
     for _ in range(300):  # the thread releases the lock on its way out
-        if listener._running.acquire(blocking=False):
-            listener._running.release()
+        if dagrun_listener._running.acquire(blocking=False):
+            dagrun_listener._running.release()
             break
         threading.Event().wait(0.1)
     assert len(runs) == 2

@@ -14,7 +14,8 @@ How: a Catalyst optimizer rule (``apl.sieve.SievePrune``, Java source in :mod:`.
 compiled in the driver JVM with Janino; no jar) is added to ``spark.experimental.extraOptimizations``.
 For each ``Filter`` directly over a ``LogicalRelation(HadoopFsRelation(ParquetFileFormat))`` it returns
 at once, in the JVM, when no column the condition reads has an index folder ``<table root>/_sieve/<column>``
-(a local table; a remote one asks Python). Otherwise it translates the filter's conjuncts with Spark's own
+(a remote root's ``_sieve`` is listed through Hadoop's ``FileSystem`` and remembered for
+``spark.airflow_lineage.sieveIndexCheckSeconds``). Otherwise it translates the filter's conjuncts with Spark's own
 ``DataSourceStrategy.translateFilter`` (what Spark pushes to its sources: a column compared with a
 literal, no casts) and makes one py4j call (:class:`Oracle`, :func:`decide`): the Python side answers from
 the indexes alone with a small tree (AND / OR of leaves; a leaf is one predicate on one index: the file
@@ -35,7 +36,7 @@ by customer_id``) and named with it in ``df.explain()`` and the Spark UI's SQL t
 extended; its root paths stay the table's, so lineage names the table); the scan's ``number of files
 read`` metric counts the candidates. :func:`narrowings` gives the descriptions of a DataFrame's scans.
 
-Planning cost: no py4j call for a scan without a condition on an indexed column (local tables); one per
+Planning cost: no py4j call for a scan without a condition on an indexed column; one per
 narrowable scan (one more per index version for its file table, one for the INFO line when INFO is on);
 an index opened once per version and each predicate's answer cached per version; one pass over Spark's
 cached listing in the JVM (hash lookups).

@@ -469,8 +469,10 @@ public class SievePrune extends Rule {
     static final int MAX_TABLES = 64;
     static final long MAX_TABLE_ROWS = 4000000L;
 
-    /** False only when the table's root is local and no column the condition reads has an index folder
-     *  <root>/_sieve/<column> (no py4j call then); any doubt (a remote store, several roots): true. */
+    /** False only when no column the condition reads has an index folder <root>/_sieve/<column> (no py4j call
+     *  then); any doubt (several roots, an error): true. A local root is checked with a stat or two; a remote one
+     *  (s3a://...) by listing <root>/_sieve through Hadoop's FileSystem of the root (the session's Hadoop conf with
+     *  the relation's options: the file system and credentials Spark's own listing uses), cached per root. */
     static boolean mayHaveIndexes(LogicalRelation lr, FileIndex loc, Filter f) {
         try {
             org.apache.hadoop.fs.Path root = null;
@@ -485,19 +487,31 @@ public class SievePrune extends Rule {
                 root = (org.apache.hadoop.fs.Path) roots.get(0);
             }
             org.apache.hadoop.fs.Path folder = new org.apache.hadoop.fs.Path(root, "_sieve");
-            if (!"file".equals(folder.toUri().getScheme())) return true;  // a remote store: the Python side lists
-            java.io.File base = new java.io.File(folder.toUri().getPath());
-            if (!base.isDirectory()) return false;
             // the condition's columns by the relation's names (exprIds: a case-insensitive session keeps the
             // query's spelling)
             List refs = JavaConverters.seqAsJavaList(f.condition().references().toSeq());
             List out = JavaConverters.seqAsJavaList(lr.output());
+            List names = new ArrayList();
             for (int i = 0; i < refs.size(); i++) {
                 Attribute ref = (Attribute) refs.get(i);
                 for (int j = 0; j < out.size(); j++) {
                     Attribute a = (Attribute) out.get(j);
-                    if (a.exprId().equals(ref.exprId()) && new java.io.File(base, a.name()).isDirectory()) return true;
+                    if (a.exprId().equals(ref.exprId())) names.add(a.name());
                 }
+            }
+            if (names.isEmpty()) return false;
+            if ("file".equals(folder.toUri().getScheme())) {
+                java.io.File base = new java.io.File(folder.toUri().getPath());
+                if (!base.isDirectory()) return false;
+                for (int i = 0; i < names.size(); i++) {
+                    if (new java.io.File(base, (String) names.get(i)).isDirectory()) return true;
+                }
+                return false;
+            }
+            HashSet folders = RemoteIndexFolders.get(folder, lr);
+            if (folders == null) return true;  // not known (an error listing): the Python side decides
+            for (int i = 0; i < names.size(); i++) {
+                if (folders.contains(names.get(i))) return true;
             }
             return false;
         } catch (Throwable t) {
@@ -531,6 +545,74 @@ public class SievePrune extends Rule {
             split(((And) e).right(), out);
         } else {
             out.add(e);
+        }
+    }
+}
+
+/** Per remote root: the names of the folders under <root>/_sieve (an empty set when it does not exist), listed
+ *  through Hadoop's FileSystem of the root, kept for spark.airflow_lineage.sieveIndexCheckSeconds (default 10; 0:
+ *  list on every filtered scan), at most MAX roots (least recently used dropped). The cache decides only whether the
+ *  Python side is asked: a stale "no index" reads every file Spark listed (the plan as without enable), a stale
+ *  "index" asks the Python side, which lists the indexes itself; an index added later is used once its root's
+ *  entry expires. An error listing is not cached (null: ask the Python side). */
+class RemoteIndexFolders {
+    static final int MAX = 1024;
+    static final java.util.LinkedHashMap CACHE = new java.util.LinkedHashMap();  // folder -> Object[] {Long, HashSet}
+
+    static long ttlMillis() {
+        try {
+            String v = org.apache.spark.sql.internal.SQLConf$.MODULE$.get()
+                .getConfString("spark.airflow_lineage.sieveIndexCheckSeconds", "10");
+            return (long) (Double.parseDouble(v.trim()) * 1000.0);
+        } catch (Throwable t) {
+            return 10000L;
+        }
+    }
+
+    static HashSet get(org.apache.hadoop.fs.Path folder, LogicalRelation lr) {
+        String key = folder.toString();
+        long now = System.currentTimeMillis();
+        long ttl = ttlMillis();
+        synchronized (CACHE) {
+            Object[] hit = (Object[]) CACHE.remove(key);
+            if (hit != null && ttl > 0 && now - ((Long) hit[0]).longValue() < ttl) {
+                CACHE.put(key, hit);
+                return (HashSet) hit[1];
+            }
+        }
+        HashSet names = list(folder, lr);
+        if (names == null) return null;
+        if (ttl > 0) {
+            synchronized (CACHE) {
+                CACHE.put(key, new Object[] {Long.valueOf(now), names});
+                java.util.Iterator it = CACHE.keySet().iterator();
+                while (CACHE.size() > MAX) { it.next(); it.remove(); }
+            }
+        }
+        return names;
+    }
+
+    /** The folder names under folder (empty when it does not exist), or null when it cannot be listed. */
+    static HashSet list(org.apache.hadoop.fs.Path folder, LogicalRelation lr) {
+        try {
+            org.apache.spark.sql.execution.datasources.HadoopFsRelation r =
+                (org.apache.spark.sql.execution.datasources.HadoopFsRelation) lr.relation();
+            org.apache.hadoop.conf.Configuration conf =
+                r.sparkSession().sessionState().newHadoopConfWithOptions(r.options());
+            org.apache.hadoop.fs.FileSystem fs = folder.getFileSystem(conf);
+            HashSet names = new HashSet();
+            org.apache.hadoop.fs.FileStatus[] st;
+            try {
+                st = fs.listStatus(folder);
+            } catch (java.io.FileNotFoundException e) {
+                return names;
+            }
+            for (int i = 0; i < st.length; i++) {
+                if (st[i].isDirectory()) names.add(st[i].getPath().getName());
+            }
+            return names;
+        } catch (Throwable t) {
+            return null;
         }
     }
 }

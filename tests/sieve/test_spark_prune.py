@@ -664,7 +664,7 @@ def test_s3a_table_reads_the_candidates(tmp_path) -> None:
         def s3a(uri: str) -> str:
             return uri.replace("s3://", "s3a://", 1)
 
-        conf = {**s3a_spark_conf(endpoint, jars), "spark.airflow_lineage.sieveIndexCheckSeconds": "1"}
+        conf = {**s3a_spark_conf(endpoint, jars), prune.INDEX_CHECK_CONF: "1"}
         spec.write_text(json.dumps({
             "conf": conf, "table": table, "conditions": list(conditions),
             "quiet": [[table, "v = 3"], [table, "day = '2024-01-01' AND v > 2"], [s3a(bare), "k = 1"],

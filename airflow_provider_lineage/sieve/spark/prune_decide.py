@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import IndexUnavailable, SieveError
 from ..predicates import Predicate
-from . import filters as F
+from .filters import Cond, predicates
 from .prune_opened import _open, _Opened, table_text
 from .prune_scan import Scan, _warn_once, log, plan
 
@@ -50,7 +50,7 @@ def _value(v: dict[str, str] | None) -> Any:
     raise Unprovable(f"a value of type {t} ({s})")
 
 
-def _cond(leaf: dict[str, Any], column_type: str) -> F.Cond:
+def _cond(leaf: dict[str, Any], column_type: str) -> Cond:
     t = column_type.lower()
     if "collate" in t and "utf8_binary" not in t:
         raise Unprovable(f"column type {column_type} compares strings by a collation, the index by bytes")
@@ -58,15 +58,15 @@ def _cond(leaf: dict[str, Any], column_type: str) -> F.Cond:
         raise Unprovable(f"column type {column_type} (NaN and -0.0 order)")
     op = leaf["op"]
     if op == "in":
-        return F.Cond(leaf["column"], "in", tuple(_value(v) for v in leaf["values"]))
+        return Cond(leaf["column"], "in", tuple(_value(v) for v in leaf["values"]))
     if op == "is_null":
-        return F.Cond(leaf["column"], "is_null")
+        return Cond(leaf["column"], "is_null")
     value = _value(leaf.get("value"))
     if op == "eq_null_safe":
-        return F.Cond(leaf["column"], "is_null") if value is None else F.Cond(leaf["column"], "eq", value)
+        return Cond(leaf["column"], "is_null") if value is None else Cond(leaf["column"], "eq", value)
     if op == "starts_with" and not isinstance(value, str):
         raise Unprovable("a prefix that is not a string")
-    return F.Cond(leaf["column"], op, value)
+    return Cond(leaf["column"], op, value)
 
 
 Tree = tuple  # ("L", table key, column, hits) | ("A" | "O", [children]); None: excludes nothing
@@ -90,7 +90,7 @@ class _Eval:
         return self.opened[column]
 
     def conjunction(self, nodes: list[dict[str, Any]]) -> Tree | None:
-        by_column: dict[str, list[F.Cond]] = {}
+        by_column: dict[str, list[Cond]] = {}
         children: list[Tree] = []
         for n in nodes:
             if n["op"] == "and":
@@ -112,7 +112,7 @@ class _Eval:
             if sub is not None:
                 children.append(sub)
         for column, conds in by_column.items():
-            for pred in F.predicates(conds):
+            for pred in predicates(conds):
                 leaf = self.leaf(column, pred)
                 if leaf is not None:
                     children.append(leaf)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from airflow_provider_lineage.capture.plan_walk import janino_class
+from airflow_provider_lineage._jvm import janino_class
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)

@@ -25,10 +25,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_lineage._jvm import janino_class
 from airflow_provider_lineage.capture.plan_walker_source import SOURCE
 from airflow_provider_lineage.lineage.logs import get_logger
 
 log = get_logger(__name__)
+
+__all__ = ["Extract", "Limits", "Reader", "extract", "janino_class", "walker_class"]
 
 _CLASS = "apl.PlanWalker"
 _lock = threading.Lock()
@@ -66,21 +69,6 @@ def walker_class(gateway: Any) -> Any:
         cls = janino_class(gateway, "org.apache.spark.sql.catalyst.trees.TreeNode", SOURCE, _CLASS)
         _classes[key] = cls
         return cls
-
-
-def janino_class(gateway: Any, anchor: str, source: str, name: str) -> Any:
-    """Compile Java ``source`` in the driver JVM with Janino (shipped with Spark) against the class loader of the
-    class named ``anchor`` and return the class ``name`` it defines; raises what the compilation raises. The
-    compiler and loader proxies are released; the caller caches the class per JVM."""
-    jvm = gateway.jvm
-    loader = jvm.java.lang.Class.forName(anchor).getClassLoader()
-    compiler = jvm.org.codehaus.janino.SimpleCompiler()
-    compiler.setParentClassLoader(loader)
-    compiler.cook(source)
-    cls = compiler.getClassLoader().loadClass(name)
-    gateway.detach(compiler)
-    gateway.detach(loader)
-    return cls
 
 
 def extract(gateway: Any, roots: list[Any], limits: Limits | None = None) -> Extract:

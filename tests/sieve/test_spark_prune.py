@@ -631,7 +631,10 @@ def test_launcher_property_prunes_an_unchanged_application(tmp_path) -> None:
 def test_s3a_table_reads_the_candidates(tmp_path) -> None:
     """An index built for ``s3://bucket/sales`` (partitioned, one file added after the build): in a driver with
     Hadoop's S3A connector, ``spark.read.parquet("s3a://...")`` reads the index's candidates plus the unindexed
-    file, and answers as the same session without ``enable``. The S3A jars come from PyPI (once, 181 MB)."""
+    file, and answers as the same session without ``enable``. A scan with no condition on an indexed column (a table
+    without ``_sieve``, a condition on another column) makes no Python call: the rule lists ``<root>/_sieve`` through
+    Hadoop's S3A file system and remembers it per root for ``spark.airflow_lineage.sieveIndexCheckSeconds``; an index
+    built later is used once that has passed. The S3A jars come from PyPI (once, 181 MB)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -651,10 +654,23 @@ def test_s3a_table_reads_the_candidates(tmp_path) -> None:
                       for c, pred in conditions.items()}
         late = f"{root}/day=2024-01-02/late.parquet"  # after the build: the index does not know it
         put_parquet(late, [17, 1000])
+        bare, fresh = root.replace("/sales", "/bare"), root.replace("/sales", "/fresh")
+        for i in range(2):
+            put_parquet(f"{bare}/part-{i}.parquet", [i, i + 1])
+            put_parquet(f"{fresh}/part-{i}.parquet", [i * 10 + j for j in range(10)])
         spec, out = tmp_path / "spec.json", tmp_path / "out.json"
         table = root.replace("s3://", "s3a://", 1)
-        spec.write_text(json.dumps({"conf": s3a_spark_conf(endpoint, jars), "table": table,
-                                    "conditions": list(conditions)}))
+
+        def s3a(uri: str) -> str:
+            return uri.replace("s3://", "s3a://", 1)
+
+        conf = {**s3a_spark_conf(endpoint, jars), prune.INDEX_CHECK_CONF: "1"}
+        spec.write_text(json.dumps({
+            "conf": conf, "table": table, "conditions": list(conditions),
+            "quiet": [[table, "v = 3"], [table, "day = '2024-01-01' AND v > 2"], [s3a(bare), "k = 1"],
+                      [s3a(bare), "k = 1"]],
+            "later": {"table": s3a(fresh), "condition": "k = 5", "build": fresh, "column": "k", "wait": 1.5},
+        }))
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         run = subprocess.run([sys.executable, str(Path(__file__).parent / "prune_s3_app.py"), str(spec), str(out)],
                              env=env, capture_output=True, text=True, timeout=800, check=False)
@@ -667,6 +683,11 @@ def test_s3a_table_reads_the_candidates(tmp_path) -> None:
         assert got["pruned"]["rows"] == got["plain"]["rows"], condition
         assert got["pruned"]["narrowings"] == [f"Sieve: {len(want) + 1} of 7 files by k"], condition
     assert len(results["k = 17"]["pruned"]["rows"]) == 2  # one from the indexed file, one from the late one
+    assert [q["calls"] for q in results["quiet"]] == [0, 0, 0, 0]
+    assert [q["rows"] for q in results["quiet"]] == [6, 21, 2, 2]
+    before, after = results["later"]
+    assert (before["calls"], before["narrowings"], before["rows"]) == (0, [], 1)
+    assert (after["calls"], after["narrowings"], after["rows"]) == (1, ["Sieve: 1 of 2 files by k"], 1)
 
 
 # ---- indexes kept outside <root>/_sieve/ (S.build(..., index_path=...)) -----------------------------------

@@ -31,19 +31,28 @@ import json
 import logging
 import os
 import posixpath
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import DateType, DecimalType, IntegerType, LongType, StringType, StructType
 
 from ..errors import IndexUnavailable, SieveError
 from ..fs import is_local, normalize, options_from_env, relative, resolve, storage_options
 from . import filters as F
 from .plans import merge, new_relation, shares_read_info
+from .source_arrow import _arrow_schema, _conform, _leaf_index, drop_zip_finders, pc_and
+from .source_packing import (  # noqa: F401 - the constants and _byte_size: re-exported, tests import them from here
+    PACKING_CONF,
+    PACKING_DEFAULTS,
+    FilePartition,
+    FilesPartition,
+    _byte_size,
+    pack,
+    packing_options,
+)
 
 # The planning modules (..query, ..table, .schema: the index, numpy, the listing) are imported where
 # the planner uses them: a reader worker unpickles SieveReader, so it imports this module, and needs
@@ -66,94 +75,6 @@ _PARTITION_PUSH = (IntegerType, LongType, DecimalType, DateType, StringType)
 # per cent for small local files, more for large or remote ones: docs/sieve.md, "Where the native
 # reader wins"); :func:`..spark.load` switches to it, and the planner warns for such scans.
 NATIVE_SHARE = 0.1
-
-
-class FilePartition(InputPartition):
-    """One candidate file and its partition values (typed), read by one Spark task."""
-
-    def __init__(self, path: str, values: tuple[Any, ...] = (), filter_rows: bool = True) -> None:
-        super().__init__(path)
-        self.path = path
-        self.values = values
-        # False: the plan read other scans' files too (.plans): the reader drops no row, Spark filters
-        self.filter_rows = filter_rows
-
-
-class FilesPartition(InputPartition):
-    """Candidate files packed into one Spark task the way Spark's file sources pack them (:func:`pack`)."""
-
-    def __init__(self, files: list[FilePartition]) -> None:
-        super().__init__([f.path for f in files])
-        self.files = files
-
-
-#: Spark's file-source packing settings -> the source options that carry them to the planner (Spark's Python
-#: planner has no session to ask): ``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``, ``minPartitionNum``,
-#: and the parallelism ``minPartitionNum`` defaults to (``spark.sql.leafNodeDefaultParallelism``, else the
-#: SparkContext's ``defaultParallelism``).
-PACKING_CONF = {"maxPartitionBytes": "spark.sql.files.maxPartitionBytes",
-                "openCostInBytes": "spark.sql.files.openCostInBytes",
-                "minPartitionNum": "spark.sql.files.minPartitionNum",
-                "leafNodeDefaultParallelism": "spark.sql.leafNodeDefaultParallelism"}
-PACKING_DEFAULTS = {"maxpartitionbytes": 128 * 1024 * 1024, "opencostinbytes": 4 * 1024 * 1024}
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
-
-
-def _byte_size(value: Any) -> int:
-    """A Spark byte size (``134217728``, ``128m``, ``128MB``; binary units as Spark's) as bytes."""
-    text = str(value).strip().lower()
-    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
-    unit = text[len(digits):].strip()
-    if not digits or unit not in _UNITS:
-        raise SieveError(f"{value!r} is not a byte size: write e.g. 134217728, 128m or 128MB")
-    return int(digits) * _UNITS[unit]
-
-
-def packing_options(spark: Any) -> dict[str, str]:
-    """The session's packing settings as source options (what is not set keeps Spark's default)."""
-    out: dict[str, str] = {}
-    for option, key in PACKING_CONF.items():
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:  # noqa: BLE001 - a setting this Spark does not know: its default
-            value = None
-        if value not in (None, ""):
-            out[option] = str(value)
-    if "leafNodeDefaultParallelism" not in out:
-        try:
-            out["leafNodeDefaultParallelism"] = str(int(spark.sparkContext.defaultParallelism))
-        except Exception:  # noqa: BLE001 - a Spark Connect client has no SparkContext: spark.default.parallelism
-            value = spark.conf.get("spark.default.parallelism", None)
-            if value:
-                out["leafNodeDefaultParallelism"] = str(value)
-    return out
-
-
-def pack(files: list[FilePartition], sizes: dict[str, int], options: dict[str, str]) -> list[FilesPartition]:
-    """Spark's ``FilePartition.maxSplitBytes`` and ``getFilePartitions`` over whole files: the split size is
-    ``min(maxPartitionBytes, max(openCostInBytes, total / minPartitionNum))`` with every file counted at its size
-    plus ``openCostInBytes``; files, largest first, fill a task until the next would pass the split size.
-    (Spark also splits a file larger than the split size; this reader reads a file in one task.)"""
-    opts = {str(k).lower(): v for k, v in options.items()}
-    max_bytes = _byte_size(opts.get("maxpartitionbytes", PACKING_DEFAULTS["maxpartitionbytes"]))
-    open_cost = _byte_size(opts.get("opencostinbytes", PACKING_DEFAULTS["opencostinbytes"]))
-    min_parts = int(opts.get("minpartitionnum") or opts.get("leafnodedefaultparallelism") or 1)
-    total = sum(sizes.get(f.path, 0) + open_cost for f in files)
-    split = min(max_bytes, max(open_cost, total // max(min_parts, 1)))
-    out: list[FilesPartition] = []
-    current: list[FilePartition] = []
-    size = 0
-    for f in sorted(files, key=lambda f: (-sizes.get(f.path, 0), f.path)):
-        length = sizes.get(f.path, 0)
-        if current and size + length > split:
-            out.append(FilesPartition(current))
-            current, size = [], 0
-        current.append(f)
-        size += length + open_cost
-    if current:
-        out.append(FilesPartition(current))
-    return out
 
 
 def _options(options: dict[str, str]) -> dict[str, str]:
@@ -575,108 +496,3 @@ class SieveReader(DataSourceReader):
                         out = out.filter(keep, null_selection_behavior="drop")
                     if out.num_rows:
                         yield out
-
-
-def pc_and(a: Any, b: Any) -> Any:
-    """Kleene AND of two row masks (NULL and false both drop the row)."""
-    import pyarrow.compute as pc
-
-    return pc.and_kleene(a, b)
-
-
-def drop_zip_finders() -> None:
-    """Forget the cached zip importers of this process (Spark's Python workers and planner workers).
-
-    Spark's Python worker calls ``importlib.invalidate_caches()`` at the start of **every task**
-    (``pyspark.worker_util.setup_spark_files``). On Python 3.10-3.12 every ``zipimporter`` in
-    ``sys.path_importer_cache`` then re-reads its whole archive (CPython gh-103200, lazy from 3.13
-    on), and a worker that imported pyspark from Spark's ``pyspark.zip`` holds one per pyspark
-    package it imported (about 15): 70-100 ms of every task here, several times the read of a small
-    file. The entries are a cache: an import that needs one later makes a new importer from the
-    archive's cached directory, so dropping them changes no import, only the cost of the next task's
-    invalidation.
-    """
-    if sys.version_info >= (3, 13):
-        return
-    import zipimport
-
-    cache = sys.path_importer_cache
-    for key in [k for k, v in cache.items() if isinstance(v, zipimport.zipimporter)]:
-        cache.pop(key, None)
-
-
-_ARROW_SCHEMAS: dict[str, pa.Schema] = {}
-
-
-def _arrow_schema(schema_json: str) -> pa.Schema:
-    """The Arrow schema of a Spark schema (JSON), once per worker process."""
-    out = _ARROW_SCHEMAS.get(schema_json)
-    if out is None:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        out = _ARROW_SCHEMAS[schema_json] = to_arrow_schema(StructType.fromJson(json.loads(schema_json)))
-    return out
-
-
-def _leaves(at: pa.DataType) -> int:
-    if pa.types.is_struct(at):
-        return sum(_leaves(at.field(i).type) for i in range(at.num_fields))
-    if pa.types.is_map(at):
-        return _leaves(at.key_type) + _leaves(at.item_type)
-    if pa.types.is_list(at) or pa.types.is_large_list(at) or pa.types.is_fixed_size_list(at):
-        return _leaves(at.value_type)
-    return 1
-
-
-def _leaf_index(schema: pa.Schema) -> dict[str, int]:
-    """Top-level primitive column -> its Parquet leaf column index (row-group statistics)."""
-    out: dict[str, int] = {}
-    i = 0
-    for f in schema:
-        n = _leaves(f.type)
-        if n == 1 and not pa.types.is_nested(f.type):
-            out.setdefault(f.name, i)
-        i += n
-    return out
-
-
-def _is_variant(t: pa.DataType) -> bool:
-    """PySpark's Arrow form of VARIANT: ``struct<value, metadata>``, the metadata field marked."""
-    return pa.types.is_struct(t) and t.num_fields == 2 and any(
-        (t.field(i).metadata or {}).get(b"variant") == b"true" for i in range(2))
-
-
-def _variant(name: str, col: Any, target: pa.DataType) -> Any:
-    """A VARIANT column as PySpark takes it (``struct<value, metadata>``) from the file's group: an
-    unshredded variant is its two binaries; a shredded one (``typed_value``, Spark 4.1's default
-    write) has no Python decoder here, so it is a clear error naming the reads that answer."""
-    names = [col.type.field(i).name for i in range(col.type.num_fields)]
-    if "typed_value" in names or not {"value", "metadata"} <= set(names):
-        raise SieveError(f"VARIANT column {name!r} is stored shredded in this file, which the sieve source "
-                         "cannot decode: read the table with spark.read.parquet after "
-                         "airflow_provider_lineage.sieve.spark.enable(spark) (the same file skipping, through "
-                         "Spark's own reader), or with airflow_provider_lineage.sieve.spark.load(...) (it reads "
-                         "tables with VARIANT columns through spark.read.parquet), or leave the column out with "
-                         ".option('columns', ...)")
-    return pa.StructArray.from_arrays([col.field("value"), col.field("metadata")],
-                                      fields=[target.field(0), target.field(1)], mask=col.is_null())
-
-
-def _conform(cols: dict[str, Any], n: int, target: pa.Schema, parts: dict[str, Any]) -> pa.RecordBatch:
-    """A batch of the schema's columns, in its order and Arrow types, from a file's columns by schema
-    name (partition values, which win over a column the file also stores, and columns a file lacks
-    filled in)."""
-    arrays = []
-    for f in target:
-        if f.name in parts:
-            arrays.append(pa.repeat(pa.scalar(parts[f.name], type=f.type), n))
-        elif f.name in cols:
-            col = cols[f.name]
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            if col.type != f.type and _is_variant(f.type):
-                col = _variant(f.name, col, f.type)
-            arrays.append(col if col.type == f.type else col.cast(f.type))
-        else:
-            arrays.append(pa.nulls(n, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=target)

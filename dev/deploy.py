@@ -48,6 +48,7 @@ from dev.deployment.processes import (
     port_in_use,
 )
 from dev.deployment.settings import (
+    API_SWITCH_INTERVAL_S,
     API_WORKERS,
     CELERY_BUCKET,
     CELERY_WORKERS,
@@ -75,12 +76,13 @@ from dev.deployment.settings import (
 )
 
 __all__ = [
-    "API_WORKERS", "CELERY_BUCKET", "CELERY_WORKERS", "CONNECT_CONN_ENV", "CONNECT_PROCESS", "DAGS", "DEFAULT_USERS",
-    "EXECUTORS", "FINAL_STATES", "HEARTBEATS", "MARKER", "MAX_OVERFLOW", "MIN_FILE_PROCESS_INTERVAL", "PARSE_TIMEOUT",
-    "PG_BIN", "POOL_SIZE", "PROCESSES", "ROOT", "S3A_JARS", "S3A_JARS_DIR", "S3A_NUMERIC_DEFAULTS", "SPARK_CONN",
-    "SQLITE_LOCK_WAIT_S", "WORKER_HOSTS", "AirflowDeployment", "DeploymentError", "PostgresServer",
-    "_environ_has", "_group_alive", "_instant", "_proc_ids", "connect_server_command", "down", "free_port", "main",
-    "port_in_use", "start_connect_server", "status", "up", "write_token_file",
+    "API_SWITCH_INTERVAL_S", "API_WORKERS", "CELERY_BUCKET", "CELERY_WORKERS", "CONNECT_CONN_ENV", "CONNECT_PROCESS",
+    "DAGS", "DEFAULT_USERS", "EXECUTORS", "FINAL_STATES", "HEARTBEATS", "MARKER", "MAX_OVERFLOW",
+    "MIN_FILE_PROCESS_INTERVAL", "PARSE_TIMEOUT", "PG_BIN", "POOL_SIZE", "PROCESSES", "ROOT", "S3A_JARS",
+    "S3A_JARS_DIR", "S3A_NUMERIC_DEFAULTS", "SPARK_CONN", "SQLITE_LOCK_WAIT_S", "WORKER_HOSTS", "AirflowDeployment",
+    "DeploymentError", "PostgresServer", "_environ_has", "_group_alive", "_instant", "_proc_ids",
+    "connect_server_command", "down", "free_port", "main", "port_in_use", "start_connect_server", "status", "up",
+    "write_token_file",
 ]
 
 if __name__ == "__main__":

@@ -1,1 +1,1 @@
-"""Developer tooling of the checkout (not in the wheel): ``dev/demo.py``, ``dev/deploy.py``."""
+"""Developer tooling of the checkout (not in the wheel): ``dev/demo.py``, ``dev/deploy.py`` (``dev/deployment/``)."""

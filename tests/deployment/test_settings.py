@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-import dev.deploy
+import dev.deployment.settings
 from dev.deploy import CELERY_BUCKET, CELERY_WORKERS, WORKER_HOSTS, AirflowDeployment, DeploymentError
 
 
@@ -52,7 +52,7 @@ def test_celery_data_on_s3_and_logs_served_per_worker(tmp_path: Path, monkeypatc
     assert conf["spark.hadoop.fs.s3a.endpoint"] == dep.s3_url
     assert conf["spark.hadoop.fs.s3a.threads.keepalivetime"] == "60"  # Hadoop 3.4 says "60s": 3.3.1 needs a number
     assert "testing" not in confs[0].read_text()  # credentials from the environment only
-    monkeypatch.setattr(dev.deploy, "S3A_JARS_DIR", tmp_path / "no-jars")
+    monkeypatch.setattr(dev.deployment.settings, "S3A_JARS_DIR", tmp_path / "no-jars")
     with pytest.raises(DeploymentError, match="hadoop-aws-3.3.1.jar.*not in .*fetches them from PyPI once"):
         dep.start()
     assert not dep.procs  # refused before anything started

@@ -20,6 +20,7 @@ types, schema field types).
     python benchmarks/compat/compat.py                     # the full table (~25 min, downloads once)
     python benchmarks/compat/compat.py --airflow 3.0.6 --spark 3.5.9 --pipelines c1   # one cell
     python benchmarks/compat/compat.py --sieve-prune --spark 3.5.9,4.0.5 --report benchmarks/compat/SIEVE_PRUNE.md
+    # (merged: releases an earlier run checked stay in out/sieve_prune.json and the report)
 
 Writes ``benchmarks/compat/out/compat.json`` and ``REPORT.md`` (``--report``) and, with ``--readme``,
 the table between the ``compat-table`` markers of README.md and docs/compatibility.md. Needs ``uv``
@@ -277,7 +278,8 @@ def sieve_prune_report(cells: list[dict[str, Any]], commit: str) -> str:
     for c in cells:
         passed = sum(1 for x in c.get("cases", []) if x.get("same_rows") and x.get("same_files"))
         lines.append(f"| {c.get('spark')} | {c.get('scala', '?')} | {passed} of {len(c.get('cases', []))} | "
-                     f"{'✅' if c.get('ok') else '❌'} ({c.get('seconds', 0):.0f} s) |")
+                     f"{'✅' if c.get('ok') else '❌'} ({c.get('seconds', 0):.0f} s"
+                     + (f"; {c['date']} at {c['commit']}" if c.get("commit") else "") + ") |")
     lines += ["", "## Cases", ""]
     for c in cells:
         lines.append(f"* Spark {c.get('spark')}:")
@@ -405,8 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", default="", help="the commit to name in the report (default: git's HEAD)")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md and docs/compatibility.md")
     ap.add_argument("--sieve-prune", action="store_true",
-                    help="only check sieve.spark.enable under each --spark release (writes out/sieve_prune.json "
-                         "and, with --report, that Markdown report)")
+                    help="only check sieve.spark.enable under each --spark release (merged into out/sieve_prune.json: "
+                         "releases checked earlier and not now are kept; with --report, that Markdown report; with "
+                         "--render, only the report from such a JSON)")
     args = ap.parse_args(argv)
 
     def write_outputs(result: dict[str, Any]) -> None:
@@ -417,24 +420,36 @@ def main(argv: list[str] | None = None) -> int:
                 if write_table(target, table(result)):
                     log(f"table written into {target.relative_to(ROOT)}")
 
-    if args.render:
-        result = json.loads(args.render.read_text())
-        write_outputs(result)
-        print(report(result))
-        return 0
     airflows = [v for v in args.airflow.split(",") if v]
     sparks = [v for v in args.spark.split(",") if v]
     if args.sieve_prune:
-        args.cache.mkdir(parents=True, exist_ok=True)
-        cells = [sieve_prune_cell(s, args.cache) for s in sparks]
+        saved = HERE / "out" / "sieve_prune.json"
         commit = args.commit or run(["git", "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "?"
-        (HERE / "out").mkdir(parents=True, exist_ok=True)
-        (HERE / "out" / "sieve_prune.json").write_text(json.dumps(cells, indent=1))
+        if args.render:
+            cells = json.loads(args.render.read_text())
+        else:
+            args.cache.mkdir(parents=True, exist_ok=True)
+            cells = [sieve_prune_cell(s, args.cache) for s in sparks]
+            for c in cells:
+                c.setdefault("commit", commit)
+                c.setdefault("date", time.strftime("%Y-%m-%d"))
+            # Merged, not rewritten: the releases an earlier run checked and this one did not stay in the report.
+            earlier = json.loads(saved.read_text()) if saved.exists() else []
+            cells += [c for c in earlier if c.get("spark") not in sparks]
+        order = {s: i for i, s in enumerate(SPARK)}
+        cells.sort(key=lambda c: (order.get(c.get("spark"), len(order)), str(c.get("spark"))))
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(cells, indent=1))
         text = sieve_prune_report(cells, commit)
         if args.report:
             args.report.write_text(text)
         print(text)
         return 0 if all(c.get("ok") for c in cells) else 1
+    if args.render:
+        result = json.loads(args.render.read_text())
+        write_outputs(result)
+        print(report(result))
+        return 0
     pipelines = [p for p in args.pipelines.split(",") if p]
     t0 = time.monotonic()
     args.cache.mkdir(parents=True, exist_ok=True)

@@ -366,6 +366,7 @@ def main() -> int:
         help="table sizes of the planning measurement made of one-byte files and a synthetic index (fast to make)",
     )
     ap.add_argument("--plan-only", action="store_true", help="only the planning measurement")
+    ap.add_argument("--layouts", default="random,sorted", help="which layouts run the side-by-side queries")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(HERE / "data" / "transparent"))
     ap.add_argument("--report", default=str(HERE / "TRANSPARENT.md"))
@@ -391,7 +392,9 @@ def main() -> int:
             for n in args.plan_files.split(",")
             if n
         ]
-        for name, src in () if args.plan_only else (("random", gen), ("sorted", data / "sorted-generated")):
+        layouts = [(n, s) for n, s in (("random", gen), ("sorted", data / "sorted-generated"))
+                   if n in args.layouts.split(",")]
+        for name, src in () if args.plan_only else layouts:
             plain, bloom, nointex = data / f"{name}-plain", data / f"{name}-bloom", data / f"{name}-noindex"
             rk.spark_copy(spark, src, plain, None, args.per_file, ("k",))
             rk.spark_copy(spark, src, bloom, 0.01, args.per_file, ("k",))

@@ -35,9 +35,11 @@ from airflow_provider_lineage.lineage.logs import get_logger
 log = get_logger(__name__)
 
 #: Distinct value texts kept (hashes); past this the code-constant rule is off for the process.
-MAX_DISTINCT = 200_000
-#: Values read in all; past this the scan stops (its cost stays bounded) and the rule is off.
-MAX_SCANNED = 5_000_000
+MAX_DISTINCT = 100_000
+#: Values read in all; past this the scan stops and the rule is off. It bounds what the scan can add to the
+#: application's own collects: about 0.35 s for 500,000 values of ``Row`` s, 0.6 s for an Arrow ``toPandas``
+#: (measured: 0.74 s per 470,000 row values, 2.8 s per 1,000,000 Arrow values, whose own ``to_pandas`` took 0.44 s).
+MAX_SCANNED = 500_000
 #: Longest returned text parsed as JSON (``toJSON()`` rows: their fields' values are what the code reads back).
 MAX_JSON = 1_000_000
 #: How deep rows nest (struct in array in map ...) before a value counts as not enumerable.

@@ -117,7 +117,8 @@ def get_provider_info() -> dict[str, Any]:
                                        "Airflow's list routes resolve 27-39 sync dependencies, each a thread-pool "
                                        "hop that waits behind every other request in flight, so a bounded number "
                                        "in flight answers many concurrent readers sooner. The task execution API, "
-                                       "/auth/ and log streaming are never limited. 0: no limit (docs/ui.md).",
+                                       "/auth/, log streaming and the health/version probes are never limited. "
+                                       "0: no limit (docs/ui.md).",
                         "version_added": "0.2.0", "type": "integer", "example": "8", "default": "0",
                     },
                     "api_admission_wait_timeout": {

@@ -12,6 +12,7 @@ then answers every path in <= 1.4 s at p95 with a higher throughput.
 through untouched). It gates only the HTTP requests of readers: ``/api/v2/``, ``/ui/`` and ``/column-lineage/``.
 It never gates the task execution API (``/execution/``: a task's heartbeat must not wait behind readers),
 ``/auth/``, log streaming (any path with ``/logs/``: a streamed answer would hold its slot as long as it streams),
+the probes (``/api/v2/monitor/health``, ``/api/v2/version``: a probe must not take a busy server for a dead one),
 websockets or lifespan events. Every gated request is bounded: one that could not start within ``wait_timeout``
 seconds gets ``503`` with ``Retry-After`` and a JSON body naming the setting.
 """
@@ -36,6 +37,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 GATED_PREFIXES = ("/api/v2/", "/ui/", "/column-lineage/")
 #: A path containing this is never gated (log streaming holds its answer open).
 UNGATED_PART = "/logs/"
+#: Paths never gated although under a gated prefix: the probes (health: one hop and a heartbeat read; version:
+#: no DB) must answer a load balancer's or an orchestrator's check while readers queue, or a busy api-server would
+#: be taken for a dead one and restarted (``docker/`` probes ``/api/v2/version``).
+UNGATED_PATHS = frozenset({"/api/v2/monitor/health", "/api/v2/version"})
 #: Seconds given in ``Retry-After`` of a ``503`` (a request waited ``wait_timeout`` already).
 RETRY_AFTER_S = 5
 #: The default of ``wait_timeout``: seconds a request may wait for its turn before it is answered ``503``.
@@ -50,7 +55,7 @@ def gated(scope: Scope) -> bool:
     root = str(scope.get("root_path", "") or "")
     if root and path.startswith(root):  # an api-server behind a path prefix ([api] base_url)
         path = path[len(root):]
-    if UNGATED_PART in path:
+    if UNGATED_PART in path or path.rstrip("/") in UNGATED_PATHS:
         return False
     return any(path.startswith(prefix) or path == prefix.rstrip("/") for prefix in GATED_PREFIXES)
 

@@ -166,6 +166,8 @@ def test_a_cancelled_waiter_leaves_the_queue_and_keeps_no_slot() -> None:
     ({"type": "http", "path": "/airflow/api/v2/dags", "root_path": "/airflow"}, True),
     ({"type": "http", "path": "/execution/task-instances/x/heartbeat"}, False),
     ({"type": "http", "path": "/auth/token"}, False),
+    ({"type": "http", "path": "/api/v2/monitor/health"}, False),
+    ({"type": "http", "path": "/api/v2/version"}, False),
     ({"type": "http", "path": "/api/v2/dags/d/dagRuns/r/taskInstances/t/logs/1"}, False),
     ({"type": "http", "path": "/static/x.js"}, False),
     ({"type": "websocket", "path": "/api/v2/dags"}, False),

@@ -7,6 +7,7 @@ Each function reads its option when called (a test or a process may change the c
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from airflow_provider_lineage import _compat
@@ -105,3 +106,33 @@ def sieve_badge_max_files(default: int) -> str:
 def sieve_badge_timeout(default: float) -> str:
     """``sieve_badge_timeout`` as written (the caller bounds and parses it)."""
     return get("sieve_badge_timeout", str(default)) or str(default)
+
+
+def api_admission_limit() -> int:
+    """``api_admission_limit``: how many reader requests each api-server worker runs at once (the others wait in
+    arrival order, :mod:`~airflow_provider_lineage.plugins.admission`); ``0`` (the default): no limit."""
+    raw = (get("api_admission_limit", "0") or "0").strip() or "0"
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"[{SECTION}] api_admission_limit = {raw!r} is not a whole number >= 0: set it to the "
+                         "number of requests an api-server worker runs at once (e.g. 8 for 2 workers on 2 cores), "
+                         "or 0 for no limit (environment AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT)")
+    return value
+
+
+def api_admission_wait_timeout() -> float:
+    """``api_admission_wait_timeout``: seconds a request waits for its turn under ``api_admission_limit`` before it
+    is answered 503 with ``Retry-After`` (default 30)."""
+    raw = (get("api_admission_wait_timeout", "30") or "30").strip() or "30"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"[{SECTION}] api_admission_wait_timeout = {raw!r} is not a number of seconds > 0: set it "
+                         "to how long a request may wait for its turn before the api-server answers 503 (default "
+                         "30; environment AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_WAIT_TIMEOUT)")
+    return value

@@ -111,6 +111,21 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "api-server: seconds the live checks of one badge request may take in all.",
                         "version_added": "0.2.0", "type": "float", "example": "5", "default": "5",
                     },
+                    "api_admission_limit": {
+                        "description": "api-server: how many reader requests (/api/v2/, /ui/, /column-lineage/) "
+                                       "each api-server worker runs at once; the others wait in arrival order. "
+                                       "Airflow's list routes resolve 27-39 sync dependencies, each a thread-pool "
+                                       "hop that waits behind every other request in flight, so a bounded number "
+                                       "in flight answers many concurrent readers sooner. The task execution API, "
+                                       "/auth/, log streaming and the health/version probes are never limited. "
+                                       "0: no limit (docs/ui.md).",
+                        "version_added": "0.2.0", "type": "integer", "example": "8", "default": "0",
+                    },
+                    "api_admission_wait_timeout": {
+                        "description": "api-server: seconds a request waits for its turn under api_admission_limit "
+                                       "before it is answered 503 with Retry-After.",
+                        "version_added": "0.2.0", "type": "float", "example": "30", "default": "30",
+                    },
                     "require_masked": {
                         "description": "require_masked for every SparkLineageSubmitOperator that does not set it.",
                         "version_added": "0.2.0", "type": "string", "example": "pii", "default": None,

@@ -4,7 +4,10 @@
 * ``external_views`` (Airflow 3.1+; 3.0 ignores them and the API still works): a "Column lineage"
   tab on DAG runs and on task instances, and a "Column lineage" entry in the navigation (the estate page:
   lineage across every DAG and back in time);
-* ``listeners``: the scheduler updates the estate index when a DAG run finishes (:mod:`.dagrun_listener`).
+* ``listeners``: the scheduler updates the estate index when a DAG run finishes (:mod:`.dagrun_listener`);
+* ``fastapi_root_middlewares``: only when ``[column_lineage] api_admission_limit`` > 0 (read when this module is
+  imported), the api-server's admission limit for readers (:mod:`.admission`): it gates Airflow's own routes too,
+  so it is opt-in.
 """
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_provider_lineage import conf
 from airflow_provider_lineage.plugins import dagrun_listener
+from airflow_provider_lineage.plugins.admission import AdmissionLimit
 from airflow_provider_lineage.plugins.api import URL_PREFIX, LazyApp
 
 PLUGIN_NAME = "column_lineage"
@@ -36,6 +41,14 @@ def _external_views() -> list[dict[str, Any]]:
     ]
 
 
+def _root_middlewares() -> list[dict[str, Any]]:
+    limit = conf.api_admission_limit()
+    if limit <= 0:
+        return []
+    kwargs = {"limit": limit, "wait_timeout": conf.api_admission_wait_timeout()}
+    return [{"middleware": AdmissionLimit, "args": [], "kwargs": kwargs, "name": "Column lineage admission limit"}]
+
+
 def _listeners() -> list[Any]:
     return [dagrun_listener]
 
@@ -47,3 +60,4 @@ class ColumnLineagePlugin(AirflowPlugin):
     fastapi_apps = _fastapi_apps()
     external_views = _external_views()
     listeners = _listeners()
+    fastapi_root_middlewares = _root_middlewares()

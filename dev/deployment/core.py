@@ -21,8 +21,7 @@ from dev.deployment.postgres import PostgresServer
 from dev.deployment.processes import DeploymentError, _environ_has, _group_alive, _proc_ids, free_port
 from dev.deployment.rest import RestApi
 from dev.deployment.settings import (
-    API_SERVER_HOOK,
-    API_SWITCH_INTERVAL_S,
+    API_ADMISSION_LIMIT,
     API_WORKERS,
     CELERY_BUCKET,
     CELERY_WORKERS,
@@ -138,7 +137,7 @@ class AirflowDeployment(CeleryVariant, RestApi):
             "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": str(POOL_SIZE),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW": str(MAX_OVERFLOW),
             "AIRFLOW__API__WORKERS": str(API_WORKERS),
-            "APL_API_SWITCH_INTERVAL_S": str(API_SWITCH_INTERVAL_S),
+            "AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT": str(API_ADMISSION_LIMIT),
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(MIN_FILE_PROCESS_INTERVAL),
             "AIRFLOW__DAG_PROCESSOR__FILE_PARSING_SORT_MODE": "modified_time",
             "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_CONN,
@@ -274,11 +273,7 @@ class AirflowDeployment(CeleryVariant, RestApi):
             if name == "dag-processor":
                 self.parser_started = started[name]
             args = ["api-server", "--port", str(self.port), "--host", self.host] if name == "api-server" else [name]
-            env = None
-            if name == "api-server":  # its sitecustomize sets the GIL switch interval (API_SWITCH_INTERVAL_S)
-                python_path = [str(API_SERVER_HOOK), *filter(None, [self.env.get("PYTHONPATH")])]
-                env = {**self.env, "PYTHONPATH": os.pathsep.join(python_path)}
-            self._spawn(name, self._airflow(*args), env=env)
+            self._spawn(name, self._airflow(*args))
             if name == "api-server":
                 self._wait_api(timeout)
         for name, since in started.items():

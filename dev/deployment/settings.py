@@ -47,13 +47,12 @@ MAX_OVERFLOW = 48
 #: 64 concurrent readers on 2 cores (issue 47): one api-server worker process per core (Airflow's default is 1,
 #: one core for every request).
 API_WORKERS = 2
-#: The api-server's GIL switch interval in seconds (CPython's default: 0.005), set by its
-#: ``api_server_hook/sitecustomize.py`` (``APL_API_SWITCH_INTERVAL_S`` overrides it): each of the 27-39 thread-pool
-#: hops of Airflow's list routes resumes on the event loop, which waits for the GIL behind other requests' CPU-bound
-#: threads up to this long (issue 47).
-API_SWITCH_INTERVAL_S = 0.0005
-#: The folder put first on the api-server's PYTHONPATH (its ``sitecustomize`` sets the switch interval).
-API_SERVER_HOOK = Path(__file__).resolve().parent / "api_server_hook"
+#: ``[column_lineage] api_admission_limit`` of ``./dev.sh up``: each api-server worker runs at most this many reader
+#: requests at once, the others wait in arrival order (``airflow_provider_lineage.plugins.admission``). Airflow's list
+#: routes resolve 27-39 sync dependencies, each a thread-pool hop that waits behind every other request in flight on
+#: the worker's event loop: with 64 readers in flight the task-instance list took 2.5-3.5 s at p95, with 8 per worker
+#: (2 workers on 2 cores) every path <= 1.35 s on a quiet machine (issue 47, benchmarks/api_load/REPORT.md).
+API_ADMISSION_LIMIT = 8
 #: Seconds before the dag-processor parses an *unchanged* DAG file again (Airflow's default: 30). The 8 example files
 #: cost ~0.75 s of CPU each per parse: every 30 s that is a fifth of one of the 2 cores, taken from the api-server
 #: (issue 47). A new or edited file is parsed at once all the same (file_parsing_sort_mode = modified_time), and a

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
@@ -42,10 +43,16 @@ def _external_views() -> list[dict[str, Any]]:
 
 
 def _root_middlewares() -> list[dict[str, Any]]:
-    limit = conf.api_admission_limit()
+    # a tuning value, not a policy: a bad one is logged (naming the fix) and the api-server runs without the
+    # limit, rather than failing the plugin's import and with it the whole lineage UI
+    try:
+        limit = conf.api_admission_limit()
+        kwargs = {"limit": limit, "wait_timeout": conf.api_admission_wait_timeout()} if limit > 0 else {}
+    except ValueError as exc:
+        logging.getLogger(__name__).error("%s; the api-server runs without the admission limit", exc)
+        return []
     if limit <= 0:
         return []
-    kwargs = {"limit": limit, "wait_timeout": conf.api_admission_wait_timeout()}
     return [{"middleware": AdmissionLimit, "args": [], "kwargs": kwargs, "name": "Column lineage admission limit"}]
 
 

@@ -216,3 +216,14 @@ def test_settings_defaults_and_bad_values(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_WAIT_TIMEOUT", bad)
         with pytest.raises(ValueError, match=r"api_admission_wait_timeout = .* number of seconds > 0"):
             conf.api_admission_wait_timeout()
+
+
+def test_a_bad_setting_leaves_the_plugin_loaded_without_the_limit(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT", "eight")
+    with caplog.at_level("ERROR"):
+        assert column_lineage._root_middlewares() == []
+    assert "api_admission_limit" in caplog.text and "without the admission limit" in caplog.text
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT", "8")
+    monkeypatch.setenv("AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_WAIT_TIMEOUT", "soon")
+    assert column_lineage._root_middlewares() == []

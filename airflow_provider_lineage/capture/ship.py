@@ -2,12 +2,12 @@
 
 In cluster deploy mode (YARN, Kubernetes) the driver runs on the cluster, where this package is not
 installed. The operator adds :func:`capture_archive` to ``--py-files`` (``spark.submit.pyFiles``), so
-the driver imports the launcher's code from it: ``airflow_provider_lineage/__init__.py``, ``capture/``
-and ``lineage/``, taken from the installed package. On the driver's path (capture, record writing)
-these need only the standard library and pyspark: no Airflow, no openlineage-python, nothing else
-(``tests/capture/test_ship.py`` imports the launcher from the archive in an interpreter that has
-nothing but the standard library). Only the fallback where the driver emits OpenLineage events itself
-(no shared ``capture_dir``) needs openlineage-python on the cluster.
+the driver imports the launcher's code from it: ``airflow_provider_lineage/__init__.py``, ``_jvm.py`` (the
+core-neutral Janino helper), ``capture/`` and ``lineage/``, taken from the installed package. On the driver's
+path (capture, record writing) these need only the standard library and pyspark: no Airflow, no
+openlineage-python, nothing else (``tests/capture/test_ship.py`` imports the launcher from the archive in an
+interpreter that has nothing but the standard library). Only the fallback where the driver emits OpenLineage
+events itself (no shared ``capture_dir``) needs openlineage-python on the cluster.
 
 The archive is byte-for-byte reproducible (sorted entries, fixed times), named by the hash of its
 content, and built once per installed version into a cache folder.
@@ -25,6 +25,8 @@ from pathlib import Path
 
 #: Sub-packages of ``airflow_provider_lineage`` the driver needs (capture imports lineage only).
 PACKAGES = ("capture", "lineage")
+#: Top-level modules of ``airflow_provider_lineage`` the driver needs (the Janino helper ``capture`` shares).
+MODULES = ("_jvm.py",)
 ARCHIVE_PREFIX = "airflow-provider-lineage-capture-"
 CACHE_ENV = "AIRFLOW_LINEAGE_CAPTURE_ARCHIVE_CACHE"
 _FIXED_TIME = (2020, 1, 1, 0, 0, 0)
@@ -41,6 +43,7 @@ def archive_members(root: Path | None = None) -> list[tuple[str, Path]]:
     """``(name in the archive, source file)`` of every module the driver may import, sorted."""
     root = root or package_root()
     members = [("airflow_provider_lineage/__init__.py", root / "__init__.py")]
+    members += [(f"airflow_provider_lineage/{name}", root / name) for name in MODULES]
     for pkg in PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):  # sub-packages too, should they appear
             if "__pycache__" not in path.parts:

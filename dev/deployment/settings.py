@@ -50,9 +50,10 @@ API_WORKERS = 2
 #: ``[column_lineage] api_admission_limit`` of ``./dev.sh up``: each api-server worker runs at most this many reader
 #: requests at once, the others wait in arrival order (``airflow_provider_lineage.plugins.admission``). Airflow's list
 #: routes resolve 27-39 sync dependencies, each a thread-pool hop that waits behind every other request in flight on
-#: the worker's event loop: with 64 readers in flight the task-instance list took 2.5-3.5 s at p95, with 8 per worker
-#: (2 workers on 2 cores) every path <= 1.35 s on a quiet machine (issue 47, benchmarks/api_load/REPORT.md).
-API_ADMISSION_LIMIT = 8
+#: the worker's event loop: with 64 readers in flight the task-instance list took 2.5-3.5 s at p95; with 4 per worker
+#: (2 workers on 2 cores) every path <= 1.45 s on a quiet machine in both runs, with 8 up to 2.07 s
+#: (issue 47, benchmarks/api_load/REPORT.md).
+API_ADMISSION_LIMIT = 4
 #: Seconds before the dag-processor parses an *unchanged* DAG file again (Airflow's default: 30). The 8 example files
 #: cost ~0.75 s of CPU each per parse: every 30 s that is a fifth of one of the 2 cores, taken from the api-server
 #: (issue 47). A new or edited file is parsed at once all the same (file_parsing_sort_mode = modified_time), and a

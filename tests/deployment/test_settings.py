@@ -93,7 +93,7 @@ def test_unchanged_dag_files_are_not_reparsed_and_their_first_parse_counts(tmp_p
 def test_every_variant_limits_the_api_servers_readers(tmp_path: Path, db: str, executor: str) -> None:
     # issue 47 item 10: 8 reader requests per api-server worker at once, the others wait (plugins/admission.py)
     dep = AirflowDeployment(tmp_path, db=db, executor=executor, pg_dir=tmp_path / "pg")
-    assert dep.env["AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT"] == str(API_ADMISSION_LIMIT) == "8"
+    assert dep.env["AIRFLOW__COLUMN_LINEAGE__API_ADMISSION_LIMIT"] == str(API_ADMISSION_LIMIT) == "4"
     assert "APL_API_SWITCH_INTERVAL_S" not in dep.env  # tried and worse on a quiet machine (REPORT.md)
 
 
